@@ -1,0 +1,110 @@
+"""Constructed benchmark manifests for tests and demos of the report and regression detection.
+
+`SampleCatalogue.run(...)` adds one BenchmarkRun (and the records it references,
+shaped as the Liger import writes them) for given kernel, mode, provider, GPU,
+workload axes, Liger version and latencies. Not for publication: the specs are
+only as complete as reporting needs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kernelindex_pipeline.records.canonical import API_VERSION, digest_of
+from kernelindex_pipeline.records.names import kebab
+
+BASELINE_PROVIDERS = {"torch", "huggingface", "megatron-unfused"}
+
+_GPUS = {
+    "NVIDIA H100 80GB HBM3": {"vendor": "nvidia", "product": "NVIDIA H100", "architecture": "sm_90",
+                              "formFactor": "80GB HBM3"},
+    "NVIDIA A100-SXM4-80GB": {"vendor": "nvidia", "product": "NVIDIA A100", "architecture": "sm_80",
+                              "formFactor": "SXM4-80GB"},
+}
+
+
+def _manifest(kind: str, metadata: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": API_VERSION, "kind": kind, "metadata": metadata, "spec": spec}
+
+
+class SampleCatalogue:
+    def __init__(self) -> None:
+        self.by_digest: dict[str, dict[str, Any]] = {}
+
+    def _add(self, manifest: dict[str, Any]) -> str:
+        digest = digest_of(manifest)
+        self.by_digest.setdefault(digest, manifest)
+        return digest
+
+    def manifests(self) -> list[dict[str, Any]]:
+        return list(self.by_digest.values())
+
+    def run(self, *, kernel: str = "rms_norm", mode: str = "forward", provider: str = "liger",
+            gpu: str = "NVIDIA H100 80GB HBM3", axes: dict[str, int] | None = None, dtype: str = "bf16",
+            version: str | None = "0.8.0", median_ns: int = 1_000_000, p20_ns: int | None = None,
+            p80_ns: int | None = None, band: float | None = 0.02,
+            timestamp: str = "2025-08-05 00:08:54") -> dict[str, Any]:
+        """Add one run; p20/p80 default to median -/+ `band` (None: no band at all)."""
+        axes = dict(axes or {"batch": 8, "hidden": 4096})
+        if band is not None:
+            p20_ns = p20_ns if p20_ns is not None else round(median_ns * (1 - band))
+            p80_ns = p80_ns if p80_ns is not None else round(median_ns * (1 + band))
+        slug = "liger-" + kebab(kernel)
+        operation = self._add(_manifest("OperationSpec", {"name": slug, "title": kernel.replace("_", " ").title()}, {
+            "family": kernel.split("_")[0], "axes": {a: {"role": "variable", "type": "integer"} for a in axes},
+            "inputs": [{"name": "x", "tensor": {"shape": list(axes), "dtype": "float"}}],
+            "outputs": [{"name": "y", "tensor": {"shape": list(axes), "dtype": "float"}}],
+            "semantics": {"mutation": "none", "determinism": "unspecified"},
+        }))
+        case_key = "-".join(f"{a}{axes[a]}" for a in sorted(axes)) + f"-{dtype}"
+        workload = self._add(_manifest("WorkloadCase", {
+            "name": kebab(f"{slug}-{case_key}"),
+            "title": f"{kernel} · " + ", ".join(f"{a}={v}" for a, v in axes.items()) + f" · {dtype}",
+        }, {
+            "operationSpecDigest": operation, "axes": axes,
+            "tensors": {"x": {"shape": list(axes.values()), "dtype": dtype}},
+            "correctness": {"comparator": "not_asserted"},
+        }))
+        labels = {"role": "baseline"} if provider in BASELINE_PROVIDERS else {}
+        implementation_spec: dict[str, Any] = {
+            "projectRevision": {}, "operation": {"specDigest": operation}, "callable": {"language": "python"},
+            "support": {"hardwareArchitectures": [], "dtypes": []}, "licensing": {"declared": "BSD-3-Clause"},
+        }
+        if provider.startswith("liger"):
+            implementation_spec["buildVariants"] = [{"name": "pip", "install": {"kind": "pip",
+                                                                                "package": "liger-kernel"}}]
+        implementation = self._add(_manifest("ImplementationRevision", {
+            "name": kebab(f"liger-bench-{kernel}-{provider}"), "title": f"{kernel} · {provider.title()}",
+            **({"labels": labels} if labels else {}),
+        }, implementation_spec))
+        protocol = self._add(_manifest("BenchmarkProtocol", {"name": f"liger-bench-do-bench-{mode}"}, {
+            "harness": {"name": "Liger-Kernel benchmark scripts"},
+            "measurement": {"timer": "cuda_events", "primaryStatistic": "median"},
+            "comparability": {"family": "liger_kernel_bench", "notes": f"Timed: {mode}"},
+        }))
+        environment = self._add(_manifest("ExecutionEnvironment", {"name": kebab(f"liger-bench-{gpu}")}, {
+            "hardware": _GPUS.get(gpu, {"vendor": "nvidia", "product": gpu}), "software": {},
+        }))
+        external_id = f"{kernel}/{mode}/{provider}/{kebab(gpu)}/{case_key}/{kebab(timestamp)}"
+        spec: dict[str, Any] = {
+            "implementationDigest": implementation, "workloadDigest": workload, "protocolDigest": protocol,
+            "environmentDigest": environment, "status": "passed",
+            "timing": {"primaryStatistic": "median", "latencyNs": {"median": median_ns}},
+        }
+        metrics: dict[str, float] = {"ms_50": median_ns / 1e6}
+        if p20_ns is not None and p80_ns is not None:
+            spec["measurements"] = [
+                {"metric": "latency", "unit": "ns", "statistic": "p20", "value": p20_ns},
+                {"metric": "latency", "unit": "ns", "statistic": "p80", "value": p80_ns},
+            ]
+            metrics.update(ms_20=p20_ns / 1e6, ms_80=p80_ns / 1e6)
+        spec["sourceNative"] = {"source": "liger-kernel-bench", "benchmark": f"{kernel}/{mode}",
+                                "externalId": external_id, "metrics": metrics}
+        spec["observedAt"] = timestamp.replace(" ", "T") + ".000Z"
+        run = _manifest("BenchmarkRun", {
+            "name": kebab(f"liger-{kernel}-{mode}-{provider}-{gpu}-{case_key}-{timestamp}"),
+            "title": f"{kernel} · {provider} · {mode}",
+            "labels": {"liger_version": version} if version is not None else {},
+        }, spec)
+        self._add(run)
+        return run

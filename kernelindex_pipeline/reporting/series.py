@@ -1,0 +1,383 @@
+"""Group BenchmarkRun records into comparable series across Liger versions.
+
+A *series* is everything that must stay fixed for two latencies to be comparable:
+the same implementation (kernel x provider), workload case, protocol (timed pass)
+and execution environment (GPU and software). Those are exactly the four digests a
+BenchmarkRun references, so the series key is that tuple of digests; kernel, mode,
+provider, GPU and case key are resolved for display only.
+
+Within a series there is one point per Liger version (``metadata.labels.liger_version``),
+ordered with ``packaging.version``. When several runs exist for one version (a
+re-run, or the same row imported from two sources), the point is the run with the
+latest ``observedAt`` -- the newest measurement is taken as the one that describes
+that release; ties fall to the larger digest so the choice is deterministic. The
+number of runs folded into a point is kept so nothing disappears silently.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from packaging.version import InvalidVersion, Version
+
+from kernelindex_pipeline.records.canonical import digest_of
+
+MODE_ORDER = ("forward", "backward", "full")
+LIGER_PACKAGE = "liger-kernel"
+FLOAT_DTYPES = ("bf16", "fp16", "fp32")
+
+# One `<axis><value>` part of a case key, e.g. "seq1024" or "H4096".
+_CASE_KEY_PART = re.compile(r"^([A-Za-z_]+?)(\d+)$")
+
+
+@dataclass(frozen=True, order=True)
+class SeriesKey:
+    implementation_digest: str
+    workload_digest: str
+    protocol_digest: str
+    environment_digest: str
+
+
+@dataclass(frozen=True)
+class Point:
+    """The latency of one series at one Liger version."""
+
+    version: str
+    median_ns: int
+    p20_ns: int | None
+    p80_ns: int | None
+    observed_at: str
+    run_digest: str
+    run_name: str
+    runs_for_version: int  # >1: several runs existed for this version; the latest observedAt was taken
+
+    @property
+    def has_band(self) -> bool:
+        return self.p20_ns is not None and self.p80_ns is not None
+
+
+@dataclass(frozen=True)
+class Workload:
+    digest: str
+    case_key: str
+    axes: dict[str, int]
+    dtype: str | None
+    scalars: tuple[tuple[str, float], ...] = ()
+
+    def context_without(self, axis: str | None) -> tuple:
+        """Everything that identifies this workload except the value of `axis`."""
+        others = tuple(sorted((k, v) for k, v in self.axes.items() if k != axis))
+        return (others, self.dtype, self.scalars)
+
+
+@dataclass
+class Series:
+    key: SeriesKey
+    kernel: str  # the upstream kernel name, e.g. "rms_norm"
+    kernel_title: str
+    mode: str
+    provider: str
+    provider_title: str
+    role: str  # "liger", "baseline" or "other"
+    gpu: str  # display name, e.g. "NVIDIA A100 SXM4-80GB"
+    gpu_slug: str
+    workload: Workload
+    points: list[Point] = field(default_factory=list)  # ascending Liger version
+    unversioned_runs: list[str] = field(default_factory=list)  # run digests without a usable liger_version
+
+    @property
+    def versions(self) -> list[str]:
+        return [p.version for p in self.points]
+
+    @property
+    def latest(self) -> Point | None:
+        return self.points[-1] if self.points else None
+
+    @property
+    def case_key(self) -> str:
+        return self.workload.case_key
+
+    def label(self) -> str:
+        return f"{self.kernel}/{self.mode} · {self.provider} · {self.gpu} · {self.case_key}"
+
+
+@dataclass
+class SeriesSet:
+    """All series of a set of manifests, plus what could not be placed in one."""
+
+    series: list[Series]
+    runs: int  # BenchmarkRun manifests seen
+    skipped_runs: list[tuple[str, str]]  # (run name, why) for runs no series could hold
+
+    def by_kernel(self) -> dict[str, list[Series]]:
+        grouped: dict[str, list[Series]] = defaultdict(list)
+        for s in self.series:
+            grouped[s.kernel].append(s)
+        return dict(sorted(grouped.items()))
+
+    def __iter__(self) -> Iterator[Series]:
+        return iter(self.series)
+
+    def __len__(self) -> int:
+        return len(self.series)
+
+
+class RecordIndex:
+    """Manifests by kind and digest, so runs can resolve the records they reference."""
+
+    def __init__(self, manifests: Iterable[dict[str, Any]]):
+        self.by_digest: dict[str, dict[str, Any]] = {}
+        self.runs: list[tuple[str, dict[str, Any]]] = []
+        for manifest in manifests:
+            try:
+                kind = manifest["kind"]
+                digest = digest_of(manifest)
+            except (KeyError, TypeError) as exc:
+                raise ValueError(
+                    f"not a kernelindex.dev manifest (needs apiVersion, kind, spec): {str(manifest)[:120]!r}"
+                ) from exc
+            self.by_digest[digest] = manifest
+            if kind == "BenchmarkRun":
+                self.runs.append((digest, manifest))
+
+    def get(self, digest: str | None, kind: str) -> dict[str, Any] | None:
+        manifest = self.by_digest.get(digest or "")
+        if manifest is not None and manifest.get("kind") == kind:
+            return manifest
+        return None
+
+
+def parse_version(text: Any) -> Version | None:
+    try:
+        return Version(str(text)) if text not in (None, "") else None
+    except InvalidVersion:
+        return None
+
+
+def parse_case_key(case_key: str) -> tuple[dict[str, int], str | None]:
+    """Axes and dtype from a case key like ``batch8-seq1024-vocab128256-bf16``."""
+    parts = case_key.split("-") if case_key else []
+    dtype = parts.pop() if parts and parts[-1] in FLOAT_DTYPES else None
+    axes: dict[str, int] = {}
+    for part in parts:
+        match = _CASE_KEY_PART.match(part)
+        if match:
+            axes[match.group(1)] = int(match.group(2))
+    return axes, dtype
+
+
+def _title_tail(manifest: dict[str, Any] | None) -> str | None:
+    """The last ` · `-separated part of a title (provider title of an implementation)."""
+    title = ((manifest or {}).get("metadata") or {}).get("title")
+    return title.rsplit(" · ", 1)[-1] if title else None
+
+
+def _band(spec: dict[str, Any]) -> tuple[int | None, int | None]:
+    found: dict[str, int] = {}
+    for m in spec.get("measurements") or []:
+        if m.get("metric") == "latency" and m.get("unit") == "ns" and m.get("statistic") in ("p20", "p80"):
+            found[m["statistic"]] = m["value"]
+    return found.get("p20"), found.get("p80")
+
+
+def _role(implementation: dict[str, Any] | None, provider: str) -> str:
+    if implementation is None:
+        return "liger" if provider.startswith("liger") else "other"
+    labels = (implementation.get("metadata") or {}).get("labels") or {}
+    if labels.get("role") == "baseline":
+        return "baseline"
+    packages = {
+        (variant.get("install") or {}).get("package")
+        for variant in (implementation.get("spec") or {}).get("buildVariants") or []
+    }
+    if LIGER_PACKAGE in packages or provider.startswith("liger"):
+        return "liger"
+    return "other"
+
+
+def _gpu_name(environment: dict[str, Any] | None, fallback: str) -> str:
+    hardware = ((environment or {}).get("spec") or {}).get("hardware") or {}
+    if hardware.get("product"):
+        return " ".join(x for x in (hardware["product"], hardware.get("formFactor")) if x)
+    return fallback
+
+
+def _workload(index: RecordIndex, digest: str, case_key: str) -> Workload:
+    case = index.get(digest, "WorkloadCase")
+    key_axes, dtype = parse_case_key(case_key)
+    if case is None:
+        return Workload(digest=digest, case_key=case_key, axes=key_axes, dtype=dtype)
+    spec = case["spec"]
+    axes = {k: int(v) for k, v in (spec.get("axes") or {}).items()}
+    scalars = tuple(sorted((k, v.get("value")) for k, v in (spec.get("scalars") or {}).items()))
+    if dtype is None:  # the title ends in " · <dtype>"
+        tail = _title_tail(case)
+        dtype = tail if tail in FLOAT_DTYPES else None
+    return Workload(digest=digest, case_key=case_key or case["metadata"].get("name", ""), axes=axes,
+                    dtype=dtype, scalars=scalars)
+
+
+def build_series(manifests: Iterable[dict[str, Any]] | RecordIndex) -> SeriesSet:
+    """Group every BenchmarkRun into its series (see the module docstring for the rules)."""
+    index = manifests if isinstance(manifests, RecordIndex) else RecordIndex(manifests)
+    runs_by_key: dict[SeriesKey, list[tuple[str, dict[str, Any]]]] = defaultdict(list)
+    skipped: list[tuple[str, str]] = []
+    for digest, run in index.runs:
+        spec = run.get("spec") or {}
+        name = (run.get("metadata") or {}).get("name", digest)
+        digests = [spec.get(f) for f in ("implementationDigest", "workloadDigest", "protocolDigest",
+                                         "environmentDigest")]
+        median = ((spec.get("timing") or {}).get("latencyNs") or {}).get("median")
+        if not all(digests):
+            skipped.append((name, "missing one of the four referenced digests"))
+        elif not isinstance(median, (int, float)) or median <= 0:
+            skipped.append((name, "no positive spec.timing.latencyNs.median"))
+        else:
+            runs_by_key[SeriesKey(*digests)].append((digest, run))
+
+    series = [_make_series(index, key, runs) for key, runs in runs_by_key.items()]
+    series.sort(key=lambda s: (s.kernel, s.gpu, _mode_rank(s.mode), s.provider, s.case_key, s.key))
+    return SeriesSet(series=series, runs=len(index.runs), skipped_runs=skipped)
+
+
+def _mode_rank(mode: str) -> tuple[int, str]:
+    return (MODE_ORDER.index(mode) if mode in MODE_ORDER else len(MODE_ORDER), mode)
+
+
+def _make_series(index: RecordIndex, key: SeriesKey, runs: list[tuple[str, dict[str, Any]]]) -> Series:
+    first = runs[0][1]["spec"]
+    native = first.get("sourceNative") or {}
+    # externalId = kernel/mode/provider/gpu-slug/caseKey/timestamp
+    id_parts = (native.get("externalId") or "").split("/")
+    id_parts += [""] * (6 - len(id_parts))
+    kernel, _, mode = (native.get("benchmark") or "").partition("/")
+
+    implementation = index.get(key.implementation_digest, "ImplementationRevision")
+    workload = _workload(index, key.workload_digest, id_parts[4])
+    case = index.get(key.workload_digest, "WorkloadCase")
+    operation = index.get(((case or {}).get("spec") or {}).get("operationSpecDigest"), "OperationSpec")
+    if operation is None and implementation is not None:
+        operation = index.get(implementation["spec"].get("operation", {}).get("specDigest"), "OperationSpec")
+    protocol = index.get(key.protocol_digest, "BenchmarkProtocol")
+    environment = index.get(key.environment_digest, "ExecutionEnvironment")
+
+    kernel = kernel or id_parts[0] or ((operation or {}).get("metadata") or {}).get("name", "unknown-kernel")
+    mode = mode or id_parts[1] or ((protocol or {}).get("metadata") or {}).get("name", "").rsplit("-", 1)[-1]
+    provider = id_parts[2] or ((implementation or {}).get("metadata") or {}).get("name", "unknown-provider")
+    gpu_slug = id_parts[3] or key.environment_digest[7:19]
+
+    series = Series(
+        key=key,
+        kernel=kernel,
+        kernel_title=((operation or {}).get("metadata") or {}).get("title") or kernel,
+        mode=mode or "unknown",
+        provider=provider,
+        provider_title=_title_tail(implementation) or provider,
+        role=_role(implementation, provider),
+        gpu=_gpu_name(environment, gpu_slug),
+        gpu_slug=gpu_slug,
+        workload=workload,
+    )
+
+    by_version: dict[Version, list[tuple[str, dict[str, Any]]]] = defaultdict(list)
+    for digest, run in runs:
+        version = parse_version(((run.get("metadata") or {}).get("labels") or {}).get("liger_version"))
+        if version is None:
+            series.unversioned_runs.append(digest)
+        else:
+            by_version[version].append((digest, run))
+    for version in sorted(by_version):
+        candidates = by_version[version]
+        digest, run = max(candidates, key=lambda dr: (dr[1]["spec"].get("observedAt") or "", dr[0]))
+        spec = run["spec"]
+        p20, p80 = _band(spec)
+        series.points.append(Point(
+            version=str(run["metadata"]["labels"]["liger_version"]),
+            median_ns=spec["timing"]["latencyNs"]["median"],
+            p20_ns=p20,
+            p80_ns=p80,
+            observed_at=spec.get("observedAt") or "",
+            run_digest=digest,
+            run_name=(run.get("metadata") or {}).get("name", digest),
+            runs_for_version=len(candidates),
+        ))
+    return series
+
+
+# --------------------------------------------------------------------------- sweeps
+
+@dataclass
+class Sweep:
+    """Workloads of one kernel on one environment that differ only in `x_axis`.
+
+    `fixed` are the other axes (held constant), with the dtype and scalars; a
+    workload no other workload varies from forms a sweep of one point.
+    """
+
+    x_axis: str | None
+    fixed: dict[str, int]
+    dtype: str | None
+    scalars: tuple[tuple[str, float], ...]
+    workloads: list[Workload]  # every workload on this line, ordered by x
+    owned: set[str] = field(default_factory=set)  # digests first placed here: each workload is owned by one sweep
+
+    def label(self) -> str:
+        parts = [f"{k}={v}" for k, v in self.fixed.items()]
+        parts += [f"{k}={v:g}" for k, v in self.scalars]
+        text = ", ".join(parts)
+        if self.dtype:
+            text = f"{text} · {self.dtype}" if text else self.dtype
+        return text or "single workload"
+
+
+def find_sweeps(workloads: Iterable[Workload]) -> list[Sweep]:
+    """Split workloads into sweeps along one varying axis each.
+
+    Greedy: repeatedly take the largest group of not yet placed workloads that
+    agree on everything but one axis (ties: axis name, then context, for
+    determinism), until no group of two or more different values remains; the
+    rest are single-point sweeps. Upstream scripts sweep one `x_name` per
+    config, so this recovers the swept axis from the case axes alone.
+
+    A workload where two sweeps cross (the default config of both) is *owned*
+    by the first sweep that took it but drawn on every line it belongs to.
+    """
+    everything = list(workloads)
+    remaining = {w.digest: w for w in everything}
+    axis_names = sorted({a for w in remaining.values() for a in w.axes})
+    sweeps: list[Sweep] = []
+    while True:
+        best: tuple | None = None
+        for axis in axis_names:
+            groups: dict[tuple, list[Workload]] = defaultdict(list)
+            for w in remaining.values():
+                if axis in w.axes:
+                    groups[w.context_without(axis)].append(w)
+            for context, members in groups.items():
+                distinct = len({w.axes[axis] for w in members})
+                if distinct < 2:
+                    continue
+                rank = (-distinct, -len(members), axis, repr(context))
+                if best is None or rank < best[0]:
+                    best = (rank, axis, context, members)
+        if best is None:
+            break
+        _, axis, context, members = best
+        others, dtype, scalars = context
+        on_line = [w for w in everything if axis in w.axes and w.context_without(axis) == context]
+        sweeps.append(Sweep(x_axis=axis, fixed=dict(others), dtype=dtype, scalars=scalars,
+                            workloads=sorted(on_line, key=lambda w: (w.axes[axis], w.digest)),
+                            owned={w.digest for w in members}))
+        for w in members:
+            del remaining[w.digest]
+    for w in sorted(remaining.values(), key=lambda w: (w.case_key, w.digest)):
+        x_axis = next(iter(sorted(w.axes)), None)
+        others, dtype, scalars = w.context_without(x_axis)
+        sweeps.append(Sweep(x_axis=x_axis, fixed=dict(others), dtype=dtype, scalars=scalars, workloads=[w],
+                            owned={w.digest}))
+    sweeps.sort(key=lambda s: (s.dtype or "", s.x_axis or "", -len(s.workloads), repr(sorted(s.fixed.items()))))
+    return sweeps
