@@ -1,0 +1,652 @@
+"""The publication store: KernelIndex records keyed by digest, in SQLite (embedded) or PostgreSQL.
+
+One code path for both databases, on SQLAlchemy Core. What is kept:
+
+- ``objects``: one row per digest (kind, name, the canonical JSON manifest, the publication that first
+  brought it). The digest is the identity; a name is only a label.
+- ``runs``: BenchmarkRun source identity, unique on (source, externalId). A different digest for an
+  externalId that is already published is a conflict: the first one stays, the newcomer is reported.
+- ``source_snapshots`` and ``import_reports``: content-addressed (keyed by the digest of their canonical
+  JSON), so re-publishing the same partition adds nothing there either.
+- ``publications``: the log, one row per ``publish()`` call (partition, started/finished, counts).
+
+Every ``publish()`` is one transaction. Publications are serialised per catalogue (SQLite: ``BEGIN
+IMMEDIATE``; PostgreSQL: a transaction-scoped advisory lock) so that "new" and "already present" are
+exact even when several processes publish at once, and a process killed halfway leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import (
+    Column,
+    ForeignKey,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+    create_engine,
+    event,
+    func,
+    select,
+    tuple_,
+    update,
+)
+from sqlalchemy.dialects import postgresql as postgresql_dialect
+from sqlalchemy.dialects import sqlite as sqlite_dialect
+from sqlalchemy.engine import URL, Connection, Engine, make_url
+from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+
+from kernelindex_pipeline.records.canonical import canonical_json, digest_of
+from kernelindex_pipeline.records.schema import KINDS
+
+log = logging.getLogger(__name__)
+
+CATALOGUE_FILENAME = "kernelindex-catalogue.sqlite"
+RUN_KIND = "BenchmarkRun"
+
+# How many rows go into one INSERT/SELECT round trip: large enough that a ~10k-record partition is a
+# handful of statements, small enough to stay under SQLite's bound-parameter limit.
+BATCH_SIZE = 500
+
+# Any fixed 64-bit number; all publishers of one PostgreSQL database take this lock, so publications
+# are serialised there just as BEGIN IMMEDIATE serialises them in SQLite.
+_PG_PUBLISH_LOCK = 0x4B49_4341_5441_4C47  # "KICATALG"
+
+_DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
+
+metadata = MetaData()
+
+publications = Table(
+    "publications",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("partition", String(255), nullable=False, index=True),
+    Column("started_at", String(32), nullable=False),
+    Column("finished_at", String(32)),  # set in the same transaction; NULL is never visible outside it
+    Column("new_count", Integer, nullable=False, default=0),
+    Column("already_present_count", Integer, nullable=False, default=0),
+    Column("conflict_count", Integer, nullable=False, default=0),
+    Column("new_by_kind", Text, nullable=False, default="{}"),
+    Column("conflicts", Text, nullable=False, default="[]"),
+    Column("snapshot_digest", String(71), ForeignKey("source_snapshots.digest")),
+    Column("report_digest", String(71), ForeignKey("import_reports.digest")),
+)
+
+source_snapshots = Table(
+    "source_snapshots",
+    metadata,
+    Column("digest", String(71), primary_key=True),  # sha256 of the canonical JSON below
+    Column("locator", Text),
+    Column("sha256", String(64)),  # of the source bytes, when the snapshot says
+    Column("snapshot", Text, nullable=False),
+)
+
+import_reports = Table(
+    "import_reports",
+    metadata,
+    Column("digest", String(71), primary_key=True),  # sha256 of the canonical JSON below
+    Column("report", Text, nullable=False),
+)
+
+objects = Table(
+    "objects",
+    metadata,
+    Column("digest", String(71), primary_key=True),
+    Column("kind", String(64), nullable=False, index=True),
+    Column("name", String(255), nullable=False),
+    Column("manifest", Text, nullable=False),  # canonical JSON (RFC 8785) of the whole manifest
+    Column("first_publication_id", Integer, ForeignKey("publications.id"), nullable=False),
+)
+
+runs = Table(
+    "runs",
+    metadata,
+    Column("digest", String(71), ForeignKey("objects.digest"), primary_key=True),
+    Column("source", String(255), nullable=False),
+    Column("external_id", Text, nullable=False),
+    UniqueConstraint("source", "external_id", name="uq_runs_source_external_id"),
+)
+
+
+class CatalogueError(RuntimeError):
+    """A catalogue could not be opened or written. The message never contains a password."""
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """A run whose (source, externalId) is already taken by a different digest; the first one is kept."""
+
+    source: str
+    external_id: str
+    kept_digest: str
+    rejected_digest: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {
+            "source": self.source,
+            "externalId": self.external_id,
+            "keptDigest": self.kept_digest,
+            "rejectedDigest": self.rejected_digest,
+        }
+
+
+@dataclass(frozen=True)
+class PublishResult:
+    """What one publication changed."""
+
+    new: int
+    already_present: int
+    new_by_kind: dict[str, int] = field(default_factory=dict)
+    conflicts: list[Conflict] = field(default_factory=list)
+    publication_id: int | None = None
+    partition: str = ""
+
+    def summary(self) -> str:
+        """One line, e.g. ``0 new, 1 649 already present`` (and the conflicts, if any)."""
+        text = f"{_grouped(self.new)} new, {_grouped(self.already_present)} already present"
+        if self.conflicts:
+            noun = "conflict" if len(self.conflicts) == 1 else "conflicts"
+            text += f", {_grouped(len(self.conflicts))} {noun} (externalId already published with another digest)"
+        return text
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "partition": self.partition,
+            "publicationId": self.publication_id,
+            "new": self.new,
+            "alreadyPresent": self.already_present,
+            "newByKind": dict(self.new_by_kind),
+            "conflicts": [c.to_dict() for c in self.conflicts],
+            "summary": self.summary(),
+        }
+
+
+def _grouped(number: int) -> str:
+    """Thousands separated by a space: 1649 -> '1 649'."""
+    return f"{number:,}".replace(",", " ")
+
+
+# --------------------------------------------------------------------------------------------- URLs
+
+
+def redact_url(url: str | URL) -> str:
+    """The URL with its password replaced by ``***``; safe for logs, reprs, errors and metadata."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except (ArgumentError, ValueError, TypeError):
+        # Not parseable by SQLAlchemy: still never echo what looks like credentials.
+        return re.sub(r"(?<=://)([^/@:]*):[^/@]*@", r"\1:***@", str(url))
+
+
+def default_catalogue_path(home: str | os.PathLike[str] | None = None) -> Path:
+    """``<home or $DAGSTER_HOME or ./.dagster_home>/kernelindex-catalogue.sqlite``."""
+    base = Path(home) if home else Path(os.environ.get("DAGSTER_HOME") or Path.cwd() / ".dagster_home")
+    return base / CATALOGUE_FILENAME
+
+
+def _normalise_url(url: str | URL) -> URL:
+    """Parse the URL and pick the installed driver for PostgreSQL (psycopg 3)."""
+    try:
+        parsed = make_url(url)
+    except (ArgumentError, ValueError) as exc:
+        raise CatalogueError(
+            f"catalogue URL {redact_url(url)!r} is not a SQLAlchemy URL ({type(exc).__name__}); use "
+            "sqlite:///path/to/catalogue.sqlite or postgresql+psycopg://user:password@host:port/database"
+        ) from None
+    backend = parsed.get_backend_name()
+    if backend in ("postgresql", "postgres"):
+        return parsed.set(drivername="postgresql+psycopg")
+    if backend == "sqlite":
+        return parsed
+    raise CatalogueError(
+        f"catalogue URL {redact_url(parsed)!r} uses {backend!r}; supported are sqlite:///path and "
+        "postgresql+psycopg://user:password@host:port/database"
+    )
+
+
+# ------------------------------------------------------------------------------------------- store
+
+
+@dataclass(frozen=True)
+class _Row:
+    digest: str
+    kind: str
+    name: str
+    manifest: Mapping[str, Any]
+    run_key: tuple[str, str] | None  # (source, externalId) of a BenchmarkRun
+
+
+class CatalogueStore:
+    """A catalogue of KernelIndex records. Open with :meth:`open`; use as a context manager or call close()."""
+
+    def __init__(self, engine: Engine, url: URL) -> None:
+        self._engine = engine
+        self._url = url
+        self.safe_url = redact_url(url)
+        self.dialect = engine.dialect.name
+
+    # ---------------------------------------------------------------- opening
+
+    @classmethod
+    def open(
+        cls,
+        url: str | URL | None = None,
+        home: str | os.PathLike[str] | None = None,
+        *,
+        busy_timeout_s: float = 120.0,
+    ) -> CatalogueStore:
+        """Open (and create if needed) the catalogue at `url`; None means the embedded SQLite file under
+        `home` / $DAGSTER_HOME / ./.dagster_home. `busy_timeout_s` is how long an SQLite writer waits for
+        another process's publication to finish."""
+        if url is None or str(url) == "":
+            path = default_catalogue_path(home)
+            parsed = URL.create("sqlite", database=str(path))
+        else:
+            parsed = _normalise_url(url)
+        safe = redact_url(parsed)
+        if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
+            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+        with _scrubbed_errors(parsed, f"cannot open the catalogue at {safe}"):
+            engine = _create_engine(parsed, busy_timeout_s)
+            store = cls(engine, parsed)
+            store._create_schema()
+        log.info("catalogue opened: %s", safe)
+        return store
+
+    def _create_schema(self) -> None:
+        # Under the publication lock, so two processes opening a fresh catalogue at once do not both
+        # try to create the tables.
+        with self._write_engine.begin() as conn:
+            self._take_publication_lock(conn)
+            metadata.create_all(conn, checkfirst=True)
+
+    @property
+    def _write_engine(self) -> Engine:
+        return self._engine.execution_options(catalogue_write=True)
+
+    def close(self) -> None:
+        self._engine.dispose()
+
+    def __enter__(self) -> CatalogueStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"CatalogueStore({self.safe_url!r})"
+
+    @property
+    def engine(self) -> Engine:
+        """The SQLAlchemy engine (its repr hides the password too)."""
+        return self._engine
+
+    # ---------------------------------------------------------------- publishing
+
+    def publish(
+        self,
+        manifests: Mapping[str, Mapping[str, Any]] | Iterable[Mapping[str, Any]],
+        *,
+        partition: str,
+        source: Any = None,
+        report: Any = None,
+    ) -> PublishResult:
+        """Publish records in ONE transaction: insert each digest not yet present, keep the snapshot
+        (`source`: a SourceSnapshot or its dict) and the import `report` (an ImportReport or its dict).
+
+        `manifests` is a dict digest -> manifest (digests trusted, as the blocking checks recompute
+        them) or an iterable of manifests (digests computed here). Nothing is written if anything fails.
+        """
+        rows = _prepare_rows(manifests)
+        snapshot_doc = _as_document(source, "source")
+        report_doc = _as_document(report, "report")
+        started_at = _now()
+        with _scrubbed_errors(self._url, f"publishing partition {partition!r} into {self.safe_url} failed"):
+            with self._write_engine.begin() as conn:
+                self._take_publication_lock(conn)
+                result = self._publish_in_transaction(conn, rows, partition, started_at, snapshot_doc, report_doc)
+        log.info("published partition %s into %s: %s", partition, self.safe_url, result.summary())
+        return result
+
+    def _publish_in_transaction(
+        self,
+        conn: Connection,
+        rows: list[_Row],
+        partition: str,
+        started_at: str,
+        snapshot_doc: dict | None,
+        report_doc: dict | None,
+    ) -> PublishResult:
+        snapshot_digest = None
+        if snapshot_doc is not None:
+            snapshot_json = canonical_json(snapshot_doc)
+            snapshot_digest = _sha256_digest(snapshot_json)
+            self._insert_absent(
+                conn,
+                source_snapshots,
+                [
+                    {
+                        "digest": snapshot_digest,
+                        "locator": _text_or_none(snapshot_doc.get("locator")),
+                        "sha256": _text_or_none(snapshot_doc.get("sha256")),
+                        "snapshot": snapshot_json,
+                    }
+                ],
+            )
+        report_digest = None
+        if report_doc is not None:
+            report_json = canonical_json(report_doc)
+            report_digest = _sha256_digest(report_json)
+            self._insert_absent(conn, import_reports, [{"digest": report_digest, "report": report_json}])
+
+        publication_id = conn.execute(
+            publications.insert()
+            .values(
+                partition=partition,
+                started_at=started_at,
+                snapshot_digest=snapshot_digest,
+                report_digest=report_digest,
+            )
+            .returning(publications.c.id)
+        ).scalar_one()
+
+        present = self._present(conn, [row.digest for row in rows])
+        absent = [row for row in rows if row.digest not in present]
+        accepted, conflicts = self._reconcile_run_identities(conn, absent)
+
+        self._insert_absent(
+            conn,
+            objects,
+            [
+                {
+                    "digest": row.digest,
+                    "kind": row.kind,
+                    "name": row.name,
+                    # canonical JSON only for what is new: a re-publication costs no serialisation
+                    "manifest": canonical_json(row.manifest),
+                    "first_publication_id": publication_id,
+                }
+                for row in accepted
+            ],
+        )
+        self._insert_absent(
+            conn,
+            runs,
+            [
+                {"digest": row.digest, "source": row.run_key[0], "external_id": row.run_key[1]}
+                for row in accepted
+                if row.run_key is not None
+            ],
+        )
+
+        new_by_kind = _ordered_counts(Counter(row.kind for row in accepted))
+        result = PublishResult(
+            new=len(accepted),
+            already_present=len(present),
+            new_by_kind=new_by_kind,
+            conflicts=conflicts,
+            publication_id=publication_id,
+            partition=partition,
+        )
+        conn.execute(
+            update(publications)
+            .where(publications.c.id == publication_id)
+            .values(
+                finished_at=_now(),
+                new_count=result.new,
+                already_present_count=result.already_present,
+                conflict_count=len(conflicts),
+                new_by_kind=canonical_json(new_by_kind),
+                conflicts=canonical_json([c.to_dict() for c in conflicts]),
+            )
+        )
+        return result
+
+    def _reconcile_run_identities(self, conn: Connection, rows: list[_Row]) -> tuple[list[_Row], list[Conflict]]:
+        """Drop runs whose (source, externalId) already belongs to another digest, in the catalogue or
+        earlier in this same batch (first one wins)."""
+        keys = [row.run_key for row in rows if row.run_key is not None]
+        taken: dict[tuple[str, str], str] = {}
+        for chunk in _chunks(keys, BATCH_SIZE):
+            statement = select(runs.c.source, runs.c.external_id, runs.c.digest).where(
+                tuple_(runs.c.source, runs.c.external_id).in_(chunk)
+            )
+            for source, external_id, digest in conn.execute(statement):
+                taken[(source, external_id)] = digest
+        accepted: list[_Row] = []
+        conflicts: list[Conflict] = []
+        for row in rows:
+            if row.run_key is not None:
+                kept = taken.get(row.run_key)
+                if kept is not None and kept != row.digest:
+                    conflicts.append(Conflict(row.run_key[0], row.run_key[1], kept, row.digest))
+                    continue
+                taken[row.run_key] = row.digest
+            accepted.append(row)
+        return accepted, conflicts
+
+    def _insert_absent(self, conn: Connection, table: Table, values: list[dict[str, Any]]) -> None:
+        """INSERT … ON CONFLICT DO NOTHING, in batches (executemany)."""
+        dialect_insert = postgresql_dialect.insert if self.dialect == "postgresql" else sqlite_dialect.insert
+        statement = dialect_insert(table).on_conflict_do_nothing()
+        for chunk in _chunks(values, BATCH_SIZE):
+            conn.execute(statement, chunk)
+
+    def _present(self, conn: Connection, digests: Iterable[str]) -> set[str]:
+        found: set[str] = set()
+        for chunk in _chunks(list(dict.fromkeys(digests)), BATCH_SIZE):
+            found.update(conn.execute(select(objects.c.digest).where(objects.c.digest.in_(chunk))).scalars())
+        return found
+
+    def _take_publication_lock(self, conn: Connection) -> None:
+        # SQLite already holds its write lock (BEGIN IMMEDIATE, see _create_engine).
+        if self.dialect == "postgresql":
+            conn.execute(select(func.pg_advisory_xact_lock(_PG_PUBLISH_LOCK)))
+
+    # ---------------------------------------------------------------- reading
+
+    def present_digests(self, digests: Iterable[str]) -> set[str]:
+        """The subset of `digests` that the catalogue holds."""
+        with _scrubbed_errors(self._url, f"reading {self.safe_url} failed"), self._engine.connect() as conn:
+            return self._present(conn, digests)
+
+    def manifests(self, kinds: Iterable[str] | None = None) -> Iterator[dict[str, Any]]:
+        """Every manifest (or those of `kinds`), in KINDS order, then name, then digest (code-point
+        order, the same on every database)."""
+        statement = select(objects.c.kind, objects.c.name, objects.c.digest, objects.c.manifest)
+        if kinds is not None:
+            statement = statement.where(objects.c.kind.in_(list(kinds)))
+        with _scrubbed_errors(self._url, f"reading {self.safe_url} failed"), self._engine.connect() as conn:
+            rows = conn.execute(statement).all()
+        rows.sort(key=lambda row: (_kind_rank(row.kind), row.kind, row.name, row.digest))
+        for row in rows:
+            yield json.loads(row.manifest)
+
+    def get(self, digest: str) -> dict[str, Any] | None:
+        """The manifest with this digest, or None."""
+        with _scrubbed_errors(self._url, f"reading {self.safe_url} failed"), self._engine.connect() as conn:
+            text = conn.execute(select(objects.c.manifest).where(objects.c.digest == digest)).scalar_one_or_none()
+        return None if text is None else json.loads(text)
+
+    def counts_by_kind(self) -> dict[str, int]:
+        """Objects per kind, every kind of KINDS listed (0 when absent), in KINDS order."""
+        statement = select(objects.c.kind, func.count()).group_by(objects.c.kind)
+        with _scrubbed_errors(self._url, f"reading {self.safe_url} failed"), self._engine.connect() as conn:
+            counts = {kind: count for kind, count in conn.execute(statement)}
+        return {kind: counts.get(kind, 0) for kind in KINDS} | _ordered_counts(
+            {kind: n for kind, n in counts.items() if kind not in KINDS}
+        )
+
+    def publications(self, partition: str | None = None) -> list[dict[str, Any]]:
+        """The publication log (oldest first), optionally for one partition, each with its source
+        snapshot and import report (None when the publication had none)."""
+        statement = (
+            select(publications, source_snapshots.c.snapshot, import_reports.c.report)
+            .outerjoin(source_snapshots, publications.c.snapshot_digest == source_snapshots.c.digest)
+            .outerjoin(import_reports, publications.c.report_digest == import_reports.c.digest)
+            .order_by(publications.c.id)
+        )
+        if partition is not None:
+            statement = statement.where(publications.c.partition == partition)
+        with _scrubbed_errors(self._url, f"reading {self.safe_url} failed"), self._engine.connect() as conn:
+            rows = conn.execute(statement).mappings().all()
+        return [
+            {
+                "id": row["id"],
+                "partition": row["partition"],
+                "startedAt": row["started_at"],
+                "finishedAt": row["finished_at"],
+                "new": row["new_count"],
+                "alreadyPresent": row["already_present_count"],
+                "newByKind": json.loads(row["new_by_kind"]),
+                "conflicts": json.loads(row["conflicts"]),
+                "snapshotDigest": row["snapshot_digest"],
+                "snapshot": None if row["snapshot"] is None else json.loads(row["snapshot"]),
+                "reportDigest": row["report_digest"],
+                "report": None if row["report"] is None else json.loads(row["report"]),
+            }
+            for row in rows
+        ]
+
+
+# ------------------------------------------------------------------------------------------ helpers
+
+
+def _create_engine(url: URL, busy_timeout_s: float) -> Engine:
+    if url.get_backend_name() == "postgresql":
+        # No server-side prepared statements: a generic plan for "digest IN (500 parameters)" is a
+        # sequential scan, hundreds of times slower than the index lookups of a custom plan.
+        return create_engine(url, pool_pre_ping=True, hide_parameters=True, connect_args={"prepare_threshold": None})
+
+    engine = create_engine(url, connect_args={"timeout": busy_timeout_s}, hide_parameters=True)
+
+    @event.listens_for(engine, "connect")
+    def _configure_sqlite(dbapi_connection, _record):  # noqa: ANN001 - DBAPI objects
+        # Let SQLAlchemy (not the sqlite3 module) decide where transactions begin, so that a
+        # publication can start with BEGIN IMMEDIATE: it takes the write lock up front and waits
+        # (busy timeout) for another writer instead of failing when upgrading a read lock.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
+        cursor.execute("PRAGMA journal_mode = WAL")  # readers never block the writer, and vice versa
+        cursor.execute("PRAGMA synchronous = FULL")  # a committed publication survives power loss
+        cursor.execute("PRAGMA foreign_keys = ON")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _begin(conn: Connection) -> None:
+        if conn.get_execution_options().get("catalogue_write"):
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+        else:
+            conn.exec_driver_sql("BEGIN")
+
+    return engine
+
+
+class _scrubbed_errors:
+    """Turn database errors into CatalogueError with the password removed from every message; the
+    original exception is not chained because drivers may echo connection strings."""
+
+    def __init__(self, url: URL, action: str) -> None:
+        self._password = url.password
+        self._action = action
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, exc_type, exc, _tb) -> bool:  # noqa: ANN001
+        if exc is None or not isinstance(exc, (SQLAlchemyError, OSError)):
+            return False
+        detail = " ".join(str(exc).split())
+        if self._password:
+            detail = detail.replace(str(self._password), "***")
+        raise CatalogueError(f"{self._action}: {type(exc).__name__}: {detail}") from None
+
+
+def _prepare_rows(manifests: Mapping[str, Mapping[str, Any]] | Iterable[Mapping[str, Any]]) -> list[_Row]:
+    if isinstance(manifests, Mapping):
+        pairs = list(manifests.items())
+    else:
+        pairs = [(None, manifest) for manifest in manifests]
+    rows: dict[str, _Row] = {}
+    for position, (digest, manifest) in enumerate(pairs):
+        where = f"manifest #{position}" + (f" ({digest})" if digest else "")
+        if not isinstance(manifest, Mapping):
+            raise CatalogueError(f"{where} is a {type(manifest).__name__}, not a manifest object")
+        kind = manifest.get("kind")
+        name = (manifest.get("metadata") or {}).get("name")
+        if not isinstance(kind, str) or not isinstance(name, str) or not isinstance(manifest.get("spec"), Mapping):
+            raise CatalogueError(
+                f"{where} lacks kind, metadata.name or spec; publish only validated records (records.schema.ensure_valid)"
+            )
+        if digest is None:
+            digest = digest_of(manifest)
+        elif not _DIGEST_RE.match(digest):
+            raise CatalogueError(f"{where} of {kind}/{name}: the key must be 'sha256:<64 hex>', got {digest!r}")
+        if digest in rows:
+            continue  # same content twice in one batch: keep the first
+        rows[digest] = _Row(
+            digest=digest,
+            kind=kind,
+            name=name,
+            manifest=manifest,
+            run_key=_run_key(manifest) if kind == RUN_KIND else None,
+        )
+    return list(rows.values())
+
+
+def _run_key(manifest: Mapping[str, Any]) -> tuple[str, str] | None:
+    native = manifest["spec"].get("sourceNative") or {}
+    source, external_id = native.get("source"), native.get("externalId")
+    if isinstance(source, str) and isinstance(external_id, str):
+        return source, external_id
+    return None
+
+
+def _as_document(value: Any, what: str) -> dict | None:
+    if value is None:
+        return None
+    if hasattr(value, "to_dict"):
+        value = value.to_dict()
+    if not isinstance(value, Mapping):
+        raise CatalogueError(f"publish(..., {what}=...) takes an object with .to_dict() or a dict, not {type(value).__name__}")
+    return dict(value)
+
+
+def _sha256_digest(text: str) -> str:
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _text_or_none(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _kind_rank(kind: str) -> int:
+    return KINDS.index(kind) if kind in KINDS else len(KINDS)
+
+
+def _ordered_counts(counts: Mapping[str, int]) -> dict[str, int]:
+    return {kind: counts[kind] for kind in sorted(counts, key=lambda k: (_kind_rank(k), k))}
+
+
+def _chunks(items: list, size: int) -> Iterator[list]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")

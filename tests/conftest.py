@@ -1,0 +1,101 @@
+"""Shared pytest fixtures.
+
+Catalogue: `sqlite_url` (a fresh SQLite file), `postgres_url` (a fresh schema on the PostgreSQL server
+named by KERNELINDEX_TEST_POSTGRES_URL; on CI a missing server is a failure, never a skip),
+`catalogue_records` (the 21 seed manifests) and `synthetic_runs` (more BenchmarkRuns derived from them).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import uuid
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(__file__).parent / "fixtures"
+POSTGRES_URL_ENV = "KERNELINDEX_TEST_POSTGRES_URL"
+
+
+def _on_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() in ("true", "1", "yes")
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> str:
+    """A SQLite catalogue file of its own for each test."""
+    return f"sqlite:///{tmp_path / 'catalogue.sqlite'}"
+
+
+@pytest.fixture
+def postgres_url():
+    """A PostgreSQL catalogue URL (password included) whose search_path is a fresh schema, dropped
+    after the test. Start a server with `url=$(bash scripts/start_postgres DIR)` and export it as
+    KERNELINDEX_TEST_POSTGRES_URL."""
+    base = os.environ.get(POSTGRES_URL_ENV, "").strip()
+    if not base:
+        message = (
+            f"{POSTGRES_URL_ENV} is unset: start a server with "
+            f"`export {POSTGRES_URL_ENV}=$(bash scripts/start_postgres /tmp/kernelindex-pg)`"
+        )
+        if _on_ci():
+            pytest.fail(message + " (CI=true: PostgreSQL tests must run on CI)")
+        pytest.skip(message)
+
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    url = make_url(base)
+    if url.drivername in ("postgresql", "postgres"):
+        url = url.set(drivername="postgresql+psycopg")
+    schema = f"test_{uuid.uuid4().hex[:16]}"
+    admin = create_engine(url)
+    try:
+        with admin.begin() as conn:
+            conn.execute(text(f'CREATE SCHEMA "{schema}"'))
+        yield url.update_query_dict({"options": f"-csearch_path={schema}"}).render_as_string(hide_password=False)
+        with admin.begin() as conn:
+            conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+    finally:
+        admin.dispose()
+
+
+@pytest.fixture(scope="session")
+def catalogue_records() -> dict[str, dict]:
+    """The seed bundles' manifests, digest -> manifest (3 CSV rows x 7 kinds; shared objects once)."""
+    bundles = json.loads((FIXTURES / "seed-bundles.json").read_text(encoding="utf-8"))
+    records: dict[str, dict] = {}
+    for bundle in bundles:
+        for entry in bundle["manifests"]:
+            records.setdefault(entry["digest"], entry["manifest"])
+    return records
+
+
+@pytest.fixture(scope="session")
+def synthetic_runs(catalogue_records):
+    """`synthetic_runs(count, start=0) -> dict[digest, manifest]`: BenchmarkRuns cloned from the seed
+    runs, each observed one second later than the previous one (so a new externalId and a new
+    digest), numbered from `start` so that disjoint ranges give disjoint runs."""
+    from kernelindex_pipeline.records.canonical import digest_of
+
+    seeds = [m for m in catalogue_records.values() if m["kind"] == "BenchmarkRun"]
+    epoch = datetime(2025, 1, 1, tzinfo=timezone.utc)
+
+    def make(count: int, start: int = 0) -> dict[str, dict]:
+        runs: dict[str, dict] = {}
+        for number in range(start, start + count):
+            run = copy.deepcopy(seeds[number % len(seeds)])
+            observed = epoch + timedelta(seconds=number)
+            stamp = observed.strftime("%Y-%m-%d-%H-%M-%S")
+            native = run["spec"]["sourceNative"]
+            native["externalId"] = native["externalId"].rsplit("/", 1)[0] + "/" + stamp
+            run["spec"]["observedAt"] = observed.strftime("%Y-%m-%dT%H:%M:%S.000Z")
+            run["metadata"]["name"] = (run["metadata"]["name"][:80] + "-" + stamp)[:100]
+            runs[digest_of(run)] = run
+        assert len(runs) == count
+        return runs
+
+    return make

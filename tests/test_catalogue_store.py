@@ -1,0 +1,186 @@
+"""The catalogue store on SQLite and PostgreSQL: idempotent publication, run identity, atomicity."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections import Counter
+
+import pytest
+from sqlalchemy import select
+
+from kernelindex_pipeline.catalogue import store as store_module
+from kernelindex_pipeline.catalogue.store import CatalogueError, CatalogueStore, PublishResult
+from kernelindex_pipeline.records.canonical import canonical_json, digest_of
+from kernelindex_pipeline.records.schema import KINDS
+
+CONTENT_TABLES = ("objects", "runs", "source_snapshots", "import_reports")
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def catalogue_url(request) -> str:
+    return request.getfixturevalue(f"{request.param}_url")
+
+
+@pytest.fixture
+def store(catalogue_url):
+    with CatalogueStore.open(catalogue_url) as opened:
+        yield opened
+
+
+def table_rows(store: CatalogueStore) -> dict[str, list[tuple]]:
+    """Every row of the content tables, sorted, for before/after comparisons."""
+    with store.engine.connect() as conn:
+        return {
+            name: sorted(tuple(row) for row in conn.execute(select(store_module.metadata.tables[name])))
+            for name in CONTENT_TABLES
+        }
+
+
+SNAPSHOT = {
+    "locator": "pypi:liger-kernel==0.8.5#benchmark/data/all_benchmark_data.csv",
+    "resolvedVersion": "0.8.5",
+    "sha256": "ab" * 32,
+    "sizeBytes": 1234,
+    "fetchedAt": "2026-11-29T00:00:00Z",
+    "parserVersion": "1",
+}
+REPORT = {"rowsRead": 3, "speedRows": 3, "runs": 3, "issues": []}
+
+
+def test_publishing_twice_leaves_the_same_rows_and_says_nothing_new(store, catalogue_records, synthetic_runs):
+    records = catalogue_records | synthetic_runs(300)
+    first = store.publish(records, partition="nvidia-a100-sxm4-80gb|0.6.1", source=SNAPSHOT, report=REPORT)
+    rows_after_first = table_rows(store)
+
+    second = store.publish(records, partition="nvidia-a100-sxm4-80gb|0.6.1", source=SNAPSHOT, report=REPORT)
+
+    assert table_rows(store) == rows_after_first
+    assert (first.new, first.already_present) == (len(records), 0)
+    assert first.new_by_kind == dict(Counter(m["kind"] for m in records.values()))
+    assert (second.new, second.already_present, second.new_by_kind) == (0, len(records), {})
+    assert second.summary() == f"0 new, {len(records)} already present"
+    assert len(rows_after_first["objects"]) == len(records)
+    assert len(rows_after_first["runs"]) == sum(m["kind"] == "BenchmarkRun" for m in records.values())
+    assert len(rows_after_first["source_snapshots"]) == len(rows_after_first["import_reports"]) == 1
+    log = store.publications()
+    assert [(p["new"], p["alreadyPresent"]) for p in log] == [(len(records), 0), (0, len(records))]
+    assert all(p["finishedAt"] >= p["startedAt"] for p in log)
+    assert log[0]["snapshot"] == SNAPSHOT and log[0]["report"] == REPORT
+
+
+def test_summary_separates_thousands_with_a_space():
+    assert PublishResult(new=0, already_present=1649).summary() == "0 new, 1 649 already present"
+    assert PublishResult(new=1234567, already_present=12).summary() == "1 234 567 new, 12 already present"
+
+
+def test_manifests_come_back_canonical_in_kinds_then_name_then_digest_order(store, catalogue_records, synthetic_runs):
+    records = catalogue_records | synthetic_runs(40)
+    # Publish in reverse order: the store must not depend on the order it was given.
+    store.publish(dict(reversed(list(records.items()))), partition="p", source=None, report=None)
+
+    stored = list(store.manifests())
+
+    expected_order = sorted(records, key=lambda d: (KINDS.index(records[d]["kind"]), records[d]["metadata"]["name"], d))
+    assert [digest_of(m) for m in stored] == expected_order
+    assert [canonical_json(m) for m in stored] == [canonical_json(records[d]) for d in expected_order]
+    runs_only = list(store.manifests(kinds=["BenchmarkRun"]))
+    assert {digest_of(m) for m in runs_only} == {d for d, m in records.items() if m["kind"] == "BenchmarkRun"}
+    assert store.get(expected_order[0]) == records[expected_order[0]]
+    assert store.get("sha256:" + "0" * 64) is None
+
+
+def test_a_list_of_manifests_is_published_under_the_digests_it_hashes_to(store, catalogue_records):
+    result = store.publish(list(catalogue_records.values()), partition="p")
+
+    # The fixture's digests come from the reference implementation, not from this code base.
+    assert store.present_digests(list(catalogue_records) + ["sha256:" + "f" * 64]) == set(catalogue_records)
+    assert result.new == len(catalogue_records)
+    counts = store.counts_by_kind()
+    assert list(counts) == list(KINDS)
+    assert counts == {kind: sum(m["kind"] == kind for m in catalogue_records.values()) for kind in KINDS}
+
+
+def test_a_second_digest_for_a_published_external_id_is_a_conflict_and_the_first_stays(store, catalogue_records):
+    run_digest, run = next((d, m) for d, m in catalogue_records.items() if m["kind"] == "BenchmarkRun")
+    store.publish({run_digest: run}, partition="p")
+    remeasured = json.loads(json.dumps(run))
+    remeasured["spec"]["timing"]["latencyNs"]["median"] += 1
+    remeasured_digest = digest_of(remeasured)
+
+    result = store.publish({remeasured_digest: remeasured}, partition="p")
+
+    native = run["spec"]["sourceNative"]
+    assert (result.new, result.already_present) == (0, 0)
+    assert [(c.source, c.external_id, c.kept_digest, c.rejected_digest) for c in result.conflicts] == [
+        (native["source"], native["externalId"], run_digest, remeasured_digest)
+    ]
+    assert "1 conflict" in result.summary()
+    assert store.present_digests([run_digest, remeasured_digest]) == {run_digest}
+    assert store.publications()[-1]["conflicts"] == [c.to_dict() for c in result.conflicts]
+
+
+def test_within_one_batch_the_first_run_of_an_external_id_wins(store, catalogue_records):
+    run_digest, run = next((d, m) for d, m in catalogue_records.items() if m["kind"] == "BenchmarkRun")
+    twin = json.loads(json.dumps(run))
+    twin["spec"]["status"] = "failed"
+    twin_digest = digest_of(twin)
+
+    result = store.publish({run_digest: run, twin_digest: twin}, partition="p")
+
+    assert result.new == 1
+    assert [(c.kept_digest, c.rejected_digest) for c in result.conflicts] == [(run_digest, twin_digest)]
+    assert store.present_digests([run_digest, twin_digest]) == {run_digest}
+
+
+def test_a_failure_inside_the_transaction_writes_nothing(store, catalogue_records, synthetic_runs, monkeypatch):
+    store.publish(catalogue_records, partition="before")
+    before = table_rows(store)
+    publications_before = store.publications()
+    real_insert = CatalogueStore._insert_absent
+
+    def insert_then_fail_on_runs(self, conn, table, values):
+        real_insert(self, conn, table, values)  # the objects really are inserted first...
+        if table.name == "runs":
+            raise OSError("disk full (simulated)")  # ...then the publication fails
+
+    monkeypatch.setattr(CatalogueStore, "_insert_absent", insert_then_fail_on_runs)
+    with pytest.raises(CatalogueError, match="disk full"):
+        store.publish(synthetic_runs(50), partition="after", source=SNAPSHOT, report=REPORT)
+
+    assert table_rows(store) == before
+    assert store.publications() == publications_before
+
+
+def test_malformed_input_is_refused_before_anything_is_written(store, catalogue_records):
+    records = dict(catalogue_records)
+    records["sha256:" + "1" * 64] = {"apiVersion": "kernelindex.dev/v1alpha1", "kind": "BenchmarkRun", "spec": {}}
+    with pytest.raises(CatalogueError, match="metadata.name"):
+        store.publish(records, partition="p")
+    first_digest, first = next(iter(catalogue_records.items()))
+    with pytest.raises(CatalogueError, match="sha256:<64 hex>"):
+        store.publish({"md5:abc": first}, partition="p")
+    assert store.counts_by_kind() == dict.fromkeys(KINDS, 0)
+    assert store.publications() == []
+
+
+def test_the_embedded_catalogue_lives_under_dagster_home(tmp_path, monkeypatch, catalogue_records):
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster-home"))
+    with CatalogueStore.open() as embedded:
+        embedded.publish(catalogue_records, partition="p")
+    path = tmp_path / "dagster-home" / "kernelindex-catalogue.sqlite"
+    assert path.is_file()
+    with CatalogueStore.open(home=tmp_path / "explicit") as explicit:
+        assert explicit.counts_by_kind() == dict.fromkeys(KINDS, 0)
+    assert (tmp_path / "explicit" / "kernelindex-catalogue.sqlite").is_file()
+    # WAL: readers and the one writer do not block each other across processes.
+    with sqlite3.connect(path) as raw:
+        assert raw.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert raw.execute("SELECT count(*) FROM objects").fetchone()[0] == len(catalogue_records)
+
+
+def test_an_unsupported_url_is_refused_with_the_forms_that_work():
+    with pytest.raises(CatalogueError, match=r"supported are sqlite:///path and postgresql\+psycopg://"):
+        CatalogueStore.open("mysql://root:hunter2@localhost/kernelindex")
+    with pytest.raises(CatalogueError, match="not a SQLAlchemy URL"):
+        CatalogueStore.open("not a url")
