@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .series import RecordIndex, Series, SeriesSet, build_series
+from .series import RecordIndex, Series, SeriesKey, SeriesSet, build_series
 
 SLOWDOWN = "slowdown"
 SPEEDUP = "speedup"
@@ -47,6 +47,7 @@ class Comparison:
     beyond_band_pct: float | None  # how far outside the old band, relative to the band edge crossed; None inside
     old_run: str
     new_run: str
+    series_key: SeriesKey
     reason: str = ""  # for insufficient data
 
     @property
@@ -210,7 +211,7 @@ def compare_series(series: Series, threshold: float) -> tuple[list[Comparison], 
             case_key=series.case_key, old_version=old.version, new_version=new.version,
             old_median_ns=old.median_ns, new_median_ns=new.median_ns, old_p20_ns=old.p20_ns,
             old_p80_ns=old.p80_ns, change_pct=change, beyond_band_pct=beyond,
-            old_run=old.run_name, new_run=new.run_name, reason=reason,
+            old_run=old.run_name, new_run=new.run_name, series_key=series.key, reason=reason,
         ))
     return comparisons, None
 

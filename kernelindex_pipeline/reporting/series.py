@@ -1,10 +1,16 @@
 """Group BenchmarkRun records into comparable series across Liger versions.
 
 A *series* is everything that must stay fixed for two latencies to be comparable:
-the same implementation (kernel x provider), workload case, protocol (timed pass)
-and execution environment (GPU and software). Those are exactly the four digests a
-BenchmarkRun references, so the series key is that tuple of digests; kernel, mode,
-provider, GPU and case key are resolved for display only.
+the same kernel, timed pass (mode), provider, workload case, and execution
+environment (GPU and software). The key is the four digests a BenchmarkRun
+references plus kernel, mode and provider from ``spec.sourceNative``: the
+provider must be explicit because different providers can share one
+ImplementationRevision digest (torch and torch_compile implementations have
+identical specs; only their metadata differs, and metadata is not identity).
+For the same reason a provider's role (baseline or not) is read from the
+ImplementationRevision *named* for that kernel and provider when present, else
+from the project's provider table (the source of those labels), and only then
+from whatever record holds the digest.
 
 Within a series there is one point per Liger version (``metadata.labels.liger_version``),
 ordered with ``packaging.version``. When several runs exist for one version (a
@@ -17,14 +23,18 @@ number of runs folded into a point is kept so nothing disappears silently.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
+from importlib import resources
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import yaml
 from packaging.version import InvalidVersion, Version
 
 from kernelindex_pipeline.records.canonical import digest_of
+from kernelindex_pipeline.records.names import kebab
 
 MODE_ORDER = ("forward", "backward", "full")
 LIGER_PACKAGE = "liger-kernel"
@@ -36,6 +46,9 @@ _CASE_KEY_PART = re.compile(r"^([A-Za-z_]+?)(\d+)$")
 
 @dataclass(frozen=True, order=True)
 class SeriesKey:
+    kernel: str
+    mode: str
+    provider: str
     implementation_digest: str
     workload_digest: str
     protocol_digest: str
@@ -131,6 +144,7 @@ class RecordIndex:
 
     def __init__(self, manifests: Iterable[dict[str, Any]]):
         self.by_digest: dict[str, dict[str, Any]] = {}
+        self.implementations_by_name: dict[str, tuple[str, dict[str, Any]]] = {}
         self.runs: list[tuple[str, dict[str, Any]]] = []
         for manifest in manifests:
             try:
@@ -141,6 +155,8 @@ class RecordIndex:
                     f"not a kernelindex.dev manifest (needs apiVersion, kind, spec): {str(manifest)[:120]!r}"
                 ) from exc
             self.by_digest[digest] = manifest
+            if kind == "ImplementationRevision":
+                self.implementations_by_name[(manifest.get("metadata") or {}).get("name", "")] = (digest, manifest)
             if kind == "BenchmarkRun":
                 self.runs.append((digest, manifest))
 
@@ -184,19 +200,32 @@ def _band(spec: dict[str, Any]) -> tuple[int | None, int | None]:
     return found.get("p20"), found.get("p80")
 
 
+@lru_cache(maxsize=1)
+def provider_table() -> dict[str, dict[str, Any]]:
+    """The project's provider table (kernelindex_pipeline/data/liger-providers.yaml), by CSV provider name."""
+    text = resources.files("kernelindex_pipeline").joinpath("data/liger-providers.yaml").read_text("utf-8")
+    return (yaml.safe_load(text) or {}).get("providers") or {}
+
+
 def _role(implementation: dict[str, Any] | None, provider: str) -> str:
-    if implementation is None:
-        return "liger" if provider.startswith("liger") else "other"
-    labels = (implementation.get("metadata") or {}).get("labels") or {}
-    if labels.get("role") == "baseline":
+    """`baseline`, `liger` or `other`, from the implementation named for this provider or the provider table."""
+    facts = provider_table().get(provider)
+    if implementation is not None:
+        labels = (implementation.get("metadata") or {}).get("labels") or {}
+        baseline = labels.get("role") == "baseline"
+    elif facts is not None:
+        baseline = facts.get("role") == "baseline"
+    else:
+        baseline = False
+    if baseline:
         return "baseline"
+    if facts is not None:
+        return "liger" if facts.get("project") == LIGER_PACKAGE else "other"
     packages = {
         (variant.get("install") or {}).get("package")
-        for variant in (implementation.get("spec") or {}).get("buildVariants") or []
+        for variant in ((implementation or {}).get("spec") or {}).get("buildVariants") or []
     }
-    if LIGER_PACKAGE in packages or provider.startswith("liger"):
-        return "liger"
-    return "other"
+    return "liger" if LIGER_PACKAGE in packages or provider.startswith("liger") else "other"
 
 
 def _gpu_name(environment: dict[str, Any] | None, fallback: str) -> str:
@@ -237,7 +266,8 @@ def build_series(manifests: Iterable[dict[str, Any]] | RecordIndex) -> SeriesSet
         elif not isinstance(median, (int, float)) or median <= 0:
             skipped.append((name, "no positive spec.timing.latencyNs.median"))
         else:
-            runs_by_key[SeriesKey(*digests)].append((digest, run))
+            kernel, mode, provider = _run_identity(index, spec)
+            runs_by_key[SeriesKey(kernel, mode, provider, *digests)].append((digest, run))
 
     series = [_make_series(index, key, runs) for key, runs in runs_by_key.items()]
     series.sort(key=lambda s: (s.kernel, s.gpu, _mode_rank(s.mode), s.provider, s.case_key, s.key))
@@ -248,36 +278,60 @@ def _mode_rank(mode: str) -> tuple[int, str]:
     return (MODE_ORDER.index(mode) if mode in MODE_ORDER else len(MODE_ORDER), mode)
 
 
-def _make_series(index: RecordIndex, key: SeriesKey, runs: list[tuple[str, dict[str, Any]]]) -> Series:
-    first = runs[0][1]["spec"]
-    native = first.get("sourceNative") or {}
-    # externalId = kernel/mode/provider/gpu-slug/caseKey/timestamp
-    id_parts = (native.get("externalId") or "").split("/")
-    id_parts += [""] * (6 - len(id_parts))
-    kernel, _, mode = (native.get("benchmark") or "").partition("/")
+def _external_id_parts(spec: dict[str, Any]) -> list[str]:
+    """externalId = kernel/mode/provider/gpu-slug/caseKey/timestamp (six parts, padded with "")."""
+    parts = (((spec.get("sourceNative") or {}).get("externalId")) or "").split("/")
+    return (parts + [""] * 6)[:6] if len(parts) <= 6 else parts[:5] + ["/".join(parts[5:])]
 
-    implementation = index.get(key.implementation_digest, "ImplementationRevision")
+
+def _run_identity(index: RecordIndex, spec: dict[str, Any]) -> tuple[str, str, str]:
+    """(kernel, mode, provider) of a run: sourceNative first, the referenced records as a fallback."""
+    parts = _external_id_parts(spec)
+    kernel, _, mode = ((spec.get("sourceNative") or {}).get("benchmark") or "").partition("/")
+    kernel = kernel or parts[0]
+    mode = mode or parts[1]
+    provider = parts[2]
+    if not kernel:
+        case = index.get(spec.get("workloadDigest"), "WorkloadCase")
+        operation = index.get(((case or {}).get("spec") or {}).get("operationSpecDigest"), "OperationSpec")
+        kernel = ((operation or {}).get("metadata") or {}).get("name") or "unknown-kernel"
+    if not mode:
+        protocol = index.get(spec.get("protocolDigest"), "BenchmarkProtocol")
+        mode = (((protocol or {}).get("metadata") or {}).get("name") or "unknown").rsplit("-", 1)[-1]
+    if not provider:
+        implementation = index.get(spec.get("implementationDigest"), "ImplementationRevision")
+        provider = ((implementation or {}).get("metadata") or {}).get("name") or "unknown-provider"
+    return kernel, mode, provider
+
+
+def _implementation_for(index: RecordIndex, key: SeriesKey) -> dict[str, Any] | None:
+    """The ImplementationRevision named for this kernel and provider, if it has the run's digest."""
+    digest, named = index.implementations_by_name.get(kebab(f"liger-bench-{key.kernel}-{key.provider}"),
+                                                      (None, None))
+    return named if digest == key.implementation_digest else None
+
+
+def _make_series(index: RecordIndex, key: SeriesKey, runs: list[tuple[str, dict[str, Any]]]) -> Series:
+    id_parts = _external_id_parts(runs[0][1]["spec"])
+    by_digest = index.get(key.implementation_digest, "ImplementationRevision")
+    implementation = _implementation_for(index, key)
     workload = _workload(index, key.workload_digest, id_parts[4])
     case = index.get(key.workload_digest, "WorkloadCase")
     operation = index.get(((case or {}).get("spec") or {}).get("operationSpecDigest"), "OperationSpec")
-    if operation is None and implementation is not None:
-        operation = index.get(implementation["spec"].get("operation", {}).get("specDigest"), "OperationSpec")
-    protocol = index.get(key.protocol_digest, "BenchmarkProtocol")
+    if operation is None and by_digest is not None:
+        operation = index.get(by_digest["spec"].get("operation", {}).get("specDigest"), "OperationSpec")
     environment = index.get(key.environment_digest, "ExecutionEnvironment")
-
-    kernel = kernel or id_parts[0] or ((operation or {}).get("metadata") or {}).get("name", "unknown-kernel")
-    mode = mode or id_parts[1] or ((protocol or {}).get("metadata") or {}).get("name", "").rsplit("-", 1)[-1]
-    provider = id_parts[2] or ((implementation or {}).get("metadata") or {}).get("name", "unknown-provider")
+    provider_facts = provider_table().get(key.provider) or {}
     gpu_slug = id_parts[3] or key.environment_digest[7:19]
 
     series = Series(
         key=key,
-        kernel=kernel,
-        kernel_title=((operation or {}).get("metadata") or {}).get("title") or kernel,
-        mode=mode or "unknown",
-        provider=provider,
-        provider_title=_title_tail(implementation) or provider,
-        role=_role(implementation, provider),
+        kernel=key.kernel,
+        kernel_title=((operation or {}).get("metadata") or {}).get("title") or key.kernel,
+        mode=key.mode,
+        provider=key.provider,
+        provider_title=_title_tail(implementation) or provider_facts.get("title") or key.provider,
+        role=_role(implementation, key.provider),
         gpu=_gpu_name(environment, gpu_slug),
         gpu_slug=gpu_slug,
         workload=workload,

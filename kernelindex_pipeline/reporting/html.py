@@ -1,0 +1,296 @@
+"""The static HTML catalogue report: index.html plus SVG charts next to it.
+
+Readable from the file system without a server. Machine-checkable structure
+(used by the tests and handy for anyone scripting against the report):
+
+- ``<body data-kernel-count data-series-count data-chart-count data-regression-count>``
+- one ``<section class="kernel" data-kernel="<upstream kernel name>" data-series-count data-chart-count
+  data-regression-count>`` per kernel with data, linked from the table of contents ``nav#toc``;
+- inside it one ``<section class="gpu" data-gpu data-series-count>`` per environment;
+- one ``<figure class="chart" data-chart-kind="latency|speedup|versions" data-kernel data-gpu
+  data-series-count data-drawn-series>`` per chart; ``data-series-count`` on latency charts counts the
+  series that chart accounts for (each series is accounted for by exactly one latency chart), so summing
+  them per kernel gives the kernel's series count;
+- regressions as ``<tr class="regression">`` rows (table ``#regressions``) and per kernel.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import shutil
+import tempfile
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from kernelindex_pipeline.records.names import kebab
+
+from .charts import LATENCY, SPEEDUP, VERSIONS, Chart, ChartGroup, plan_charts, provider_colors, render_chart
+from .regressions import Comparison, RegressionResult, detect_regressions, format_ns
+from .series import RecordIndex, SeriesKey, build_series
+
+INDEX_NAME = "index.html"
+CHARTS_DIR = "charts"
+
+
+@dataclass
+class ReportResult:
+    path: Path  # the report's index.html
+    summary_markdown: str
+    counts: dict[str, int]  # kernels, series, charts, regressions (+ runs, improvements, insufficientSeries)
+    regressions: RegressionResult
+
+
+def build_report(manifests: Iterable[dict[str, Any]], out_dir: str | os.PathLike, threshold: float = 0.10,
+                 *, title: str = "Liger-Kernel benchmarks in the KernelIndex catalogue") -> ReportResult:
+    """Write the report into `out_dir` (index.html, charts/*.svg, regressions.json, summary.md).
+
+    Everything is built in a staging folder first and moved into place at the end,
+    so a failure leaves any previous report in `out_dir` untouched.
+    """
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    index = RecordIndex(manifests)
+    series_set = build_series(index)
+    regressions = detect_regressions(series_set, threshold)
+    planned = plan_charts(series_set)
+    charts = [c for groups in planned.values() for g in groups for c in g.charts]
+    counts = {
+        "kernels": len(planned),
+        "series": len(series_set),
+        "charts": len(charts),
+        "regressions": len(regressions.regressions),
+        "runs": series_set.runs,
+        "improvements": len(regressions.improvements),
+        "judgedPairs": sum(1 for c in regressions.comparisons if c.verdict != "insufficient_data"),
+        "insufficientSeries": len(regressions.insufficient_series),
+    }
+    summary = summary_markdown(counts, regressions)
+
+    staging = Path(tempfile.mkdtemp(prefix=".building-", dir=out_dir))
+    try:
+        (staging / CHARTS_DIR).mkdir()
+        colors = provider_colors(series_set)
+        for chart in charts:
+            render_chart(chart, staging / CHARTS_DIR / chart.filename, colors)
+        page = render_page(title, planned, regressions, counts, series_set.skipped_runs, len(index.by_digest))
+        (staging / INDEX_NAME).write_text(page, encoding="utf-8")
+        (staging / "regressions.json").write_text(json.dumps(regressions.to_dict(), indent=1, default=str),
+                                                  encoding="utf-8")
+        (staging / "summary.md").write_text(summary + "\n", encoding="utf-8")
+        _move_into_place(staging, out_dir)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return ReportResult(path=out_dir / INDEX_NAME, summary_markdown=summary, counts=counts, regressions=regressions)
+
+
+def _move_into_place(staging: Path, out_dir: Path) -> None:
+    old_charts = out_dir / CHARTS_DIR
+    retired = None
+    if old_charts.exists():
+        retired = staging / "previous-charts"
+        old_charts.rename(retired)
+    (staging / CHARTS_DIR).rename(old_charts)
+    for name in ("regressions.json", "summary.md", INDEX_NAME):  # index last: it is what readers open
+        os.replace(staging / name, out_dir / name)
+
+
+def summary_markdown(counts: dict[str, int], regressions: RegressionResult, limit: int = 20) -> str:
+    lines = [
+        "| kernels | series | charts | regressions | improvements | judged version pairs | series with insufficient data |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        f"| {counts['kernels']} | {counts['series']} | {counts['charts']} | {counts['regressions']} | "
+        f"{counts['improvements']} | {counts['judgedPairs']} | {counts['insufficientSeries']} |",
+        "",
+        regressions.markdown(limit=limit) if regressions.regressions else regressions.summary() + ".",
+    ]
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- page
+
+def _e(value: Any) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _anchor(kernel: str) -> str:
+    return "kernel-" + (kebab(kernel) or "unnamed")
+
+
+_STYLE = """
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0 auto;max-width:1400px;padding:0 1.5rem 3rem;
+color:#1b1f24;line-height:1.45}
+h1{margin-top:1.2rem}h2{border-bottom:1px solid #d0d7de;padding-bottom:.2rem;margin-top:2.2rem}
+table{border-collapse:collapse;margin:.6rem 0;font-size:.9rem}th,td{border:1px solid #d0d7de;padding:.25rem .5rem;
+text-align:left}th{background:#f6f8fa}td.num{text-align:right;font-variant-numeric:tabular-nums}
+tr.regression td{background:#ffebe9}tr.improvement td{background:#e6ffec}
+.alert{border-left:4px solid #cf222e;background:#ffebe9;padding:.6rem .9rem;margin:1rem 0}
+.ok{border-left:4px solid #1a7f37;background:#e6ffec;padding:.6rem .9rem;margin:1rem 0}
+.caution{border-left:4px solid #9a6700;background:#fff8c5;padding:.6rem .9rem;margin:1rem 0}
+nav#toc ol{columns:3;column-gap:2rem}nav#toc li{break-inside:avoid}
+.badge{display:inline-block;border-radius:1em;padding:0 .5em;font-size:.8rem;background:#cf222e;color:#fff}
+figure.chart{margin:1rem 0;border:1px solid #d0d7de;border-radius:6px;padding:.5rem;background:#fff}
+figure.chart.has-regression{border:2px solid #cf222e}
+figure.chart img{max-width:100%;height:auto;display:block}figcaption{font-size:.85rem;color:#57606a}
+.note{color:#57606a;font-size:.9rem}details{margin:.5rem 0}
+"""
+
+
+def render_page(title: str, planned: dict[str, list[ChartGroup]], regressions: RegressionResult,
+                counts: dict[str, int], skipped_runs: list[tuple[str, str]], manifest_count: int) -> str:
+    regressed_keys: dict[SeriesKey, list[Comparison]] = defaultdict(list)
+    for item in regressions.regressions:
+        regressed_keys[item.series_key].append(item)
+    by_kernel: dict[str, list[Comparison]] = defaultdict(list)
+    for item in regressions.regressions:
+        by_kernel[item.kernel].append(item)
+
+    built = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    out = [
+        "<!doctype html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{_e(title)}</title><style>{_STYLE}</style></head>",
+        f'<body data-kernel-count="{counts["kernels"]}" data-series-count="{counts["series"]}" '
+        f'data-chart-count="{counts["charts"]}" data-regression-count="{counts["regressions"]}">',
+        f"<header><h1>{_e(title)}</h1>",
+        f'<p class="note">Built {built} from {manifest_count} records ({counts["runs"]} benchmark runs). '
+        "Latencies are medians of triton.testing.do_bench with the p20–p80 spread; a series is one kernel, "
+        "timed pass, provider, workload and execution environment, followed across Liger versions.</p></header>",
+        _summary_section(counts, regressions),
+        _regressions_section(regressions),
+        _toc(planned, by_kernel),
+    ]
+    for kernel, groups in planned.items():
+        out.append(_kernel_section(kernel, groups, by_kernel.get(kernel, []), regressed_keys))
+    if skipped_runs:
+        reasons = Counter(reason for _, reason in skipped_runs)
+        out.append('<section id="skipped"><h2>Runs left out</h2><ul>'
+                   + "".join(f"<li>{n} runs: {_e(r)}</li>" for r, n in sorted(reasons.items()))
+                   + "</ul></section>")
+    out.append("</body></html>")
+    return "\n".join(out)
+
+
+def _summary_section(counts: dict[str, int], regressions: RegressionResult) -> str:
+    rows = [("Kernels with data", counts["kernels"]), ("Benchmark runs", counts["runs"]),
+            ("Comparable series", counts["series"]), ("Charts", counts["charts"]),
+            ("Version pairs judged", counts["judgedPairs"]), ("Regressions", counts["regressions"]),
+            ("Improvements", counts["improvements"]),
+            ("Series with insufficient data", counts["insufficientSeries"])]
+    body = "".join(f'<tr><th>{_e(k)}</th><td class="num">{v}</td></tr>' for k, v in rows)
+    return f'<section id="summary"><h2>Summary</h2><table>{body}</table></section>'
+
+
+def _comparison_rows(items: list[Comparison], css: str) -> str:
+    rows = []
+    for c in items:
+        rows.append(
+            f'<tr class="{css}" data-kernel="{_e(c.kernel)}"><td>{_e(c.kernel)}</td><td>{_e(c.mode)}</td>'
+            f"<td>{_e(c.provider)}</td><td>{_e(c.gpu)}</td><td>{_e(c.case_key)}</td>"
+            f"<td>{_e(c.old_version)} → {_e(c.new_version)}</td>"
+            f'<td class="num">{_e(format_ns(c.old_median_ns))}</td><td class="num">{_e(format_ns(c.new_median_ns))}</td>'
+            f'<td class="num">{_e(format_ns(c.old_p20_ns))} – {_e(format_ns(c.old_p80_ns))}</td>'
+            f'<td class="num">{c.change_pct:+.1f}%</td>'
+            f'<td class="num">{"" if c.beyond_band_pct is None else f"{c.beyond_band_pct:+.1f}%"}</td></tr>'
+        )
+    head = ("<tr><th>kernel</th><th>pass</th><th>provider</th><th>GPU</th><th>workload</th><th>versions</th>"
+            "<th>old median</th><th>new median</th><th>old p20–p80</th><th>change</th><th>beyond band</th></tr>")
+    return f"<table>{head}{''.join(rows)}</table>"
+
+
+def _regressions_section(regressions: RegressionResult) -> str:
+    out = ['<section id="regressions"><h2>Regressions between consecutive Liger versions</h2>',
+           f'<p class="note">A slowdown is flagged when the new median is above the old p80 by more than '
+           f"{regressions.threshold:.0%}; a speed-up below the old p20 by more than {regressions.threshold:.0%} "
+           "is an improvement.</p>"]
+    if regressions.regressions:
+        out.append(f'<div class="alert"><strong>{len(regressions.regressions)} regression(s)</strong>. '
+                   f"{_e(regressions.summary())}.</div>")
+        out.append(_comparison_rows(regressions.regressions, "regression"))
+    elif regressions.data_sufficient:
+        out.append(f'<div class="ok">No regressions. {_e(regressions.summary())}.</div>')
+    else:
+        out.append('<div class="caution"><strong>Insufficient data:</strong> no series has two Liger versions '
+                   f"with a p20–p80 band to compare, so nothing can be said about regressions. "
+                   f"{_e(regressions.summary())}.</div>")
+    if regressions.improvements:
+        out.append(f"<details><summary>{len(regressions.improvements)} improvement(s)</summary>"
+                   + _comparison_rows(regressions.improvements, "improvement") + "</details>")
+    if regressions.insufficient_series or regressions.insufficient_pairs:
+        grouped: Counter = Counter()
+        for s in regressions.insufficient_series:
+            grouped[(s.kernel, s.gpu, ", ".join(s.versions) or "none", s.reason)] += 1
+        for c in regressions.insufficient_pairs:
+            grouped[(c.kernel, c.gpu, f"{c.old_version} → {c.new_version}", c.reason)] += 1
+        rows = "".join(f"<tr><td>{_e(k)}</td><td>{_e(g)}</td><td>{_e(v)}</td><td>{_e(r)}</td>"
+                       f'<td class="num">{n}</td></tr>' for (k, g, v, r), n in sorted(grouped.items()))
+        out.append(f'<details id="insufficient"><summary>Insufficient data: {len(regressions.insufficient_series)} '
+                   f"series, {len(regressions.insufficient_pairs)} version pairs</summary><table>"
+                   "<tr><th>kernel</th><th>GPU</th><th>Liger versions</th><th>why</th><th>series</th></tr>"
+                   f"{rows}</table></details>")
+    out.append("</section>")
+    return "\n".join(out)
+
+
+def _toc(planned: dict[str, list[ChartGroup]], by_kernel: dict[str, list[Comparison]]) -> str:
+    items = []
+    for kernel, groups in planned.items():
+        series = sum(len(g.series) for g in groups)
+        charts = sum(len(g.charts) for g in groups)
+        gpus = ", ".join(g.gpu for g in groups)
+        badge = f' <span class="badge">{len(by_kernel[kernel])} regressions</span>' if by_kernel.get(kernel) else ""
+        items.append(f'<li><a href="#{_anchor(kernel)}">{_e(groups[0].kernel_title)}</a> '
+                     f'<span class="note">({_e(kernel)} · {_e(gpus)} · {series} series, {charts} charts)</span>'
+                     f"{badge}</li>")
+    return f'<nav id="toc"><h2>Kernels</h2><ol>{"".join(items)}</ol></nav>'
+
+
+def _kernel_section(kernel: str, groups: list[ChartGroup], regressions: list[Comparison],
+                    regressed_keys: dict[SeriesKey, list[Comparison]]) -> str:
+    series = sum(len(g.series) for g in groups)
+    charts = sum(len(g.charts) for g in groups)
+    out = [f'<section class="kernel" id="{_anchor(kernel)}" data-kernel="{_e(kernel)}" data-series-count="{series}" '
+           f'data-chart-count="{charts}" data-regression-count="{len(regressions)}">',
+           f"<h2>{_e(groups[0].kernel_title)} <small>({_e(kernel)})</small></h2>"]
+    if regressions:
+        out.append(f'<div class="alert"><strong>{len(regressions)} regression(s)</strong> for this kernel.</div>')
+        out.append(_comparison_rows(regressions, "regression"))
+    for group in groups:
+        providers = sorted({(s.role, s.provider) for s in group.series})
+        provider_text = ", ".join(f"{p}{' (baseline)' if r == 'baseline' else ''}" for r, p in providers)
+        out.append(f'<section class="gpu" data-gpu="{_e(group.gpu)}" data-environment="{_e(group.environment_digest)}" '
+                   f'data-series-count="{len(group.series)}" data-chart-count="{len(group.charts)}">')
+        out.append(f"<h3>{_e(group.gpu)}</h3>")
+        out.append(f'<p class="note">Liger versions: {_e(", ".join(group.versions) or "none")} · providers: '
+                   f"{_e(provider_text)} · {len(group.series)} series</p>")
+        for note in group.notes:
+            out.append(f'<p class="note">{_e(note)}</p>')
+        for chart in group.charts:
+            out.append(_figure(chart, regressed_keys))
+        out.append("</section>")
+    out.append("</section>")
+    return "\n".join(out)
+
+
+def _figure(chart: Chart, regressed_keys: dict[SeriesKey, list[Comparison]]) -> str:
+    accounted = len(chart.owned_series) if chart.kind == LATENCY else 0
+    flagged = [c for s in chart.series for c in regressed_keys.get(s.key, [])]
+    if chart.kind == SPEEDUP:
+        flagged = []  # regressions are marked on the latency and version charts, where they are visible
+    css = "chart has-regression" if flagged else "chart"
+    badge = f' <span class="badge">{len(flagged)} regression(s) on this chart</span>' if flagged else ""
+    alt = f"{chart.kind} chart of {chart.kernel} on {chart.gpu}, {chart.sweep.label()}"
+    return (f'<figure class="{css}" data-chart-kind="{chart.kind}" data-kernel="{_e(chart.kernel)}" '
+            f'data-gpu="{_e(chart.gpu)}" data-series-count="{accounted}" data-drawn-series="{len(chart.series)}" '
+            f'data-regression-count="{len(flagged)}">'
+            f'<img src="{CHARTS_DIR}/{_e(chart.filename)}" alt="{_e(alt)}">'
+            f"<figcaption>{_e(chart.caption)}{badge}</figcaption></figure>")
+
+
+__all__ = ["ReportResult", "build_report", "summary_markdown", "VERSIONS", "SPEEDUP", "LATENCY"]
