@@ -192,7 +192,11 @@ def _unit(values_ns: list[float]) -> tuple[float, str]:
 
 def _new_figure(chart: Chart) -> tuple[Figure, list]:
     modes = chart.modes
-    figure = Figure(figsize=(3.8 * len(modes) + 1.9, 3.3), layout="constrained")
+    # Fixed margins instead of constrained layout: it halves the time to draw a report of ~100 charts.
+    width, height, legend_in = 3.8 * len(modes) + 2.2, 3.4, 2.2
+    figure = Figure(figsize=(width, height))
+    figure.subplots_adjust(left=0.75 / width, right=1 - (legend_in + 0.1) / width, bottom=0.45 / height,
+                           top=1 - 0.75 / height, wspace=0.28 * 3.8 / 3.8)
     axes = figure.subplots(1, len(modes), squeeze=False)[0]
     for ax, mode in zip(axes, modes):
         ax.set_title(mode)
@@ -209,7 +213,8 @@ def render_chart(chart: Chart, path: Path, colors: dict[str, str]) -> None:
         drawn = {LATENCY: _draw_latency, SPEEDUP: _draw_speedup, VERSIONS: _draw_versions}[chart.kind](
             chart, panels, colors)
         if drawn:
-            figure.legend(handles=drawn, loc="outside right upper", fontsize=8, frameon=False)
+            figure.legend(handles=drawn, loc="upper right", bbox_to_anchor=(1, 1 - 0.6 / figure.get_figheight()),
+                          fontsize=8, frameon=False)
         figure.savefig(path, format="svg", metadata={"Date": None})
 
 
