@@ -593,6 +593,8 @@ def _prepare_rows(manifests: Mapping[str, Mapping[str, Any]] | Iterable[Mapping[
             raise CatalogueError(
                 f"{where} lacks kind, metadata.name or spec; publish only validated records (records.schema.ensure_valid)"
             )
+        if kind not in KINDS:
+            raise CatalogueError(f"{where}: kind {kind!r} is not one of {', '.join(KINDS)}")
         if digest is None:
             digest = digest_of(manifest)
         elif not _DIGEST_RE.match(digest):

@@ -1,0 +1,156 @@
+"""Exports of the whole catalogue as files.
+
+- JSON Lines: one canonical (RFC 8785) manifest per line, in KINDS order, then name, then digest, plus a
+  small manifest file beside it (file name, sha256, line count, generated-at). The JSON Lines bytes
+  depend only on the catalogue's content, so two exports of the same content are byte-identical
+  (whether it lives in SQLite or PostgreSQL).
+- Submission bundle: multi-document YAML, one document per group in dependency order
+  (projects, operations, workloads, implementations, protocols, environments, runs), each
+  ``{<group>: [manifest, ...]}``; also byte-stable.
+
+Files are written to a temporary name and renamed into place, so a failed export never leaves a
+truncated file under the final name.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from kernelindex_pipeline.records.canonical import API_VERSION, canonical_json
+from kernelindex_pipeline.records.schema import KINDS
+
+from .store import CatalogueStore
+
+JSONL_NAME = "kernelindex-catalogue.jsonl"
+JSONL_MANIFEST_NAME = "kernelindex-catalogue.jsonl.manifest.json"
+BUNDLE_NAME = "kernelindex-catalogue.bundle.yaml"
+
+# The submission bundle's groups, in the dependency order of KINDS.
+BUNDLE_GROUPS: dict[str, str] = {
+    "SoftwareProject": "projects",
+    "OperationSpec": "operations",
+    "WorkloadCase": "workloads",
+    "ImplementationRevision": "implementations",
+    "BenchmarkProtocol": "protocols",
+    "ExecutionEnvironment": "environments",
+    "BenchmarkRun": "runs",
+}
+assert tuple(BUNDLE_GROUPS) == tuple(KINDS), "bundle groups must follow records.schema.KINDS"
+
+# libyaml's emitter when PyYAML has it (several times faster); it writes the same bytes as the
+# pure-Python one for these documents (tests/test_catalogue_export.py checks it).
+_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    """One exported file."""
+
+    path: Path
+    sha256: str  # hex digest of the file's bytes
+    records: int
+    records_by_kind: dict[str, int] = field(default_factory=dict)
+    manifest_path: Path | None = None  # the JSON Lines export's small manifest file
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "path": str(self.path),
+            "sha256": self.sha256,
+            "records": self.records,
+            "recordsByKind": dict(self.records_by_kind),
+            "manifestPath": None if self.manifest_path is None else str(self.manifest_path),
+        }
+
+
+def export_jsonl(store: CatalogueStore, out_dir: str | os.PathLike[str], *, generated_at: datetime | None = None) -> ExportResult:
+    """Write ``kernelindex-catalogue.jsonl`` (one canonical manifest per line) and its manifest file
+    ``kernelindex-catalogue.jsonl.manifest.json`` into `out_dir` (created if missing)."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    counts: Counter[str] = Counter()
+
+    def lines() -> Iterable[bytes]:
+        for manifest in store.manifests():
+            counts[manifest["kind"]] += 1
+            yield canonical_json(manifest).encode("utf-8") + b"\n"
+
+    path = out / JSONL_NAME
+    sha256 = _write_atomically(path, lines())
+    records = sum(counts.values())
+    stamp = (generated_at or datetime.now(timezone.utc)).astimezone(timezone.utc)
+    description = {
+        "file": JSONL_NAME,
+        "sha256": sha256,
+        "lineCount": records,
+        "generatedAt": stamp.isoformat(timespec="seconds").replace("+00:00", "Z"),
+        "apiVersion": API_VERSION,
+        "recordsByKind": _by_kind(counts),
+    }
+    manifest_path = out / JSONL_MANIFEST_NAME
+    _write_atomically(manifest_path, [json.dumps(description, indent=2, ensure_ascii=False).encode("utf-8") + b"\n"])
+    return ExportResult(path, sha256, records, _by_kind(counts), manifest_path)
+
+
+def export_bundle(store: CatalogueStore, out_dir: str | os.PathLike[str]) -> ExportResult:
+    """Write ``kernelindex-catalogue.bundle.yaml``: the submission bundle, one YAML document per group
+    (every group present, possibly empty), manifests in KINDS / name / digest order."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    grouped: dict[str, list[dict[str, Any]]] = {group: [] for group in BUNDLE_GROUPS.values()}
+    for manifest in store.manifests():
+        grouped[BUNDLE_GROUPS[manifest["kind"]]].append(manifest)
+    counts = {kind: len(grouped[group]) for kind, group in BUNDLE_GROUPS.items()}
+
+    def documents() -> Iterable[bytes]:
+        yield (
+            f"# KernelIndex submission bundle: {API_VERSION} records, one YAML document per group in\n"
+            f"# dependency order ({', '.join(BUNDLE_GROUPS.values())}).\n"
+        ).encode("utf-8")
+        for group, manifests in grouped.items():
+            yield yaml.dump(
+                {group: manifests},
+                Dumper=_DUMPER,
+                explicit_start=True,
+                sort_keys=False,  # manifests arrive in canonical key order already
+                allow_unicode=True,
+                default_flow_style=False,
+                width=1_000_000,  # no folded lines: one scalar, one line
+            ).encode("utf-8")
+
+    path = out / BUNDLE_NAME
+    sha256 = _write_atomically(path, documents())
+    return ExportResult(path, sha256, sum(counts.values()), counts)
+
+
+def _by_kind(counts: Counter[str]) -> dict[str, int]:
+    return {kind: counts.get(kind, 0) for kind in KINDS}
+
+
+def _write_atomically(path: Path, chunks: Iterable[bytes]) -> str:
+    """Write `chunks` to `path` through a temporary file in the same directory; return the sha256 hex."""
+    digest = hashlib.sha256()
+    handle = tempfile.NamedTemporaryFile("wb", dir=path.parent, prefix=f".{path.name}.", suffix=".partial", delete=False)
+    try:
+        with handle:
+            for chunk in chunks:
+                digest.update(chunk)
+                handle.write(chunk)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(handle.name, 0o644)
+        os.replace(handle.name, path)
+    except BaseException:
+        Path(handle.name).unlink(missing_ok=True)
+        raise
+    return digest.hexdigest()
