@@ -69,6 +69,9 @@ def build_report(manifests: Iterable[dict[str, Any]], out_dir: str | os.PathLike
         "improvements": len(regressions.improvements),
         "judgedPairs": sum(1 for c in regressions.comparisons if c.verdict != "insufficient_data"),
         "insufficientSeries": len(regressions.insufficient_series),
+        # runs not shown because a later run of the same series and Liger version exists
+        "supersededRuns": sum(p.runs_for_version - 1 for s in series_set for p in s.points),
+        "unversionedRuns": sum(len(s.unversioned_runs) for s in series_set),
     }
     summary = summary_markdown(counts, regressions)
 
@@ -182,7 +185,9 @@ def _summary_section(counts: dict[str, int], regressions: RegressionResult) -> s
             ("Comparable series", counts["series"]), ("Charts", counts["charts"]),
             ("Version pairs judged", counts["judgedPairs"]), ("Regressions", counts["regressions"]),
             ("Improvements", counts["improvements"]),
-            ("Series with insufficient data", counts["insufficientSeries"])]
+            ("Series with insufficient data", counts["insufficientSeries"]),
+            ("Runs superseded by a later run of the same series and version", counts["supersededRuns"]),
+            ("Runs without a Liger version label", counts["unversionedRuns"])]
     body = "".join(f'<tr><th>{_e(k)}</th><td class="num">{v}</td></tr>' for k, v in rows)
     return f'<section id="summary"><h2>Summary</h2><table>{body}</table></section>'
 

@@ -311,6 +311,15 @@ def _implementation_for(index: RecordIndex, key: SeriesKey) -> dict[str, Any] | 
     return named if digest == key.implementation_digest else None
 
 
+def _kernel_title(run: dict[str, Any], operation: dict[str, Any] | None, kernel: str) -> str:
+    """The run's own title is "<kernel title> · <provider> · <mode>"; it is preferred over the OperationSpec
+    found by digest because kernels with identical specs (GRPO sequence/token) share one OperationSpec digest."""
+    parts = ((run.get("metadata") or {}).get("title") or "").rsplit(" · ", 2)
+    if len(parts) == 3 and parts[0]:
+        return parts[0]
+    return ((operation or {}).get("metadata") or {}).get("title") or kernel
+
+
 def _make_series(index: RecordIndex, key: SeriesKey, runs: list[tuple[str, dict[str, Any]]]) -> Series:
     id_parts = _external_id_parts(runs[0][1]["spec"])
     by_digest = index.get(key.implementation_digest, "ImplementationRevision")
@@ -327,7 +336,7 @@ def _make_series(index: RecordIndex, key: SeriesKey, runs: list[tuple[str, dict[
     series = Series(
         key=key,
         kernel=key.kernel,
-        kernel_title=((operation or {}).get("metadata") or {}).get("title") or key.kernel,
+        kernel_title=_kernel_title(runs[0][1], operation, key.kernel),
         mode=key.mode,
         provider=key.provider,
         provider_title=_title_tail(implementation) or provider_facts.get("title") or key.provider,
