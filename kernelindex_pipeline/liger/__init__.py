@@ -1,0 +1,127 @@
+"""The Liger-Kernel source: release sdists -> history CSV -> kernelindex.dev records.
+
+Stages, one module each (fetch an immutable snapshot -> parse -> normalize -> report):
+  release.py    pip-download a `liger-kernel` sdist into a content-addressed cache, extract it safely
+  csv.py        read the benchmark CSV (all strings), row numbers, ragged/undecodable rows as issues
+  catalogue.py  the curated kernels/providers/GPUs (package data YAML) and the binding rule grammar
+  jsnumber.py   ECMAScript Number()/JSON.parse/Math.round, so digests match the TypeScript reference
+  normalize.py  rows -> the seven kinds, in the documented skip order
+  report.py     every row's fate, counted by reason
+
+`import_csv` is the one entry point the CLI and the Dagster layer call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from os import PathLike
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from kernelindex_pipeline.liger.catalogue import Catalogue, CatalogueError, default_catalogue
+from kernelindex_pipeline.liger.csv import CsvFormatError, CsvReader
+from kernelindex_pipeline.liger.normalize import MeasuredContext, Normalizer, RunRecord
+from kernelindex_pipeline.liger.release import SourceSnapshot, snapshot_of_bytes, snapshot_of_file
+from kernelindex_pipeline.liger.report import KIND_ORDER, ImportReport
+
+__all__ = [
+    "CatalogueError",
+    "CsvFormatError",
+    "ImportResult",
+    "ImportReport",
+    "InvalidRecord",
+    "MeasuredContext",
+    "RunRecord",
+    "SourceSnapshot",
+    "import_csv",
+    "sort_key",
+]
+
+_KIND_RANK = {kind: i for i, kind in enumerate(KIND_ORDER)}
+
+
+class InvalidRecord(ValueError):
+    """A manifest the library built does not validate: a bug or a catalogue fact the schema refuses."""
+
+
+def sort_key(manifest: dict[str, Any], digest: str) -> tuple[int, str, str]:
+    """KINDS order, then name, then digest: the order of records.jsonl."""
+    return (_KIND_RANK.get(manifest["kind"], len(KIND_ORDER)), manifest["metadata"]["name"], digest)
+
+
+@dataclass
+class ImportResult:
+    """`manifests`: digest -> manifest, one object per digest (runs too, unless they were streamed)."""
+
+    manifests: dict[str, dict[str, Any]]
+    report: ImportReport
+    snapshot: SourceSnapshot | None = None
+    names_by_digest: dict[str, list[str]] = field(default_factory=dict)
+
+    def sorted_manifests(self) -> list[dict[str, Any]]:
+        return [m for d, m in sorted(self.manifests.items(), key=lambda item: sort_key(item[1], item[0]))]
+
+    def sorted_items(self) -> list[tuple[str, dict[str, Any]]]:
+        return sorted(self.manifests.items(), key=lambda item: sort_key(item[1], item[0]))
+
+    def runs(self) -> list[dict[str, Any]]:
+        return [m for m in self.manifests.values() if m["kind"] == "BenchmarkRun"]
+
+    def iter_kind(self, kind: str) -> Iterator[dict[str, Any]]:
+        return (m for m in self.manifests.values() if m["kind"] == kind)
+
+
+def schema_validator() -> Callable[[dict[str, Any]], None]:
+    """A function that raises InvalidRecord naming record and field(s) when a manifest is invalid."""
+    from kernelindex_pipeline.records.schema import validate_manifest
+
+    def validate(manifest: dict[str, Any]) -> None:
+        problems = validate_manifest(manifest)
+        if problems:
+            raise InvalidRecord("; ".join(str(p) for p in problems))
+
+    return validate
+
+
+def import_csv(
+    source: str | PathLike | bytes,
+    *,
+    gpu: str | None = None,
+    liger_version: str | None = None,
+    measured: MeasuredContext | None = None,
+    snapshot: SourceSnapshot | None = None,
+    on_run: Callable[[RunRecord], None] | None = None,
+    catalogue: Catalogue | None = None,
+    validate: bool = True,
+) -> ImportResult:
+    """Read a Liger benchmark CSV (a path or its bytes) and build its records.
+
+    gpu: keep only rows whose kebab(gpu_name) equals this slug; liger_version: only rows with exactly
+    this liger_version. Rows left out count as `skipped.filteredOut`.
+    measured: facts for rows the pipeline ran itself (see MeasuredContext).
+    on_run: receive each BenchmarkRun as a RunRecord instead of keeping it in `manifests` (for
+    millions of rows); shared objects are always kept.
+    Raises CsvFormatError (unreadable file, missing column) and InvalidRecord (a built manifest fails
+    the schema; never expected).
+    """
+    reader = CsvReader(source)  # first: it names a missing file or a missing column
+    if snapshot is None:
+        snapshot = snapshot_of_bytes(bytes(source)) if isinstance(source, (bytes, bytearray)) else snapshot_of_file(Path(source))
+    normalizer = Normalizer(
+        catalogue or default_catalogue(),
+        gpu=gpu,
+        liger_version=liger_version,
+        measured=measured,
+        on_run=on_run,
+        validate=schema_validator() if validate else None,
+    )
+    if reader.header is not None:
+        normalizer.report.drift_warnings.extend(reader.header.drift_warnings)
+    else:
+        normalizer.report.drift_warnings.append("the file is empty: no header and no rows")
+    for chunk in reader:
+        normalizer.add_chunk(chunk)
+    normalizer.finish()
+    manifests = dict(normalizer.objects)
+    manifests.update(normalizer.runs)
+    return ImportResult(manifests, normalizer.report, snapshot, normalizer.names_by_digest)

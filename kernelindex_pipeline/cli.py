@@ -1,0 +1,173 @@
+"""The `kernelindex-pipeline` command line: the same functions the Dagster assets call.
+
+Exit codes: 0 ok, 1 invalid input or records, 2 usage. Errors are one line on stderr, never a
+traceback. Subcommands are registered in COMMANDS (name -> (add_arguments, run)); adding one is adding
+an entry.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+from typing import Callable
+
+PROG = "kernelindex-pipeline"
+
+
+class CommandError(Exception):
+    """A failure the user can fix; printed as one line, exit code 1."""
+
+
+# ------------------------------------------------------------------------------------- transform
+
+
+def _transform_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("csv", nargs="?", type=Path, help="a Liger benchmark CSV (all_benchmark_data.csv)")
+    p.add_argument("--liger-release", metavar="V", help="fetch the liger-kernel==V sdist and read its history CSV")
+    p.add_argument("--gpu", metavar="SLUG", help="keep only rows whose kebab(gpu_name) is SLUG, e.g. nvidia-h100-80gb-hbm3")
+    p.add_argument("--liger-version", metavar="V", help="keep only rows whose liger_version is exactly V")
+    p.add_argument("--out", required=True, type=Path, metavar="DIR", help="writes DIR/records.jsonl and DIR/report.json")
+    p.add_argument("--cache-dir", type=Path, help="sdist cache (default $KERNELINDEX_CACHE_DIR or ~/.cache/kernelindex-pipeline)")
+
+
+def _transform(args: argparse.Namespace) -> int:
+    from kernelindex_pipeline.liger import import_csv
+    from kernelindex_pipeline.liger.output import SortedRunSpool, write_json, write_records_jsonl
+    from kernelindex_pipeline.liger.release import fetch_release, read_history_csv
+
+    if (args.csv is None) == (args.liger_release is None):
+        raise UsageError("give exactly one input: a CSV path or --liger-release V")
+    if args.csv is not None:
+        source, snapshot = args.csv, None
+    else:
+        source, snapshot = read_history_csv(fetch_release(args.liger_release, args.cache_dir))
+    args.out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".runs-", dir=args.out) as tmp:
+        spool = SortedRunSpool(tmp_dir=tmp)
+        result = import_csv(source, gpu=args.gpu, liger_version=args.liger_version, snapshot=snapshot, on_run=spool.add)
+        lines = write_records_jsonl(args.out / "records.jsonl", result.manifests.items(), spool)
+    report = result.report.to_dict()
+    write_json(args.out / "report.json", {"source": result.snapshot.to_dict() if result.snapshot else None, **report})
+    print(f"{result.report.summary()}")
+    print(f"wrote {lines} records to {args.out / 'records.jsonl'} and the report to {args.out / 'report.json'}")
+    return 0
+
+
+# -------------------------------------------------------------------------------------- validate
+
+
+def _validate_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("files", nargs="+", type=Path, metavar="FILE", help="JSON, JSON Lines or (multi-document) YAML manifests")
+
+
+def _validate(args: argparse.Namespace) -> int:
+    from kernelindex_pipeline.records.io import load_manifests
+    from kernelindex_pipeline.records.schema import validate_manifest
+
+    total = bad = 0
+    for path in args.files:
+        if not path.is_file():
+            raise CommandError(f"{path}: no such file")
+        try:
+            items = load_manifests(path)
+        except (OSError, ValueError) as exc:  # malformed JSON/YAML names the file and position
+            raise CommandError(f"{path}: {exc}") from None
+        for location, manifest in items:
+            total += 1
+            problems = validate_manifest(manifest)
+            if problems:
+                bad += 1
+                for problem in problems:
+                    print(f"{location}: {problem}")
+    if bad:
+        print(f"{bad} of {total} manifests are invalid", file=sys.stderr)
+        return 1
+    print(f"{total} manifests valid")
+    return 0
+
+
+# ---------------------------------------------------------------------------------------- schema
+
+
+def _schema_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("kind", nargs="?", help="one kind (e.g. BenchmarkRun); all seven when omitted")
+
+
+def _schema(args: argparse.Namespace) -> int:
+    from kernelindex_pipeline.records.schema import KINDS, json_schema, json_schemas
+
+    if args.kind is None:
+        print(json.dumps(json_schemas(), indent=2, ensure_ascii=False))
+        return 0
+    if args.kind not in KINDS:
+        raise UsageError(f"unknown kind {args.kind!r}; kinds: {', '.join(KINDS)}")
+    print(json.dumps(json_schema(args.kind), indent=2, ensure_ascii=False))
+    return 0
+
+
+# ------------------------------------------------------------------------------------------ main
+
+
+class UsageError(Exception):
+    """Wrong arguments: exit code 2."""
+
+
+Command = tuple[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]
+COMMANDS: dict[str, Command] = {
+    "transform": ("Liger benchmark CSV -> records.jsonl + report.json", _transform_arguments, _transform),
+    "validate": ("validate manifests against the kernelindex.dev/v1alpha1 schemas", _validate_arguments, _validate),
+    "schema": ("print the JSON Schema of one kind or all seven", _schema_arguments, _schema),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=PROG, description="Liger-Kernel benchmarks -> kernelindex.dev records")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, (help_text, add_arguments, _) in COMMANDS.items():
+        add_arguments(sub.add_parser(name, help=help_text, description=help_text))
+    return parser
+
+
+def _expected_errors() -> tuple[type[BaseException], ...]:
+    """Exceptions that mean bad input (exit 1), imported lazily so `--help` stays fast."""
+    from kernelindex_pipeline.liger import CatalogueError, CsvFormatError, InvalidRecord
+    from kernelindex_pipeline.liger.release import ReleaseError
+
+    errors: list[type[BaseException]] = [CommandError, CatalogueError, CsvFormatError, InvalidRecord, ReleaseError, OSError]
+    try:
+        from kernelindex_pipeline.records.schema import InvalidRecords
+
+        errors.append(InvalidRecords)
+    except ImportError:
+        pass
+    return tuple(errors)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)  # exits 2 on usage errors
+    _, _, run = COMMANDS[args.command]
+    try:
+        return run(args)
+    except UsageError as exc:
+        parser.print_usage(sys.stderr)
+        print(f"{PROG} {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # noqa: BLE001 - sorted below: expected errors are one line, others too
+        expected = _expected_errors()
+        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        if isinstance(exc, expected):
+            print(f"{PROG} {args.command}: error: {first_line}", file=sys.stderr)
+        else:
+            print(f"{PROG} {args.command}: internal error ({type(exc).__name__}): {first_line}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

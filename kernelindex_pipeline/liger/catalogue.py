@@ -1,0 +1,443 @@
+"""The curated Liger catalogue (kernels, providers, projects, GPUs) and its binding rules.
+
+The facts live in `kernelindex_pipeline/data/liger-kernels.yaml` and `liger-providers.yaml`; the rule
+grammar is documented at the top of the kernels file. This module reads them, checks that every rule
+is well formed (so a typo fails at load time, not on some row in the middle of an import), and compiles
+rule expressions into small closures. Expressions are parsed by a tiny recursive-descent parser: only
+integers, names, `+ - * // %` and parentheses exist, so nothing is ever handed to `eval`.
+
+`not_in_reference` in the providers file is deliberately ignored: it is not part of the mapping.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any, Callable
+
+import yaml
+
+from kernelindex_pipeline.liger.jsnumber import is_number, is_positive_integer, whole
+
+
+class CatalogueError(ValueError):
+    """The catalogue YAML is malformed; the message names the file, kernel and rule."""
+
+
+# ------------------------------------------------------------------------------------ expressions
+
+_TOKEN = re.compile(r"\s*(?:(\d+)|([A-Za-z_][A-Za-z0-9_]*)|(//|[-+*%()]))")
+
+Env = dict[str, int]
+Expr = Callable[[Env], int]
+
+
+class _ExpressionParser:
+    """expr := term (('+'|'-') term)* ; term := factor (('*'|'//'|'%') factor)* ;
+    factor := INT | NAME | '(' expr ')' | '-' factor"""
+
+    def __init__(self, text: str):
+        self.text = text
+        self.tokens: list[tuple[str, str]] = []
+        pos = 0
+        text_stripped = text.rstrip()
+        while pos < len(text_stripped):
+            m = _TOKEN.match(text_stripped, pos)
+            if not m:
+                raise CatalogueError(f"expression {text!r}: unexpected text at {text_stripped[pos:]!r}")
+            number, name, op = m.groups()
+            self.tokens.append(("int", number) if number else ("name", name) if name else ("op", op))
+            pos = m.end()
+        self.i = 0
+        self.names: list[str] = []
+
+    def parse(self) -> Expr:
+        if not self.tokens:
+            raise CatalogueError(f"expression {self.text!r} is empty")
+        fn = self._expr()
+        if self.i != len(self.tokens):
+            raise CatalogueError(f"expression {self.text!r}: unexpected {self.tokens[self.i][1]!r}")
+        return fn
+
+    def _peek(self) -> str | None:
+        return self.tokens[self.i][1] if self.i < len(self.tokens) and self.tokens[self.i][0] == "op" else None
+
+    def _expr(self) -> Expr:
+        left = self._term()
+        while self._peek() in ("+", "-"):
+            op = self.tokens[self.i][1]
+            self.i += 1
+            right = self._term()
+            left = _binary(op, left, right)
+        return left
+
+    def _term(self) -> Expr:
+        left = self._factor()
+        while self._peek() in ("*", "//", "%"):
+            op = self.tokens[self.i][1]
+            self.i += 1
+            right = self._factor()
+            left = _binary(op, left, right)
+        return left
+
+    def _factor(self) -> Expr:
+        if self.i >= len(self.tokens):
+            raise CatalogueError(f"expression {self.text!r} ends early")
+        kind, value = self.tokens[self.i]
+        self.i += 1
+        if kind == "int":
+            constant = int(value)
+            return lambda env: constant
+        if kind == "name":
+            self.names.append(value)
+            return lambda env: env[value]
+        if value == "(":
+            inner = self._expr()
+            if self._peek() != ")":
+                raise CatalogueError(f"expression {self.text!r}: missing ')'")
+            self.i += 1
+            return inner
+        if value == "-":
+            operand = self._factor()
+            return lambda env: -operand(env)
+        raise CatalogueError(f"expression {self.text!r}: unexpected {value!r}")
+
+
+class ExpressionUndefined(ArithmeticError):
+    """Division or remainder by zero: JavaScript would produce NaN/Infinity, never an integer axis."""
+
+
+def _floordiv(a: int, b: int) -> int:
+    if b == 0:
+        raise ExpressionUndefined("division by zero")
+    return a // b  # Math.floor(a / b) for the operands the catalogue uses
+
+
+def _remainder(a: int, b: int) -> int:
+    if b == 0:
+        raise ExpressionUndefined("remainder by zero")
+    r = abs(a) % abs(b)  # JavaScript's % takes the sign of the dividend
+    return -r if a < 0 else r
+
+
+def _binary(op: str, left: Expr, right: Expr) -> Expr:
+    if op == "+":
+        return lambda env: left(env) + right(env)
+    if op == "-":
+        return lambda env: left(env) - right(env)
+    if op == "*":
+        return lambda env: left(env) * right(env)
+    if op == "//":
+        return lambda env: _floordiv(left(env), right(env))
+    return lambda env: _remainder(left(env), right(env))
+
+
+@dataclass(frozen=True)
+class Expression:
+    text: str
+    names: tuple[str, ...]
+    evaluate: Expr = field(repr=False, compare=False)
+
+
+def compile_expression(text: Any) -> Expression:
+    if isinstance(text, bool) or not isinstance(text, (str, int)):
+        raise CatalogueError(f"expression {text!r} must be a string or an integer")
+    parser = _ExpressionParser(str(text))
+    fn = parser.parse()
+    return Expression(str(text), tuple(dict.fromkeys(parser.names)), fn)
+
+
+# ----------------------------------------------------------------------------------------- checks
+
+DTYPE_TOKENS = {"torch.bfloat16": "bf16", "torch.float16": "fp16", "torch.float32": "fp32"}
+
+
+def _literal_matches(expected: Any, actual: Any) -> bool:
+    """Type-strict equality as JavaScript's `===` on JSON values: 1 == 1.0, never true."""
+    if is_number(expected):
+        return is_number(actual) and actual == expected
+    if isinstance(expected, bool):
+        return type(actual) is bool and actual is expected
+    if expected is None:
+        return actual is None
+    if isinstance(expected, str):
+        return type(actual) is str and actual == expected
+    return False
+
+
+@dataclass(frozen=True)
+class Check:
+    key: str
+    kind: str  # int | positive | number | dtype | literal
+    literal: Any = None
+
+    def passes(self, config: dict[str, Any]) -> bool:
+        if self.key not in config:
+            return False
+        value = config[self.key]
+        kind = self.kind
+        if kind == "int":
+            return is_positive_integer(value)
+        if kind == "positive":
+            return is_number(value) and value > 0 and value != float("inf")
+        if kind == "number":
+            return is_number(value)
+        if kind == "dtype":
+            return type(value) is str and value in DTYPE_TOKENS
+        return _literal_matches(self.literal, value)
+
+
+def _compile_check(key: str, spec: Any, where: str) -> Check:
+    if isinstance(spec, dict):
+        if set(spec) != {"equals"}:
+            raise CatalogueError(f"{where}: require.{key} must be a check name, a scalar or {{equals: v}}")
+        return Check(key, "literal", spec["equals"])
+    if spec in ("int", "positive", "number", "dtype"):
+        return Check(key, spec)
+    if isinstance(spec, (list, dict)):
+        raise CatalogueError(f"{where}: require.{key} must be a scalar")
+    if isinstance(spec, float):
+        spec = whole(spec)
+    return Check(key, "literal", spec)
+
+
+# ------------------------------------------------------------------------------------------ rules
+
+
+@dataclass(frozen=True)
+class Condition:
+    left: Expression
+    equal: bool  # True for ==, False for !=
+    right: Expression
+
+    def holds(self, env: Env) -> bool:
+        return (self.left.evaluate(env) == self.right.evaluate(env)) is self.equal
+
+
+@dataclass(frozen=True)
+class Rule:
+    index: int
+    x_names: frozenset[str] | None  # None: any x_name
+    x_names_negated: bool
+    checks: tuple[Check, ...]
+    int_keys: tuple[str, ...]
+    axes: tuple[tuple[str, Expression], ...]
+    where: tuple[Condition, ...]
+    dtype_fixed: str | None
+    dtype_key: str | None
+    scalars: tuple[tuple[str, str | int | float], ...]  # name -> config key (str) or constant
+
+    def accepts_x_name(self, x_name: str) -> bool:
+        if self.x_names is None:
+            return True
+        return (x_name in self.x_names) is not self.x_names_negated
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    name: str
+    shape: tuple[str | int, ...]
+    dtype: str
+
+
+@dataclass(frozen=True)
+class Kernel:
+    kernel: str  # CSV kernel_name
+    slug: str
+    family: str
+    title: str
+    inputs: tuple[TensorSpec, ...]
+    outputs: tuple[TensorSpec, ...]
+    derived: tuple[tuple[str, Expression], ...]
+    rules: tuple[Rule, ...]
+
+
+@dataclass(frozen=True)
+class Provider:
+    name: str  # CSV kernel_provider
+    project: str
+    title: str
+    language: str
+    license_declared: str
+    license_concluded: str | None
+    pip: str | None
+    baseline: bool
+
+
+@dataclass(frozen=True)
+class Project:
+    slug: str
+    name: str
+    repository: str
+    host_kind: str
+    host_id: str
+    kind: str
+
+
+@dataclass(frozen=True)
+class Catalogue:
+    metric_name: str
+    modes: tuple[str, ...]
+    kernels: dict[str, Kernel]
+    providers: dict[str, Provider]
+    projects: dict[str, Project]
+    hardware: dict[str, dict[str, str]]
+
+
+_EXPR_OPS = re.compile(r"^(.*?)\s*(==|!=)\s*(.*)$")
+
+
+def _compile_rule(index: int, raw: dict[str, Any], kernel: str, derived_names: set[str], input_axis_names: set[str]) -> Rule:
+    where = f"kernel {kernel!r} rule {index + 1}"
+    unknown = set(raw) - {"x_name", "require", "where", "axes", "dtype", "scalars"}
+    if unknown:
+        raise CatalogueError(f"{where}: unknown keys {sorted(unknown)}")
+    x_name = raw.get("x_name")
+    negated = False
+    if x_name is None:
+        x_names = None
+    elif isinstance(x_name, str):
+        x_names = frozenset([x_name])
+    elif isinstance(x_name, list) and all(isinstance(n, str) for n in x_name):
+        x_names = frozenset(x_name)
+    elif isinstance(x_name, dict) and set(x_name) == {"not"} and isinstance(x_name["not"], list):
+        x_names, negated = frozenset(str(n) for n in x_name["not"]), True
+    else:
+        raise CatalogueError(f"{where}: x_name must be a name, a list of names or {{not: [...]}}")
+
+    require = raw.get("require") or {}
+    if not isinstance(require, dict):
+        raise CatalogueError(f"{where}: require must be a mapping")
+    checks = tuple(_compile_check(str(k), v, where) for k, v in require.items())
+    int_keys = tuple(c.key for c in checks if c.kind == "int")
+
+    axes_raw = raw.get("axes")
+    if not isinstance(axes_raw, dict) or not axes_raw:
+        raise CatalogueError(f"{where}: axes must be a non-empty mapping")
+    axes = tuple((str(name), compile_expression(expr)) for name, expr in axes_raw.items())
+    allowed = set(int_keys) | {"x"}
+    for name, expr in axes:
+        missing = set(expr.names) - allowed
+        if missing:
+            raise CatalogueError(f"{where}: axis {name!r} uses {sorted(missing)}, which are neither x nor int-checked keys")
+    axis_names = {name for name, _ in axes}
+    conditions = []
+    where_raw = raw.get("where")
+    for text in [where_raw] if isinstance(where_raw, str) else (where_raw or []):
+        m = _EXPR_OPS.match(str(text))
+        if not m:
+            raise CatalogueError(f"{where}: where {text!r} must be '<expr> == <expr>' or '<expr> != <expr>'")
+        cond = Condition(compile_expression(m.group(1)), m.group(2) == "==", compile_expression(m.group(3)))
+        missing = (set(cond.left.names) | set(cond.right.names)) - axis_names - {"x"}
+        if missing:
+            raise CatalogueError(f"{where}: where {text!r} uses {sorted(missing)}, which are not axes of the rule")
+        conditions.append(cond)
+
+    dtype = raw.get("dtype")
+    dtype_fixed = dtype_key = None
+    if isinstance(dtype, str) and dtype.startswith("config."):
+        dtype_key = dtype[len("config."):]
+        if not any(c.key == dtype_key and c.kind == "dtype" for c in checks):
+            raise CatalogueError(f"{where}: dtype {dtype!r} needs require.{dtype_key}: dtype")
+    elif isinstance(dtype, str) and dtype in DTYPE_TOKENS.values():
+        dtype_fixed = dtype
+    else:
+        raise CatalogueError(f"{where}: dtype must be bf16, fp16, fp32 or config.<key>")
+
+    scalars = []
+    for name, source in (raw.get("scalars") or {}).items():
+        if isinstance(source, str):
+            if not any(c.key == source and c.kind in ("positive", "number") for c in checks):
+                raise CatalogueError(f"{where}: scalar {name!r} reads {source!r}, which needs a positive or number check")
+        elif not is_number(source):
+            raise CatalogueError(f"{where}: scalar {name!r} must name a config key or be a number")
+        else:
+            source = whole(source)
+        scalars.append((str(name), source))
+
+    missing_shape = input_axis_names - axis_names - derived_names
+    if missing_shape:
+        raise CatalogueError(f"{where}: input shapes use {sorted(missing_shape)}, which the rule does not bind")
+    return Rule(index, x_names, negated, checks, int_keys, axes, tuple(conditions), dtype_fixed, dtype_key, tuple(scalars))
+
+
+def _tensor(raw: dict[str, Any], where: str) -> TensorSpec:
+    try:
+        shape = tuple(item if isinstance(item, int) and not isinstance(item, bool) else str(item) for item in raw["shape"])
+        return TensorSpec(str(raw["name"]), shape, str(raw["dtype"]))
+    except (KeyError, TypeError) as exc:
+        raise CatalogueError(f"{where}: tensor needs name, shape and dtype ({exc})") from None
+
+
+def _kernel(raw: dict[str, Any]) -> Kernel:
+    name = raw.get("kernel")
+    where = f"kernel {name!r}"
+    for key in ("kernel", "slug", "family", "title", "inputs", "outputs", "bindings"):
+        if key not in raw:
+            raise CatalogueError(f"{where}: missing {key!r}")
+    inputs = tuple(_tensor(t, where) for t in raw["inputs"])
+    outputs = tuple(_tensor(t, where) for t in raw["outputs"])
+    derived = tuple((str(k), compile_expression(v)) for k, v in (raw.get("derived") or {}).items())
+    derived_names = {k for k, _ in derived}
+    input_axis_names = {s for t in inputs for s in t.shape if isinstance(s, str)}
+    rules = tuple(_compile_rule(i, r, str(name), derived_names, input_axis_names) for i, r in enumerate(raw["bindings"]))
+    for rule in rules:
+        bound = {a for a, _ in rule.axes}
+        for dname, expr in derived:
+            missing = set(expr.names) - bound
+            if missing:
+                raise CatalogueError(f"{where}: derived axis {dname!r} uses {sorted(missing)}, not bound by rule {rule.index + 1}")
+    return Kernel(str(name), str(raw["slug"]), str(raw["family"]), str(raw["title"]), inputs, outputs, derived, rules)
+
+
+def load_catalogue(kernels_path: Path | str | None = None, providers_path: Path | str | None = None) -> Catalogue:
+    """Read and check the two YAML files (the packaged ones by default)."""
+    kernels_doc = _read_yaml(kernels_path, "liger-kernels.yaml")
+    providers_doc = _read_yaml(providers_path, "liger-providers.yaml")
+    kernels: dict[str, Kernel] = {}
+    for raw in kernels_doc.get("kernels") or []:
+        k = _kernel(raw)
+        if k.kernel in kernels:
+            raise CatalogueError(f"kernel {k.kernel!r} is listed twice")
+        kernels[k.kernel] = k
+    projects = {
+        slug: Project(slug, p["name"], p["repository"], p["host"]["kind"], p["host"]["id"], p["kind"])
+        for slug, p in (providers_doc.get("projects") or {}).items()
+    }
+    providers = {}
+    for name, p in (providers_doc.get("providers") or {}).items():
+        if p["project"] not in projects:
+            raise CatalogueError(f"provider {name!r}: unknown project {p['project']!r}")
+        lic = p.get("license") or {}
+        providers[name] = Provider(
+            name, p["project"], p["title"], p["language"], lic["declared"], lic.get("concluded"),
+            p.get("pip"), p.get("role") == "baseline",
+        )
+    hardware = {str(gpu): dict(facts) for gpu, facts in (providers_doc.get("hardware") or {}).items()}
+    # `not_in_reference` is intentionally not read.
+    return Catalogue(
+        str(kernels_doc.get("metric_name", "speed")), tuple(kernels_doc.get("modes") or ()),
+        kernels, providers, projects, hardware,
+    )
+
+
+def _read_yaml(path: Path | str | None, default_name: str) -> dict[str, Any]:
+    try:
+        if path is None:
+            text = resources.files("kernelindex_pipeline").joinpath("data", default_name).read_text("utf-8")
+        else:
+            text = Path(path).read_text("utf-8")
+        doc = yaml.safe_load(text)
+    except (OSError, yaml.YAMLError) as exc:
+        raise CatalogueError(f"cannot read {path or default_name}: {exc}") from None
+    if not isinstance(doc, dict):
+        raise CatalogueError(f"{path or default_name}: expected a mapping at the top")
+    return doc
+
+
+@lru_cache(maxsize=1)
+def default_catalogue() -> Catalogue:
+    return load_catalogue()

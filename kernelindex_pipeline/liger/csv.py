@@ -1,0 +1,250 @@
+"""Reading Liger's `all_benchmark_data.csv`: every cell a string, every row accounted for.
+
+Row numbers: an issue's `row` is the 1-based **data row number**: the first record after the header is
+row 1, a quoted field that spans lines is still one row, and blank lines are not rows (pandas skips
+them, and so does the exact reader below). It is not the physical file line.
+
+Two readers, one contract:
+
+* the fast path is pandas' C parser in chunks (all columns `str`, no NA conversion);
+* pandas cannot report ragged rows faithfully -- it pads a short row with empty strings and raises (or,
+  with `index_col=False`, silently drops fields) on a long one -- so when a chunk may hold a ragged
+  row (a ParserError, a ParserWarning, or an empty last cell, which is what padding looks like) the
+  rest of the file is read with the standard library's `csv` module, which reports each record's
+  true field count. Well-formed files never leave the fast path.
+
+Bytes that are not UTF-8 are decoded with `surrogateescape`, so one bad cell makes its row an issue
+("not valid UTF-8") instead of failing the whole file.
+"""
+
+from __future__ import annotations
+
+import codecs
+import csv as stdlib_csv
+import io
+import re
+import warnings
+from dataclasses import dataclass, field
+from os import PathLike
+from pathlib import Path
+from typing import Iterator
+
+import pandas as pd
+
+UPSTREAM_COLUMNS: tuple[str, ...] = (
+    "kernel_name",
+    "kernel_provider",
+    "kernel_operation_mode",
+    "metric_name",
+    "metric_unit",
+    "x_name",
+    "x_label",
+    "x_value",
+    "y_value_50",
+    "y_value_20",
+    "y_value_80",
+    "extra_benchmark_config_str",
+    "gpu_name",
+    "timestamp",
+    "liger_version",
+)
+
+DEFAULT_CHUNK_ROWS = 50_000
+_SURROGATE = re.compile("[\udc80-\udcff]")
+
+CsvSource = str | PathLike | bytes
+
+
+class CsvFormatError(ValueError):
+    """The file cannot be read as an upstream benchmark CSV at all (e.g. a required column is missing)."""
+
+
+@dataclass
+class Chunk:
+    """Consecutive data rows: `columns[i][j]` is upstream column i of row `start + j`."""
+
+    start: int
+    columns: tuple[list[str], ...]
+    bad: dict[int, str] = field(default_factory=dict)  # offset in chunk -> problem; its cells are ""
+
+    def __len__(self) -> int:
+        return len(self.columns[0]) if self.columns else 0
+
+
+@dataclass
+class CsvHeader:
+    columns: list[str]  # as read (pandas names a repeated column "name.1")
+    drift_warnings: list[str]
+
+
+def _open_for_pandas(source: CsvSource):
+    return io.BytesIO(source) if isinstance(source, (bytes, bytearray)) else source
+
+
+def _is_utf8(source: CsvSource) -> bool:
+    if isinstance(source, (bytes, bytearray)):
+        try:
+            bytes(source).decode("utf-8")
+            return True
+        except UnicodeDecodeError:
+            return False
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    try:
+        with open(source, "rb") as f:
+            while block := f.read(1 << 22):
+                decoder.decode(block)
+            decoder.decode(b"", final=True)
+        return True
+    except UnicodeDecodeError:
+        return False
+
+
+def _check_header(columns: list[str]) -> CsvHeader:
+    missing = [c for c in UPSTREAM_COLUMNS if c not in columns]
+    if missing:
+        raise CsvFormatError(
+            f"missing column{'s' if len(missing) > 1 else ''} {', '.join(repr(c) for c in missing)} "
+            f"(the header must name all {len(UPSTREAM_COLUMNS)} upstream columns: {', '.join(UPSTREAM_COLUMNS)})"
+        )
+    drift = [f"unexpected column {c!r} (ignored)" for c in columns if c not in UPSTREAM_COLUMNS]
+    return CsvHeader(list(columns), drift)
+
+
+class CsvReader:
+    """Iterate a benchmark CSV as chunks. `header` is known after construction (None for an empty file)."""
+
+    def __init__(self, source: CsvSource, chunk_rows: int = DEFAULT_CHUNK_ROWS):
+        if not isinstance(source, (bytes, bytearray)):
+            path = Path(source)
+            if not path.is_file():
+                raise CsvFormatError(f"{path}: no such file")
+        self.source = source
+        self.chunk_rows = chunk_rows
+        self.valid_utf8 = _is_utf8(source)
+        self.header: CsvHeader | None = None
+        self._exact_header: list[str] | None = None
+        self._pandas = None
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                self._pandas = pd.read_csv(
+                    _open_for_pandas(source), dtype=str, keep_default_na=False, na_filter=False,
+                    index_col=False, encoding="utf-8", encoding_errors="surrogateescape",
+                    chunksize=chunk_rows, on_bad_lines="error", engine="c",
+                )
+            # pandas has the header now; the exact reader's header decides if pandas gave none.
+            self.header = _check_header([str(c) for c in self._pandas.orig_options.get("names") or []] or self._peek_pandas_columns())
+        except pd.errors.EmptyDataError:
+            self.header = None  # an empty file: no header, no rows
+        except pd.errors.ParserError:
+            self._pandas = None
+            header = self._read_exact_header()
+            self.header = _check_header(header) if header is not None else None
+
+    def _peek_pandas_columns(self) -> list[str]:
+        # TextFileReader exposes the parsed header through its engine.
+        names = getattr(self._pandas, "_engine", None)
+        names = getattr(names, "names", None) or getattr(names, "orig_names", None)
+        if names is None:
+            raise CsvFormatError("could not read the CSV header")
+        return [str(n) for n in names]
+
+    def _read_exact_header(self) -> list[str] | None:
+        for record in _exact_records(self.source):
+            return record
+        return None
+
+    def __iter__(self) -> Iterator[Chunk]:
+        if self.header is None:
+            return
+        index = [self.header.columns.index(c) for c in UPSTREAM_COLUMNS]
+        last = len(self.header.columns) - 1
+        done = 0
+        if self._pandas is not None:
+            try:
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    for frame in self._pandas:
+                        if caught or frame.shape[1] != len(self.header.columns):
+                            break
+                        cols = [frame.iloc[:, i].tolist() for i in range(frame.shape[1])]
+                        if "" in cols[last]:  # maybe a short row padded by pandas: re-read exactly
+                            break
+                        chunk = Chunk(done + 1, tuple(cols[i] for i in index))
+                        if not self.valid_utf8:
+                            _mark_undecodable(chunk)
+                        yield chunk
+                        done += len(chunk)
+                    else:
+                        return
+            except pd.errors.ParserError:
+                pass
+            finally:
+                self._pandas.close()
+        yield from self._exact_chunks(skip=done, index=index)
+
+    def _exact_chunks(self, skip: int, index: list[int]) -> Iterator[Chunk]:
+        width = len(self.header.columns)
+        records = _exact_records(self.source)
+        next(records, None)  # header
+        number = 0
+        cols: list[list[str]] = [[] for _ in UPSTREAM_COLUMNS]
+        bad: dict[int, str] = {}
+        start = skip + 1
+        for record in records:
+            number += 1
+            if number <= skip:
+                continue
+            if len(record) != width:
+                bad[len(cols[0])] = f"ragged row: {len(record)} fields, the header has {width}"
+                for col in cols:
+                    col.append("")
+            else:
+                for col, i in zip(cols, index):
+                    col.append(record[i])
+            if len(cols[0]) >= self.chunk_rows:
+                chunk = Chunk(start, tuple(cols), bad)
+                if not self.valid_utf8:
+                    _mark_undecodable(chunk)
+                yield chunk
+                start += len(cols[0])
+                cols, bad = [[] for _ in UPSTREAM_COLUMNS], {}
+        if cols[0]:
+            chunk = Chunk(start, tuple(cols), bad)
+            if not self.valid_utf8:
+                _mark_undecodable(chunk)
+            yield chunk
+
+
+def _exact_records(source: CsvSource) -> Iterator[list[str]]:
+    """Records by the standard csv module (blank lines skipped, as pandas skips them)."""
+    raw = bytes(source) if isinstance(source, (bytes, bytearray)) else Path(source).read_bytes()
+    text = raw.decode("utf-8", "surrogateescape")
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    try:
+        for record in stdlib_csv.reader(io.StringIO(text, newline="")):
+            if not record or (len(record) == 1 and not record[0].strip()):
+                continue
+            yield record
+    except stdlib_csv.Error as exc:  # e.g. a NUL byte or an unterminated quote at the end of the file
+        raise CsvFormatError(f"unreadable CSV: {exc}") from None
+
+
+def _mark_undecodable(chunk: Chunk) -> None:
+    for j, values in enumerate(zip(*chunk.columns)):
+        if j not in chunk.bad and _SURROGATE.search("\x1f".join(values)):
+            chunk.bad[j] = "row is not valid UTF-8"
+            for col in chunk.columns:
+                col[j] = ""
+
+
+def read_rows(source: CsvSource) -> tuple[CsvHeader | None, list[tuple[int, tuple[str, ...] | None, str | None]]]:
+    """Convenience for small files and tests: (header, [(row number, values or None, problem or None)])."""
+    reader = CsvReader(source)
+    rows = []
+    for chunk in reader:
+        for j, values in enumerate(zip(*chunk.columns)):
+            problem = chunk.bad.get(j)
+            rows.append((chunk.start + j, None if problem else values, problem))
+    return reader.header, rows

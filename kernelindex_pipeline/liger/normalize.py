@@ -1,0 +1,611 @@
+"""Rows -> kernelindex.dev/v1alpha1 records, exactly as RECORDS.md section 4 says.
+
+One `Normalizer` holds an import's state: the shared objects made so far (one per kernel, case,
+implementation, protocol, environment, project), the run ids seen, and the report. Rows arrive in
+chunks (`liger/csv.py`); each row is decided in the documented order:
+
+  filter (--gpu / --liger-version) -> memory row -> uncurated kernel -> mode (folded into unknown
+  config) -> unknown provider -> config binding (unknown config) -> unknown GPU -> duplicate run id
+  -> median / timestamp issue -> BenchmarkRun.
+
+Speed: everything a row shares with other rows (its binding, case, implementation, environment,
+the constant text of its run's canonical JSON) is computed once per distinct
+(metric, kernel, mode, provider, x_name, x_value, config, gpu) and cached, so a row costs a dict
+lookup plus its own numbers. A run's canonical JSON is written from a template whose variable
+parts are numbers and [a-z0-9-] text; tests prove it equal to `records.canonical.canonical_bytes`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from kernelindex_pipeline.liger.catalogue import (
+    DTYPE_TOKENS,
+    Catalogue,
+    ExpressionUndefined,
+    Kernel,
+    Provider,
+    Rule,
+)
+from kernelindex_pipeline.liger.csv import Chunk
+from kernelindex_pipeline.liger.jsnumber import (
+    MAX_SAFE_INTEGER,
+    JSParseError,
+    is_positive_integer,
+    js_json_parse,
+    js_number,
+    js_number_text,
+    ms_to_ns,
+    whole,
+)
+from kernelindex_pipeline.liger.report import ImportReport, Issue
+from kernelindex_pipeline.records.canonical import API_VERSION, canonical_bytes, digest_of
+from kernelindex_pipeline.records.names import kebab
+
+LIGER_REPOSITORY = "https://github.com/linkedin/Liger-Kernel"
+RUN_SOURCE = "liger-kernel-bench"
+MODE_PHRASES = {
+    "forward": "the module forward pass",
+    "backward": "the backward pass of the module output given a random upstream gradient",
+    "full": "the forward pass plus the backward pass",
+}
+_TIMESTAMP = re.compile(r"(\d{4})-(\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2})\Z")
+_DAYS = (31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+
+
+@dataclass(frozen=True)
+class MeasuredContext:
+    """Facts about rows the pipeline measured itself (not the upstream history).
+
+    `software` / `settings` go into ExecutionEnvironment.spec (so the environment, and every run on it,
+    gets a digest of its own; its name carries a short digest suffix), and `logs_by_kernel[kernel]`
+    (`{"uri", "digest"}`) becomes BenchmarkRun.spec.evidence.logs for that CSV kernel_name.
+    """
+
+    software: dict[str, Any]
+    settings: dict[str, Any] | None = None
+    logs_by_kernel: dict[str, dict[str, str]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Binding:
+    """A row's config understood by one rule of its kernel."""
+
+    axes: tuple[tuple[str, int], ...]  # rule order
+    values: dict[str, int]  # axes and derived axes, for shapes
+    dtype: str
+    scalars: tuple[tuple[str, int | float], ...]
+    case_key: str
+
+
+class RowProblem(Exception):
+    """The row's values cannot make schema-valid records (an issue, not a skip)."""
+
+
+def parse_timestamp(text: str) -> str | None:
+    """`YYYY-MM-DD HH:MM:SS` (UTC) -> `YYYY-MM-DDTHH:MM:SS.000Z`; None when it is not a real instant."""
+    m = _TIMESTAMP.match(text)
+    if not m:
+        return None
+    year, month, day, hour, minute, second = (int(g) for g in m.groups())
+    if not (1 <= month <= 12 and 1 <= day <= _DAYS[month - 1] and hour < 24 and minute < 60 and second < 60):
+        return None
+    if month == 2 and day == 29 and not (year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)):
+        return None
+    return f"{text[:10]}T{text[11:]}.000Z"
+
+
+_FAST_NUMBER_EDGE = frozenset("0123456789.")
+
+
+def cell_number(text: str) -> float:
+    """`Number(text)`, with a fast path for plain decimal text (where Python's float() agrees)."""
+    if text and text[0] in _FAST_NUMBER_EDGE and text[-1] in _FAST_NUMBER_EDGE and text.isascii() and "_" not in text:
+        try:
+            return float(text)
+        except ValueError:
+            pass
+    return js_number(text)
+
+
+def bind(kernel: Kernel, x_name: str, x_value: str, config_text: str) -> Binding | None:
+    """The first rule of `kernel` that understands the row, or None (unknown config).
+
+    Raises RowProblem when a rule matches but its values cannot be valid records (beyond 2**53,
+    non-finite scalars, a derived division by zero).
+    """
+    x = cell_number(x_value)
+    if not is_positive_integer(x):
+        return None
+    x = whole(x)
+    try:
+        config = js_json_parse(config_text)
+    except JSParseError:
+        return None
+    if config is None:
+        return None  # a literal `null` config: the reference's binder throws; the catalogue calls it unknown
+    if not isinstance(config, dict):
+        config = {}  # a config that is not an object has no keys, so no rule can match
+    for rule in kernel.rules:
+        if not rule.accepts_x_name(x_name):
+            continue
+        if not all(check.passes(config) for check in rule.checks):
+            continue
+        binding = _apply_rule(kernel, rule, x, config)
+        if binding is not None:
+            return binding
+    return None
+
+
+def _apply_rule(kernel: Kernel, rule: Rule, x: int | float, config: dict[str, Any]) -> Binding | None:
+    env: dict[str, Any] = {"x": x}
+    for key in rule.int_keys:
+        env[key] = whole(config[key])
+    try:
+        axes = [(name, whole(expr.evaluate(env))) for name, expr in rule.axes]
+        where_env = dict(axes)
+        where_env["x"] = x
+        if not all(cond.holds(where_env) for cond in rule.where):
+            return None
+    except ExpressionUndefined:
+        return None
+    for name, value in axes:
+        if type(value) is not int or not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
+            raise RowProblem(f"axis {name} = {value!r} is not an integer within 2^53 - 1")
+    values = dict(axes)
+    for name, expr in kernel.derived:
+        try:
+            value = expr.evaluate(values)
+        except ExpressionUndefined as exc:
+            raise RowProblem(f"derived axis {name}: {exc}") from None
+        values[name] = value
+    for tensor in kernel.inputs:
+        for dim in tensor.shape:
+            v = dim if isinstance(dim, int) else values[dim]
+            if type(v) is not int or not 0 <= v <= MAX_SAFE_INTEGER:
+                raise RowProblem(f"tensor {tensor.name} dimension {dim} = {v!r} is not an integer in 0..2^53 - 1")
+    dtype = rule.dtype_fixed or DTYPE_TOKENS[config[rule.dtype_key]]
+    scalars = []
+    for name, source in rule.scalars:
+        value = whole(config[source]) if isinstance(source, str) else source
+        if not math.isfinite(value):
+            raise RowProblem(f"scalar {name} = {value!r} is not a finite number")
+        scalars.append((name, value))
+    case_key = "-".join(f"{name}{value}" for name, value in sorted(axes)) + "-" + dtype
+    return Binding(tuple(axes), values, dtype, tuple(scalars), case_key)
+
+
+# --------------------------------------------------------------------------------- shared objects
+
+
+def _manifest(kind: str, metadata: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": API_VERSION, "kind": kind, "metadata": metadata, "spec": spec}
+
+
+def operation_spec(kernel: Kernel) -> dict[str, Any]:
+    derived_names = {name for name, _ in kernel.derived}
+    axes: dict[str, Any] = {}
+    for tensor in kernel.inputs + kernel.outputs:
+        for dim in tensor.shape:
+            if isinstance(dim, str) and dim not in derived_names and dim not in axes:
+                axes[dim] = {"role": "variable", "type": "integer"}
+    for name, expr in kernel.derived:
+        axes[name] = {"role": "derived", "type": "integer", "expression": expr.text}
+
+    def tensors(items):
+        return [{"name": t.name, "tensor": {"shape": list(t.shape), "dtype": t.dtype}} for t in items]
+
+    spec = {
+        "family": kernel.family,
+        "axes": axes,
+        "inputs": tensors(kernel.inputs),
+        "outputs": tensors(kernel.outputs),
+        "semantics": {"mutation": "none", "determinism": "unspecified"},
+    }
+    return _manifest("OperationSpec", {"name": kernel.slug, "title": kernel.title}, spec)
+
+
+def workload_case(kernel: Kernel, binding: Binding, operation_digest: str) -> dict[str, Any]:
+    tensors = {}
+    for tensor in kernel.inputs:
+        tensors[tensor.name] = {
+            "shape": [dim if isinstance(dim, int) else binding.values[dim] for dim in tensor.shape],
+            "dtype": binding.dtype if tensor.dtype == "float" else tensor.dtype,
+        }
+    spec: dict[str, Any] = {"operationSpecDigest": operation_digest, "axes": dict(binding.axes), "tensors": tensors}
+    if binding.scalars:
+        spec["scalars"] = {name: {"dtype": "fp32", "value": value} for name, value in binding.scalars}
+    spec["correctness"] = {"comparator": "not_asserted"}
+    title = f"{kernel.title} · {', '.join(f'{a}={v}' for a, v in binding.axes)} · {binding.dtype}"
+    return _manifest("WorkloadCase", {"name": kebab(f"{kernel.slug}-{binding.case_key}"), "title": title}, spec)
+
+
+def software_project(catalogue: Catalogue, slug: str) -> dict[str, Any]:
+    p = catalogue.projects[slug]
+    spec = {"name": p.name, "kind": p.kind, "repository": p.repository, "host": {"kind": p.host_kind, "id": p.host_id}}
+    return _manifest("SoftwareProject", {"name": slug}, spec)
+
+
+def implementation_revision(kernel: Kernel, provider: Provider, operation_digest: str) -> dict[str, Any]:
+    metadata: dict[str, Any] = {
+        "name": kebab(f"liger-bench-{kernel.kernel}-{provider.name}"),
+        "title": f"{kernel.title} · {provider.title}",
+    }
+    if provider.baseline:
+        metadata["labels"] = {"role": "baseline"}
+    metadata["sourceRefs"] = [{"url": LIGER_REPOSITORY}]
+    spec: dict[str, Any] = {
+        "projectRevision": {},
+        "operation": {"specDigest": operation_digest},
+        "callable": {"language": provider.language},
+        "support": {"hardwareArchitectures": [], "dtypes": []},
+    }
+    if provider.pip:
+        spec["buildVariants"] = [{"name": "pip", "install": {"kind": "pip", "package": provider.pip}}]
+    licensing = {"declared": provider.license_declared}
+    if provider.license_concluded:
+        licensing["concluded"] = provider.license_concluded
+    spec["licensing"] = licensing
+    return _manifest("ImplementationRevision", metadata, spec)
+
+
+def benchmark_protocol(mode: str) -> dict[str, Any]:
+    notes = (
+        f"Timed: {MODE_PHRASES[mode]}, via triton.testing.do_bench with quantiles 0.5/0.2/0.8 "
+        "(median with p20/p80 spread). The upstream CSV records no CUDA, driver, or torch version; "
+        "the Liger release rides each run's labels. Comparable only within one kernel, workload, "
+        "timed pass, and GPU."
+    )
+    spec = {
+        "harness": {"name": "Liger-Kernel benchmark scripts", "repository": LIGER_REPOSITORY},
+        "measurement": {"timer": "cuda_events", "primaryStatistic": "median"},
+        "comparability": {"family": "liger_kernel_bench", "notes": notes},
+    }
+    return _manifest(
+        "BenchmarkProtocol",
+        {"name": f"liger-bench-do-bench-{mode}", "title": f"Liger benchmark harness · {mode} pass"},
+        spec,
+    )
+
+
+def execution_environment(gpu_name: str, hardware: dict[str, str], measured: MeasuredContext | None) -> dict[str, Any]:
+    hw = {"vendor": hardware["vendor"], "product": hardware["product"], "architecture": hardware["architecture"]}
+    if hardware.get("formFactor"):
+        hw["formFactor"] = hardware["formFactor"]
+    spec: dict[str, Any] = {"hardware": hw, "software": dict(measured.software) if measured else {}}
+    if measured and measured.settings is not None:
+        spec["settings"] = dict(measured.settings)
+    short = gpu_name[len("NVIDIA "):] if gpu_name.startswith("NVIDIA ") else gpu_name
+    name = kebab(f"liger-bench-{gpu_name}")
+    manifest = _manifest("ExecutionEnvironment", {"name": name, "title": f"Liger benchmark host · {short}"}, spec)
+    if measured:
+        # Our own runs know their software: a different environment from the upstream history's,
+        # so it gets a name of its own (the digest tells two measured hosts apart).
+        suffix = digest_of(manifest)[len("sha256:"):][:12]
+        manifest["metadata"]["name"] = f"{name[:100 - 13]}-{suffix}"
+    return manifest
+
+
+# ------------------------------------------------------------------------------------------ runs
+
+
+@dataclass
+class RunTemplate:
+    """Everything a run shares with the other rows of its key, with its canonical text pre-cut."""
+
+    kernel: str
+    external_prefix: str  # kernel/mode/provider/gpu-slug/caseKey/
+    name_prefix: str  # liger-<kernel>-<mode>-<provider>-<gpu>-<caseKey>-   (before kebab)
+    title: str
+    spec_head: bytes  # canonical spec text up to the measurements / observedAt
+    benchmark: str
+    digests: dict[str, str]
+    evidence_logs: dict[str, str] | None
+
+
+_BODY_PREFIX = b'{"apiVersion":"' + API_VERSION.encode() + b'","kind":"BenchmarkRun",'
+
+
+@dataclass
+class RunRecord:
+    """A BenchmarkRun as the normalizer emits it: name, digest, its canonical manifest line and dict."""
+
+    name: str
+    digest: str
+    external_id: str
+    line: bytes  # RFC 8785 canonical JSON of the whole manifest (metadata included)
+    manifest: dict[str, Any]
+
+
+def _json_string(text: str) -> bytes:
+    # Only for text the template knows is plain (no quotes, backslashes or control characters).
+    return b'"' + text.encode("utf-8") + b'"'
+
+
+class Normalizer:
+    """One import's state. Feed chunks with `add_chunk`, then read `objects`, `report`."""
+
+    def __init__(
+        self,
+        catalogue: Catalogue,
+        *,
+        gpu: str | None = None,
+        liger_version: str | None = None,
+        measured: MeasuredContext | None = None,
+        on_run: Callable[[RunRecord], None] | None = None,
+        validate: Callable[[dict[str, Any]], None] | None = None,
+    ):
+        self.catalogue = catalogue
+        self.gpu_filter = gpu
+        self.version_filter = liger_version
+        self.measured = measured
+        self.on_run = on_run
+        self.validate = validate or (lambda manifest: None)
+        self.report = ImportReport()
+        self.objects: dict[str, dict[str, Any]] = {}  # digest -> manifest (shared kinds, first name wins)
+        self.names_by_digest: dict[str, list[str]] = {}
+        self.runs: dict[str, dict[str, Any]] = {}  # digest -> run manifest, when on_run is None
+        self._created_by_kind: dict[str, int] = {}
+        self._operation: dict[str, str] = {}  # kernel -> OperationSpec digest
+        self._case: dict[tuple[str, str], str] = {}
+        self._implementation: dict[tuple[str, str], str] = {}
+        self._protocol: dict[str, str] = {}
+        self._environment: dict[str, str] = {}
+        self._project: dict[str, str] = {}
+        self._outcomes: dict[tuple[str, ...], Any] = {}
+        self._timestamps: dict[str, tuple[str | None, str]] = {}
+        self._seen_runs: set[str] = set()
+        self._gpu_slugs: dict[str, str] = {}
+
+    # -- shared objects ----------------------------------------------------------------------------
+
+    def _add(self, manifest: dict[str, Any]) -> str:
+        self.validate(manifest)
+        digest = digest_of(manifest)
+        kind = manifest["kind"]
+        self._created_by_kind[kind] = self._created_by_kind.get(kind, 0) + 1
+        names = self.names_by_digest.setdefault(digest, [])
+        if not names:
+            self.objects[digest] = manifest
+        if manifest["metadata"]["name"] not in names:
+            names.append(manifest["metadata"]["name"])
+        return digest
+
+    def _operation_digest(self, kernel: Kernel) -> str:
+        digest = self._operation.get(kernel.kernel)
+        if digest is None:
+            digest = self._operation[kernel.kernel] = self._add(operation_spec(kernel))
+            fam = self.report.operations_by_family
+            fam[kernel.family] = fam.get(kernel.family, 0) + 1
+        return digest
+
+    # -- rows ----------------------------------------------------------------------------------------
+
+    def add_chunk(self, chunk: Chunk) -> None:
+        report = self.report
+        outcomes = self._outcomes
+        gpu_filter, version_filter = self.gpu_filter, self.version_filter
+        c = chunk.columns
+        bad = chunk.bad
+        start = chunk.start
+        # kernel, provider, mode, metric, x_name, x_value, y50, y20, y80, config, gpu, timestamp, version
+        for j, (kernel, provider, mode, metric, x_name, x_value, y50, y20, y80, config, gpu, ts, version) in enumerate(
+            zip(c[0], c[1], c[2], c[3], c[5], c[7], c[8], c[9], c[10], c[11], c[12], c[13], c[14])
+        ):
+            report.rows_read += 1
+            if bad and j in bad:
+                report.issues.append(Issue(start + j, bad[j]))
+                continue
+            if gpu_filter is not None and self._gpu_slug(gpu) != gpu_filter:
+                report.filtered_out += 1
+                continue
+            if version_filter is not None and version != version_filter:
+                report.filtered_out += 1
+                continue
+            key = (metric, kernel, mode, provider, x_name, x_value, config, gpu)
+            outcome = outcomes.get(key)
+            if outcome is None:
+                outcome = outcomes[key] = self._decide(key)
+            if type(outcome) is RunTemplate:
+                report.speed_rows += 1
+                self._run(start + j, outcome, y50, y20, y80, ts, version)
+                continue
+            reason, detail = outcome
+            if reason != "memory":
+                report.speed_rows += 1
+            if reason == "memory":
+                report.memory_rows += 1
+            elif reason == "kernel":
+                report.uncurated_kernels[detail] += 1
+            elif reason == "config":
+                report.unknown_config[detail] += 1
+            elif reason == "provider":
+                report.unknown_provider[detail] += 1
+            elif reason == "gpu":
+                report.unknown_gpu[detail] += 1
+            else:
+                report.issues.append(Issue(start + j, detail))
+
+    def _gpu_slug(self, gpu: str) -> str:
+        slug = self._gpu_slugs.get(gpu)
+        if slug is None:
+            slug = self._gpu_slugs[gpu] = kebab(gpu)
+        return slug
+
+    def _decide(self, key: tuple[str, ...]) -> Any:
+        """The fate shared by every row with this key: a RunTemplate or (reason, detail)."""
+        metric, kernel_name, mode, provider_name, x_name, x_value, config, gpu = key
+        cat = self.catalogue
+        if metric != cat.metric_name:
+            return ("memory", None)
+        kernel = cat.kernels.get(kernel_name)
+        if kernel is None:
+            return ("kernel", kernel_name)
+        if mode not in cat.modes:
+            return ("config", kernel_name)  # the reference has no mode counter (CATALOGUE.md step 3)
+        provider = cat.providers.get(provider_name)
+        if provider is None:
+            return ("provider", provider_name)
+        try:
+            binding = bind(kernel, x_name, x_value, config)
+        except RowProblem as exc:
+            return ("issue", str(exc))
+        if binding is None:
+            return ("config", kernel_name)
+        operation_digest = self._operation_digest(kernel)
+        hardware = cat.hardware.get(gpu)
+        if hardware is None:
+            return ("gpu", gpu)
+        return self._template(kernel, provider, mode, gpu, hardware, binding, operation_digest)
+
+    def _template(self, kernel, provider, mode, gpu, hardware, binding, operation_digest) -> RunTemplate:
+        project = self._project.get(provider.project)
+        if project is None:
+            project = self._project[provider.project] = self._add(software_project(self.catalogue, provider.project))
+        impl_key = (kernel.kernel, provider.name)
+        impl = self._implementation.get(impl_key)
+        if impl is None:
+            impl = self._implementation[impl_key] = self._add(implementation_revision(kernel, provider, operation_digest))
+        case_key = (kernel.kernel, binding.case_key)
+        case = self._case.get(case_key)
+        if case is None:  # one case per kernel x caseKey: the first row's scalars decide it
+            case = self._case[case_key] = self._add(workload_case(kernel, binding, operation_digest))
+        protocol = self._protocol.get(mode)
+        if protocol is None:
+            protocol = self._protocol[mode] = self._add(benchmark_protocol(mode))
+        environment = self._environment.get(gpu)
+        if environment is None:
+            environment = self._environment[gpu] = self._add(execution_environment(gpu, hardware, self.measured))
+        logs = None
+        if self.measured is not None:
+            logs = self.measured.logs_by_kernel.get(kernel.kernel)
+            logs = {"uri": logs["uri"], "digest": logs["digest"]} if logs else None
+        gpu_slug = self._gpu_slug(gpu)
+        benchmark = f"{kernel.kernel}/{mode}"
+        head = b'{"environmentDigest":' + _json_string(environment)
+        if logs is not None:
+            head += b',"evidence":{"logs":' + canonical_bytes(logs) + b"}"
+        head += b',"implementationDigest":' + _json_string(impl)
+        return RunTemplate(
+            kernel=kernel.kernel,
+            external_prefix=f"{benchmark}/{provider.name}/{gpu_slug}/{binding.case_key}/",
+            name_prefix=f"liger-{kernel.kernel}-{mode}-{provider.name}-{gpu}-{binding.case_key}-",
+            title=f"{kernel.title} · {provider.name} · {mode}",
+            spec_head=head,
+            benchmark=benchmark,
+            digests={
+                "implementationDigest": impl,
+                "workloadDigest": case,
+                "protocolDigest": protocol,
+                "environmentDigest": environment,
+            },
+            evidence_logs=logs,
+        )
+
+    def _run(self, row: int, t: RunTemplate, y50: str, y20: str, y80: str, ts: str, version: str) -> None:
+        report = self.report
+        parsed = self._timestamps.get(ts)
+        if parsed is None:
+            parsed = self._timestamps[ts] = (parse_timestamp(ts), kebab(ts))
+        observed_at, ts_slug = parsed
+        external_id = t.external_prefix + ts_slug
+        if external_id in self._seen_runs:
+            report.duplicate_rows += 1
+            return
+        self._seen_runs.add(external_id)
+        ms50 = cell_number(y50)
+        if not (ms50 > 0 and ms50 != math.inf):  # NaN fails the comparison too
+            report.issues.append(Issue(row, f"median y_value_50 {y50!r} is not a finite number > 0"))
+            return
+        if observed_at is None:
+            report.issues.append(Issue(row, f"timestamp {ts!r} is not a UTC instant 'YYYY-MM-DD HH:MM:SS'"))
+            return
+        median = ms_to_ns(ms50)
+        if type(median) is not int:
+            report.issues.append(Issue(row, f"median y_value_50 {y50!r} ms is beyond 2^53 - 1 ns"))
+            return
+        if len(version) > 200:
+            report.issues.append(Issue(row, "liger_version is longer than 200 characters (label limit)"))
+            return
+        ms20, ms80 = cell_number(y20), cell_number(y80)
+        spread = math.isfinite(ms20) and math.isfinite(ms80)
+        ms50 = whole(ms50)
+        # -- canonical spec text (keys in RFC 8785 order) --
+        parts = [t.spec_head]
+        spec: dict[str, Any] = dict(t.digests)
+        spec["status"] = "passed"
+        spec["timing"] = {"primaryStatistic": "median", "latencyNs": {"median": median}}
+        metrics: dict[str, Any] = {"ms_50": ms50}
+        if spread:
+            p20, p80 = ms_to_ns(ms20), ms_to_ns(ms80)
+            ms20, ms80 = whole(ms20), whole(ms80)
+            spec["measurements"] = [
+                {"metric": "latency", "unit": "ns", "statistic": "p20", "value": p20},
+                {"metric": "latency", "unit": "ns", "statistic": "p80", "value": p80},
+            ]
+            metrics["ms_20"] = ms20
+            metrics["ms_80"] = ms80
+            parts.append(
+                b',"measurements":[{"metric":"latency","statistic":"p20","unit":"ns","value":'
+                + js_number_text(p20).encode()
+                + b'},{"metric":"latency","statistic":"p80","unit":"ns","value":'
+                + js_number_text(p80).encode()
+                + b"}]"
+            )
+            metrics_text = (
+                '{"ms_20":' + js_number_text(ms20) + ',"ms_50":' + js_number_text(ms50)
+                + ',"ms_80":' + js_number_text(ms80) + "}"
+            )
+        else:
+            metrics_text = '{"ms_50":' + js_number_text(ms50) + "}"
+        spec["sourceNative"] = {
+            "source": RUN_SOURCE,
+            "benchmark": t.benchmark,
+            "externalId": external_id,
+            "metrics": metrics,
+        }
+        spec["observedAt"] = observed_at
+        if t.evidence_logs is not None:
+            spec["evidence"] = {"logs": t.evidence_logs}
+        digests = t.digests
+        parts.append(
+            (
+                ',"observedAt":"' + observed_at + '","protocolDigest":"' + digests["protocolDigest"]
+                + '","sourceNative":{"benchmark":"' + t.benchmark + '","externalId":"' + external_id
+                + '","metrics":' + metrics_text + ',"source":"' + RUN_SOURCE
+                + '"},"status":"passed","timing":{"latencyNs":{"median":' + str(median)
+                + '},"primaryStatistic":"median"},"workloadDigest":"' + digests["workloadDigest"] + '"}'
+            ).encode()
+        )
+        spec_bytes = b"".join(parts)
+        digest = "sha256:" + hashlib.sha256(_BODY_PREFIX + b'"spec":' + spec_bytes + b"}").hexdigest()
+        name = kebab(t.name_prefix + ts)
+        metadata = {"name": name, "title": t.title, "labels": {"liger_version": version}}
+        manifest = {"apiVersion": API_VERSION, "kind": "BenchmarkRun", "metadata": metadata, "spec": spec}
+        self.validate(manifest)
+        line = (
+            _BODY_PREFIX + b'"metadata":' + canonical_bytes(metadata) + b',"spec":' + spec_bytes + b"}"
+        )
+        report.runs += 1
+        if self.on_run is not None:
+            self.on_run(RunRecord(name, digest, external_id, line, manifest))
+        else:
+            self.runs[digest] = manifest
+
+    # -- results -----------------------------------------------------------------------------------
+
+    def finish(self) -> None:
+        """Fill the report's record counts once all rows are in."""
+        records: dict[str, int] = {}
+        for manifest in self.objects.values():
+            records[manifest["kind"]] = records.get(manifest["kind"], 0) + 1
+        records["BenchmarkRun"] = self.report.runs
+        self.report.records = records
+        by_name = dict(self._created_by_kind)
+        by_name["BenchmarkRun"] = self.report.runs
+        self.report.objects_by_name = by_name
+        self.report.shared_digests = {d: names for d, names in self.names_by_digest.items() if len(names) > 1}
