@@ -1,0 +1,319 @@
+"""The Python environment a release's benchmark scripts run in, one per Liger version, cached.
+
+A virtual environment with `--system-site-packages` over a base interpreter that already has the GPU
+stack: the host's CUDA builds of torch and triton are reused, never downloaded (they are gigabytes and
+must match the driver). Into it go the release's own `liger-kernel==V` (without dependencies: its only
+ones are torch and triton) and the third-party modules the scripts import at module level that the base
+lacks (e.g. transformers), with the version range the release itself declares for them where it does.
+
+Offline hosts pass a wheel directory: pip then runs with `--no-index --find-links <dir>`.
+
+The cache key is (Liger version, base interpreter, wheel directory and its file names, extra
+requirements); a finished environment carries a marker file, written last, so a half-built one is
+rebuilt, never reused. Concurrent sweeps on one host serialise on a lock file per key.
+"""
+
+from __future__ import annotations
+
+import ast
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+
+from .outcomes import EnvironmentBuildError
+
+MARKER = "kernelindex-environment.json"
+# Never installed by us: the host provides them (CUDA builds).
+HOST_PROVIDED = frozenset({"torch", "triton"})
+# Import name -> distribution name where they differ.
+DISTRIBUTION_OF_MODULE = {
+    "yaml": "PyYAML",
+    "sklearn": "scikit-learn",
+    "PIL": "Pillow",
+    "cv2": "opencv-python",
+    "megatron": "megatron-core",
+}
+PIP_TIMEOUT_S = 1800
+
+_BASE_INFO_SCRIPT = r"""
+import importlib.metadata as md, json, site, sys, sysconfig
+def version(name):
+    try:
+        return md.version(name)
+    except Exception:
+        return None
+paths = site.getsitepackages() + [sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]]
+print(json.dumps({
+    "executable": sys.executable,
+    "version": "%d.%d.%d" % sys.version_info[:3],
+    "site_paths": list(dict.fromkeys(paths)),
+    "torch": version("torch"),
+    "triton": version("triton"),
+}))
+"""
+_MISSING_MODULES_SCRIPT = (
+    "import importlib.util, json, sys; "
+    "print(json.dumps([m for m in sys.argv[1:] if importlib.util.find_spec(m) is None]))"
+)
+
+
+@dataclass
+class ScriptEnvironment:
+    python: Path  # the interpreter the scripts run with
+    path: Path  # the virtual environment
+    key: str
+    liger_version: str
+    base_python: str
+    reused: bool
+    seconds: float  # time spent finding or building it
+    offline: bool
+    installed: list[str] = field(default_factory=list)  # requirements pip installed into it
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data["python"] = str(self.python)
+        data["path"] = str(self.path)
+        return data
+
+
+def default_environment_cache_dir() -> Path:
+    """`<cache>/envs`, where <cache> is $KERNELINDEX_CACHE_DIR or ~/.cache/kernelindex-pipeline (the release cache's rule)."""
+    root = os.environ.get("KERNELINDEX_CACHE_DIR") or Path.home() / ".cache" / "kernelindex-pipeline"
+    return Path(root) / "envs"
+
+
+def _local_module_names(scripts_dir: Path) -> set[str]:
+    """Modules the scripts find next to them or at the release root (utils, benchmark_model_configs, test, ...)."""
+    names = {p.stem for p in scripts_dir.glob("*.py")}
+    release_root = scripts_dir.parent.parent
+    for entry in release_root.iterdir() if release_root.is_dir() else ():
+        names.add(entry.stem if entry.suffix == ".py" else entry.name)
+    return names
+
+
+def scan_script_imports(scripts_dir: Path | str) -> set[str]:
+    """Top-level third-party modules the benchmark scripts import unconditionally (at module level).
+
+    Imports inside functions or try blocks are optional back ends (cutlass, cuda.tile, ...) and are
+    left out; so are the standard library and the release's own modules.
+    """
+    scripts_dir = Path(scripts_dir)
+    local = _local_module_names(scripts_dir)
+    found: set[str] = set()
+    for script in sorted(scripts_dir.glob("*.py")):
+        try:
+            tree = ast.parse(script.read_text(encoding="utf-8"), filename=str(script))
+        except SyntaxError:
+            continue  # the run classifies that script as failed; it needs nothing installed
+        for node in tree.body:
+            if isinstance(node, ast.Import):
+                found.update(alias.name.split(".")[0] for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                found.add(node.module.split(".")[0])
+    return {m for m in found if m not in sys.stdlib_module_names and m not in local and m != "__future__"}
+
+
+def _declared_requirements(release_root: Path) -> dict[str, Requirement]:
+    """Requires-Dist lines of the release's PKG-INFO (any extra), by canonical distribution name."""
+    pkg_info = release_root / "PKG-INFO"
+    declared: dict[str, Requirement] = {}
+    if not pkg_info.is_file():
+        return declared
+    for line in pkg_info.read_text(encoding="utf-8", errors="replace").splitlines():
+        if line.startswith("Requires-Dist:"):
+            try:
+                requirement = Requirement(line.split(":", 1)[1].strip())
+            except InvalidRequirement:
+                continue
+            declared.setdefault(canonicalize_name(requirement.name), requirement)
+    return declared
+
+
+def script_requirements(scripts_dir: Path | str) -> dict[str, str]:
+    """Module -> pip requirement for what the scripts import beyond the host's GPU stack and liger_kernel.
+
+    The version range is the one the release declares for that distribution (e.g. its dev extra's
+    `transformers>=5.0.0`), else none.
+    """
+    scripts_dir = Path(scripts_dir)
+    declared = _declared_requirements(scripts_dir.parent.parent)
+    requirements = {}
+    for module in sorted(scan_script_imports(scripts_dir) - HOST_PROVIDED - {"liger_kernel"}):
+        distribution = DISTRIBUTION_OF_MODULE.get(module, module)
+        known = declared.get(canonicalize_name(distribution))
+        requirements[module] = f"{known.name}{known.specifier}" if known else distribution
+    return requirements
+
+
+def _run(command: list[str], *, what: str, timeout: float = PIP_TIMEOUT_S, env: dict | None = None) -> str:
+    try:
+        completed = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired as error:
+        raise EnvironmentBuildError(f"{what} did not finish within {timeout:.0f} s: {' '.join(command)}") from error
+    if completed.returncode != 0:
+        tail = "\n".join((completed.stdout + completed.stderr).strip().splitlines()[-15:])
+        raise EnvironmentBuildError(f"{what} failed (exit code {completed.returncode}):\n{tail}")
+    return completed.stdout
+
+
+def base_interpreter_info(base_python: str) -> dict:
+    out = _run([base_python, "-c", _BASE_INFO_SCRIPT], what=f"probing the base interpreter {base_python}", timeout=120)
+    return json.loads(out)
+
+
+def _wheel_listing(wheel_dir: Path) -> list[str]:
+    return sorted(p.name for p in wheel_dir.iterdir() if p.is_file())
+
+
+def _key(liger_version: str, base: dict, wheel_dir: Path | None, requirements: dict[str, str]) -> str:
+    material = {
+        "liger_version": liger_version,
+        "base_python": os.path.realpath(base["executable"]),
+        "base_version": base["version"],
+        "wheel_dir": str(wheel_dir) if wheel_dir else None,
+        "wheels": _wheel_listing(wheel_dir) if wheel_dir else None,
+        "requirements": requirements,
+    }
+    return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _venv_python(venv: Path) -> Path:
+    return venv / "bin" / "python"
+
+
+def _pip(python: Path, wheel_dir: Path | None, args: list[str], constraints: Path | None) -> None:
+    command = [str(python), "-m", "pip", "install", "--disable-pip-version-check", "--no-input", "--progress-bar", "off"]
+    if wheel_dir:
+        command += ["--no-index", "--find-links", str(wheel_dir)]
+    if constraints:
+        command += ["--constraint", str(constraints)]
+    where = f"from the wheel directory {wheel_dir}" if wheel_dir else "from the package index"
+    _run(command + args, what=f"pip install {' '.join(args)} ({where})")
+
+
+def prepare_environment(
+    liger_version: str,
+    *,
+    scripts_dir: Path | str,
+    cache_dir: Path | str | None = None,
+    base_python: str | None = None,
+    wheel_dir: Path | str | None = None,
+    before_build: Callable[[], None] | None = None,
+) -> ScriptEnvironment:
+    """Find or build the environment for `liger-kernel==liger_version` and the scripts in `scripts_dir`.
+
+    `before_build` runs only when a build is needed, before it starts (the runner checks the GPU there).
+    """
+    started = time.monotonic()
+    base_python = base_python or sys.executable
+    wheel_dir = Path(wheel_dir).resolve() if wheel_dir else None
+    if wheel_dir and not wheel_dir.is_dir():
+        raise EnvironmentBuildError(f"wheel directory {wheel_dir} does not exist; pass a directory of .whl files")
+    cache_dir = Path(cache_dir) if cache_dir else default_environment_cache_dir()
+    cache_dir.mkdir(parents=True, exist_ok=True)
+
+    base = base_interpreter_info(base_python)
+    requirements = script_requirements(scripts_dir)
+    key = _key(liger_version, base, wheel_dir, requirements)
+    venv = cache_dir / f"liger-{liger_version}-py{base['version']}-{key}"
+
+    with open(cache_dir / f"{venv.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one builder per key; the others wait and then reuse
+        marker = venv / MARKER
+        if marker.is_file() and _venv_python(venv).exists():
+            recorded = json.loads(marker.read_text())
+            return ScriptEnvironment(
+                python=_venv_python(venv),
+                path=venv,
+                key=key,
+                liger_version=liger_version,
+                base_python=base_python,
+                reused=True,
+                seconds=time.monotonic() - started,
+                offline=wheel_dir is not None,
+                installed=recorded.get("installed", []),
+            )
+        if before_build is not None:
+            before_build()
+        if venv.exists():
+            shutil.rmtree(venv)  # an interrupted build
+        installed = _build(venv, liger_version, base, base_python, wheel_dir, requirements)
+        marker.write_text(
+            json.dumps(
+                {
+                    "liger_version": liger_version,
+                    "base_python": base_python,
+                    "base": base,
+                    "wheel_dir": str(wheel_dir) if wheel_dir else None,
+                    "installed": installed,
+                    "built_seconds": round(time.monotonic() - started, 3),
+                },
+                indent=2,
+            )
+        )
+    return ScriptEnvironment(
+        python=_venv_python(venv),
+        path=venv,
+        key=key,
+        liger_version=liger_version,
+        base_python=base_python,
+        reused=False,
+        seconds=time.monotonic() - started,
+        offline=wheel_dir is not None,
+        installed=installed,
+    )
+
+
+def _build(
+    venv: Path,
+    liger_version: str,
+    base: dict,
+    base_python: str,
+    wheel_dir: Path | None,
+    requirements: dict[str, str],
+) -> list[str]:
+    _run([base_python, "-m", "venv", "--system-site-packages", str(venv)], what=f"creating the virtual environment {venv}")
+    python = _venv_python(venv)
+    # --system-site-packages reaches the base's *installation*; when the base is itself a virtual
+    # environment its own site-packages (where torch may live) need this .pth line as well.
+    site_packages = Path(
+        _run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], what="locating site-packages").strip()
+    )
+    (site_packages / "kernelindex-base-interpreter.pth").write_text("\n".join(base["site_paths"]) + "\n")
+
+    # Pin the host's torch/triton so that no requirement can make pip replace (download) them.
+    constraints = None
+    pins = [f"{name}=={base[name]}" for name in sorted(HOST_PROVIDED) if base.get(name)]
+    if pins:
+        constraints = venv / "host-constraints.txt"
+        constraints.write_text("\n".join(pins) + "\n")
+
+    installed = [f"liger-kernel=={liger_version}"]
+    _pip(python, wheel_dir, ["--no-deps", installed[0]], None)
+
+    missing = json.loads(
+        _run([str(python), "-c", _MISSING_MODULES_SCRIPT, *requirements], what="checking the scripts' imports")
+    )
+    extra = [requirements[module] for module in missing]
+    if extra:
+        _pip(python, wheel_dir, extra, constraints)
+        installed += extra
+
+    found = _run(
+        [str(python), "-c", "import importlib.metadata as m; print(m.version('liger-kernel'))"],
+        what="reading the installed liger-kernel version",
+    ).strip()
+    if found != liger_version:
+        raise EnvironmentBuildError(f"{venv} has liger-kernel {found} instead of {liger_version}")
+    return installed

@@ -1,0 +1,170 @@
+"""The sweep's own process: `python -m kernelindex_pipeline.execution.pipes_entry`.
+
+Under Dagster Pipes (PipesSubprocessClient locally, PipesK8sClient on a cluster) it reads the sweep
+request from the extras, logs one line per script (status, rows so far), and reports back:
+- a custom message {"type": "sweep_result", "result": SweepResult.to_dict(), "result_path", "csv_text"}
+  (the CSV travels inline, so a pod's files need not be reachable from the orchestrator);
+- unless extras say `report_materialization: false`, an asset materialization whose metadata carries
+  the rows, the per-script outcomes and the orchestration overhead;
+- on a SweepError, a custom message {"type": "sweep_error", "error": {type, message, retryable}} before
+  the process fails, so the orchestrator can refuse to retry a host-check failure.
+
+Extras: {"sweep_request": {...SweepRequest fields...}, "result_path": optional path,
+"report_materialization": optional bool}; the request fields may also sit at the top level.
+
+Plain mode, without Dagster (gpu_check, tests):
+    python -m kernelindex_pipeline.execution.pipes_entry --request request.json --result result.json
+Exit codes: 0 sweep ran (script failures are in the result), 2 bad request, 3 host check failed
+(never retry), 1 any other error; the result file then holds {"error": {...}}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import traceback
+from pathlib import Path
+
+from .outcomes import ConfigurationError, HostCheckError, SweepError
+from .runner import SweepRequest, SweepResult, run_sweep
+
+CSV_INLINE_LIMIT_BYTES = 32 * 2**20
+EXIT_OK, EXIT_ERROR, EXIT_BAD_REQUEST, EXIT_HOST_CHECK = 0, 1, 2, 3
+
+
+def progress_line(event: dict) -> str:
+    line = f"[{event['index']}/{event['total']}] {event['script']}: {event['status']}, {event['rows']} rows ({event['rows_so_far']} so far), {event['seconds']:.1f} s"
+    if event.get("error_line"):
+        line += f" - {event['error_line']}"
+    return line
+
+
+def error_dict(error: BaseException) -> dict:
+    return {
+        "type": type(error).__name__,
+        "message": str(error),
+        "retryable": getattr(error, "retryable", True),
+    }
+
+
+def exit_code_for(error: BaseException) -> int:
+    if isinstance(error, HostCheckError):
+        return EXIT_HOST_CHECK
+    if isinstance(error, ConfigurationError):
+        return EXIT_BAD_REQUEST
+    return EXIT_ERROR
+
+
+def outcomes_table(result: SweepResult) -> str:
+    lines = ["| script | status | rows | seconds | exit | error |", "|---|---|---:|---:|---:|---|"]
+    for o in result.outcomes:
+        error = (o.error_line or "").replace("|", "\\|")
+        lines.append(f"| {o.script} | {o.status.value} | {o.rows} | {o.seconds:.1f} | {'' if o.exit_code is None else o.exit_code} | {error} |")
+    return "\n".join(lines)
+
+
+def materialization_metadata(result: SweepResult, result_path: Path) -> dict:
+    """Dagster Pipes metadata (plain values are inferred; md/json/path are tagged)."""
+    counts = result.outcome_counts()
+    return {
+        "mode": "execute",
+        "rows": result.rows,
+        "scripts": len(result.outcomes),
+        "scripts_ok": counts["ok"],
+        "scripts_not_ok": len(result.outcomes) - counts["ok"],
+        "outcome_counts": {"raw_value": counts, "type": "json"},
+        "outcomes": {"raw_value": outcomes_table(result), "type": "md"},
+        "script_outcomes": {"raw_value": [o.to_dict() for o in result.outcomes], "type": "json"},
+        "orchestration_overhead_s": round(result.timings["overhead_s"], 3),
+        "scripts_s": round(result.timings["scripts_s"], 3),
+        "total_s": round(result.timings["total_s"], 3),
+        "environment_reused": bool(result.environment.get("reused")),
+        "environment_s": round(result.environment.get("seconds", 0.0), 3),
+        "gpu_device": result.host.get("device_name") or "",
+        "software": {"raw_value": result.software, "type": "json"},
+        "settings": {"raw_value": result.settings or {}, "type": "json"},
+        "csv_path": {"raw_value": result.csv_path, "type": "path"},
+        "result_path": {"raw_value": str(result_path), "type": "path"},
+    }
+
+
+def _write_json(path: Path, data: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2, sort_keys=True))
+
+
+def _terminate_on_sigterm() -> None:
+    # A cancelled run (Dagster terminate, pod deletion) sends SIGTERM; raising lets the runner kill the
+    # running script's process group on the way out.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+
+
+def run_plain(request_path: Path, result_path: Path) -> int:
+    try:
+        request = SweepRequest.from_dict(json.loads(Path(request_path).read_text()))
+        result = run_sweep(request, progress=lambda event: print(progress_line(event), file=sys.stderr, flush=True))
+    except Exception as error:  # reported in the result file, then as the exit code
+        _write_json(result_path, {"error": error_dict(error)})
+        print(f"sweep failed: {error}", file=sys.stderr)
+        if not isinstance(error, SweepError):
+            traceback.print_exc()
+        return exit_code_for(error)
+    _write_json(result_path, result.to_dict())
+    print("\n".join(result.summary_lines()), file=sys.stderr)
+    return EXIT_OK
+
+
+def run_with_pipes() -> int:
+    from dagster_pipes import open_dagster_pipes
+
+    try:
+        with open_dagster_pipes() as pipes:
+            extras = dict(pipes.extras or {})
+            request_data = extras.get("sweep_request") or {
+                k: v for k, v in extras.items() if k in SweepRequest.__dataclass_fields__
+            }
+            try:
+                request = SweepRequest.from_dict(request_data)
+                result = run_sweep(request, progress=lambda event: pipes.log.info(progress_line(event)))
+            except SweepError as error:
+                pipes.report_custom_message({"type": "sweep_error", "error": error_dict(error)})
+                pipes.log.error(f"sweep failed: {error}")
+                raise  # open_dagster_pipes reports the exception as the external process's failure
+            result_path = Path(extras.get("result_path") or Path(result.work_dir) / "result.json")
+            _write_json(result_path, result.to_dict())
+            csv_bytes = Path(result.csv_path).read_bytes()
+            pipes.report_custom_message(
+                {
+                    "type": "sweep_result",
+                    "result": result.to_dict(),
+                    "result_path": str(result_path),
+                    "csv_text": csv_bytes.decode("utf-8") if len(csv_bytes) <= CSV_INLINE_LIMIT_BYTES else None,
+                }
+            )
+            for line in result.summary_lines():
+                pipes.log.info(line)
+            if extras.get("report_materialization", True):
+                pipes.report_asset_materialization(metadata=materialization_metadata(result, result_path))
+    except SweepError as error:
+        print(f"sweep failed: {error}", file=sys.stderr)
+        return exit_code_for(error)
+    return EXIT_OK
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--request", type=Path, help="plain mode: sweep request JSON (SweepRequest fields)")
+    parser.add_argument("--result", type=Path, help="plain mode: where to write the result JSON")
+    args = parser.parse_args(argv)
+    _terminate_on_sigterm()
+    if args.request:
+        if not args.result:
+            parser.error("--request needs --result")
+        return run_plain(args.request, args.result)
+    return run_with_pipes()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

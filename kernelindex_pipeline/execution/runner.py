@@ -1,0 +1,471 @@
+"""Run a Liger release's benchmark scripts on this host and collect what they measured.
+
+`run_sweep(SweepRequest(...))`:
+1. extract the release (or take an extracted one) and make a fresh work tree with an empty data CSV;
+2. find or build the scripts' Python environment (cached per Liger version);
+3. probe the host in that environment and refuse any GPU but the partition's (non-retryable);
+4. run each selected script in its own process group with TZ=UTC and a timeout, its output in a log;
+5. after each script read the shared data CSV back: count the rows it added, and restore earlier
+   scripts' rows if it left the file damaged (a kill during its rewrite), so no failure loses them.
+
+Everything returned is plain data (`SweepResult.to_dict()` is JSON).
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from .environment import ScriptEnvironment, prepare_environment
+from .host import HostCapture, check_host, probe_host
+from .outcomes import ConfigurationError, ScriptOutcome, ScriptStatus, classify
+from .workdir import UPSTREAM_COLUMNS, WorkDir, prepare_workdir
+
+DEFAULT_SCRIPT_TIMEOUT_S = 1800.0
+KILL_GRACE_S = 5.0
+# The columns utils.update_benchmark_data_csv uses as a row's identity.
+ROW_KEY_COLUMNS = (
+    "kernel_name",
+    "kernel_provider",
+    "kernel_operation_mode",
+    "metric_name",
+    "x_name",
+    "x_value",
+    "extra_benchmark_config_str",
+    "gpu_name",
+)
+# Environment variables that would make the scripts write elsewhere or import something else.
+_SCRUBBED_ENV = ("LIGER_BENCH_TARGET", "LIGER_BENCH_PROVIDER_TAG", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")
+
+Progress = Callable[[dict], None]
+
+
+# --- request and result -----------------------------------------------------------------------------
+@dataclass
+class SweepRequest:
+    """One partition's sweep: `gpu` (kebab of the GPU name) x `liger_version`."""
+
+    gpu: str
+    liger_version: str
+    release: str | None = None  # sdist tarball or extracted release dir; None: fetch from the package index
+    kernels: list[str] | None = None  # CSV kernel names; None (and no `scripts`): every benchmark script
+    scripts: list[str] | None = None  # script file names, e.g. ["benchmark_rms_norm.py"]
+    script_timeout_s: float = DEFAULT_SCRIPT_TIMEOUT_S
+    script_args: list[str] = field(default_factory=list)  # passed to every script, e.g. ["--sweep-mode", "model_config"]
+    work_dir: str | None = None  # default: a new temporary directory (kept: it holds the logs)
+    env_cache_dir: str | None = None
+    wheel_dir: str | None = None  # offline: install from these wheels only
+    base_python: str | None = None  # interpreter with the host's torch/triton; default: this one
+    extra_pythonpath: list[str] = field(default_factory=list)  # prepended for the scripts and the probe
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> SweepRequest:
+        unknown = sorted(set(data) - set(cls.__dataclass_fields__))
+        if unknown:
+            raise ConfigurationError(f"unknown sweep request field(s) {unknown}; known: {sorted(cls.__dataclass_fields__)}")
+        for required in ("gpu", "liger_version"):
+            if not data.get(required):
+                raise ConfigurationError(f"the sweep request needs {required!r}")
+        return cls(**data)
+
+
+@dataclass
+class SweepResult:
+    gpu: str
+    liger_version: str
+    csv_path: str
+    rows: int
+    outcomes: list[ScriptOutcome]
+    host: dict  # HostCapture.to_dict()
+    software: dict  # ExecutionEnvironment.spec.software
+    settings: dict | None  # ExecutionEnvironment.spec.settings
+    logs_by_kernel: dict[str, dict]  # CSV kernel_name -> {"uri": "file://...", "digest": "sha256:..."}
+    environment: dict  # ScriptEnvironment.to_dict()
+    timings: dict  # seconds: total, scripts, overhead (total - scripts) and its parts
+    work_dir: str
+    started_at: str
+    finished_at: str
+
+    @property
+    def failed(self) -> list[ScriptOutcome]:
+        return [outcome for outcome in self.outcomes if not outcome.ok]
+
+    def measured_context(self) -> dict:
+        """Keyword arguments for liger.normalize.MeasuredContext."""
+        return {"software": self.software, "settings": self.settings, "logs_by_kernel": self.logs_by_kernel}
+
+    def outcome_counts(self) -> dict[str, int]:
+        counts = {status.value: 0 for status in ScriptStatus}
+        for outcome in self.outcomes:
+            counts[outcome.status.value] += 1
+        return counts
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data["outcomes"] = [outcome.to_dict() for outcome in self.outcomes]
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict) -> SweepResult:
+        return cls(**{**data, "outcomes": [ScriptOutcome.from_dict(o) for o in data["outcomes"]]})
+
+    def summary_lines(self) -> list[str]:
+        counts = ", ".join(f"{n} {status}" for status, n in self.outcome_counts().items() if n)
+        lines = [
+            f"sweep {self.gpu} x liger {self.liger_version}: {self.rows} rows from {len(self.outcomes)} scripts ({counts})",
+            f"host: {HostCapture.from_dict(self.host).summary()}",
+            f"environment: {'reused' if self.environment.get('reused') else 'built'} in {self.environment.get('seconds', 0):.1f} s",
+            f"time: {self.timings['total_s']:.1f} s total, {self.timings['scripts_s']:.1f} s in scripts, "
+            f"{self.timings['overhead_s']:.1f} s orchestration overhead",
+        ]
+        lines += [f"  {outcome.summary()}" for outcome in self.outcomes]
+        return lines
+
+
+# --- release and script selection ---------------------------------------------------------------------
+def resolve_release(release: str | Path | None, liger_version: str, dest: Path) -> Path:
+    """The extracted release root (the directory holding benchmark/) for a dir, a tarball, or None (fetch)."""
+    if release is None:
+        try:
+            from ..liger.release import extract_release, fetch_release
+        except ImportError as error:  # pragma: no cover - only while liger/release.py is missing
+            raise ConfigurationError(f"no release given and liger.release is unavailable to fetch {liger_version}: {error}") from error
+        return Path(extract_release(fetch_release(liger_version), dest))
+    path = Path(release)
+    if path.is_dir():
+        for candidate in [path, *sorted(p for p in path.iterdir() if p.is_dir())]:
+            if (candidate / "benchmark" / "scripts").is_dir():
+                return candidate
+        raise ConfigurationError(f"{path} holds no extracted Liger release (no benchmark/scripts under it)")
+    if path.is_file():
+        try:
+            from ..liger.release import extract_release
+        except ImportError:
+            extract_release = _extract_tarball
+        return Path(extract_release(path, dest))
+    raise ConfigurationError(f"release {path} does not exist; give an sdist tarball or an extracted release directory")
+
+
+def _extract_tarball(path: Path, dest: Path) -> Path:
+    """Stand-in for liger.release.extract_release: tarfile's data filter refuses links and paths out of dest."""
+    dest.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(path) as archive:
+        archive.extractall(dest, filter="data")
+    roots = [p for p in dest.iterdir() if (p / "benchmark" / "scripts").is_dir()]
+    if len(roots) != 1:
+        raise ConfigurationError(f"{path} is not a Liger sdist: expected one top directory with benchmark/scripts")
+    return roots[0]
+
+
+def benchmark_scripts(scripts_dir: Path) -> list[Path]:
+    """benchmark_*.py files that run as programs (benchmark_model_configs.py is a helper module)."""
+    return [
+        path
+        for path in sorted(scripts_dir.glob("benchmark_*.py"))
+        if re.search(r"""__name__\s*==\s*["']__main__["']""", path.read_text(encoding="utf-8", errors="replace"))
+    ]
+
+
+def scripts_for_kernel(kernel: str, scripts: list[Path]) -> list[Path]:
+    """The script(s) that write rows of CSV kernel name `kernel`.
+
+    In order: scripts that assign that literal kernel name (`kernel_name="tiled_swiglu"` or
+    `"kernel_name": "fused_moe"`); scripts that build it from a prefix (`f"fused_linear_grpo_loss_{...}"`);
+    `benchmark_<kernel>.py`; scripts that mention the quoted name anywhere;
+    `benchmark_<kernel without fused_linear_>.py` (older releases named e.g. cpo_loss fused_linear_cpo_loss).
+    """
+    sources = {path: path.read_text(encoding="utf-8", errors="replace") for path in scripts}
+    literal = re.compile(r"""kernel_name["']?\s*[:=]\s*["']""" + re.escape(kernel) + r"""["']""")
+    found = [path for path, text in sources.items() if literal.search(text)]
+    if found:
+        return found
+    prefixes = re.compile(r"""kernel_name["']?\s*[:=]\s*f["']([A-Za-z0-9_]+)\{""")
+    found = [path for path, text in sources.items() if any(kernel.startswith(p) for p in prefixes.findall(text))]
+    if found:
+        return found
+    by_name = {path.name: path for path in scripts}
+    if f"benchmark_{kernel}.py" in by_name:
+        return [by_name[f"benchmark_{kernel}.py"]]
+    quoted = re.compile(r"""["']""" + re.escape(kernel) + r"""["']""")
+    found = [path for path, text in sources.items() if quoted.search(text)]
+    if found:
+        return found
+    shorter = f"benchmark_{kernel.removeprefix('fused_linear_')}.py"
+    return [by_name[shorter]] if shorter in by_name else []
+
+
+def select_scripts(scripts_dir: Path, kernels: Iterable[str] | None = None, scripts: Iterable[str] | None = None) -> list[Path]:
+    """The scripts to run, in file-name order, without repeats."""
+    available = benchmark_scripts(scripts_dir)
+    if not kernels and not scripts:
+        return available
+    chosen: set[Path] = set()
+    by_name = {path.name: path for path in available}
+    for name in scripts or ():
+        if name not in by_name:
+            raise ConfigurationError(f"no benchmark script {name!r} in this release; it has: {', '.join(by_name)}")
+        chosen.add(by_name[name])
+    for kernel in kernels or ():
+        found = scripts_for_kernel(kernel, available)
+        if not found:
+            raise ConfigurationError(
+                f"no benchmark script of this release writes kernel {kernel!r}; name a script instead, one of: {', '.join(by_name)}"
+            )
+        chosen.update(found)
+    return sorted(chosen)
+
+
+# --- the data CSV -------------------------------------------------------------------------------------
+@dataclass
+class CsvState:
+    fieldnames: list[str]
+    rows: dict[tuple, dict]  # row key -> row, in file order
+    damaged: bool  # unreadable, or rows with missing/extra fields (a write cut short)
+
+
+def read_data_csv(path: Path) -> CsvState:
+    """The data CSV's complete rows. A file the scripts' csv writer finished ends in a newline and has
+    every upstream column; a rewrite cut short (a kill) shows as a missing newline, a short header or
+    short rows, and is `damaged`: only its complete rows count."""
+    try:
+        with path.open(encoding="utf-8", newline="") as handle:
+            text = handle.read()
+    except (OSError, UnicodeDecodeError):
+        return CsvState(fieldnames=list(UPSTREAM_COLUMNS), rows={}, damaged=True)
+    damaged = False
+    if text and not text.endswith("\n"):
+        damaged = True  # the last line was cut: its last cell may look complete but is not
+        text = text[: text.rfind("\n") + 1]
+    try:
+        reader = csv.DictReader(io.StringIO(text, newline=""))
+        fieldnames = list(reader.fieldnames or [])
+        if not set(UPSTREAM_COLUMNS) <= set(fieldnames):
+            return CsvState(fieldnames=list(UPSTREAM_COLUMNS), rows={}, damaged=True)
+        rows = {}
+        for row in reader:
+            if None in row or any(value is None for value in row.values()):
+                damaged = True  # a row with missing or extra cells is not a measurement
+                continue
+            rows[tuple(row[c] for c in ROW_KEY_COLUMNS)] = row
+    except csv.Error:
+        return CsvState(fieldnames=list(UPSTREAM_COLUMNS), rows={}, damaged=True)
+    return CsvState(fieldnames=fieldnames, rows=rows, damaged=damaged)
+
+
+def write_data_csv(path: Path, fieldnames: list[str], rows: Iterable[dict]) -> None:
+    temporary = path.with_suffix(".csv.tmp")
+    with temporary.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=fieldnames)  # the same dialect the scripts write
+        writer.writeheader()
+        writer.writerows(rows)
+    os.replace(temporary, path)
+
+
+# --- running the scripts --------------------------------------------------------------------------------
+def scripts_environment(request: SweepRequest, environment_python: Path | None = None) -> dict[str, str]:
+    """The scripts' environment variables: ours minus redirections, TZ=UTC, unbuffered output."""
+    env = {k: v for k, v in os.environ.items() if k not in _SCRUBBED_ENV and not k.startswith("DAGSTER_PIPES_")}
+    env.update(request.extra_env)
+    # Upstream timestamps are time.strftime() local time; ours are UTC by construction.
+    env["TZ"] = "UTC"
+    env["PYTHONUNBUFFERED"] = "1"
+    if request.extra_pythonpath:
+        env["PYTHONPATH"] = os.pathsep.join(str(Path(p).resolve()) for p in request.extra_pythonpath)
+    if environment_python is not None:
+        env["PATH"] = os.pathsep.join([str(environment_python.parent), env.get("PATH", "")])
+    return env
+
+
+def _kill_process_group(process: subprocess.Popen) -> None:
+    """SIGTERM the script's whole process group, SIGKILL what is left after a grace period."""
+    try:
+        os.killpg(process.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass
+    try:
+        process.wait(timeout=KILL_GRACE_S)
+    except subprocess.TimeoutExpired:
+        pass
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    process.wait()
+
+
+def file_digest(path: Path) -> str:
+    with path.open("rb") as handle:
+        return "sha256:" + hashlib.file_digest(handle, "sha256").hexdigest()
+
+
+def run_script(script: Path, python: Path, env: dict[str, str], log_path: Path, timeout_s: float, args: list[str]) -> tuple[int | None, bool, float]:
+    """(exit code or None, timed out?, seconds) of one script run in its own process group."""
+    started = time.monotonic()
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            [str(python), script.name, *args],
+            cwd=script.parent,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,  # its own process group: a timeout kills its workers too
+        )
+        try:
+            exit_code, timed_out = process.wait(timeout=timeout_s), False
+        except subprocess.TimeoutExpired:
+            _kill_process_group(process)
+            exit_code, timed_out = None, True
+        except BaseException:  # cancelled (SIGTERM, Ctrl-C): leave nothing running
+            _kill_process_group(process)
+            raise
+        else:
+            try:  # children it left behind
+                os.killpg(process.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+    return exit_code, timed_out, time.monotonic() - started
+
+
+def run_scripts(
+    workdir: WorkDir,
+    scripts: list[Path],
+    python: Path,
+    env: dict[str, str],
+    *,
+    timeout_s: float,
+    args: list[str] | None = None,
+    progress: Progress | None = None,
+) -> list[ScriptOutcome]:
+    """Run `scripts` one after another against the work tree's data CSV; one outcome per script."""
+    outcomes: list[ScriptOutcome] = []
+    state = read_data_csv(workdir.data_csv)
+    for index, script in enumerate(scripts, start=1):
+        log_path = workdir.logs_dir / f"{script.stem}.log"
+        exit_code, timed_out, seconds = run_script(script, python, env, log_path, timeout_s, list(args or []))
+        log_text = log_path.read_text(encoding="utf-8", errors="replace")
+        status, error_line = classify(exit_code, timed_out, log_text)
+
+        after = read_data_csv(workdir.data_csv)
+        new_keys = [key for key in after.rows if key not in state.rows]
+        lost = [key for key in state.rows if key not in after.rows]
+        repaired = after.damaged or bool(lost)
+        if repaired:
+            # Earlier rows first, then whatever complete rows this script managed to write.
+            merged = {**state.rows, **{key: after.rows[key] for key in new_keys}}
+            write_data_csv(workdir.data_csv, state.fieldnames if state.rows else after.fieldnames, merged.values())
+            after = read_data_csv(workdir.data_csv)
+        kernels = sorted({after.rows[key]["kernel_name"] for key in new_keys if key in after.rows})
+        outcome = ScriptOutcome(
+            script=script.name,
+            status=status,
+            exit_code=exit_code,
+            error_line=error_line,
+            rows=len(new_keys),
+            kernels=kernels,
+            seconds=round(seconds, 3),
+            log_path=str(log_path.resolve()),
+            log_digest=file_digest(log_path),
+            csv_repaired=repaired,
+        )
+        outcomes.append(outcome)
+        state = after
+        if progress is not None:
+            progress({**outcome.to_dict(), "index": index, "total": len(scripts), "rows_so_far": len(state.rows)})
+    return outcomes
+
+
+def logs_by_kernel(outcomes: list[ScriptOutcome]) -> dict[str, dict]:
+    """CSV kernel name -> the log of the script that measured it, as BenchmarkRun evidence."""
+    logs: dict[str, dict] = {}
+    for outcome in outcomes:
+        for kernel in outcome.kernels:
+            logs.setdefault(kernel, {"uri": Path(outcome.log_path).as_uri(), "digest": outcome.log_digest})
+    return logs
+
+
+def _utc_now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def run_sweep(request: SweepRequest, progress: Progress | None = None) -> SweepResult:
+    """Run one partition's sweep on this host. Raises HostCheckError (never retry) before running any script
+    when the host lacks the partition's GPU; script failures are outcomes, not exceptions."""
+    started_at, started = _utc_now(), time.monotonic()
+    timings: dict[str, float] = {}
+
+    work_dir = Path(request.work_dir) if request.work_dir else Path(tempfile.mkdtemp(prefix="kernelindex-sweep-"))
+    work_dir.mkdir(parents=True, exist_ok=True)
+    mark = time.monotonic()
+    release_root = resolve_release(request.release, request.liger_version, work_dir / "release")
+    workdir = prepare_workdir(release_root, work_dir)
+    scripts = select_scripts(workdir.scripts_dir, request.kernels, request.scripts)
+    timings["workdir_s"] = time.monotonic() - mark
+
+    base_env = scripts_environment(request)
+
+    def refuse_wrong_host_before_building() -> None:
+        # Building an environment takes minutes: check the GPU with the base interpreter first.
+        check_host(probe_host(request.base_python or sys.executable, base_env), request.gpu)
+
+    mark = time.monotonic()
+    environment: ScriptEnvironment = prepare_environment(
+        request.liger_version,
+        scripts_dir=workdir.scripts_dir,
+        cache_dir=request.env_cache_dir,
+        base_python=request.base_python,
+        wheel_dir=request.wheel_dir,
+        before_build=refuse_wrong_host_before_building,
+    )
+    timings["environment_s"] = time.monotonic() - mark
+
+    mark = time.monotonic()
+    env = scripts_environment(request, environment.python)
+    capture = probe_host(environment.python, env)
+    (workdir.logs_dir / "host.json").write_text(json.dumps(capture.to_dict(), indent=2, sort_keys=True))
+    if capture.raw_nvidia_smi_xml:
+        (workdir.logs_dir / "nvidia-smi.xml").write_text(capture.raw_nvidia_smi_xml)
+    check_host(capture, request.gpu)
+    timings["probe_s"] = time.monotonic() - mark
+
+    outcomes = run_scripts(
+        workdir, scripts, environment.python, env, timeout_s=request.script_timeout_s, args=request.script_args, progress=progress
+    )
+
+    total = time.monotonic() - started
+    scripts_s = sum(outcome.seconds for outcome in outcomes)
+    timings.update(total_s=total, scripts_s=scripts_s, overhead_s=total - scripts_s)
+    return SweepResult(
+        gpu=request.gpu,
+        liger_version=request.liger_version,
+        csv_path=str(workdir.data_csv.resolve()),
+        rows=len(read_data_csv(workdir.data_csv).rows),
+        outcomes=outcomes,
+        host=capture.to_dict(),
+        software=capture.software(),
+        settings=capture.settings(),
+        logs_by_kernel=logs_by_kernel(outcomes),
+        environment=environment.to_dict(),
+        timings={k: round(v, 3) for k, v in timings.items()},
+        work_dir=str(work_dir.resolve()),
+        started_at=started_at,
+        finished_at=_utc_now(),
+    )

@@ -1,0 +1,231 @@
+"""The execute path end to end on a CPU: a stand-in release, a real venv built offline from a wheel
+directory, real script subprocesses (one crashes, one runs out of GPU memory, one hangs while it has
+the data CSV truncated), and the rows read back."""
+
+import csv
+import hashlib
+import os
+import sys
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from kernelindex_pipeline.execution.outcomes import ConfigurationError, HostCheckError
+from kernelindex_pipeline.execution.runner import SweepRequest, run_sweep, select_scripts
+from kernelindex_pipeline.execution.workdir import UPSTREAM_COLUMNS, prepare_workdir
+from standin_release import (
+    GOOD_ROWS,
+    build_fake_nvidia_smi,
+    build_fake_torch,
+    build_liger_wheel,
+    build_release_tarball,
+)
+
+H100_NAME = "NVIDIA H100 80GB HBM3"
+H100 = "nvidia-h100-80gb-hbm3"
+VERSION = "0.0.1"
+TIMEOUT_S = 3
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    root = tmp_path_factory.mktemp("sweep")
+    build_fake_nvidia_smi(root / "bin")
+    return {
+        "root": root,
+        "tarball": build_release_tarball(root / "release", VERSION),
+        "wheels": build_liger_wheel(root / "wheels", VERSION).parent,
+        "torch": build_fake_torch(root / "torch-h100", H100_NAME),
+        "no_cuda": build_fake_torch(root / "torch-none", None),
+        "env_cache": root / "envs",
+        "path": f"{root / 'bin'}{os.pathsep}{os.environ['PATH']}",
+    }
+
+
+def request(site, name, **overrides):
+    fields = dict(
+        gpu=H100,
+        liger_version=VERSION,
+        release=str(site["tarball"]),
+        work_dir=str(site["root"] / name),
+        env_cache_dir=str(site["env_cache"]),
+        wheel_dir=str(site["wheels"]),
+        extra_pythonpath=[str(site["torch"])],
+        extra_env={"PATH": site["path"]},
+        script_timeout_s=TIMEOUT_S,
+    )
+    fields.update(overrides)
+    return SweepRequest(**fields)
+
+
+@pytest.fixture(scope="module")
+def sweep(site):
+    # A timezone far from UTC: the scripts' timestamps are UTC only because the runner sets TZ=UTC.
+    saved = os.environ.get("TZ")
+    os.environ["TZ"] = "Asia/Kathmandu"
+    events = []
+    try:
+        before = datetime.now(timezone.utc).replace(microsecond=0)
+        result = run_sweep(request(site, "full"), progress=events.append)
+        after = datetime.now(timezone.utc)
+    finally:
+        if saved is None:
+            os.environ.pop("TZ", None)
+        else:
+            os.environ["TZ"] = saved
+    return {"result": result, "events": events, "before": before, "after": after}
+
+
+def read_csv(path):
+    with open(path, newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def test_every_script_is_classified(sweep):
+    outcomes = {o.script: o for o in sweep["result"].outcomes}
+    assert sorted(outcomes) == [
+        "benchmark_cross_entropy.py",
+        "benchmark_layer_norm.py",
+        "benchmark_rms_norm.py",
+        "benchmark_softmax.py",
+        "benchmark_tiled_mlp.py",
+    ]  # benchmark_model_configs.py is a helper module, not run
+    assert outcomes["benchmark_rms_norm.py"].status.value == "ok"
+    assert outcomes["benchmark_tiled_mlp.py"].status.value == "ok"
+
+    crashed = outcomes["benchmark_layer_norm.py"]
+    assert (crashed.status.value, crashed.exit_code) == ("failed", 1)
+    assert crashed.error_line == "RuntimeError: Triton compilation failed: layer_norm_fwd (stand-in crash)"
+
+    oom = outcomes["benchmark_cross_entropy.py"]
+    assert (oom.status.value, oom.exit_code) == ("out_of_memory", 1)
+    assert "CUDA out of memory" in oom.error_line
+
+    hung = outcomes["benchmark_softmax.py"]
+    assert (hung.status.value, hung.exit_code) == ("timed_out", None)
+    assert hung.seconds >= TIMEOUT_S
+    assert hung.csv_repaired is True and hung.rows == 0
+
+
+def test_rows_of_good_scripts_survive_the_failures(sweep):
+    result = sweep["result"]
+    rows = read_csv(result.csv_path)
+    assert list(rows[0].keys()) == list(UPSTREAM_COLUMNS)
+    per_script = {o.script: o.rows for o in result.outcomes if o.rows}
+    assert per_script == GOOD_ROWS
+    assert result.rows == len(rows) == sum(GOOD_ROWS.values())
+    # Only rows measured here: the release's history row (an A100 from 2024) is gone.
+    assert {row["gpu_name"] for row in rows} == {H100_NAME}
+    assert {row["kernel_name"] for row in rows} == {"rms_norm", "tiled_swiglu", "tiled_geglu"}
+    assert {row["liger_version"] for row in rows} == {VERSION}
+
+
+def test_timestamps_are_utc(sweep):
+    rows = read_csv(sweep["result"].csv_path)
+    for row in rows:
+        stamp = datetime.strptime(row["timestamp"], "%Y-%m-%d %H:%M:%S").replace(tzinfo=timezone.utc)
+        # Kathmandu is UTC+05:45: a local-time stamp would fall far outside the run's UTC interval.
+        assert sweep["before"] - timedelta(seconds=1) <= stamp <= sweep["after"]
+
+
+def test_one_progress_event_per_script_with_running_row_count(sweep):
+    events = sweep["events"]
+    result = sweep["result"]
+    assert [e["script"] for e in events] == [o.script for o in result.outcomes]
+    assert [e["index"] for e in events] == list(range(1, len(events) + 1))
+    running = 0
+    for event in events:
+        running += event["rows"]
+        assert event["rows_so_far"] == running
+    assert running == result.rows
+
+
+def test_logs_are_evidence_per_kernel(sweep):
+    result = sweep["result"]
+    assert set(result.logs_by_kernel) == {"rms_norm", "tiled_swiglu", "tiled_geglu"}
+    tiled = result.logs_by_kernel["tiled_geglu"]
+    assert tiled == result.logs_by_kernel["tiled_swiglu"]
+    path = Path(tiled["uri"].removeprefix("file://"))
+    assert path.name == "benchmark_tiled_mlp.log"
+    assert tiled["digest"] == "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
+    assert "wrote 6 rows of tiled_geglu" in path.read_text()
+
+
+def test_host_capture_and_timings(sweep):
+    result = sweep["result"]
+    assert result.host["device_name"] == H100_NAME
+    assert result.software["framework"] == {"name": "torch", "version": "2.5.1+standin"}
+    assert result.software["libraries"]["liger_kernel"] == VERSION  # read in the scripts' own environment
+    assert result.settings["powerLimitWatts"] == 700.0
+    assert result.environment["reused"] is False
+    assert result.environment["installed"] == [f"liger-kernel=={VERSION}"]
+    timings = result.timings
+    assert timings["scripts_s"] == pytest.approx(sum(o.seconds for o in result.outcomes), abs=0.01)
+    assert timings["overhead_s"] == pytest.approx(timings["total_s"] - timings["scripts_s"], abs=0.01)
+    work = Path(result.work_dir)
+    assert (work / "logs" / "host.json").is_file() and (work / "logs" / "nvidia-smi.xml").is_file()
+
+
+def test_second_sweep_reuses_the_environment_and_runs_only_named_kernels(site, sweep):
+    result = run_sweep(request(site, "tiled-only", kernels=["tiled_geglu"]))
+    assert result.environment["reused"] is True
+    assert result.environment["path"] == sweep["result"].environment["path"]
+    assert [o.script for o in result.outcomes] == ["benchmark_tiled_mlp.py"]
+    assert result.rows == GOOD_ROWS["benchmark_tiled_mlp.py"]
+
+
+def test_measured_rows_become_valid_records(sweep):
+    from kernelindex_pipeline.liger import import_csv
+    from kernelindex_pipeline.liger.normalize import MeasuredContext
+    from kernelindex_pipeline.records.schema import validate_manifest
+
+    result = sweep["result"]
+    imported = import_csv(result.csv_path, gpu=H100, liger_version=VERSION, measured=MeasuredContext(**result.measured_context()))
+    runs = imported.runs()
+    # rms_norm: 2 providers x 3 modes x 3 sizes; tiled: 2 kernels x 2 providers x 3 lengths (memory rows skip).
+    assert len(runs) == 18 + 12
+    for manifest in imported.manifests.values():
+        assert validate_manifest(manifest) == []
+    environments = [m for m in imported.manifests.values() if m["kind"] == "ExecutionEnvironment"]
+    assert len(environments) == 1
+    assert environments[0]["spec"]["software"] == result.software
+    assert environments[0]["spec"]["settings"] == result.settings
+    logs = {run["spec"]["evidence"]["logs"]["uri"] for run in runs}
+    assert logs == {entry["uri"] for entry in result.logs_by_kernel.values()}
+
+
+def test_host_without_cuda_fails_before_any_script(site):
+    with pytest.raises(HostCheckError) as raised:
+        run_sweep(request(site, "no-cuda", extra_pythonpath=[str(site["no_cuda"])], env_cache_dir=str(site["root"] / "envs-cold")))
+    assert "NVIDIA H100 80GB HBM3 (nvidia-h100-80gb-hbm3)" in str(raised.value)
+    assert raised.value.retryable is False
+    # Refused before the (minutes-long) environment build and before any script ran.
+    assert not any((site["root"] / "envs-cold").glob("liger-*/bin"))
+    assert not list((site["root"] / "no-cuda" / "logs").glob("benchmark_*.log"))
+
+
+def test_wrong_gpu_fails_with_a_warm_environment_too(site, sweep):
+    other = build_fake_torch(site["root"] / "torch-b200", "NVIDIA B200")
+    with pytest.raises(HostCheckError, match=r"NVIDIA H100 80GB HBM3.*NVIDIA B200 \(nvidia-b200\)"):
+        run_sweep(request(site, "wrong-gpu", extra_pythonpath=[str(other)]))
+
+
+def test_kernel_names_map_to_scripts(tmp_path, site):
+    import tarfile
+
+    with tarfile.open(site["tarball"]) as archive:
+        archive.extractall(tmp_path / "x", filter="data")
+    workdir = prepare_workdir(tmp_path / "x" / f"liger_kernel-{VERSION}", tmp_path / "w")
+    names = lambda paths: [p.name for p in paths]  # noqa: E731
+    assert names(select_scripts(workdir.scripts_dir, ["tiled_swiglu", "rms_norm"])) == ["benchmark_rms_norm.py", "benchmark_tiled_mlp.py"]
+    assert names(select_scripts(workdir.scripts_dir, scripts=["benchmark_softmax.py"])) == ["benchmark_softmax.py"]
+    with pytest.raises(ConfigurationError, match="no benchmark script of this release writes kernel 'dyt'"):
+        select_scripts(workdir.scripts_dir, ["dyt"])
+    # The work copy starts empty (header only) and links the release's test/ only when it has one.
+    assert workdir.data_csv.read_text().strip() == ",".join(UPSTREAM_COLUMNS)
+
+
+def test_bad_release_path_is_a_configuration_error(site):
+    with pytest.raises(ConfigurationError, match="does not exist"):
+        run_sweep(request(site, "missing", release=str(site["root"] / "nope.tar.gz")))
