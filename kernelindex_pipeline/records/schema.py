@@ -29,11 +29,13 @@ Decisions where the published schemas leave room (each is also in `json_schema`)
 
 from __future__ import annotations
 
+import copy
 import re
 from dataclasses import dataclass
 from functools import cache
 from typing import Any, Iterable, Literal
 
+from pydantic.json_schema import GenerateJsonSchema
 from pydantic import BeforeValidator, ConfigDict, Field, PlainValidator, TypeAdapter, ValidationError, WithJsonSchema
 from pydantic_core import PydanticCustomError
 from typing_extensions import Annotated, NotRequired, TypedDict
@@ -101,7 +103,8 @@ def _whole_float_as_int(value: Any) -> Any:
 
 def _integer(minimum: int = -MAX_SAFE_INTEGER, *, exclusive: bool = False) -> Any:
     bound = Field(gt=minimum, le=MAX_SAFE_INTEGER) if exclusive else Field(ge=minimum, le=MAX_SAFE_INTEGER)
-    return Annotated[int, BeforeValidator(_whole_float_as_int), bound]
+    # The bounds come before the validator so that the JSON Schema shows them as minimum/maximum.
+    return Annotated[int, bound, BeforeValidator(_whole_float_as_int)]
 
 
 SignedInt = _integer()
@@ -118,7 +121,7 @@ def _safe_number(value: Any) -> Any:
 
 
 def _number(**bounds: Any) -> Any:
-    return Annotated[float, BeforeValidator(_safe_number), Field(allow_inf_nan=False, **bounds)]
+    return Annotated[float, Field(allow_inf_nan=False, **bounds), BeforeValidator(_safe_number)]
 
 
 Number = _number()
@@ -534,7 +537,8 @@ class LatencyNs(TypedDict):
     minimum: NotRequired[Duration]
     maximum: NotRequired[Duration]
     mad: NotRequired[Duration]
-    confidence95: NotRequired[tuple[Duration, Duration]]
+    # A JSON array of exactly two; strict mode would only take a Python tuple.
+    confidence95: NotRequired[Annotated[tuple[Duration, Duration], Field(strict=False)]]
 
 
 @_typed_dict
@@ -765,22 +769,36 @@ def ensure_valid(manifests: Iterable[Any]) -> None:
         raise InvalidRecords(problems)
 
 
+class _PublishedStyleJsonSchema(GenerateJsonSchema):
+    """pydantic's generator, written the way the published schemas are: keys as propertyNames, no field titles."""
+
+    def dict_schema(self, schema: Any) -> dict[str, Any]:
+        generated = super().dict_schema(schema)
+        patterns = generated.pop("patternProperties", None)
+        if patterns:
+            # pydantic writes dict[Pattern, V] as patternProperties, which lets other keys through;
+            # the models reject them, as the published propertyNames + additionalProperties do.
+            ((pattern, value_schema),) = patterns.items()
+            generated["propertyNames"] = {"type": "string", "pattern": pattern}
+            generated["additionalProperties"] = value_schema
+        elif "propertyNames" in generated:
+            generated["propertyNames"] = {"type": "string", **generated["propertyNames"]}
+        return generated
+
+    def field_title_should_be_set(self, schema: Any) -> bool:
+        return False
+
+
 @cache
 def _json_schema(kind: str) -> dict[str, Any]:
-    schema = _ADAPTERS[kind].json_schema()
-    return {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        **schema,
-        "title": kind,
-    }
+    schema = _ADAPTERS[kind].json_schema(schema_generator=_PublishedStyleJsonSchema)
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema, "title": kind}
 
 
 def json_schema(kind: str) -> dict[str, Any]:
     """The draft 2020-12 JSON Schema of one kind (a fresh copy each call)."""
     if kind not in _ADAPTERS:
         raise KeyError(f"unknown kind {kind!r}; expected one of {', '.join(KINDS)}")
-    import copy
-
     return copy.deepcopy(_json_schema(kind))
 
 
