@@ -23,11 +23,12 @@ import logging
 import os
 import re
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+from urllib.parse import quote
 
 from sqlalchemy import (
     Column,
@@ -54,6 +55,7 @@ from kernelindex_pipeline.records.canonical import canonical_json, digest_of
 from kernelindex_pipeline.records.schema import KINDS
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 CATALOGUE_FILENAME = "kernelindex-catalogue.sqlite"
 RUN_KIND = "BenchmarkRun"
@@ -260,10 +262,13 @@ class CatalogueStore:
         safe = redact_url(parsed)
         if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
             Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
-        with _scrubbed_errors(parsed, f"cannot open the catalogue at {safe}"):
-            engine = _create_engine(parsed, busy_timeout_s)
-            store = cls(engine, parsed)
+
+        def connect() -> CatalogueStore:
+            store = cls(_create_engine(parsed, busy_timeout_s), parsed)
             store._create_schema()
+            return store
+
+        store = _guarded(parsed, f"cannot open the catalogue at {safe}", connect)
         log.info("catalogue opened: %s", safe)
         return store
 
@@ -315,10 +320,13 @@ class CatalogueStore:
         snapshot_doc = _as_document(source, "source")
         report_doc = _as_document(report, "report")
         started_at = _now()
-        with _scrubbed_errors(self._url, f"publishing partition {partition!r} into {self.safe_url} failed"):
+
+        def transaction() -> PublishResult:
             with self._write_engine.begin() as conn:
                 self._take_publication_lock(conn)
-                result = self._publish_in_transaction(conn, rows, partition, started_at, snapshot_doc, report_doc)
+                return self._publish_in_transaction(conn, rows, partition, started_at, snapshot_doc, report_doc)
+
+        result = _guarded(self._url, f"publishing partition {partition!r} into {self.safe_url} failed", transaction)
         log.info("published partition %s into %s: %s", partition, self.safe_url, result.summary())
         return result
 
@@ -459,10 +467,16 @@ class CatalogueStore:
 
     # ---------------------------------------------------------------- reading
 
+    def _read(self, query: Callable[[Connection], T]) -> T:
+        def run() -> T:
+            with self._engine.connect() as conn:
+                return query(conn)
+
+        return _guarded(self._url, f"reading {self.safe_url} failed", run)
+
     def present_digests(self, digests: Iterable[str]) -> set[str]:
         """The subset of `digests` that the catalogue holds."""
-        with _scrubbed_errors(self._url, f"reading {self.safe_url} failed"), self._engine.connect() as conn:
-            return self._present(conn, digests)
+        return self._read(lambda conn: self._present(conn, digests))
 
     def manifests(self, kinds: Iterable[str] | None = None) -> Iterator[dict[str, Any]]:
         """Every manifest (or those of `kinds`), in KINDS order, then name, then digest (code-point
@@ -470,23 +484,21 @@ class CatalogueStore:
         statement = select(objects.c.kind, objects.c.name, objects.c.digest, objects.c.manifest)
         if kinds is not None:
             statement = statement.where(objects.c.kind.in_(list(kinds)))
-        with _scrubbed_errors(self._url, f"reading {self.safe_url} failed"), self._engine.connect() as conn:
-            rows = conn.execute(statement).all()
+        rows = self._read(lambda conn: conn.execute(statement).all())
         rows.sort(key=lambda row: (_kind_rank(row.kind), row.kind, row.name, row.digest))
         for row in rows:
             yield json.loads(row.manifest)
 
     def get(self, digest: str) -> dict[str, Any] | None:
         """The manifest with this digest, or None."""
-        with _scrubbed_errors(self._url, f"reading {self.safe_url} failed"), self._engine.connect() as conn:
-            text = conn.execute(select(objects.c.manifest).where(objects.c.digest == digest)).scalar_one_or_none()
+        statement = select(objects.c.manifest).where(objects.c.digest == digest)
+        text = self._read(lambda conn: conn.execute(statement).scalar_one_or_none())
         return None if text is None else json.loads(text)
 
     def counts_by_kind(self) -> dict[str, int]:
         """Objects per kind, every kind of KINDS listed (0 when absent), in KINDS order."""
         statement = select(objects.c.kind, func.count()).group_by(objects.c.kind)
-        with _scrubbed_errors(self._url, f"reading {self.safe_url} failed"), self._engine.connect() as conn:
-            counts = {kind: count for kind, count in conn.execute(statement)}
+        counts = self._read(lambda conn: {kind: count for kind, count in conn.execute(statement)})
         return {kind: counts.get(kind, 0) for kind in KINDS} | _ordered_counts(
             {kind: n for kind, n in counts.items() if kind not in KINDS}
         )
@@ -502,8 +514,7 @@ class CatalogueStore:
         )
         if partition is not None:
             statement = statement.where(publications.c.partition == partition)
-        with _scrubbed_errors(self._url, f"reading {self.safe_url} failed"), self._engine.connect() as conn:
-            rows = conn.execute(statement).mappings().all()
+        rows = self._read(lambda conn: conn.execute(statement).mappings().all())
         return [
             {
                 "id": row["id"],
@@ -557,24 +568,19 @@ def _create_engine(url: URL, busy_timeout_s: float) -> Engine:
     return engine
 
 
-class _scrubbed_errors:
-    """Turn database errors into CatalogueError with the password removed from every message; the
-    original exception is not chained because drivers may echo connection strings."""
-
-    def __init__(self, url: URL, action: str) -> None:
-        self._password = url.password
-        self._action = action
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, exc_type, exc, _tb) -> bool:  # noqa: ANN001
-        if exc is None or not isinstance(exc, (SQLAlchemyError, OSError)):
-            return False
+def _guarded(url: URL, action: str, operation: Callable[[], T]) -> T:
+    """Run `operation`; turn a database error into CatalogueError whose message has the password
+    replaced. It is raised outside the `except` block so that the original error, whose driver
+    message may echo connection details, is neither its cause nor its context."""
+    try:
+        return operation()
+    except (SQLAlchemyError, OSError) as exc:
         detail = " ".join(str(exc).split())
-        if self._password:
-            detail = detail.replace(str(self._password), "***")
-        raise CatalogueError(f"{self._action}: {type(exc).__name__}: {detail}") from None
+        if url.password:
+            for spelling in {str(url.password), quote(str(url.password), safe=""), quote(str(url.password))}:
+                detail = detail.replace(spelling, "***")
+        error = CatalogueError(f"{action}: {type(exc).__name__}: {detail}")
+    raise error
 
 
 def _prepare_rows(manifests: Mapping[str, Mapping[str, Any]] | Iterable[Mapping[str, Any]]) -> list[_Row]:
