@@ -22,7 +22,6 @@ import re
 import signal
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from collections.abc import Callable, Iterable
@@ -30,9 +29,10 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from ..liger.release import ReleaseError, extract_release, fetch_release
 from .environment import ScriptEnvironment, prepare_environment
 from .host import HostCapture, check_host, probe_host
-from .outcomes import ConfigurationError, ScriptOutcome, ScriptStatus, classify
+from .outcomes import ConfigurationError, ScriptOutcome, ScriptStatus, SweepError, classify
 from .workdir import UPSTREAM_COLUMNS, WorkDir, prepare_workdir
 
 DEFAULT_SCRIPT_TIMEOUT_S = 1800.0
@@ -145,10 +145,10 @@ def resolve_release(release: str | Path | None, liger_version: str, dest: Path) 
     """The extracted release root (the directory holding benchmark/) for a dir, a tarball, or None (fetch)."""
     if release is None:
         try:
-            from ..liger.release import extract_release, fetch_release
-        except ImportError as error:  # pragma: no cover - only while liger/release.py is missing
-            raise ConfigurationError(f"no release given and liger.release is unavailable to fetch {liger_version}: {error}") from error
-        return Path(extract_release(fetch_release(liger_version), dest))
+            artifact = fetch_release(liger_version)
+        except ReleaseError as error:
+            raise SweepError(f"cannot fetch the Liger {liger_version} sdist: {error}") from error
+        release = artifact.path
     path = Path(release)
     if path.is_dir():
         for candidate in [path, *sorted(p for p in path.iterdir() if p.is_dir())]:
@@ -157,22 +157,10 @@ def resolve_release(release: str | Path | None, liger_version: str, dest: Path) 
         raise ConfigurationError(f"{path} holds no extracted Liger release (no benchmark/scripts under it)")
     if path.is_file():
         try:
-            from ..liger.release import extract_release
-        except ImportError:
-            extract_release = _extract_tarball
-        return Path(extract_release(path, dest))
+            return Path(extract_release(path, dest))
+        except ReleaseError as error:
+            raise ConfigurationError(str(error)) from error
     raise ConfigurationError(f"release {path} does not exist; give an sdist tarball or an extracted release directory")
-
-
-def _extract_tarball(path: Path, dest: Path) -> Path:
-    """Stand-in for liger.release.extract_release: tarfile's data filter refuses links and paths out of dest."""
-    dest.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(path) as archive:
-        archive.extractall(dest, filter="data")
-    roots = [p for p in dest.iterdir() if (p / "benchmark" / "scripts").is_dir()]
-    if len(roots) != 1:
-        raise ConfigurationError(f"{path} is not a Liger sdist: expected one top directory with benchmark/scripts")
-    return roots[0]
 
 
 def benchmark_scripts(scripts_dir: Path) -> list[Path]:

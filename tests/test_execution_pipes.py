@@ -1,0 +1,113 @@
+"""The sweep's own process: plain mode and under Dagster Pipes (PipesSubprocessClient), end to end."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from standin_release import build_fake_nvidia_smi, build_fake_torch, build_liger_wheel, build_release_tarball
+
+VERSION = "0.0.1"
+SCRIPTS = ["benchmark_rms_norm.py", "benchmark_layer_norm.py"]
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    root = tmp_path_factory.mktemp("pipes")
+    build_fake_nvidia_smi(root / "bin")
+    return {
+        "root": root,
+        "tarball": build_release_tarball(root / "release", VERSION),
+        "wheels": build_liger_wheel(root / "wheels", VERSION).parent,
+        "torch": build_fake_torch(root / "torch", "NVIDIA H100 80GB HBM3"),
+        "path": f"{root / 'bin'}{os.pathsep}{os.environ['PATH']}",
+    }
+
+
+def sweep_request(site, name, **overrides):
+    request = {
+        "gpu": "nvidia-h100-80gb-hbm3",
+        "liger_version": VERSION,
+        "release": str(site["tarball"]),
+        "scripts": SCRIPTS,
+        "work_dir": str(site["root"] / name),
+        "env_cache_dir": str(site["root"] / "envs"),
+        "wheel_dir": str(site["wheels"]),
+        "extra_pythonpath": [str(site["torch"])],
+        "extra_env": {"PATH": site["path"]},
+        "script_timeout_s": 60,
+    }
+    request.update(overrides)
+    return request
+
+
+def run_plain(site, name, request):
+    request_path = site["root"] / f"{name}-request.json"
+    result_path = site["root"] / f"{name}-result.json"
+    request_path.write_text(json.dumps(request))
+    completed = subprocess.run(
+        [sys.executable, "-m", "kernelindex_pipeline.execution.pipes_entry", "--request", str(request_path), "--result", str(result_path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    return completed, json.loads(result_path.read_text())
+
+
+def test_plain_mode_end_to_end(site):
+    completed, result = run_plain(site, "plain", sweep_request(site, "plain"))
+    assert completed.returncode == 0, completed.stderr
+    statuses = {o["script"]: (o["status"], o["rows"]) for o in result["outcomes"]}
+    assert statuses == {"benchmark_layer_norm.py": ("failed", 0), "benchmark_rms_norm.py": ("ok", 24)}
+    assert result["rows"] == 24
+    assert "[2/2] benchmark_rms_norm.py: ok, 24 rows (24 so far)" in completed.stderr
+    assert "orchestration overhead" in completed.stderr
+
+
+def test_plain_mode_host_check_failure_is_exit_3_and_not_retryable(site, tmp_path):
+    no_cuda = build_fake_torch(tmp_path / "torch", None)
+    completed, result = run_plain(site, "plain-no-cuda", sweep_request(site, "plain-no-cuda", extra_pythonpath=[str(no_cuda)]))
+    assert completed.returncode == 3
+    assert result["error"]["type"] == "HostCheckError"
+    assert result["error"]["retryable"] is False
+    assert "NVIDIA H100 80GB HBM3 (nvidia-h100-80gb-hbm3)" in result["error"]["message"]
+
+
+def test_plain_mode_bad_request_is_exit_2(site):
+    completed, result = run_plain(site, "plain-bad", {"gpu": "nvidia-b200", "liger_version": VERSION, "kernel": ["typo"]})
+    assert completed.returncode == 2
+    assert "unknown sweep request field(s) ['kernel']" in result["error"]["message"]
+
+
+def test_under_dagster_pipes(site):
+    from dagster import AssetExecutionContext, DagsterInstance, PipesSubprocessClient, asset, materialize
+
+    captured = {}
+
+    @asset
+    def sweep(context: AssetExecutionContext, pipes_subprocess_client: PipesSubprocessClient):
+        invocation = pipes_subprocess_client.run(
+            context=context,
+            command=[sys.executable, "-m", "kernelindex_pipeline.execution.pipes_entry"],
+            extras={"sweep_request": sweep_request(site, "pipes")},
+        )
+        captured["messages"] = invocation.get_custom_messages()
+        return invocation.get_materialize_result()
+
+    instance = DagsterInstance.ephemeral()
+    result = materialize([sweep], resources={"pipes_subprocess_client": PipesSubprocessClient()}, instance=instance)
+    assert result.success
+    (materialization,) = result.asset_materializations_for_node("sweep")
+    metadata = {key: value.value for key, value in materialization.metadata.items()}
+    assert metadata["rows"] == 24
+    assert (metadata["scripts_ok"], metadata["scripts_not_ok"]) == (1, 1)
+    assert metadata["orchestration_overhead_s"] >= 0
+    assert "| benchmark_layer_norm.py | failed | 0 |" in metadata["outcomes"]
+    (message,) = [m for m in captured["messages"] if m.get("type") == "sweep_result"]
+    assert message["result"]["rows"] == 24
+    assert message["csv_text"].count("\n") == 25  # header + 24 rows, inline for a pod whose files are out of reach
+    lines = [entry.user_message for entry in instance.all_logs(result.run_id)]
+    assert any("[1/2] benchmark_layer_norm.py: failed, 0 rows (0 so far)" in line for line in lines)
+    assert any("[2/2] benchmark_rms_norm.py: ok, 24 rows (24 so far)" in line for line in lines)
