@@ -1,0 +1,256 @@
+"""Reading manifests from files: JSON (one object or an array), JSON Lines, multi-document YAML.
+
+Any object in them may also be a grouped submission bundle
+`{projects: [...], operations: [...], workloads: [...], implementations: [...],
+protocols: [...], environments: [...], runs: [...]}` (every group optional,
+one document may hold one group or all), which yields every manifest inside.
+
+Each manifest comes with its location, for messages:
+  `file.json` (the file is one manifest), `file.json#3` (3rd array item),
+  `file.jsonl:12` (line 12), `file.yaml#3` (3rd YAML document), `file.yaml#1[0]`
+  (first item of a YAML document that is a list),
+  and `<location>/runs[0]` for the first entry of a bundle's runs.
+
+Unreadable input raises `ManifestFileError`, one line naming the file and the
+line, document or item. Whether a manifest is *valid* is not decided here
+(see `schema.validate_manifest`).
+
+YAML is read with a deliberately small set of implicit types, a subset of
+PyYAML's YAML 1.1 ones, so that it reads what PyYAML writes exactly and never
+turns text into something else: timestamps stay strings (`observedAt`), only
+`true`/`false` are booleans (`on`, `yes` stay text), integers are decimal only
+(no octal `017`, no sexagesimal `22:13:03`), and duplicate keys are errors.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any, Iterator
+
+import yaml
+
+from .schema import KINDS
+
+# The bundle's groups, in the dependency order of KINDS.
+BUNDLE_GROUPS: dict[str, str] = {
+    "projects": "SoftwareProject",
+    "operations": "OperationSpec",
+    "workloads": "WorkloadCase",
+    "implementations": "ImplementationRevision",
+    "protocols": "BenchmarkProtocol",
+    "environments": "ExecutionEnvironment",
+    "runs": "BenchmarkRun",
+}
+assert tuple(BUNDLE_GROUPS.values()) == KINDS
+
+YAML_SUFFIXES = {".yaml", ".yml"}
+JSON_LINES_SUFFIXES = {".jsonl", ".ndjson"}
+
+
+class ManifestFileError(ValueError):
+    """A manifest file that cannot be read; the message names the file and where in it."""
+
+
+def load_manifests(path: str | os.PathLike[str]) -> list[tuple[str, dict[str, Any]]]:
+    """Every manifest in a JSON, JSON Lines or YAML file, as (location, manifest) pairs in file order."""
+    label = str(path)
+    text = _read_text(Path(path), label)
+    suffix = Path(path).suffix.lower()
+    if suffix in YAML_SUFFIXES:
+        return list(_from_yaml(text, label))
+    if suffix in JSON_LINES_SUFFIXES:
+        return list(_from_json_lines(text, label))
+    try:
+        document = json.loads(text, object_pairs_hook=_object_without_duplicates)
+    except json.JSONDecodeError as error:
+        if error.msg == "Extra data" and _first_line_is_json(text):
+            return list(_from_json_lines(text, label))  # JSON Lines under another name
+        if suffix == ".json" or text.lstrip()[:1] in ("{", "["):
+            raise ManifestFileError(
+                f"{label}: line {error.lineno}, column {error.colno}: invalid JSON: {error.msg}"
+            ) from None
+        return list(_from_yaml(text, label))  # neither .json nor JSON-looking: YAML is the last guess
+    except _DuplicateKey as error:
+        raise ManifestFileError(f"{label}: duplicate key {error.key!r} in a JSON object") from None
+    return list(_from_document(document, label, array_items=True))
+
+
+# ---------------------------------------------------------------- reading
+
+
+def _read_text(path: Path, label: str) -> str:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise ManifestFileError(f"{label}: no such file") from None
+    except IsADirectoryError:
+        raise ManifestFileError(f"{label}: is a directory, not a manifest file") from None
+    except OSError as error:
+        raise ManifestFileError(f"{label}: cannot read: {error.strerror or error}") from None
+    try:
+        return data.decode("utf-8-sig")  # a leading byte-order mark is tolerated
+    except UnicodeDecodeError as error:
+        line = data[: error.start].count(b"\n") + 1
+        raise ManifestFileError(
+            f"{label}: line {line}: not UTF-8 text (byte 0x{data[error.start]:02x} at offset {error.start})"
+        ) from None
+
+
+def _from_document(document: Any, location: str, *, array_items: bool) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The manifests in one parsed document: a manifest, a bundle, or (at top level) an array of them."""
+    if isinstance(document, list) and array_items:
+        for number, item in enumerate(document, start=1):
+            yield from _from_document(item, f"{location}#{number}", array_items=False)
+    elif isinstance(document, dict) and _is_bundle(document):
+        yield from _from_bundle(document, location)
+    elif isinstance(document, dict):
+        yield location, document
+    else:
+        raise ManifestFileError(f"{location}: expected a manifest (a JSON/YAML object), got {_type_name(document)}")
+
+
+def _is_bundle(document: dict[str, Any]) -> bool:
+    return "kind" not in document and "apiVersion" not in document and any(key in BUNDLE_GROUPS for key in document)
+
+
+def _from_bundle(bundle: dict[str, Any], location: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    unknown = [key for key in bundle if key not in BUNDLE_GROUPS]
+    if unknown:
+        raise ManifestFileError(
+            f"{location}: unknown bundle group(s) {', '.join(map(repr, unknown))}; "
+            f"expected {', '.join(BUNDLE_GROUPS)}"
+        )
+    for group, entries in bundle.items():
+        if entries is None:  # `runs:` with nothing under it
+            continue
+        if not isinstance(entries, list):
+            raise ManifestFileError(f"{location}: bundle group {group!r} must be a list, got {_type_name(entries)}")
+        for index, manifest in enumerate(entries):
+            entry_location = f"{location}/{group}[{index}]"
+            if not isinstance(manifest, dict):
+                raise ManifestFileError(f"{entry_location}: expected a manifest object, got {_type_name(manifest)}")
+            kind = manifest.get("kind")
+            if kind in KINDS and kind != BUNDLE_GROUPS[group]:
+                raise ManifestFileError(
+                    f"{entry_location}: a {kind} in group {group!r} (which holds {BUNDLE_GROUPS[group]} records)"
+                )
+            yield entry_location, manifest
+
+
+def _type_name(value: Any) -> str:
+    names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean", int: "a number",
+             float: "a number", type(None): "null"}
+    return names.get(type(value), type(value).__name__)
+
+
+# ---------------------------------------------------------------- JSON and JSON Lines
+
+
+class _DuplicateKey(ValueError):
+    def __init__(self, key: str):
+        super().__init__(key)
+        self.key = key
+
+
+def _object_without_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result = dict(pairs)
+    if len(result) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKey(key)
+            seen.add(key)
+    return result
+
+
+def _first_line_is_json(text: str) -> bool:
+    for line in text.splitlines():
+        if line.strip():
+            try:
+                json.loads(line)
+            except json.JSONDecodeError:
+                return False
+            return True
+    return False
+
+
+def _from_json_lines(text: str, label: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue  # blank lines (a trailing one especially) carry nothing
+        location = f"{label}:{number}"
+        try:
+            document = json.loads(line, object_pairs_hook=_object_without_duplicates)
+        except json.JSONDecodeError as error:
+            raise ManifestFileError(f"{location}: column {error.colno}: invalid JSON: {error.msg}") from None
+        except _DuplicateKey as error:
+            raise ManifestFileError(f"{location}: duplicate key {error.key!r} in a JSON object") from None
+        yield from _from_document(document, location, array_items=False)
+
+
+# ---------------------------------------------------------------- YAML
+
+_YAML_BASE = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's parser when PyYAML has it
+
+
+class _ManifestYamlLoader(_YAML_BASE):  # type: ignore[misc, valid-type]
+    """SafeLoader with a subset of its implicit types (see the module docstring) and no duplicate keys."""
+
+    yaml_implicit_resolvers: dict[str, list[tuple[str, re.Pattern[str]]]] = {}
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=True)
+            try:
+                duplicate = key in seen
+            except TypeError:  # an unhashable key: the base class reports it
+                continue
+            if duplicate:
+                raise yaml.constructor.ConstructorError(
+                    "while constructing a mapping", node.start_mark, f"found duplicate key {key!r}", key_node.start_mark
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+_IMPLICIT_TYPES = [
+    ("tag:yaml.org,2002:bool", r"^(?:true|True|TRUE|false|False|FALSE)$", "tTfF"),
+    ("tag:yaml.org,2002:int", r"^[-+]?(?:0|[1-9][0-9]*)$", "-+0123456789"),
+    (
+        "tag:yaml.org,2002:float",
+        r"^(?:[-+]?[0-9]+\.[0-9]*(?:[eE][-+][0-9]+)?|\.[0-9]+(?:[eE][-+][0-9]+)?"
+        r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$",
+        "-+0123456789.",
+    ),
+    ("tag:yaml.org,2002:null", r"^(?:~|null|Null|NULL|)$", ["~", "n", "N", ""]),
+    ("tag:yaml.org,2002:merge", r"^(?:<<)$", "<"),
+]
+for _tag, _pattern, _first in _IMPLICIT_TYPES:
+    _ManifestYamlLoader.add_implicit_resolver(_tag, re.compile(_pattern), list(_first))
+
+
+def _from_yaml(text: str, label: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    number = 0
+    try:
+        for number, document in enumerate(yaml.load_all(text, Loader=_ManifestYamlLoader), start=1):
+            if document is None:
+                continue  # an empty document (e.g. after a trailing '---')
+            location = f"{label}#{number}"
+            if isinstance(document, list):  # a document that is a list of manifests
+                for index, item in enumerate(document):
+                    yield from _from_document(item, f"{location}[{index}]", array_items=False)
+            else:
+                yield from _from_document(document, location, array_items=False)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None) or getattr(error, "context_mark", None)
+        where = f", line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(error, "problem", None) or str(error)
+        context = getattr(error, "context", None)
+        detail = f"{context}: {problem}" if context else problem
+        raise ManifestFileError(f"{label}: document {number + 1}{where}: invalid YAML: {detail}") from None
