@@ -1,0 +1,118 @@
+"""Reading benchmark CSVs: header checks, row numbers, ragged and undecodable rows, encodings."""
+
+from __future__ import annotations
+
+import pytest
+
+from kernelindex_pipeline.liger.csv import UPSTREAM_COLUMNS, CsvFormatError, CsvReader, read_rows
+from liger_rows import BASE_ROW, csv_bytes, row
+
+HEADER = ",".join(UPSTREAM_COLUMNS)
+LINE = csv_bytes([BASE_ROW]).decode().splitlines()[1]
+
+
+def fates(data: bytes):
+    header, rows = read_rows(data)
+    return header, [(n, None if values is None else values[0], problem) for n, values, problem in rows]
+
+
+def test_plain_file_reads_every_column_as_text():
+    header, rows = read_rows(csv_bytes([row(x_value=" 64 ", y_value_50="1e3")]))
+    assert header.drift_warnings == []
+    (number, values, problem), = rows
+    assert number == 1 and problem is None
+    assert dict(zip(UPSTREAM_COLUMNS, values)) == row(x_value=" 64 ", y_value_50="1e3")
+
+
+def test_quoted_json_with_doubled_quotes_survives():
+    _, rows = read_rows(csv_bytes([BASE_ROW]))
+    assert rows[0][1][UPSTREAM_COLUMNS.index("extra_benchmark_config_str")] == BASE_ROW["extra_benchmark_config_str"]
+    assert b'""M""' in csv_bytes([BASE_ROW])
+
+
+def test_bom_and_crlf():
+    data = csv_bytes([BASE_ROW, row(kernel_name="softmax")], newline="\r\n", bom=True)
+    header, rows = fates(data)
+    assert header.columns == list(UPSTREAM_COLUMNS)
+    assert rows == [(1, "rms_norm", None), (2, "softmax", None)]
+    assert read_rows(data)[1][0][1][-1] == "0.5.0"  # no stray \r in the last column
+
+
+def test_empty_and_header_only():
+    assert fates(b"") == (None, [])
+    header, rows = fates((HEADER + "\n").encode())
+    assert header.columns == list(UPSTREAM_COLUMNS) and rows == []
+
+
+def test_missing_column_is_fatal_and_named():
+    with pytest.raises(CsvFormatError, match="'x_value'"):
+        CsvReader(HEADER.replace(",x_value", "").encode())
+
+
+def test_unexpected_column_is_drift():
+    data = csv_bytes([row(notes="hello")], columns=UPSTREAM_COLUMNS + ("notes",))
+    header, rows = fates(data)
+    assert header.drift_warnings == ["unexpected column 'notes' (ignored)"]
+    assert rows == [(1, "rms_norm", None)]
+
+
+@pytest.mark.parametrize(
+    "bad_line, fields",
+    [("a,b,c", 3), (LINE + ",extra", 16), (LINE + ",", 16), ('"unterminated', 1)],
+)
+def test_ragged_rows_are_issues_with_data_row_numbers(bad_line, fields):
+    data = (HEADER + "\n" + LINE + "\n" + bad_line + "\n" + LINE + "\n").encode()
+    if bad_line.startswith('"'):  # an open quote swallows the rest of the file: one ragged record
+        _, rows = fates(data)
+        assert rows[0] == (1, "rms_norm", None) and rows[1][1] is None and len(rows) == 2
+        return
+    _, rows = fates(data)
+    assert rows == [(1, "rms_norm", None), (2, None, f"ragged row: {fields} fields, the header has 15"), (3, "rms_norm", None)]
+
+
+def test_first_row_too_long_is_not_taken_as_an_index():
+    data = (HEADER + "\n" + LINE + ",extra\n" + LINE + "\n").encode()
+    _, rows = fates(data)
+    assert rows == [(1, None, "ragged row: 16 fields, the header has 15"), (2, "rms_norm", None)]
+
+
+def test_empty_last_cell_is_not_ragged():
+    _, rows = fates(csv_bytes([row(liger_version=""), BASE_ROW]))
+    assert rows == [(1, "rms_norm", None), (2, "rms_norm", None)]
+
+
+def test_row_numbers_count_records_not_lines():
+    multi = row(x_label="two\nlines")
+    data = csv_bytes([multi, BASE_ROW]) + b"a,b\n"
+    _, rows = fates(data)
+    assert rows[:2] == [(1, "rms_norm", None), (2, "rms_norm", None)]
+    assert rows[2] == (3, None, "ragged row: 2 fields, the header has 15")
+
+
+def test_blank_lines_are_not_rows():
+    data = (HEADER + "\n\n" + LINE + "\n\n   \n" + LINE + "\n").encode()
+    assert fates(data)[1] == [(1, "rms_norm", None), (2, "rms_norm", None)]
+
+
+def test_undecodable_row_is_an_issue_not_a_failure():
+    data = csv_bytes([BASE_ROW, BASE_ROW, BASE_ROW])
+    data = data.replace(b"0.5.0", b"0.5.\xff", 2).replace(b"0.5.\xff", b"0.5.0", 1)  # only the 2nd row is bad
+    _, rows = fates(data)
+    assert rows == [(1, "rms_norm", None), (2, None, "row is not valid UTF-8"), (3, "rms_norm", None)]
+
+
+def test_chunks_keep_row_numbers_across_the_exact_fallback():
+    lines = [LINE] * 7 + ["x,y"] + [LINE] * 5
+    data = (HEADER + "\n" + "\n".join(lines) + "\n").encode()
+    reader = CsvReader(data, chunk_rows=3)
+    numbered = []
+    for chunk in reader:
+        for j in range(len(chunk)):
+            numbered.append((chunk.start + j, chunk.bad.get(j)))
+    assert [n for n, _ in numbered] == list(range(1, 14))
+    assert [n for n, p in numbered if p] == [8]
+
+
+def test_missing_file():
+    with pytest.raises(CsvFormatError, match="no such file"):
+        CsvReader("/nonexistent/all_benchmark_data.csv")

@@ -1,0 +1,269 @@
+"""Rows -> records: skip order, binding, names, titles, rounding, duplicates, issues, measured runs."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kernelindex_pipeline.liger import InvalidRecord, MeasuredContext, import_csv
+from kernelindex_pipeline.liger.catalogue import load_catalogue
+from kernelindex_pipeline.records.canonical import canonical_bytes, digest_of
+from kernelindex_pipeline.records.schema import validate_manifest
+from liger_rows import BASE_ROW, csv_bytes, row
+
+
+def run_import(rows, **kwargs):
+    result = import_csv(csv_bytes(rows), **kwargs)
+    assert result.report.conserved(), result.report.to_dict()
+    for digest, manifest in result.manifests.items():
+        assert validate_manifest(manifest) == []
+        assert digest_of(manifest) == digest
+    return result
+
+
+def kinds(result):
+    out: dict[str, list[str]] = {}
+    for m in result.manifests.values():
+        out.setdefault(m["kind"], []).append(m["metadata"]["name"])
+    return out
+
+
+def test_one_row_makes_seven_kinds_with_names_and_titles():
+    result = run_import([BASE_ROW])
+    by_kind = kinds(result)
+    assert by_kind["OperationSpec"] == ["liger-rms-norm"]
+    assert by_kind["WorkloadCase"] == ["liger-rms-norm-hidden1024-rows2048-bf16"]
+    assert by_kind["ImplementationRevision"] == ["liger-bench-rms-norm-liger"]
+    assert by_kind["BenchmarkProtocol"] == ["liger-bench-do-bench-forward"]
+    assert by_kind["ExecutionEnvironment"] == ["liger-bench-nvidia-h100-80gb-hbm3"]
+    assert by_kind["SoftwareProject"] == ["liger-kernel"]
+    (run,) = result.runs()
+    assert run["metadata"] == {
+        "name": "liger-rms-norm-forward-liger-nvidia-h100-80gb-hbm3-hidden1024-rows2048-bf16-2025-01-02-03-04-05",
+        "title": "RMSNorm · liger · forward",
+        "labels": {"liger_version": "0.5.0"},
+    }
+    assert run["spec"]["sourceNative"]["externalId"] == "rms_norm/forward/liger/nvidia-h100-80gb-hbm3/hidden1024-rows2048-bf16/2025-01-02-03-04-05"
+    assert run["spec"]["observedAt"] == "2025-01-02T03:04:05.000Z"
+    assert run["spec"]["timing"]["latencyNs"]["median"] == 125000
+    assert [m["value"] for m in run["spec"]["measurements"]] == [120000, 130000]
+    case = next(result.iter_kind("WorkloadCase"))
+    assert case["metadata"]["title"] == "RMSNorm · rows=2048, hidden=1024 · bf16"
+    assert case["spec"]["tensors"] == {"x": {"shape": [2048, 1024], "dtype": "bf16"}, "weight": {"shape": [1024], "dtype": "bf16"}}
+    assert case["spec"]["scalars"] == {"eps": {"dtype": "fp32", "value": 1e-6}}
+    assert b'"value":0.000001' in canonical_bytes(case)
+
+
+@pytest.mark.parametrize(
+    "changes, counter, key",
+    [
+        ({"metric_name": "memory", "kernel_name": "not_curated"}, "memoryRows", None),
+        ({"kernel_name": "not_curated", "kernel_operation_mode": "no-grad-forward"}, "uncuratedKernels", "not_curated"),
+        ({"kernel_operation_mode": "no-grad-forward", "kernel_provider": "nobody"}, "unknownConfig", "rms_norm"),
+        ({"kernel_provider": "nobody", "extra_benchmark_config_str": "oops"}, "unknownProvider", "nobody"),
+        ({"extra_benchmark_config_str": "oops", "gpu_name": "Some GPU"}, "unknownConfig", "rms_norm"),
+        ({"gpu_name": "NVIDIA A100-SXM4-40GB"}, "unknownGpu", "NVIDIA A100-SXM4-40GB"),
+    ],
+)
+def test_skip_order(changes, counter, key):
+    report = run_import([row(**changes)]).report.to_dict()
+    assert report["runs"] == 0
+    assert (report["skipped"][counter] if key is None else report["skipped"][counter]) == (1 if key is None else {key: 1})
+
+
+def test_operation_spec_exists_once_a_row_binds_even_if_its_gpu_is_unknown():
+    result = run_import([row(gpu_name="NVIDIA A100-SXM4-40GB")])
+    assert kinds(result) == {"OperationSpec": ["liger-rms-norm"]}
+    assert result.report.operations_by_family == {"rmsnorm": 1}
+
+
+@pytest.mark.parametrize("x_value, hidden", [(" 64 ", 64), ("1e3", 1000), ("0x40", 64), ("1024.0", 1024), ("+8", 8)])
+def test_x_values_follow_javascript_number(x_value, hidden):
+    (case,) = run_import([row(x_value=x_value)]).iter_kind("WorkloadCase")
+    assert case["spec"]["axes"]["hidden"] == hidden
+
+
+@pytest.mark.parametrize("x_value", ["", "1.5", "0", "-4", "abc", "inf", "Infinity", "1_024"])
+def test_bad_x_values_are_unknown_config(x_value):
+    assert run_import([row(x_value=x_value)]).report.unknown_config == {"rms_norm": 1}
+
+
+@pytest.mark.parametrize(
+    "config",
+    ["null", "[1, 2]", '"text"', "3", "", '{"M": NaN, "dtype": "torch.bfloat16", "eps": 1e-6}', "{'M': 1}",
+     '{"M": 2048, "dtype": "torch.int8", "eps": 1e-6}', '{"M": 2048, "dtype": "torch.bfloat16"}',
+     '{"M": true, "dtype": "torch.bfloat16", "eps": 1e-6}', '{"M": 2048.5, "dtype": "torch.bfloat16", "eps": 1e-6}'],
+)
+def test_configs_that_do_not_bind(config):
+    assert run_import([row(extra_benchmark_config_str=config)]).report.unknown_config == {"rms_norm": 1}
+
+
+def test_whole_float_config_values_are_integers():
+    config = json.dumps({"M": 2048.0, "dtype": "torch.bfloat16", "eps": 1e-6})
+    result = run_import([row(extra_benchmark_config_str=config)])
+    assert kinds(result)["WorkloadCase"] == ["liger-rms-norm-hidden1024-rows2048-bf16"]
+
+
+def test_where_failure_tries_the_next_rule_then_gives_up():
+    base = {"num_q_heads": 32, "num_kv_heads": 8, "dtype": "torch.float16", "hidden_size": 4096, "seq_len": 2048}
+    ok = row(kernel_name="rope", x_name="T", x_value="512", extra_benchmark_config_str=json.dumps(base))
+    bad = row(kernel_name="rope", x_name="T", x_value="512", extra_benchmark_config_str=json.dumps({**base, "hidden_size": 4095}))
+    other = row(kernel_name="rope", x_name="Q", x_value="7", extra_benchmark_config_str=json.dumps(base))
+    result = run_import([ok, bad, other])
+    assert result.report.unknown_config == {"rope": 1}
+    cases = {m["metadata"]["name"]: m for m in result.iter_kind("WorkloadCase")}
+    assert set(cases) == {"liger-rope-hidden4096-kv-heads8-q-heads32-seq512-fp16", "liger-rope-hidden4096-kv-heads8-q-heads32-seq2048-fp16"}
+    q = cases["liger-rope-hidden4096-kv-heads8-q-heads32-seq512-fp16"]["spec"]["tensors"]["q"]
+    assert q == {"shape": [1, 32, 512, 128], "dtype": "fp16"}  # derived head_dim = hidden // q_heads
+
+
+def test_literal_checks_are_type_strict_in_rows():
+    cfg = {"S": 2048, "B": 4, "TP": 1}
+    rows = [
+        row(kernel_name="megatron_cross_entropy", x_name="V", x_value="131072", extra_benchmark_config_str=json.dumps(cfg)),
+        row(kernel_name="megatron_cross_entropy", x_name="V", x_value="65536", extra_benchmark_config_str=json.dumps({**cfg, "TP": 1.0})),
+        row(kernel_name="megatron_cross_entropy", x_name="V", x_value="32768", extra_benchmark_config_str=json.dumps({**cfg, "TP": True})),
+    ]
+    report = run_import(rows).report
+    assert report.runs == 2 and report.unknown_config == {"megatron_cross_entropy": 1}
+
+
+def test_median_rounds_halves_up():
+    result = run_import([row(y_value_50="0.0000025", y_value_20="0.0025005", y_value_80="0.0000015")])
+    (run,) = result.runs()
+    assert run["spec"]["timing"]["latencyNs"]["median"] == 3  # Python's round(2.5) would say 2
+    assert [m["value"] for m in run["spec"]["measurements"]] == [2501, 2]
+    assert run["spec"]["sourceNative"]["metrics"] == {"ms_50": 0.0000025, "ms_20": 0.0025005, "ms_80": 0.0000015}
+
+
+@pytest.mark.parametrize("p20, p80", [("nan", "0.1"), ("0.1", "Infinity"), ("x", "y")])
+def test_spread_absent_unless_both_quantiles_are_finite(p20, p80):
+    (run,) = run_import([row(y_value_20=p20, y_value_80=p80)]).runs()
+    assert "measurements" not in run["spec"]
+    assert run["spec"]["sourceNative"]["metrics"] == {"ms_50": 0.125}
+
+
+def test_empty_quantiles_are_zero_like_javascript_number():
+    (run,) = run_import([row(y_value_20="", y_value_80="")]).runs()
+    assert run["spec"]["sourceNative"]["metrics"] == {"ms_50": 0.125, "ms_20": 0, "ms_80": 0}
+
+
+@pytest.mark.parametrize("median", ["0", "-1", "nan", "", "Infinity", "abc"])
+def test_bad_median_is_an_issue_after_the_case_exists(median):
+    result = run_import([row(y_value_50=median)])
+    assert [i.row for i in result.report.issues] == [1]
+    assert "y_value_50" in result.report.issues[0].problem
+    assert "WorkloadCase" in kinds(result) and "BenchmarkRun" not in kinds(result)
+
+
+@pytest.mark.parametrize("ts", ["2025-02-29 00:00:00", "2025-13-01 00:00:00", "2025-01-01T00:00:00", "yesterday", "2025-01-01 24:00:00"])
+def test_bad_timestamp_is_an_issue(ts):
+    result = run_import([row(timestamp=ts)])
+    assert len(result.report.issues) == 1 and "timestamp" in result.report.issues[0].problem
+
+
+def test_leap_day_is_fine():
+    (run,) = run_import([row(timestamp="2024-02-29 23:59:59")]).runs()
+    assert run["spec"]["observedAt"] == "2024-02-29T23:59:59.000Z"
+
+
+def test_duplicates_first_wins():
+    result = run_import([BASE_ROW, row(y_value_50="9"), row(timestamp="2025-01-02 03:04:06")])
+    assert result.report.duplicate_rows == 1 and result.report.runs == 2
+    medians = sorted(r["spec"]["timing"]["latencyNs"]["median"] for r in result.runs())
+    assert medians == [125000, 125000]
+
+
+def test_names_are_cut_at_100_characters():
+    cfg = {"T": 1024, "V": 128256, "importance_sampling_level": "sequence", "dtype": "torch.bfloat16"}
+    r = row(kernel_name="fused_linear_grpo_loss_sequence", kernel_provider="torch", x_name="B", x_value="8",
+            extra_benchmark_config_str=json.dumps(cfg), gpu_name="NVIDIA A100-SXM4-80GB")
+    (run,) = run_import([r]).runs()
+    assert len(run["metadata"]["name"]) == 100
+    assert run["metadata"]["name"].endswith("-vocab128256")
+
+
+def test_identical_specs_share_one_digest_and_both_names_are_reported():
+    cfg = {"T": 1024, "V": 128256, "dtype": "torch.bfloat16"}
+    seq = row(kernel_name="fused_linear_grpo_loss_sequence", x_name="B", x_value="8",
+              extra_benchmark_config_str=json.dumps({**cfg, "importance_sampling_level": "sequence"}))
+    tok = row(kernel_name="fused_linear_grpo_loss_token", x_name="B", x_value="8",
+              extra_benchmark_config_str=json.dumps({**cfg, "importance_sampling_level": "token"}))
+    result = run_import([seq, tok])
+    report = result.report.to_dict()
+    assert report["records"]["OperationSpec"] == 1 and report["objectsByName"]["OperationSpec"] == 2
+    assert report["records"]["WorkloadCase"] == 1 and report["objectsByName"]["WorkloadCase"] == 2
+    assert sorted(map(sorted, report["sharedDigests"].values())) == [
+        ["liger-bench-fused-linear-grpo-loss-sequence-liger", "liger-bench-fused-linear-grpo-loss-token-liger"],
+        ["liger-grpo-loss-sequence", "liger-grpo-loss-token"],
+        ["liger-grpo-loss-sequence-batch8-seq1024-vocab128256-bf16", "liger-grpo-loss-token-batch8-seq1024-vocab128256-bf16"],
+    ]
+    assert report["runs"] == 2
+
+
+def test_filters():
+    rows = [BASE_ROW, row(gpu_name="NVIDIA B200"), row(liger_version="0.6.0")]
+    result = run_import(rows, gpu="nvidia-h100-80gb-hbm3", liger_version="0.5.0")
+    assert result.report.runs == 1 and result.report.filtered_out == 2
+
+
+def test_unsafe_values_are_issues_not_invalid_records():
+    kto = {"T": 512, "H": 4096, "V": 128256, "dtype": "torch.bfloat16", "bias": True, "beta": 1e400}
+    rows = [
+        row(x_value="1e300"),
+        row(kernel_name="kto_loss", x_name="B", x_value="2", extra_benchmark_config_str=json.dumps(kto).replace("Infinity", "1e400")),
+        row(y_value_50="1e300"),
+    ]
+    result = run_import(rows)
+    assert [i.row for i in result.report.issues] == [1, 2, 3]
+    assert result.report.runs == 0
+
+
+def test_measured_context_gives_its_own_environment_and_evidence():
+    logs = {"uri": "s3://bucket/logs/rms_norm.txt", "digest": "sha256:" + "ab" * 32}
+    measured = MeasuredContext(
+        software={"cudaToolkit": "12.4", "framework": {"name": "torch", "version": "2.5.1"}, "libraries": {"triton": "3.1.0"}},
+        settings={"persistenceMode": True},
+        logs_by_kernel={"rms_norm": logs},
+    )
+    history = run_import([BASE_ROW])
+    ours = run_import([BASE_ROW, row(kernel_name="softmax", extra_benchmark_config_str=json.dumps({"M": 4, "dtype": "torch.float32"}))], measured=measured)
+    (env,) = ours.iter_kind("ExecutionEnvironment")
+    (history_env,) = history.iter_kind("ExecutionEnvironment")
+    assert env["spec"]["software"]["cudaToolkit"] == "12.4" and env["spec"]["settings"] == {"persistenceMode": True}
+    assert digest_of(env) != digest_of(history_env)
+    assert env["metadata"]["name"].startswith("liger-bench-nvidia-h100-80gb-hbm3-") and env["metadata"]["name"] != history_env["metadata"]["name"]
+    runs = {r["spec"]["sourceNative"]["benchmark"]: r for r in ours.runs()}
+    assert runs["rms_norm/forward"]["spec"]["evidence"] == {"logs": logs}
+    assert "evidence" not in runs["softmax/forward"]["spec"]
+    assert runs["rms_norm/forward"]["spec"]["environmentDigest"] == digest_of(env)
+
+
+def test_streamed_runs_equal_collected_runs():
+    rows = [BASE_ROW, row(timestamp="2025-01-02 03:04:06"), row(y_value_20="nan")]
+    streamed = []
+    result = import_csv(csv_bytes(rows), on_run=streamed.append)
+    assert not result.runs() and len(streamed) == 2
+    collected = run_import(rows)
+    assert {r.digest for r in streamed} == {digest_of(m) for m in collected.runs()}
+    for r in streamed:
+        assert r.line == canonical_bytes(r.manifest) and r.digest == digest_of(r.manifest)
+
+
+def test_empty_file_reports_nothing_and_says_so():
+    result = import_csv(b"")
+    assert result.report.rows_read == 0 and result.manifests == {}
+    assert result.report.drift_warnings == ["the file is empty: no header and no rows"]
+
+
+def test_a_record_the_schema_refuses_is_an_error_naming_record_and_field(tmp_path):
+    from importlib import resources
+
+    kernels = resources.files("kernelindex_pipeline").joinpath("data", "liger-kernels.yaml").read_text("utf-8")
+    providers = resources.files("kernelindex_pipeline").joinpath("data", "liger-providers.yaml").read_text("utf-8")
+    (tmp_path / "k.yaml").write_text(kernels.replace("family: rmsnorm", "family: Not A Family", 1))
+    (tmp_path / "p.yaml").write_text(providers)
+    catalogue = load_catalogue(tmp_path / "k.yaml", tmp_path / "p.yaml")
+    with pytest.raises(InvalidRecord, match=r"OperationSpec/liger-rms-norm: spec\.family"):
+        import_csv(csv_bytes([BASE_ROW]), catalogue=catalogue)
