@@ -59,7 +59,9 @@ STALLING_PUBLISHER = textwrap.dedent(
         object_batches += 1
         if object_batches == 3:
             cursor.execute("SELECT count(*) FROM objects")
-            pathlib.Path(marker_path).write_text(str(cursor.fetchone()[0]))
+            staged = pathlib.Path(marker_path + ".tmp")
+            staged.write_text(str(cursor.fetchone()[0]))
+            staged.replace(marker_path)  # the parent sees the marker only once it is complete
             time.sleep(3600)  # the parent kills us here, mid-transaction
 
     store.publish(records, partition="killed-halfway")
@@ -151,6 +153,8 @@ def test_a_publisher_killed_halfway_leaves_the_catalogue_as_it_was_and_the_rerun
         text=True,
     )
     wait_for(marker, child)
+    # While the publisher sits in its open transaction, readers are not blocked and see none of it.
+    assert content_rows(catalogue_url) == before
     os.kill(child.pid, signal.SIGKILL)
     child.communicate(timeout=WAIT_LIMIT_S)
     assert child.returncode == -signal.SIGKILL

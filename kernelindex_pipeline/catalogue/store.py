@@ -42,6 +42,7 @@ from sqlalchemy import (
     create_engine,
     event,
     func,
+    inspect,
     select,
     tuple_,
     update,
@@ -109,7 +110,7 @@ objects = Table(
     metadata,
     Column("digest", String(71), primary_key=True),
     Column("kind", String(64), nullable=False, index=True),
-    Column("name", String(255), nullable=False),
+    Column("name", Text, nullable=False),
     Column("manifest", Text, nullable=False),  # canonical JSON (RFC 8785) of the whole manifest
     Column("first_publication_id", Integer, ForeignKey("publications.id"), nullable=False),
 )
@@ -264,8 +265,13 @@ class CatalogueStore:
             Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
 
         def connect() -> CatalogueStore:
-            store = cls(_create_engine(parsed, busy_timeout_s), parsed)
-            store._create_schema()
+            engine = _create_engine(parsed, busy_timeout_s)
+            try:
+                store = cls(engine, parsed)
+                store._create_schema()
+            except BaseException:
+                engine.dispose()
+                raise
             return store
 
         store = _guarded(parsed, f"cannot open the catalogue at {safe}", connect)
@@ -273,6 +279,10 @@ class CatalogueStore:
         return store
 
     def _create_schema(self) -> None:
+        with self._engine.connect() as conn:
+            existing = set(inspect(conn).get_table_names())
+        if existing >= set(metadata.tables):
+            return  # the usual case: no write lock needed just to open a catalogue
         # Under the publication lock, so two processes opening a fresh catalogue at once do not both
         # try to create the tables.
         with self._write_engine.begin() as conn:
