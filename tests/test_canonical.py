@@ -210,3 +210,22 @@ def test_float_bearing_spec_digest_matches_the_reference():
     assert b'"value":0.000001' in canonical_bytes(body)
     assert b'"value":1}' in canonical_bytes(body)
     assert canonical_bytes(body) == rfc8785.dumps(body)
+
+
+def test_containers_the_fast_paths_do_not_take_still_match_the_reference(encode):
+    from collections import OrderedDict
+
+    class Text(str):
+        pass
+
+    deep: object = 1.5
+    for _ in range(300):  # deeper than orjson's recursion limit
+        deep = {"d": [deep]}
+    for value in (OrderedDict(b=1, a=2.0), {"k": Text("v"), Text("j"): (1, 2.0)}, deep, ("a", 1e-7)):
+        assert encode(value) == rfc8785.dumps(value)
+
+
+def test_strings_that_look_like_hazards_are_still_exact(encode):
+    # Text such as "2.0," or "null" or "1e-6" inside strings only sends orjson's output to the reference.
+    value = {"a": "x 2.0, 1e-6 null \ue000", "b": 94.83366394042969, "c": [1, 2.5]}
+    assert encode(value) == rfc8785.dumps(value)

@@ -153,24 +153,23 @@ def _stdlib_canonical_bytes(value: Any) -> bytes:
 
 # ---------------------------------------------------------------- orjson path
 
-# What orjson writes differently from JCS, found in its output. Each pattern only runs after a
-# cheap substring test, because one combined regular expression costs ~15 µs per record.
-_WHOLE_FLOAT = re.compile(rb"\.0(?:[,\]}]|$)")  # "2.0", "-0.0" (ECMAScript: 2, 0)
-_EXPONENT = re.compile(rb"e[-+]\d")  # "1e+16", "1e-6" (ECMAScript: 10000000000000000, 0.000001)
+# What orjson writes differently from JCS, found in its output by a few literal-led patterns
+# (one combined alternation is ~10x slower: it cannot skip ahead to a literal).
+# "2.0", "-0.0" (ECMAScript: 2, 0), and a positional number below 1e-6 should some orjson write one:
+_WHOLE_OR_TINY_FLOAT = re.compile(rb"\.0(?:[,\]}]|$|00000)")
+_EXPONENT = re.compile(rb"e[-+][0-9]")  # "1e+16", "1e-6" (ECMAScript: 10000000000000000, 0.000001)
+_NULL = re.compile(rb"null")  # orjson writes NaN and infinities as null; JCS refuses them
 _FROM_U_E000 = re.compile(rb"[\xee-\xf4]")  # UTF-8 lead bytes of U+E000 and up: UTF-16 key order
 
 
 def _orjson_output_hazardous(out: bytes) -> bool:
     """Whether orjson's output may differ from JCS (false alarms only cost the reference path)."""
-    if b".0" in out and _WHOLE_FLOAT.search(out) is not None:
-        return True
-    if (b"e-" in out or b"e+" in out) and _EXPONENT.search(out) is not None:
-        return True
-    # null: orjson writes NaN and infinities as null (JCS refuses them);
-    # 0.000000: a positional number below 1e-6, should some orjson version write one.
-    if b"null" in out or b"0.000000" in out:
-        return True
-    return not out.isascii() and _FROM_U_E000.search(out) is not None
+    return (
+        _WHOLE_OR_TINY_FLOAT.search(out) is not None
+        or _EXPONENT.search(out) is not None
+        or _NULL.search(out) is not None
+        or (not out.isascii() and _FROM_U_E000.search(out) is not None)
+    )
 
 
 if orjson is not None:
