@@ -44,7 +44,7 @@ class FakePip:
         self.calls += 1
         dest = Path(cmd[cmd.index("-d") + 1])
         make_sdist(dest / f"liger_kernel-{self.version}.tar.gz", self.version)
-        out = f"Downloading https://files.example/liger_kernel-{self.version}.tar.gz (1 kB)\n"
+        out = f"  Found link https://files.example/p/liger_kernel-{self.version}.tar.gz#sha256=00 (from https://files.example/simple/), version: {self.version}\n"
         return subprocess.CompletedProcess(cmd, 0, stdout=out, stderr="")
 
 

@@ -109,7 +109,7 @@ def _download(version: str, base: Path, index_file: Path) -> ReleaseArtifact:
     with tempfile.TemporaryDirectory(prefix="liger-sdist-", dir=base) as tmp:
         cmd = [
             sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
-            "--disable-pip-version-check", "-v", "-d", tmp, f"{PACKAGE}=={version}",
+            "--disable-pip-version-check", "-vv", "-d", tmp, f"{PACKAGE}=={version}",
         ]
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
@@ -125,7 +125,8 @@ def _download(version: str, base: Path, index_file: Path) -> ReleaseArtifact:
             )
         tmp_file = files[0]
         sha = _sha256_file(tmp_file)
-        m = re.search(r"Downloading (https?://\S+)", proc.stdout + proc.stderr)
+        # pip -vv lists the candidate links it found; the one ending in the saved file is the source.
+        m = re.search(r"(https?://\S+/" + re.escape(tmp_file.name) + r")(?:#\S*)?", proc.stdout + proc.stderr)
         locator = m.group(1) if m else f"pypi:{PACKAGE}=={version}/{tmp_file.name}"
         dest_dir = base / "sha256" / sha
         dest_dir.mkdir(parents=True, exist_ok=True)
