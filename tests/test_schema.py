@@ -301,3 +301,15 @@ AGREEMENT_CASES = (
 @pytest.mark.parametrize(("kind", "manifest"), AGREEMENT_CASES, ids=[f"{k}:{i}" for i, (k, _) in enumerate(AGREEMENT_CASES)])
 def test_json_schema_agrees_with_the_models(kind, manifest):
     assert _json_schema_accepts(manifest) == (validate_manifest(manifest) == [])
+
+
+def test_pattern_problems_say_what_is_expected_in_words():
+    run = _seed("BenchmarkRun")
+    run["spec"]["observedAt"] = "2025-02-30T00:00:00Z"
+    run["spec"]["workloadDigest"] = "sha256:x"
+    run["metadata"]["labels"]["Bad-Key"] = "x"
+    messages = {problem.field: problem.message for problem in validate_manifest(run)}
+    assert messages["spec.observedAt"].startswith("should be a real UTC instant like 2025-08-05T00:08:54.000Z")
+    assert "'2025-02-30T00:00:00Z'" in messages["spec.observedAt"]
+    assert messages["spec.workloadDigest"].startswith("should be a digest 'sha256:'")
+    assert messages["metadata.labels.Bad-Key"].startswith("the key 'Bad-Key' should be an identifier")

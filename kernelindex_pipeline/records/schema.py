@@ -75,6 +75,20 @@ UTC_INSTANT_PATTERN = (
     r"T(?:(?:[01][0-9]|2[0-3]):[0-5][0-9](?::[0-5][0-9](?:\.[0-9]+)?)?(?:Z))$"
 )
 
+# What each pattern asks for, in words, for problem messages.
+PATTERN_MEANINGS = {
+    NAME_PATTERN: "a name of lowercase letters, digits, '.', '_' and '-', starting with a letter or digit",
+    IDENTIFIER_PATTERN: "an identifier like 'p20' or 'cuda_events' (lowercase letters, digits and '_', "
+    "starting with a letter)",
+    DIGEST_PATTERN: "a digest 'sha256:' followed by 64 lowercase hex digits",
+    COMMIT_PATTERN: "a full git commit: 40 lowercase hex digits",
+    FAMILY_PATTERN: "a slug of lowercase letters, digits and '-', starting with a letter or digit",
+    EXPRESSION_PATTERN: "an integer expression over axis names with + - * / % and parentheses",
+    HTTPS_URL_PATTERN: "an https:// URL",
+    URI_PATTERN: "an absolute URI with a scheme (https://, s3://, file://, ...) and no spaces",
+    UTC_INSTANT_PATTERN: "a real UTC instant like 2025-08-05T00:08:54.000Z (ending in Z)",
+}
+
 # ---------------------------------------------------------------- scalar types
 
 
@@ -752,9 +766,13 @@ def _problem(record: str, detail: dict[str, Any]) -> Problem:
     message = detail["msg"]
     kind = detail["type"]
     if about_key:
-        message = f"key {_shorten(detail['input'])}: {message}"
+        if kind == "string_pattern_mismatch" and detail.get("ctx", {}).get("pattern") in PATTERN_MEANINGS:
+            message = f"should be {PATTERN_MEANINGS[detail['ctx']['pattern']]}"
+        message = f"the key {_shorten(detail['input'])} {message}"
     elif kind == "extra_forbidden":
         message = "unknown field (not in the schema)"
+    elif kind == "string_pattern_mismatch" and detail.get("ctx", {}).get("pattern") in PATTERN_MEANINGS:
+        message = f"should be {PATTERN_MEANINGS[detail['ctx']['pattern']]} (got {_shorten(detail['input'])})"
     elif kind != "missing":
         message = f"{message} (got {_shorten(detail['input'])})"
     return Problem(record, field, message)
