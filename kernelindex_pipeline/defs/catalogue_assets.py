@@ -1,0 +1,117 @@
+"""Catalogue-wide assets downstream of publication: exports, the HTML report and regressions."""
+
+
+from pathlib import Path
+
+from dagster import (
+    AssetCheckResult,
+    AssetCheckSeverity,
+    AssetExecutionContext,
+    Config,
+    MaterializeResult,
+    MetadataValue,
+    asset,
+    asset_check,
+)
+from pydantic import Field
+
+from kernelindex_pipeline.catalogue.export import export_bundle, export_jsonl
+from kernelindex_pipeline.defs.assets import GROUP, catalogue_publication
+from kernelindex_pipeline.defs.resources import CatalogueResource, dagster_home
+from kernelindex_pipeline.reporting import build_report, detect_regressions
+
+
+class OutputDirConfig(Config):
+    out_dir: str = Field(default="", description="Where to write; empty: a folder under DAGSTER_HOME.")
+
+
+class RegressionConfig(Config):
+    threshold: float = Field(default=0.10, description="Relative slowdown beyond the old p20-p80 band that counts.")
+
+
+def _out(config: OutputDirConfig, name: str) -> Path:
+    path = Path(config.out_dir) if config.out_dir else dagster_home() / name
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@asset(group_name=GROUP, deps=[catalogue_publication])
+def catalogue_export(context: AssetExecutionContext, config: OutputDirConfig, catalogue: CatalogueResource) -> MaterializeResult:
+    """The whole catalogue as files: JSON Lines (one canonical manifest per line) with its small
+    manifest file, and a multi-document YAML submission bundle that `validate` accepts."""
+    out = _out(config, "exports")
+    store = catalogue.open()
+    try:
+        jsonl = export_jsonl(store, out)
+        bundle = export_bundle(store, out)
+    finally:
+        store.close()
+    context.log.info(f"exported {jsonl.records} records to {out}")
+    return MaterializeResult(
+        metadata={
+            "records": jsonl.records,
+            "jsonl": MetadataValue.path(str(jsonl.path)),
+            "jsonl_sha256": jsonl.sha256,
+            "bundle": MetadataValue.path(str(bundle.path)),
+        }
+    )
+
+
+@asset(group_name=GROUP, deps=[catalogue_publication])
+def benchmark_regressions(context: AssetExecutionContext, config: RegressionConfig, catalogue: CatalogueResource) -> MaterializeResult:
+    """Slowdowns between consecutive Liger versions of each comparable series (same kernel, mode,
+    provider, workload, GPU and environment): the new median outside the old p20-p80 band by more
+    than the threshold. Series without enough data are listed as such, never as 'no regression'."""
+    store = catalogue.open()
+    try:
+        result = detect_regressions(store.manifests(), threshold=config.threshold)
+    finally:
+        store.close()
+    context.log.info(result.summary())
+    return MaterializeResult(
+        metadata={
+            "regressions": len(result.regressions),
+            "series_compared": result.compared,
+            "insufficient_data": len(result.insufficient),
+            "table": MetadataValue.md(result.to_markdown()),
+        }
+    )
+
+
+@asset_check(asset=benchmark_regressions, description="Warns when any comparable series got slower.")
+def no_regressions(catalogue: CatalogueResource) -> AssetCheckResult:
+    store = catalogue.open()
+    try:
+        result = detect_regressions(store.manifests())
+    finally:
+        store.close()
+    return AssetCheckResult(
+        passed=not result.regressions,
+        severity=AssetCheckSeverity.WARN,
+        metadata={"regressions": len(result.regressions), "insufficient_data": len(result.insufficient)},
+    )
+
+
+@asset(group_name=GROUP, deps=[catalogue_publication])
+def catalogue_report(context: AssetExecutionContext, config: OutputDirConfig, catalogue: CatalogueResource) -> MaterializeResult:
+    """A static HTML report of the catalogue: per kernel and GPU, latency against the swept axis for
+    every provider (median with p20-p80 band), Liger's speed-up over each baseline, the same kernel
+    across Liger versions, and the regressions highlighted."""
+    out = _out(config, "report")
+    store = catalogue.open()
+    try:
+        report = build_report(store.manifests(), out)
+    finally:
+        store.close()
+    context.log.info(f"report written to {report.path}")
+    return MaterializeResult(
+        metadata={
+            "report": MetadataValue.url(report.path.resolve().as_uri()),
+            "path": MetadataValue.path(str(report.path)),
+            "summary": MetadataValue.md(report.summary_markdown),
+        }
+    )
+
+
+ALL = [catalogue_export, benchmark_regressions, catalogue_report]
+CHECKS = [no_regressions]

@@ -1,0 +1,109 @@
+"""Everything the assets reach outside the process: the catalogue, the package index, the GPU runner.
+
+Resources are built in one place (`definitions.py`); secrets arrive through `EnvVar`,
+so the Dagster UI shows the variable's name, never a password.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+from dagster import ConfigurableResource, PipesSubprocessClient
+from pydantic import Field
+
+from kernelindex_pipeline.catalogue.store import CatalogueStore, redact_url
+from kernelindex_pipeline.liger import release
+
+CATALOGUE_URL_ENV = "KERNELINDEX_CATALOGUE_URL"
+
+
+def dagster_home() -> Path:
+    """DAGSTER_HOME, or the project's local `.dagster_home` when it is unset."""
+    return Path(os.environ.get("DAGSTER_HOME") or Path.cwd() / ".dagster_home")
+
+
+class CatalogueResource(ConfigurableResource):
+    """The KernelIndex catalogue that publication writes into and the report reads from."""
+
+    url: str = Field(
+        default="",
+        description=(
+            "SQLAlchemy URL of the catalogue (sqlite:///… or postgresql+psycopg://…). Empty: the embedded "
+            f"SQLite file under DAGSTER_HOME. Set it through the {CATALOGUE_URL_ENV} environment variable."
+        ),
+    )
+
+    def open(self) -> CatalogueStore:
+        return CatalogueStore.open(self.url or None, home=dagster_home())
+
+    @property
+    def safe_url(self) -> str:
+        return redact_url(self.url) if self.url else "embedded SQLite under DAGSTER_HOME"
+
+
+class LigerReleaseResource(ConfigurableResource):
+    """Where Liger-Kernel releases come from: the package index, through a content-addressed cache."""
+
+    cache_dir: str = Field(
+        default="",
+        description="Cache of downloaded sdists; empty: $KERNELINDEX_CACHE_DIR or ~/.cache/kernelindex-pipeline.",
+    )
+    history_release: str = Field(
+        default="latest",
+        description="Release whose committed history CSV the history mode imports ('latest' = newest on the index).",
+    )
+
+    def _cache(self) -> Path:
+        return Path(self.cache_dir) if self.cache_dir else release.default_cache_dir()
+
+    def fetch(self, version: str) -> "release.ReleaseArtifact":
+        return release.fetch_release(version, cache_dir=self._cache())
+
+    def versions(self) -> list[str]:
+        return release.list_release_versions()
+
+    def history_version(self) -> str:
+        if self.history_release != "latest":
+            return self.history_release
+        return self.versions()[-1]
+
+
+class BenchmarkRunnerResource(ConfigurableResource):
+    """How a GPU sweep is launched: a local subprocess or a Kubernetes pod on a node with that GPU."""
+
+    runner: Literal["subprocess", "k8s"] = Field(default="subprocess", description="Where the sweep process runs.")
+    work_root: str = Field(default="", description="Sweep work directories; empty: DAGSTER_HOME/sweeps.")
+    env_cache_dir: str = Field(default="", description="Per-version script environments; empty: DAGSTER_HOME/script-envs.")
+    wheel_dir: str = Field(default="", description="Offline wheel directory for GPU hosts without network.")
+    script_timeout_s: int = Field(default=1800, description="Per-script timeout in seconds.")
+    image: str = Field(default="", description="Container image of the sweep pod (runner=k8s).")
+    namespace: str = Field(default="kernelindex", description="Kubernetes namespace of sweep pods (runner=k8s).")
+
+    def work_dir_root(self) -> Path:
+        return Path(self.work_root) if self.work_root else dagster_home() / "sweeps"
+
+    def env_cache(self) -> Path:
+        return Path(self.env_cache_dir) if self.env_cache_dir else dagster_home() / "script-envs"
+
+    def pipes_client(self):
+        if self.runner == "k8s":
+            from dagster_k8s import PipesK8sClient
+
+            return PipesK8sClient()
+        return PipesSubprocessClient()
+
+
+class GpuFleetResource(ConfigurableResource):
+    """The GPU pools the nightly sweep measures: one partition GPU slug per pool."""
+
+    gpu_pools: str = Field(
+        default="",
+        description="Comma-separated GPU slugs, e.g. 'nvidia-h100-80gb-hbm3,nvidia-b200' (KERNELINDEX_GPU_POOLS).",
+    )
+
+    def pools(self) -> list[str]:
+        from kernelindex_pipeline.defs.partitions import GPU_DIMENSION, checked_partition_value
+
+        return [checked_partition_value(GPU_DIMENSION, pool.strip()) for pool in self.gpu_pools.split(",") if pool.strip()]

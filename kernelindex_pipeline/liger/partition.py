@@ -1,0 +1,185 @@
+"""One (GPU, Liger version) partition through the stages: raw CSV -> parsed rows -> records.
+
+History: slice Liger-Kernel's committed history CSV into partitions.
+
+The slice is done on the raw CSV (stdlib `csv`), before parsing, so a partition's raw
+CSV holds exactly the upstream rows of that partition, and its content digest changes
+only when those rows change. Rows that name no usable GPU or version are kept aside
+and counted: they can belong to no partition, and are never silently dropped.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import re
+from dataclasses import dataclass, field
+
+from kernelindex_pipeline.liger.catalogue import default_catalogue
+from kernelindex_pipeline.liger.csv import Chunk, CsvHeader, CsvReader
+from kernelindex_pipeline.liger.normalize import Normalizer
+from kernelindex_pipeline.liger.release import ReleaseArtifact, read_history_csv
+from kernelindex_pipeline.records.names import kebab
+
+_PARTITION_VALUE = re.compile(r"^[a-z0-9._-]+$")
+
+
+@dataclass(frozen=True)
+class PartitionSlice:
+    gpu: str
+    liger_version: str
+    csv_bytes: bytes
+    rows: int
+
+    @property
+    def content_digest(self) -> str:
+        return "sha256:" + hashlib.sha256(self.csv_bytes).hexdigest()
+
+
+@dataclass
+class HistorySlices:
+    partitions: dict[tuple[str, str], PartitionSlice]
+    unattributable_rows: list[int] = field(default_factory=list)  # 1-based data row numbers
+    rows_read: int = 0
+
+    @property
+    def gpus(self) -> list[str]:
+        return sorted({gpu for gpu, _ in self.partitions})
+
+    @property
+    def versions(self) -> list[str]:
+        return sorted({version for _, version in self.partitions})
+
+
+def _decode(data: bytes) -> str:
+    return data.decode("utf-8-sig", errors="replace")
+
+
+def slice_history(data: bytes) -> HistorySlices:
+    """Group the rows of a history CSV by (kebab(gpu_name), liger_version)."""
+    reader = csv.reader(io.StringIO(_decode(data), newline=""))
+    header = next(reader, None)
+    if not header:
+        return HistorySlices(partitions={})
+    header = [name.strip() for name in header]
+    try:
+        gpu_at, version_at = header.index("gpu_name"), header.index("liger_version")
+    except ValueError as missing:
+        raise ValueError(f"history CSV has no {missing.args[0].split()[0]} column; cannot partition it") from None
+
+    grouped: dict[tuple[str, str], list[list[str]]] = {}
+    unattributable: list[int] = []
+    rows_read = 0
+    for row_number, row in enumerate(reader, start=1):
+        if not row:
+            continue  # a blank line is no row (pandas skips it too)
+        rows_read += 1
+        if len(row) != len(header):
+            unattributable.append(row_number)
+            continue
+        gpu, version = kebab(row[gpu_at]), row[version_at].strip()
+        if not (_PARTITION_VALUE.fullmatch(gpu or "-") and _PARTITION_VALUE.fullmatch(version or "|")):
+            unattributable.append(row_number)
+            continue
+        grouped.setdefault((gpu, version), []).append(row)
+
+    partitions = {}
+    for (gpu, version), rows in grouped.items():
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(header)
+        writer.writerows(rows)
+        partitions[(gpu, version)] = PartitionSlice(gpu, version, out.getvalue().encode("utf-8"), len(rows))
+    return HistorySlices(partitions=dict(sorted(partitions.items())), unattributable_rows=unattributable, rows_read=rows_read)
+
+
+@dataclass
+class PartitionCsv:
+    """One partition's raw benchmark CSV and where it came from.
+
+    `mode` is `history` (rows Liger-Kernel committed) or `execute` (rows our own GPU sweep
+    measured); `measured` then carries what the sweep knows that the CSV cannot say.
+    """
+
+    gpu: str
+    liger_version: str
+    mode: str
+    csv_bytes: bytes
+    snapshot: dict
+    measured: object | None = None  # liger.normalize.MeasuredContext for execute mode
+    sweep: dict | None = None  # per-script outcomes, environment capture, timings
+
+    @property
+    def content_digest(self) -> str:
+        return "sha256:" + hashlib.sha256(self.csv_bytes).hexdigest()
+
+
+def history_partition_csv(artifact: ReleaseArtifact, gpu: str, liger_version: str) -> PartitionCsv:
+    """The rows of `artifact`'s committed history CSV for one partition (an empty CSV if it has none)."""
+    data, snapshot = read_history_csv(artifact)
+    slices = slice_history(data)
+    part = slices.partitions.get((gpu, liger_version))
+    csv_bytes = part.csv_bytes if part else data.split(b"\n", 1)[0].lstrip(b"\xef\xbb\xbf") + b"\n"
+    source = {
+        **snapshot.to_dict(),
+        "partition": {"gpu": gpu, "liger_version": liger_version},
+        "rows": part.rows if part else 0,
+        "partitionSha256": hashlib.sha256(csv_bytes).hexdigest(),
+    }
+    return PartitionCsv(gpu, liger_version, "history", csv_bytes, source)
+
+
+@dataclass
+class ParsedRows:
+    """A partition's CSV read into chunks of string cells; bad rows stay in, marked with their problem."""
+
+    header: CsvHeader | None
+    chunks: list[Chunk]
+
+    @property
+    def rows_read(self) -> int:
+        return sum(len(chunk) for chunk in self.chunks)
+
+    @property
+    def issues(self) -> list[tuple[int, str]]:
+        return [(chunk.start + offset, problem) for chunk in self.chunks for offset, problem in sorted(chunk.bad.items())]
+
+    @property
+    def drift_warnings(self) -> list[str]:
+        return self.header.drift_warnings if self.header else ["the file is empty: no header and no rows"]
+
+
+def parse_partition_csv(partition_csv: PartitionCsv) -> ParsedRows:
+    reader = CsvReader(partition_csv.csv_bytes)
+    return ParsedRows(reader.header, list(reader))
+
+
+def build_records(parsed: ParsedRows, partition_csv: PartitionCsv):
+    """The partition's ImportResult: every row of `parsed` normalized, every manifest validated."""
+    from kernelindex_pipeline.liger import ImportResult, schema_validator
+    from kernelindex_pipeline.liger.release import SourceSnapshot
+
+    normalizer = Normalizer(
+        default_catalogue(),
+        gpu=partition_csv.gpu,
+        liger_version=partition_csv.liger_version,
+        measured=partition_csv.measured,
+        validate=schema_validator(),
+    )
+    normalizer.report.drift_warnings.extend(parsed.drift_warnings)
+    for chunk in parsed.chunks:
+        normalizer.add_chunk(chunk)
+    normalizer.finish()
+    manifests = dict(normalizer.objects)
+    manifests.update(normalizer.runs)
+    snapshot_fields = {k: partition_csv.snapshot.get(k) for k in ("locator", "resolvedVersion", "sha256", "sizeBytes", "fetchedAt")}
+    return ImportResult(manifests, normalizer.report, SourceSnapshot(**snapshot_fields), normalizer.names_by_digest)
+
+
+def skip_totals(report: dict) -> dict[str, int]:
+    """Skipped rows by reason, each reason one number (per-name breakdowns summed)."""
+    return {
+        reason: (value if isinstance(value, int) else sum(value.values()))
+        for reason, value in report["skipped"].items()
+    }
