@@ -138,6 +138,15 @@ def test_charts_are_svg_plots_next_to_the_page(report):
         assert any(i.startswith("line2d_") for i in ids), src
 
 
+def test_version_chart_draws_every_liger_version(report):
+    page = parse(report.path)
+    [chart] = [f for f in page.figures if f["data-chart-kind"] == "versions"]
+    index = page.figures.index(chart)
+    svg = (report.path.parent / page.images[index]).read_text(encoding="utf-8")
+    assert "liger 0.8.0" in svg and "liger 0.8.1" in svg  # legend entries (SVG text kept as text)
+    assert "torch" not in svg  # only Liger providers on the version chart
+
+
 def test_single_version_kernel_says_insufficient(report):
     text = report.path.read_text(encoding="utf-8")
     assert "Only Liger 0.2.1 measured for this kernel on NVIDIA A100 SXM4-80GB" in text

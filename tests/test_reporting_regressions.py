@@ -146,3 +146,28 @@ def test_case_key_parsing_and_sweeps():
     ]
     owned = [d for s in sweeps for d in s.owned]
     assert sorted(owned) == sorted(w.digest for w in workloads)
+
+
+def test_runs_without_their_referenced_records_still_form_series():
+    # a partial catalogue export: only the runs; names come from sourceNative, roles from the provider table
+    catalogue = SampleCatalogue()
+    catalogue.run(provider="liger", version="0.8.0", median_ns=1_000_000)
+    catalogue.run(provider="liger", version="0.8.1", median_ns=2_000_000, timestamp="2025-09-01 00:00:00")
+    catalogue.run(provider="huggingface", version="0.8.1", median_ns=3_000_000)
+    runs = [m for m in catalogue.manifests() if m["kind"] == "BenchmarkRun"]
+    series = build_series(runs)
+    assert {(s.provider, s.role, s.case_key) for s in series} == {
+        ("liger", "liger", "batch8-hidden4096-bf16"), ("huggingface", "baseline", "batch8-hidden4096-bf16")}
+    assert next(s for s in series if s.provider == "liger").workload.axes == {"batch": 8, "hidden": 4096}
+    assert [c.verdict for c in detect_regressions(runs).comparisons] == [SLOWDOWN]
+
+
+def test_providers_sharing_an_implementation_digest_stay_apart():
+    # torch and torch_compile implementations have identical specs (one digest); torch is the baseline
+    catalogue = SampleCatalogue()
+    catalogue.run(provider="torch", median_ns=1_000_000)
+    catalogue.run(provider="torch_compile", median_ns=5_000_000)
+    series = build_series(catalogue.manifests())
+    assert len({s.key.implementation_digest for s in series}) == 1
+    assert {(s.provider, s.role, s.latest.median_ns) for s in series} == {
+        ("torch", "baseline", 1_000_000), ("torch_compile", "other", 5_000_000)}

@@ -13,7 +13,7 @@ from typing import Any
 from kernelindex_pipeline.records.canonical import API_VERSION, digest_of
 from kernelindex_pipeline.records.names import kebab
 
-BASELINE_PROVIDERS = {"torch", "huggingface", "megatron-unfused"}
+from .series import provider_table
 
 _GPUS = {
     "NVIDIA H100 80GB HBM3": {"vendor": "nvidia", "product": "NVIDIA H100", "architecture": "sm_90",
@@ -65,7 +65,7 @@ class SampleCatalogue:
             "tensors": {"x": {"shape": list(axes.values()), "dtype": dtype}},
             "correctness": {"comparator": "not_asserted"},
         }))
-        labels = {"role": "baseline"} if provider in BASELINE_PROVIDERS else {}
+        labels = {"role": "baseline"} if (provider_table().get(provider) or {}).get("role") == "baseline" else {}
         implementation_spec: dict[str, Any] = {
             "projectRevision": {}, "operation": {"specDigest": operation}, "callable": {"language": "python"},
             "support": {"hardwareArchitectures": [], "dtypes": []}, "licensing": {"declared": "BSD-3-Clause"},
