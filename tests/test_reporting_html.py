@@ -122,7 +122,8 @@ def test_regressions_are_highlighted(report):
     assert {f["data-chart-kind"] for f in flagged} == {"latency", "versions"}
     saved = json.loads((report.path.parent / "regressions.json").read_text())
     assert saved["counts"]["regressions"] == 4
-    assert {r["provider"] for r in saved["regressions"]} == {"liger"}
+    assert {(r["provider"], r["oldVersion"], r["newVersion"], r["magnitudePct"]) for r in saved["regressions"]} == {
+        ("liger", "0.8.0", "0.8.1", 30.0)}
 
 
 def test_charts_are_svg_plots_next_to_the_page(report):

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from .series import RecordIndex, Series, SeriesKey, SeriesSet, build_series
@@ -55,7 +55,15 @@ class Comparison:
         return self.change_pct
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """JSON-able, camelCase like the project's other reports."""
+        return {
+            "verdict": self.verdict, "kernel": self.kernel, "mode": self.mode, "provider": self.provider,
+            "gpu": self.gpu, "caseKey": self.case_key, "oldVersion": self.old_version,
+            "newVersion": self.new_version, "oldMedianNs": self.old_median_ns, "newMedianNs": self.new_median_ns,
+            "oldP20Ns": self.old_p20_ns, "oldP80Ns": self.old_p80_ns, "magnitudePct": round(self.change_pct, 3),
+            "beyondBandPct": None if self.beyond_band_pct is None else round(self.beyond_band_pct, 3),
+            "oldRun": self.old_run, "newRun": self.new_run, "reason": self.reason,
+        }
 
 
 @dataclass(frozen=True)
@@ -71,7 +79,8 @@ class InsufficientSeries:
     reason: str
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {"kernel": self.kernel, "mode": self.mode, "provider": self.provider, "gpu": self.gpu,
+                "caseKey": self.case_key, "versions": list(self.versions), "reason": self.reason}
 
 
 @dataclass
