@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from pathlib import Path
@@ -229,3 +230,37 @@ def test_strings_that_look_like_hazards_are_still_exact(encode):
     # Text such as "2.0," or "null" or "1e-6" inside strings only sends orjson's output to the reference.
     value = {"a": "x 2.0, 1e-6 null \ue000", "b": 94.83366394042969, "c": [1, 2.5]}
     assert encode(value) == rfc8785.dumps(value)
+
+
+def _leaf_paths(node, path=()):
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield from _leaf_paths(value, (*path, key))
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            yield from _leaf_paths(value, (*path, index))
+    else:
+        yield path
+
+
+def _replaced(node, path, value):
+    if not path:
+        return value
+    copy = list(node) if isinstance(node, list) else dict(node)
+    copy[path[0]] = _replaced(node[path[0]], path[1:], value)
+    return copy
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.data())
+def test_mutated_seed_manifests_of_every_kind_digest_like_the_reference(data):
+    entry = data.draw(st.sampled_from(SEED_MANIFESTS))
+    manifest = entry["manifest"]
+    path = data.draw(st.sampled_from(list(_leaf_paths(manifest["spec"]))))
+    spec = _replaced(manifest["spec"], path, data.draw(json_values))
+    body = {"apiVersion": manifest["apiVersion"], "kind": manifest["kind"], "spec": spec}
+    expected = _outcome(rfc8785.dumps, body)
+    for function in IMPLEMENTATIONS.values():
+        assert _outcome(function, body) == expected
+    if isinstance(expected, bytes):
+        assert digest_of({**manifest, "spec": spec}) == "sha256:" + hashlib.sha256(expected).hexdigest()
