@@ -111,3 +111,31 @@ def test_under_dagster_pipes(site):
     lines = [entry.user_message for entry in instance.all_logs(result.run_id)]
     assert any("[1/2] benchmark_layer_norm.py: failed, 0 rows (0 so far)" in line for line in lines)
     assert any("[2/2] benchmark_rms_norm.py: ok, 24 rows (24 so far)" in line for line in lines)
+
+
+def test_cancelling_the_sweep_process_kills_the_running_script(site):
+    """SIGTERM (Dagster terminating the run, a pod deleted) must not leave a benchmark running on the GPU."""
+    import signal
+    import time
+
+    import psutil
+
+    request = sweep_request(site, "cancelled", scripts=["benchmark_softmax.py"], script_timeout_s=300)
+    request_path = site["root"] / "cancelled-request.json"
+    request_path.write_text(json.dumps(request))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "kernelindex_pipeline.execution.pipes_entry", "--request", str(request_path),
+         "--result", str(site["root"] / "cancelled-result.json")],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    log = site["root"] / "cancelled" / "logs" / "benchmark_softmax.log"
+    deadline = time.monotonic() + 240
+    while not (log.is_file() and "waiting forever" in log.read_text()):
+        assert process.poll() is None and time.monotonic() < deadline, "the stand-in script never started"
+        time.sleep(0.2)
+    script_processes = [p for p in psutil.Process(process.pid).children(recursive=True) if "benchmark_softmax.py" in " ".join(p.cmdline())]
+    assert script_processes
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=60) == 128 + signal.SIGTERM
+    gone, alive = psutil.wait_procs(script_processes, timeout=30)
+    assert alive == []

@@ -192,14 +192,35 @@ def _venv_python(venv: Path) -> Path:
     return venv / "bin" / "python"
 
 
-def _pip(python: Path, wheel_dir: Path | None, args: list[str], constraints: Path | None) -> None:
-    command = [str(python), "-m", "pip", "install", "--disable-pip-version-check", "--no-input", "--progress-bar", "off"]
+def _pip(pip: list[str], wheel_dir: Path | None, args: list[str], constraints: Path | None) -> None:
+    command = [*pip, "install", "--disable-pip-version-check", "--no-input", "--progress-bar", "off"]
     if wheel_dir:
         command += ["--no-index", "--find-links", str(wheel_dir)]
     if constraints:
         command += ["--constraint", str(constraints)]
     where = f"from the wheel directory {wheel_dir}" if wheel_dir else "from the package index"
     _run(command + args, what=f"pip install {' '.join(args)} ({where})")
+
+
+def _create_venv(venv: Path, base_python: str) -> list[str]:
+    """Create the venv; return the pip command that installs into it.
+
+    Some system Pythons (Debian's without python3-venv) cannot bootstrap pip into a venv; then the
+    venv is made without pip and the base interpreter's pip installs into it (`pip --python`).
+    """
+    python = _venv_python(venv)
+    try:
+        _run([base_python, "-m", "venv", "--system-site-packages", str(venv)], what=f"creating the virtual environment {venv}")
+        return [str(python), "-m", "pip"]
+    except EnvironmentBuildError as error:
+        if "ensurepip" not in str(error):
+            raise
+    shutil.rmtree(venv, ignore_errors=True)
+    _run(
+        [base_python, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)],
+        what=f"creating the virtual environment {venv} without pip",
+    )
+    return [base_python, "-m", "pip", "--python", str(python)]
 
 
 def prepare_environment(
@@ -283,7 +304,7 @@ def _build(
     wheel_dir: Path | None,
     requirements: dict[str, str],
 ) -> list[str]:
-    _run([base_python, "-m", "venv", "--system-site-packages", str(venv)], what=f"creating the virtual environment {venv}")
+    pip = _create_venv(venv, base_python)
     python = _venv_python(venv)
     # --system-site-packages reaches the base's *installation*; when the base is itself a virtual
     # environment its own site-packages (where torch may live) need this .pth line as well.
@@ -300,14 +321,14 @@ def _build(
         constraints.write_text("\n".join(pins) + "\n")
 
     installed = [f"liger-kernel=={liger_version}"]
-    _pip(python, wheel_dir, ["--no-deps", installed[0]], None)
+    _pip(pip, wheel_dir, ["--no-deps", installed[0]], None)
 
     missing = json.loads(
         _run([str(python), "-c", _MISSING_MODULES_SCRIPT, *requirements], what="checking the scripts' imports")
     )
     extra = [requirements[module] for module in missing]
     if extra:
-        _pip(python, wheel_dir, extra, constraints)
+        _pip(pip, wheel_dir, extra, constraints)
         installed += extra
 
     found = _run(

@@ -49,7 +49,7 @@ ROW_KEY_COLUMNS = (
     "gpu_name",
 )
 # Environment variables that would make the scripts write elsewhere or import something else.
-_SCRUBBED_ENV = ("LIGER_BENCH_TARGET", "LIGER_BENCH_PROVIDER_TAG", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")
+_SCRUBBED_ENV = ("LIGER_BENCH_TARGET", "LIGER_BENCH_PROVIDER_TAG", "PYTHONHOME", "VIRTUAL_ENV")
 
 Progress = Callable[[dict], None]
 
@@ -275,8 +275,10 @@ def scripts_environment(request: SweepRequest, environment_python: Path | None =
     # Upstream timestamps are time.strftime() local time; ours are UTC by construction.
     env["TZ"] = "UTC"
     env["PYTHONUNBUFFERED"] = "1"
-    if request.extra_pythonpath:
-        env["PYTHONPATH"] = os.pathsep.join(str(Path(p).resolve()) for p in request.extra_pythonpath)
+    # The host's own PYTHONPATH stays (some images reach torch through it), after the request's paths.
+    paths = [str(Path(p).resolve()) for p in request.extra_pythonpath] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if paths:
+        env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
     if environment_python is not None:
         env["PATH"] = os.pathsep.join([str(environment_python.parent), env.get("PATH", "")])
     return env
