@@ -44,7 +44,9 @@ from kernelindex_pipeline.liger.jsnumber import (
 )
 from kernelindex_pipeline.liger.report import ImportReport, Issue
 from kernelindex_pipeline.records.canonical import API_VERSION, canonical_bytes, digest_of
-from kernelindex_pipeline.records.names import kebab
+from kernelindex_pipeline.records.names import NAME_LIMIT, kebab
+
+_NAME_RUNS = re.compile(r"[^a-z0-9]+")  # kebab's substitution, applied in pieces for run names
 
 LIGER_REPOSITORY = "https://github.com/linkedin/Liger-Kernel"
 RUN_SOURCE = "liger-kernel-bench"
@@ -295,19 +297,55 @@ def execution_environment(gpu_name: str, hardware: dict[str, str], measured: Mea
 
 @dataclass
 class RunTemplate:
-    """Everything a run shares with the other rows of its key, with its canonical text pre-cut."""
+    """Everything a run shares with the other rows of its key, with its canonical text pre-cut.
 
-    kernel: str
-    external_prefix: str  # kernel/mode/provider/gpu-slug/caseKey/
-    name_prefix: str  # liger-<kernel>-<mode>-<provider>-<gpu>-<caseKey>-   (before kebab)
+    The run's canonical spec is `head + measurements + observed + <observedAt> + source + <ts slug>
+    + metrics_key + <metrics> + timing + <median> + tail`: keys in RFC 8785 order, constant parts
+    escaped once here, variable parts are numbers and [a-z0-9-] text that need no escaping.
+    """
+
+    name_head: str  # kebab's substitution applied to liger-<kernel>-<mode>-<provider>-<gpu>-<caseKey>-
     title: str
-    spec_head: bytes  # canonical spec text up to the measurements / observedAt
+    title_json: str
     benchmark: str
+    external_prefix: str
     digests: dict[str, str]
     evidence_logs: dict[str, str] | None
+    head: str
+    source: str
+    tail: str
 
 
-_BODY_PREFIX = b'{"apiVersion":"' + API_VERSION.encode() + b'","kind":"BenchmarkRun",'
+_BODY_PREFIX = '{"apiVersion":"' + API_VERSION + '","kind":"BenchmarkRun",'
+_META_PREFIX = _BODY_PREFIX + '"metadata":{"labels":{"liger_version":'
+_OBSERVED = ',"observedAt":"'
+_METRICS = '","metrics":'
+_TIMING = ',"source":"' + RUN_SOURCE + '"},"status":"passed","timing":{"latencyNs":{"median":'
+_P20 = ',"measurements":[{"metric":"latency","statistic":"p20","unit":"ns","value":'
+_P80 = '},{"metric":"latency","statistic":"p80","unit":"ns","value":'
+
+
+def _json_text(value: Any) -> str:
+    return canonical_bytes(value).decode("utf-8")
+
+
+def _number_text(value: float | int) -> str:
+    """js_number_text with the common cases inline (plain floats, ints)."""
+    if type(value) is int:
+        return str(value) if -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER else js_number_text(value)
+    if 1e-4 <= value < 1e16 or -1e16 < value <= -1e-4:
+        r = repr(value)
+        return r[:-2] if r.endswith(".0") else r
+    return js_number_text(value)
+
+
+def _ns(ms: float) -> int | float:
+    """ms_to_ns (Math.round(ms * 1e6)) with the exact integer path inline."""
+    y = ms * 1e6
+    if -9e15 < y < 9e15:
+        f = math.floor(y)  # an int; y - f is exact below 2**53
+        return f + 1 if y - f >= 0.5 else f
+    return ms_to_ns(ms)
 
 
 @dataclass
@@ -319,11 +357,6 @@ class RunRecord:
     external_id: str
     line: bytes  # RFC 8785 canonical JSON of the whole manifest (metadata included)
     manifest: dict[str, Any]
-
-
-def _json_string(text: str) -> bytes:
-    # Only for text the template knows is plain (no quotes, backslashes or control characters).
-    return b'"' + text.encode("utf-8") + b'"'
 
 
 class Normalizer:
@@ -360,6 +393,7 @@ class Normalizer:
         self._timestamps: dict[str, tuple[str | None, str]] = {}
         self._seen_runs: set[str] = set()
         self._gpu_slugs: dict[str, str] = {}
+        self._versions: dict[str, str] = {}  # liger_version -> its JSON text
 
     # -- shared objects ----------------------------------------------------------------------------
 
@@ -484,19 +518,20 @@ class Normalizer:
         if self.measured is not None:
             logs = self.measured.logs_by_kernel.get(kernel.kernel)
             logs = {"uri": logs["uri"], "digest": logs["digest"]} if logs else None
-        gpu_slug = self._gpu_slug(gpu)
         benchmark = f"{kernel.kernel}/{mode}"
-        head = b'{"environmentDigest":' + _json_string(environment)
+        external_prefix = f"{benchmark}/{provider.name}/{self._gpu_slug(gpu)}/{binding.case_key}/"
+        head = '{"environmentDigest":' + _json_text(environment)
         if logs is not None:
-            head += b',"evidence":{"logs":' + canonical_bytes(logs) + b"}"
-        head += b',"implementationDigest":' + _json_string(impl)
+            head += ',"evidence":{"logs":' + _json_text(logs) + "}"
+        head += ',"implementationDigest":' + _json_text(impl)
+        title = f"{kernel.title} · {provider.name} · {mode}"
+        name_head = _NAME_RUNS.sub("-", f"liger-{kernel.kernel}-{mode}-{provider.name}-{gpu}-{binding.case_key}-".lower()).lstrip("-")
         return RunTemplate(
-            kernel=kernel.kernel,
-            external_prefix=f"{benchmark}/{provider.name}/{gpu_slug}/{binding.case_key}/",
-            name_prefix=f"liger-{kernel.kernel}-{mode}-{provider.name}-{gpu}-{binding.case_key}-",
-            title=f"{kernel.title} · {provider.name} · {mode}",
-            spec_head=head,
+            name_head=name_head,
+            title=title,
+            title_json=_json_text(title),
             benchmark=benchmark,
+            external_prefix=external_prefix,
             digests={
                 "implementationDigest": impl,
                 "workloadDigest": case,
@@ -504,19 +539,24 @@ class Normalizer:
                 "environmentDigest": environment,
             },
             evidence_logs=logs,
+            head=head,
+            source='","protocolDigest":' + _json_text(protocol) + ',"sourceNative":{"benchmark":' + _json_text(benchmark)
+            + ',"externalId":' + _json_text(external_prefix)[:-1],
+            tail='},"primaryStatistic":"median"},"workloadDigest":' + _json_text(case) + "}",
         )
 
     def _run(self, row: int, t: RunTemplate, y50: str, y20: str, y80: str, ts: str, version: str) -> None:
         report = self.report
         parsed = self._timestamps.get(ts)
         if parsed is None:
-            parsed = self._timestamps[ts] = (parse_timestamp(ts), kebab(ts))
-        observed_at, ts_slug = parsed
+            parsed = self._timestamps[ts] = (parse_timestamp(ts), kebab(ts), _NAME_RUNS.sub("-", ts.lower()))
+        observed_at, ts_slug, ts_name = parsed
         external_id = t.external_prefix + ts_slug
-        if external_id in self._seen_runs:
+        seen = self._seen_runs
+        if external_id in seen:
             report.duplicate_rows += 1
             return
-        self._seen_runs.add(external_id)
+        seen.add(external_id)
         ms50 = cell_number(y50)
         if not (ms50 > 0 and ms50 != math.inf):  # NaN fails the comparison too
             report.issues.append(Issue(row, f"median y_value_50 {y50!r} is not a finite number > 0"))
@@ -524,74 +564,70 @@ class Normalizer:
         if observed_at is None:
             report.issues.append(Issue(row, f"timestamp {ts!r} is not a UTC instant 'YYYY-MM-DD HH:MM:SS'"))
             return
-        median = ms_to_ns(ms50)
+        median = _ns(ms50)
         if type(median) is not int:
             report.issues.append(Issue(row, f"median y_value_50 {y50!r} ms is beyond 2^53 - 1 ns"))
             return
-        if len(version) > 200:
-            report.issues.append(Issue(row, "liger_version is longer than 200 characters (label limit)"))
-            return
+        version_json = self._versions.get(version)
+        if version_json is None:
+            if len(version) > 200:
+                report.issues.append(Issue(row, "liger_version is longer than 200 characters (label limit)"))
+                return
+            version_json = self._versions[version] = _json_text(version)
+        if ms50.is_integer():
+            ms50 = whole(ms50)
         ms20, ms80 = cell_number(y20), cell_number(y80)
-        spread = math.isfinite(ms20) and math.isfinite(ms80)
-        ms50 = whole(ms50)
-        # -- canonical spec text (keys in RFC 8785 order) --
-        parts = [t.spec_head]
-        spec: dict[str, Any] = dict(t.digests)
-        spec["status"] = "passed"
-        spec["timing"] = {"primaryStatistic": "median", "latencyNs": {"median": median}}
-        metrics: dict[str, Any] = {"ms_50": ms50}
-        if spread:
-            p20, p80 = ms_to_ns(ms20), ms_to_ns(ms80)
-            ms20, ms80 = whole(ms20), whole(ms80)
-            spec["measurements"] = [
-                {"metric": "latency", "unit": "ns", "statistic": "p20", "value": p20},
-                {"metric": "latency", "unit": "ns", "statistic": "p80", "value": p80},
-            ]
-            metrics["ms_20"] = ms20
-            metrics["ms_80"] = ms80
-            parts.append(
-                b',"measurements":[{"metric":"latency","statistic":"p20","unit":"ns","value":'
-                + js_number_text(p20).encode()
-                + b'},{"metric":"latency","statistic":"p80","unit":"ns","value":'
-                + js_number_text(p80).encode()
-                + b"}]"
-            )
+        if ms20 - ms20 == 0 and ms80 - ms80 == 0:  # both finite (inf - inf and NaN - NaN are NaN)
+            p20, p80 = _ns(ms20), _ns(ms80)
+            if ms20.is_integer():
+                ms20 = whole(ms20)
+            if ms80.is_integer():
+                ms80 = whole(ms80)
+            measurements = _P20 + _number_text(p20) + _P80 + _number_text(p80) + "}]"
             metrics_text = (
-                '{"ms_20":' + js_number_text(ms20) + ',"ms_50":' + js_number_text(ms50)
-                + ',"ms_80":' + js_number_text(ms80) + "}"
+                '{"ms_20":' + _number_text(ms20) + ',"ms_50":' + _number_text(ms50)
+                + ',"ms_80":' + _number_text(ms80) + "}"
             )
+            metrics = {"ms_50": ms50, "ms_20": ms20, "ms_80": ms80}
+            spec = {
+                **t.digests,
+                "status": "passed",
+                "timing": {"primaryStatistic": "median", "latencyNs": {"median": median}},
+                "measurements": [
+                    {"metric": "latency", "unit": "ns", "statistic": "p20", "value": p20},
+                    {"metric": "latency", "unit": "ns", "statistic": "p80", "value": p80},
+                ],
+            }
         else:
-            metrics_text = '{"ms_50":' + js_number_text(ms50) + "}"
-        spec["sourceNative"] = {
-            "source": RUN_SOURCE,
-            "benchmark": t.benchmark,
-            "externalId": external_id,
-            "metrics": metrics,
-        }
+            measurements = ""
+            metrics_text = '{"ms_50":' + _number_text(ms50) + "}"
+            metrics = {"ms_50": ms50}
+            spec = {
+                **t.digests,
+                "status": "passed",
+                "timing": {"primaryStatistic": "median", "latencyNs": {"median": median}},
+            }
+        spec["sourceNative"] = {"source": RUN_SOURCE, "benchmark": t.benchmark, "externalId": external_id, "metrics": metrics}
         spec["observedAt"] = observed_at
         if t.evidence_logs is not None:
             spec["evidence"] = {"logs": t.evidence_logs}
-        digests = t.digests
-        parts.append(
-            (
-                ',"observedAt":"' + observed_at + '","protocolDigest":"' + digests["protocolDigest"]
-                + '","sourceNative":{"benchmark":"' + t.benchmark + '","externalId":"' + external_id
-                + '","metrics":' + metrics_text + ',"source":"' + RUN_SOURCE
-                + '"},"status":"passed","timing":{"latencyNs":{"median":' + str(median)
-                + '},"primaryStatistic":"median"},"workloadDigest":"' + digests["workloadDigest"] + '"}'
-            ).encode()
+        spec_text = (
+            t.head + measurements + _OBSERVED + observed_at + t.source + ts_slug + _METRICS + metrics_text
+            + _TIMING + str(median) + t.tail
         )
-        spec_bytes = b"".join(parts)
-        digest = "sha256:" + hashlib.sha256(_BODY_PREFIX + b'"spec":' + spec_bytes + b"}").hexdigest()
-        name = kebab(t.name_prefix + ts)
+        digest = "sha256:" + hashlib.sha256((_BODY_PREFIX + '"spec":' + spec_text + "}").encode()).hexdigest()
+        # kebab(name_prefix + timestamp) without redoing the prefix: the prefix ends in "-", so a
+        # timestamp starting with a separator merges into it; then strip the end and cut at 100.
+        name = (t.name_head + (ts_name[1:] if ts_name[:1] == "-" else ts_name)).rstrip("-")[:NAME_LIMIT]
         metadata = {"name": name, "title": t.title, "labels": {"liger_version": version}}
         manifest = {"apiVersion": API_VERSION, "kind": "BenchmarkRun", "metadata": metadata, "spec": spec}
         self.validate(manifest)
-        line = (
-            _BODY_PREFIX + b'"metadata":' + canonical_bytes(metadata) + b',"spec":' + spec_bytes + b"}"
-        )
         report.runs += 1
         if self.on_run is not None:
+            line = (
+                _META_PREFIX + version_json + '},"name":"' + name + '","title":' + t.title_json
+                + '},"spec":' + spec_text + "}"
+            ).encode()
             self.on_run(RunRecord(name, digest, external_id, line, manifest))
         else:
             self.runs[digest] = manifest
