@@ -31,8 +31,9 @@ def test_clear_slowdown_is_a_regression_with_figures():
     assert (item.old_p20_ns, item.old_p80_ns) == (980_000, 1_020_000)
     assert item.change_pct == pytest.approx(50.0)
     assert item.beyond_band_pct == pytest.approx((1_500_000 / 1_020_000 - 1) * 100)
-    assert "0.8.0 → 0.8.1" in result.markdown()
+    assert "0.8.0 → 0.8.1" in result.markdown() and "+50.0%" in result.to_markdown()
     assert result.counts()["regressions"] == 1
+    assert result.compared == 1 and result.insufficient == []
 
 
 def test_change_inside_the_noise_band_is_not_flagged():
@@ -69,6 +70,7 @@ def test_single_version_is_insufficient_data_not_no_regression():
     assert result.comparisons == []
     assert not result.data_sufficient
     [insufficient] = result.insufficient_series
+    assert result.insufficient == [insufficient] and result.compared == 0
     assert insufficient.reason == "measured at a single Liger version"
     assert insufficient.versions == ("0.8.5",)
     assert "not evidence of 'no regression'" in result.summary()

@@ -111,6 +111,19 @@ class RegressionResult:
         return self._with(INSUFFICIENT)
 
     @property
+    def compared(self) -> int:
+        """Series with at least one version pair that could be judged."""
+        return len({c.series_key for c in self.comparisons if c.verdict != INSUFFICIENT})
+
+    @property
+    def insufficient(self) -> list[InsufficientSeries | Comparison]:
+        """Everything reported as insufficient data: whole series, then version pairs without a band."""
+        return [*self.insufficient_series, *self.insufficient_pairs]
+
+    def to_markdown(self, limit: int | None = None) -> str:
+        return self.markdown(limit)
+
+    @property
     def has_regressions(self) -> bool:
         return any(c.verdict == SLOWDOWN for c in self.comparisons)
 
