@@ -313,3 +313,55 @@ def test_pattern_problems_say_what_is_expected_in_words():
     assert "'2025-02-30T00:00:00Z'" in messages["spec.observedAt"]
     assert messages["spec.workloadDigest"].startswith("should be a digest 'sha256:'")
     assert messages["metadata.labels.Bad-Key"].startswith("the key 'Bad-Key' should be an identifier")
+
+
+# ---------------------------------------------------------------- robustness
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+anything = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=10),
+    lambda children: st.lists(children, max_size=4)
+    | st.dictionaries(st.text(max_size=6) | st.integers(), children, max_size=4),
+    max_leaves=15,
+)
+
+
+def _paths(node, path=()):
+    yield path
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield from _paths(value, (*path, key))
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            yield from _paths(value, (*path, index))
+
+
+def _put(node, path, value):
+    if not path:
+        return value
+    copy_ = list(node) if isinstance(node, list) else dict(node)
+    copy_[path[0]] = _put(node[path[0]], path[1:], value)
+    return copy_
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.data())
+def test_validate_manifest_never_raises_and_always_names_the_record(data):
+    seed = data.draw(st.sampled_from(SEED_MANIFESTS))
+    path = data.draw(st.sampled_from(list(_paths(seed))))
+    manifest = _put(seed, path, data.draw(anything))
+    problems = validate_manifest(manifest)
+    assert isinstance(problems, list)
+    for problem in problems:
+        assert isinstance(problem, Problem)
+        assert isinstance(problem.field, str) and isinstance(problem.message, str) and problem.message
+        assert "/" in problem.record
+        assert "\n" not in str(problem)
+
+
+@settings(max_examples=200, deadline=None)
+@given(anything)
+def test_validate_manifest_takes_any_value(value):
+    assert isinstance(validate_manifest(value), list)
