@@ -55,6 +55,16 @@ def missing_pipeline_modules() -> list[str]:
     return [module for module in PIPELINE_REQUIREMENTS if importlib.util.find_spec(module) is None]
 
 
+def pip_version_at_least(major: int, minor: int) -> bool:
+    try:
+        from importlib.metadata import version as installed_version
+
+        parts = installed_version("pip").split(".")
+        return (int(parts[0]), int(parts[1])) >= (major, minor)
+    except Exception:
+        return False
+
+
 def cache_root() -> Path:
     return Path(os.environ.get("KERNELINDEX_CACHE_DIR") or Path.home() / ".cache" / "kernelindex-pipeline")
 
@@ -68,8 +78,12 @@ def bootstrap(args: argparse.Namespace, argv: list[str]) -> None:
     venv = Path(args.bootstrap_dir) if args.bootstrap_dir else cache_root() / f"gpu-check-venv-py{version}"
     python = venv / "bin" / "python"
     log(f"record path needs {', '.join(missing) or 'nothing new'}: preparing {venv}")
+    pip = [str(python), "-m", "pip"]
+    if pip_version_at_least(22, 3):
+        pip = [sys.executable, "-m", "pip", "--python", str(python)]  # no ensurepip: seconds saved
     if not python.exists():
-        subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
+        without_pip = ["--without-pip"] if pip[0] == sys.executable else []
+        subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", *without_pip, str(venv)], check=True)
         # When this interpreter is itself a venv (e.g. /opt/torch/.venv), its site-packages hold torch:
         # --system-site-packages alone would not reach them.
         site_packages = subprocess.run(
@@ -92,7 +106,7 @@ def bootstrap(args: argparse.Namespace, argv: list[str]) -> None:
             pass
     constraints = venv / "host-constraints.txt"
     constraints.write_text("\n".join(pins) + "\n")
-    command = [str(python), "-m", "pip", "install", "--disable-pip-version-check", "--no-input", "-q", "--constraint", str(constraints)]
+    command = [*pip, "install", "--disable-pip-version-check", "--no-input", "-q", "--constraint", str(constraints)]
     if args.wheels:
         command += ["--no-index", "--find-links", str(Path(args.wheels).resolve())]
     subprocess.run(command + list(PIPELINE_REQUIREMENTS.values()), check=True)

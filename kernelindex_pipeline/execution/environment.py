@@ -30,6 +30,7 @@ from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
 
 from .outcomes import EnvironmentBuildError
 
@@ -60,6 +61,7 @@ print(json.dumps({
     "site_paths": list(dict.fromkeys(paths)),
     "torch": version("torch"),
     "triton": version("triton"),
+    "pip": version("pip"),
 }))
 """
 _MISSING_MODULES_SCRIPT = (
@@ -202,25 +204,29 @@ def _pip(pip: list[str], wheel_dir: Path | None, args: list[str], constraints: P
     _run(command + args, what=f"pip install {' '.join(args)} ({where})")
 
 
-def _create_venv(venv: Path, base_python: str) -> list[str]:
+def _pip_supports_python_option(pip_version: str | None) -> bool:
+    try:
+        return pip_version is not None and Version(pip_version) >= Version("22.3")
+    except InvalidVersion:
+        return False
+
+
+def _create_venv(venv: Path, base_python: str, base: dict) -> list[str]:
     """Create the venv; return the pip command that installs into it.
 
-    Some system Pythons (Debian's without python3-venv) cannot bootstrap pip into a venv; then the
-    venv is made without pip and the base interpreter's pip installs into it (`pip --python`).
+    With pip >= 22.3 in the base interpreter the venv gets no pip of its own and the base's pip installs
+    into it (`pip --python`): that saves the seconds `ensurepip` takes, and works on system Pythons that
+    cannot bootstrap pip (Debian's without python3-venv). Otherwise the venv gets its own pip.
     """
     python = _venv_python(venv)
-    try:
-        _run([base_python, "-m", "venv", "--system-site-packages", str(venv)], what=f"creating the virtual environment {venv}")
-        return [str(python), "-m", "pip"]
-    except EnvironmentBuildError as error:
-        if "ensurepip" not in str(error):
-            raise
-    shutil.rmtree(venv, ignore_errors=True)
-    _run(
-        [base_python, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)],
-        what=f"creating the virtual environment {venv} without pip",
-    )
-    return [base_python, "-m", "pip", "--python", str(python)]
+    if _pip_supports_python_option(base.get("pip")):
+        _run(
+            [base_python, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)],
+            what=f"creating the virtual environment {venv}",
+        )
+        return [base_python, "-m", "pip", "--python", str(python)]
+    _run([base_python, "-m", "venv", "--system-site-packages", str(venv)], what=f"creating the virtual environment {venv}")
+    return [str(python), "-m", "pip"]
 
 
 def prepare_environment(
@@ -304,7 +310,7 @@ def _build(
     wheel_dir: Path | None,
     requirements: dict[str, str],
 ) -> list[str]:
-    pip = _create_venv(venv, base_python)
+    pip = _create_venv(venv, base_python, base)
     python = _venv_python(venv)
     # --system-site-packages reaches the base's *installation*; when the base is itself a virtual
     # environment its own site-packages (where torch may live) need this .pth line as well.
