@@ -365,3 +365,11 @@ def test_validate_manifest_never_raises_and_always_names_the_record(data):
 @given(anything)
 def test_validate_manifest_takes_any_value(value):
     assert isinstance(validate_manifest(value), list)
+
+
+def test_json_schema_returns_a_fresh_copy_and_rejects_unknown_kinds():
+    first = json_schema("BenchmarkRun")
+    first["properties"].clear()
+    assert json_schema("BenchmarkRun")["properties"]
+    with pytest.raises(KeyError, match="unknown kind 'Run'"):
+        json_schema("Run")
