@@ -52,7 +52,7 @@ def test_one_partition_publishes_its_rows(instance, resources, sqlite_url):
     assert (report["rowsRead"], report["runs"]) == (8, 6)
     assert report["skipped"]["memoryRows"] == 1 and report["skipped"]["uncuratedKernels"] == {"not_a_curated_kernel": 1}
     checks = {evaluation.check_name: evaluation.passed for evaluation in result.get_asset_check_evaluations()}
-    assert checks == {"records_schema_valid": True, "record_digests_recompute": True, "run_references_resolve": True, "rows_conserved": True}
+    assert checks == {"sweep_scripts_succeeded": True, "records_schema_valid": True, "record_digests_recompute": True, "run_references_resolve": True, "rows_conserved": True}
     publication = _publication(result)
     assert publication["inserted"] == len(records.manifests) and publication["already_present"] == 0
     store = CatalogueStore.open(sqlite_url)

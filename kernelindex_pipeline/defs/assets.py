@@ -12,6 +12,9 @@ from pathlib import Path
 from typing import Literal
 
 from dagster import (
+    AssetCheckResult,
+    AssetCheckSeverity,
+    AssetCheckSpec,
     AssetDep,
     AssetExecutionContext,
     Config,
@@ -76,13 +79,20 @@ class BenchmarkCsvConfig(Config):
     partitions_def=benchmark_partitions,
     group_name=GROUP,
     deps=[AssetDep(liger_release, partition_mapping=MultiToSingleDimensionPartitionMapping(VERSION_DIMENSION))],
+    check_specs=[
+        AssetCheckSpec(
+            "sweep_scripts_succeeded",
+            asset="benchmark_csv",
+            description="Every benchmark script of an execute-mode sweep ended ok (history mode runs none).",
+        )
+    ],
 )
 def benchmark_csv(
     context: AssetExecutionContext,
     config: BenchmarkCsvConfig,
     releases: LigerReleaseResource,
     runner: BenchmarkRunnerResource,
-) -> Output[PartitionCsv]:
+):
     """The partition's raw Liger benchmark CSV with its source snapshot: in history mode the rows of
     the newest release's committed history CSV for this GPU and Liger version; in execute mode the
     rows the release's own scripts just measured on a GPU of this type."""
@@ -101,8 +111,19 @@ def benchmark_csv(
         "source": MetadataValue.json(partition_csv.snapshot),
     }
     if partition_csv.sweep:
-        metadata.update(partition_csv.sweep.get("metadata", {}))
-    return Output(partition_csv, metadata=metadata, data_version=None)
+        metadata.update(partition_csv.sweep["metadata"])
+    yield Output(partition_csv, metadata=metadata)
+    failed = [o for o in (partition_csv.sweep or {}).get("outcomes", []) if o["status"] != "ok"]
+    yield AssetCheckResult(
+        check_name="sweep_scripts_succeeded",
+        passed=not failed,
+        severity=AssetCheckSeverity.WARN,
+        metadata={
+            "mode": partition_csv.mode,
+            "scripts": len((partition_csv.sweep or {}).get("outcomes", [])),
+            "failed": "\n".join(f"{o['script']}: {o['status']} {o.get('error_line') or ''}" for o in failed) or "none",
+        },
+    )
 
 
 @asset(partitions_def=benchmark_partitions, group_name=GROUP)

@@ -78,6 +78,10 @@ class BenchmarkRunnerResource(ConfigurableResource):
     env_cache_dir: str = Field(default="", description="Per-version script environments; empty: DAGSTER_HOME/script-envs.")
     wheel_dir: str = Field(default="", description="Offline wheel directory for GPU hosts without network.")
     script_timeout_s: int = Field(default=1800, description="Per-script timeout in seconds.")
+    extra_pythonpath: list[str] = Field(
+        default_factory=list, description="Directories prepended to the scripts' PYTHONPATH (e.g. a host's own torch build)."
+    )
+    extra_env: dict[str, str] = Field(default_factory=dict, description="Extra environment variables for the scripts.")
     image: str = Field(default="", description="Container image of the sweep pod (runner=k8s).")
     namespace: str = Field(default="kernelindex", description="Kubernetes namespace of sweep pods (runner=k8s).")
 

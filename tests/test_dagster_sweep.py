@@ -1,0 +1,105 @@
+"""Execute mode through Dagster: the stand-in release's scripts run in real subprocesses behind Pipes,
+the good rows are published as measured records, the bad scripts are classified, and a host without
+CUDA fails at once naming the partition's GPU."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from dagster import DagsterInstance, materialize
+
+from dagster_support import LocalReleases
+from kernelindex_pipeline.catalogue.store import CatalogueStore
+from kernelindex_pipeline.defs.partitions import GPU_DIMENSION, VERSION_DIMENSION, benchmark_partition_key
+from kernelindex_pipeline.defs.resources import BenchmarkRunnerResource, CatalogueResource
+from standin_release import build_fake_nvidia_smi, build_fake_torch, build_liger_wheel, build_release_tarball
+from test_dagster_history import CHAIN
+
+VERSION = "0.5.0"
+GPU = "nvidia-h100-80gb-hbm3"
+EXECUTE = {"ops": {"benchmark_csv": {"config": {"mode": "execute"}}}}
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    root = tmp_path_factory.mktemp("sweep-site")
+    build_fake_nvidia_smi(root / "bin")
+    return {
+        "root": root,
+        "tarball": build_release_tarball(root / "release", VERSION),
+        "wheels": build_liger_wheel(root / "wheels", VERSION).parent,
+        "path": f"{root / 'bin'}{os.pathsep}{os.environ['PATH']}",
+    }
+
+
+def _run(site, tmp_path, sqlite_url, device_name):
+    torch_dir = build_fake_torch(tmp_path / "torch", device_name)
+    resources = {
+        "catalogue": CatalogueResource(url=sqlite_url),
+        "releases": LocalReleases(sdist_path=str(site["tarball"]), version=VERSION),
+        "runner": BenchmarkRunnerResource(
+            work_root=str(tmp_path / "sweeps"),
+            env_cache_dir=str(site["root"] / "envs"),
+            wheel_dir=str(site["wheels"]),
+            script_timeout_s=20,
+            extra_pythonpath=[str(torch_dir)],
+            extra_env={"PATH": site["path"]},
+        ),
+    }
+    with DagsterInstance.ephemeral() as instance:
+        instance.add_dynamic_partitions(GPU_DIMENSION, [GPU])
+        instance.add_dynamic_partitions(VERSION_DIMENSION, [VERSION])
+        return materialize(
+            CHAIN,
+            partition_key=benchmark_partition_key(GPU, VERSION),
+            instance=instance,
+            resources=resources,
+            run_config=EXECUTE,
+            raise_on_error=False,
+        )
+
+
+def test_sweep_publishes_the_good_scripts_rows_and_classifies_the_bad(site, tmp_path, sqlite_url):
+    result = _run(site, tmp_path, sqlite_url, "NVIDIA H100 80GB HBM3")
+    assert result.success
+    partition_csv = result.output_for_node("benchmark_csv")
+    statuses = {o["script"]: o["status"] for o in partition_csv.sweep["outcomes"]}
+    assert statuses["benchmark_rms_norm.py"] == "ok" and statuses["benchmark_tiled_mlp.py"] == "ok"
+    assert statuses["benchmark_layer_norm.py"] == "failed"
+    assert statuses["benchmark_cross_entropy.py"] == "out_of_memory"
+    assert statuses["benchmark_softmax.py"] == "timed_out"
+
+    checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
+    assert checks["sweep_scripts_succeeded"] is False  # a warning: the good rows still go through
+    assert all(passed for name, passed in checks.items() if name != "sweep_scripts_succeeded")
+
+    (csv_event,) = result.asset_materializations_for_node("benchmark_csv")
+    assert "orchestration_overhead_s" in csv_event.metadata and csv_event.metadata["scripts_failed"].value == 3
+
+    store = CatalogueStore.open(sqlite_url)
+    try:
+        manifests = list(store.manifests())
+    finally:
+        store.close()
+    runs = [m for m in manifests if m["kind"] == "BenchmarkRun"]
+    assert runs and {r["spec"]["sourceNative"]["benchmark"].split("/")[0] for r in runs} <= {"rms_norm", "tiled_swiglu", "tiled_geglu"}
+    assert all(r["spec"]["evidence"]["logs"]["digest"].startswith("sha256:") for r in runs)
+    (environment,) = [m for m in manifests if m["kind"] == "ExecutionEnvironment"]
+    assert environment["spec"]["software"], "a measured environment records its software"
+    assert {r["spec"]["environmentDigest"] for r in runs} == {store_digest(environment)}
+
+
+def store_digest(manifest):
+    from kernelindex_pipeline.records.canonical import digest_of
+
+    return digest_of(manifest)
+
+
+def test_a_host_without_cuda_fails_naming_the_partition_gpu(site, tmp_path, sqlite_url):
+    result = _run(site, tmp_path, sqlite_url, None)
+    assert not result.success
+    failure = next(e for e in result.all_events if e.event_type_value == "STEP_FAILURE")
+    message = str(failure.event_specific_data.error)
+    assert GPU in message and "host check failed" in message
+    assert not result.asset_materializations_for_node("catalogue_publication")
