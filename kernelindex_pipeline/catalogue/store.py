@@ -44,7 +44,6 @@ from sqlalchemy import (
     func,
     inspect,
     select,
-    tuple_,
     update,
 )
 from sqlalchemy.dialects import postgresql as postgresql_dialect
@@ -437,14 +436,19 @@ class CatalogueStore:
     def _reconcile_run_identities(self, conn: Connection, rows: list[_Row]) -> tuple[list[_Row], list[Conflict]]:
         """Drop runs whose (source, externalId) already belongs to another digest, in the catalogue or
         earlier in this same batch (first one wins)."""
-        keys = [row.run_key for row in rows if row.run_key is not None]
+        external_ids_by_source: dict[str, list[str]] = {}
+        for row in rows:
+            if row.run_key is not None:
+                external_ids_by_source.setdefault(row.run_key[0], []).append(row.run_key[1])
         taken: dict[tuple[str, str], str] = {}
-        for chunk in _chunks(keys, BATCH_SIZE):
-            statement = select(runs.c.source, runs.c.external_id, runs.c.digest).where(
-                tuple_(runs.c.source, runs.c.external_id).in_(chunk)
-            )
-            for source, external_id, digest in conn.execute(statement):
-                taken[(source, external_id)] = digest
+        # One source at a time, so that both databases look the keys up in the (source, external_id) index.
+        for source, external_ids in external_ids_by_source.items():
+            for chunk in _chunks(external_ids, BATCH_SIZE):
+                statement = select(runs.c.external_id, runs.c.digest).where(
+                    runs.c.source == source, runs.c.external_id.in_(chunk)
+                )
+                for external_id, digest in conn.execute(statement):
+                    taken[(source, external_id)] = digest
         accepted: list[_Row] = []
         conflicts: list[Conflict] = []
         for row in rows:
