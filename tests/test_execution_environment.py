@@ -74,3 +74,15 @@ def test_missing_wheel_directory_is_refused(tmp_path):
     scripts_dir = make_release(tmp_path / "release", {"benchmark_a.py": "import torch\n"})
     with pytest.raises(EnvironmentBuildError, match="does not exist"):
         prepare_environment("9.9.9", scripts_dir=scripts_dir, cache_dir=tmp_path / "envs", wheel_dir=tmp_path / "nowhere")
+
+
+def test_the_work_tree_keeps_the_release_declared_ranges(tmp_path):
+    from kernelindex_pipeline.execution.workdir import prepare_workdir
+
+    make_release(
+        tmp_path / "release",
+        {"benchmark_a.py": "import torch\nimport transformers\n"},
+        pkg_info='Requires-Dist: transformers>=5.0.0; extra == "dev"\n',
+    )
+    workdir = prepare_workdir(tmp_path / "release", tmp_path / "work")
+    assert script_requirements(workdir.scripts_dir) == {"transformers": "transformers>=5.0.0"}

@@ -76,6 +76,9 @@ def prepare_workdir(release_root: Path | str, dest: Path | str) -> WorkDir:
         tree / "benchmark",
         ignore=lambda directory, names: [n for n in names if Path(directory).name == "data" and n.endswith(".csv")],
     )
+    if (release_root / "PKG-INFO").is_file():
+        # The release's declared requirements (e.g. its dev extra's transformers range) guide the scripts' environment.
+        shutil.copyfile(release_root / "PKG-INFO", tree / "PKG-INFO")
     for name in LINKED_DIRS:
         if (release_root / name).is_dir():
             os.symlink(release_root / name, tree / name, target_is_directory=True)
