@@ -40,7 +40,9 @@ def build_definitions() -> Definitions:
         schedules=[nightly_gpu_sweep],
         resources={
             "catalogue": CatalogueResource(url=_from_env(CATALOGUE_URL_ENV)),
-            "releases": LigerReleaseResource(cache_dir=_from_env("KERNELINDEX_CACHE_DIR")),
+            "releases": LigerReleaseResource(
+                cache_dir=_from_env("KERNELINDEX_CACHE_DIR"), history_release=_from_env("KERNELINDEX_HISTORY_RELEASE")
+            ),
             "runner": BenchmarkRunnerResource(),
             "fleet": GpuFleetResource(gpu_pools=_from_env("KERNELINDEX_GPU_POOLS")),
         },

@@ -52,7 +52,10 @@ class LigerReleaseResource(ConfigurableResource):
     )
     history_release: str = Field(
         default="latest",
-        description="Release whose committed history CSV the history mode imports ('latest' = newest on the index).",
+        description=(
+            "Release whose committed history CSV the history mode imports ('latest' or empty: the newest on "
+            "the index). Set it through KERNELINDEX_HISTORY_RELEASE to pin it."
+        ),
     )
 
     def _cache(self) -> Path:
@@ -65,7 +68,7 @@ class LigerReleaseResource(ConfigurableResource):
         return release.list_release_versions()
 
     def history_version(self) -> str:
-        if self.history_release != "latest":
+        if self.history_release not in ("", "latest"):
             return self.history_release
         return self.versions()[-1]
 
