@@ -31,6 +31,7 @@ def _transform_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--liger-version", metavar="V", help="keep only rows whose liger_version is exactly V")
     p.add_argument("--out", required=True, type=Path, metavar="DIR", help="writes DIR/records.jsonl and DIR/report.json")
     p.add_argument("--cache-dir", type=Path, help="sdist cache (default $KERNELINDEX_CACHE_DIR or ~/.cache/kernelindex-pipeline)")
+    p.add_argument("--workers", type=int, metavar="N", help="run-building worker processes (default: 2 for large inputs on 2+ CPUs, else 0)")
 
 
 def _transform(args: argparse.Namespace) -> int:
@@ -40,6 +41,8 @@ def _transform(args: argparse.Namespace) -> int:
 
     if (args.csv is None) == (args.liger_release is None):
         raise UsageError("give exactly one input: a CSV path or --liger-release V")
+    if args.workers is not None and args.workers < 0:
+        raise UsageError("--workers must be 0 or more")
     if args.csv is not None:
         source, snapshot = args.csv, None
     else:
@@ -47,7 +50,9 @@ def _transform(args: argparse.Namespace) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".runs-", dir=args.out) as tmp:
         spool = SortedRunSpool(tmp_dir=tmp)
-        result = import_csv(source, gpu=args.gpu, liger_version=args.liger_version, snapshot=snapshot, on_run=spool.add)
+        result = import_csv(
+            source, gpu=args.gpu, liger_version=args.liger_version, snapshot=snapshot, on_run=spool.add, workers=args.workers
+        )
         lines = write_records_jsonl(args.out / "records.jsonl", result.manifests.items(), spool)
     report = result.report.to_dict()
     write_json(args.out / "report.json", {"source": result.snapshot.to_dict() if result.snapshot else None, **report})

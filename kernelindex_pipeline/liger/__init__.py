@@ -13,6 +13,7 @@ Stages, one module each (fetch an immutable snapshot -> parse -> normalize -> re
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from os import PathLike
 from pathlib import Path
@@ -20,7 +21,7 @@ from typing import Any, Callable, Iterator
 
 from kernelindex_pipeline.liger.catalogue import Catalogue, CatalogueError, default_catalogue
 from kernelindex_pipeline.liger.csv import CsvFormatError, CsvReader
-from kernelindex_pipeline.liger.normalize import MeasuredContext, Normalizer, RunRecord
+from kernelindex_pipeline.liger.normalize import InvalidRecord, MeasuredContext, Normalizer, RunRecord, schema_validator
 from kernelindex_pipeline.liger.release import SourceSnapshot, snapshot_of_bytes, snapshot_of_file
 from kernelindex_pipeline.liger.report import KIND_ORDER, ImportReport
 
@@ -37,11 +38,10 @@ __all__ = [
     "sort_key",
 ]
 
+# Below this size one process is faster than starting workers (about 20 000 rows).
+PARALLEL_MIN_BYTES = 4 * 1024 * 1024
+
 _KIND_RANK = {kind: i for i, kind in enumerate(KIND_ORDER)}
-
-
-class InvalidRecord(ValueError):
-    """A manifest the library built does not validate: a bug or a catalogue fact the schema refuses."""
 
 
 def sort_key(manifest: dict[str, Any], digest: str) -> tuple[int, str, str]:
@@ -71,16 +71,11 @@ class ImportResult:
         return (m for m in self.manifests.values() if m["kind"] == kind)
 
 
-def schema_validator() -> Callable[[dict[str, Any]], None]:
-    """A function that raises InvalidRecord naming record and field(s) when a manifest is invalid."""
-    from kernelindex_pipeline.records.schema import validate_manifest
-
-    def validate(manifest: dict[str, Any]) -> None:
-        problems = validate_manifest(manifest)
-        if problems:
-            raise InvalidRecord("; ".join(str(p) for p in problems))
-
-    return validate
+def _usable_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 def import_csv(
@@ -93,6 +88,7 @@ def import_csv(
     on_run: Callable[[RunRecord], None] | None = None,
     catalogue: Catalogue | None = None,
     validate: bool = True,
+    workers: int | None = None,
 ) -> ImportResult:
     """Read a Liger benchmark CSV (a path or its bytes) and build its records.
 
@@ -101,26 +97,44 @@ def import_csv(
     measured: facts for rows the pipeline ran itself (see MeasuredContext).
     on_run: receive each BenchmarkRun as a RunRecord instead of keeping it in `manifests` (for
     millions of rows); shared objects are always kept.
+    workers: processes that build runs besides this one (needs on_run). None: 2 for inputs over
+    PARALLEL_MIN_BYTES when two CPUs are usable, else 0 (everything in this process).
     Raises CsvFormatError (unreadable file, missing column) and InvalidRecord (a built manifest fails
     the schema; never expected).
     """
     reader = CsvReader(source)  # first: it names a missing file or a missing column
     if snapshot is None:
         snapshot = snapshot_of_bytes(bytes(source)) if isinstance(source, (bytes, bytearray)) else snapshot_of_file(Path(source))
-    normalizer = Normalizer(
-        catalogue or default_catalogue(),
-        gpu=gpu,
-        liger_version=liger_version,
-        measured=measured,
-        on_run=on_run,
-        validate=schema_validator() if validate else None,
-    )
-    if reader.header is not None:
-        normalizer.report.drift_warnings.extend(reader.header.drift_warnings)
-    else:
-        normalizer.report.drift_warnings.append("the file is empty: no header and no rows")
-    for chunk in reader:
-        normalizer.add_chunk(chunk)
+    if workers is None:
+        workers = 2 if on_run is not None and _usable_cpus() >= 2 and snapshot.sizeBytes >= PARALLEL_MIN_BYTES else 0
+    if workers and on_run is None:
+        raise ValueError("workers need on_run: runs built in worker processes are streamed, not collected")
+    builder = None
+    if workers:
+        from kernelindex_pipeline.liger.parallel import ParallelRunBuilder
+
+        builder = ParallelRunBuilder(workers, on_run, validate=validate)
+    try:
+        normalizer = Normalizer(
+            catalogue or default_catalogue(),
+            gpu=gpu,
+            liger_version=liger_version,
+            measured=measured,
+            on_run=on_run,
+            validate=schema_validator() if validate else None,
+            builder=builder,
+        )
+        if reader.header is not None:
+            normalizer.report.drift_warnings.extend(reader.header.drift_warnings)
+        else:
+            normalizer.report.drift_warnings.append("the file is empty: no header and no rows")
+        for chunk in reader:
+            normalizer.add_chunk(chunk)
+        if builder is not None:
+            builder.finish()
+    finally:
+        if builder is not None:
+            builder.close()
     normalizer.finish()
     manifests = dict(normalizer.objects)
     manifests.update(normalizer.runs)

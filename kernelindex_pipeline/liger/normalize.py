@@ -18,10 +18,11 @@ parts are numbers and [a-z0-9-] text; tests prove it equal to `records.canonical
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from kernelindex_pipeline.liger.catalogue import (
     DTYPE_TOKENS,
@@ -31,7 +32,6 @@ from kernelindex_pipeline.liger.catalogue import (
     Provider,
     Rule,
 )
-from kernelindex_pipeline.liger.csv import Chunk
 from kernelindex_pipeline.liger.jsnumber import (
     MAX_SAFE_INTEGER,
     JSParseError,
@@ -45,6 +45,9 @@ from kernelindex_pipeline.liger.jsnumber import (
 from kernelindex_pipeline.liger.report import ImportReport, Issue
 from kernelindex_pipeline.records.canonical import API_VERSION, canonical_bytes, digest_of
 from kernelindex_pipeline.records.names import NAME_LIMIT, kebab
+
+if TYPE_CHECKING:  # csv.py imports pandas, which run-building worker processes do not need
+    from kernelindex_pipeline.liger.csv import Chunk
 
 _NAME_RUNS = re.compile(r"[^a-z0-9]+")  # kebab's substitution, applied in pieces for run names
 
@@ -82,6 +85,26 @@ class Binding:
     dtype: str
     scalars: tuple[tuple[str, int | float], ...]
     case_key: str
+
+
+class InvalidRecord(ValueError):
+    """A manifest the library built does not validate: a bug or a catalogue fact the schema refuses."""
+
+
+def schema_validator() -> Callable[[dict[str, Any]], None]:
+    """A function that raises InvalidRecord naming record and field(s) when a manifest is invalid."""
+    from kernelindex_pipeline.records.schema import validate_manifest
+
+    def validate(manifest: dict[str, Any]) -> None:
+        problems = validate_manifest(manifest)
+        if problems:
+            raise InvalidRecord("; ".join(str(p) for p in problems))
+
+    return validate
+
+
+def _no_validation(manifest: dict[str, Any]) -> None:
+    return None
 
 
 class RowProblem(Exception):
@@ -348,15 +371,90 @@ def _ns(ms: float) -> int | float:
     return ms_to_ns(ms)
 
 
-@dataclass
 class RunRecord:
-    """A BenchmarkRun as the normalizer emits it: name, digest, its canonical manifest line and dict."""
+    """A BenchmarkRun as the normalizer emits it: name, digest, external id and its canonical line.
 
-    name: str
-    digest: str
-    external_id: str
-    line: bytes  # RFC 8785 canonical JSON of the whole manifest (metadata included)
-    manifest: dict[str, Any]
+    `line` is the RFC 8785 canonical JSON of the whole manifest (metadata included); `manifest` is
+    the dict, parsed from the line on first use when the run was built in a worker process.
+    """
+
+    __slots__ = ("name", "digest", "external_id", "line", "_manifest")
+
+    def __init__(self, name: str, digest: str, external_id: str, line: bytes, manifest: dict[str, Any] | None = None):
+        self.name = name
+        self.digest = digest
+        self.external_id = external_id
+        self.line = line
+        self._manifest = manifest
+
+    @property
+    def manifest(self) -> dict[str, Any]:
+        if self._manifest is None:
+            self._manifest = json.loads(self.line)
+        return self._manifest
+
+
+def build_run(item: tuple, validate: Callable[[dict[str, Any]], None], with_line: bool = True) -> RunRecord:
+    """One BenchmarkRun from a row that passed every check (see Normalizer._run): pure, so worker
+    processes can run it. `item` = (template, ms50, median_ns, y20, y80, observedAt, ts slug,
+    ts name part, externalId, liger_version, liger_version as JSON text)."""
+    t, ms50, median, y20, y80, observed_at, ts_slug, ts_name, external_id, version, version_json = item
+    if ms50.is_integer():
+        ms50 = whole(ms50)
+    ms20, ms80 = cell_number(y20), cell_number(y80)
+    if ms20 - ms20 == 0 and ms80 - ms80 == 0:  # both finite (inf - inf and NaN - NaN are NaN)
+        p20, p80 = _ns(ms20), _ns(ms80)
+        if ms20.is_integer():
+            ms20 = whole(ms20)
+        if ms80.is_integer():
+            ms80 = whole(ms80)
+        measurements = _P20 + _number_text(p20) + _P80 + _number_text(p80) + "}]"
+        metrics_text = (
+            '{"ms_20":' + _number_text(ms20) + ',"ms_50":' + _number_text(ms50)
+            + ',"ms_80":' + _number_text(ms80) + "}"
+        )
+        metrics = {"ms_50": ms50, "ms_20": ms20, "ms_80": ms80}
+        spec = {
+            **t.digests,
+            "status": "passed",
+            "timing": {"primaryStatistic": "median", "latencyNs": {"median": median}},
+            "measurements": [
+                {"metric": "latency", "unit": "ns", "statistic": "p20", "value": p20},
+                {"metric": "latency", "unit": "ns", "statistic": "p80", "value": p80},
+            ],
+        }
+    else:
+        measurements = ""
+        metrics_text = '{"ms_50":' + _number_text(ms50) + "}"
+        metrics = {"ms_50": ms50}
+        spec = {
+            **t.digests,
+            "status": "passed",
+            "timing": {"primaryStatistic": "median", "latencyNs": {"median": median}},
+        }
+    spec["sourceNative"] = {"source": RUN_SOURCE, "benchmark": t.benchmark, "externalId": external_id, "metrics": metrics}
+    spec["observedAt"] = observed_at
+    if t.evidence_logs is not None:
+        spec["evidence"] = {"logs": t.evidence_logs}
+    spec_text = (
+        t.head + measurements + _OBSERVED + observed_at + t.source + ts_slug + _METRICS + metrics_text
+        + _TIMING + str(median) + t.tail
+    )
+    digest = "sha256:" + hashlib.sha256((_BODY_PREFIX + '"spec":' + spec_text + "}").encode()).hexdigest()
+    # kebab(name_prefix + timestamp) without redoing the prefix: the prefix ends in "-", so a
+    # timestamp starting with a separator merges into it; then strip the end and cut at 100.
+    name = (t.name_head + (ts_name[1:] if ts_name[:1] == "-" else ts_name)).rstrip("-")[:NAME_LIMIT]
+    metadata = {"name": name, "title": t.title, "labels": {"liger_version": version}}
+    manifest = {"apiVersion": API_VERSION, "kind": "BenchmarkRun", "metadata": metadata, "spec": spec}
+    validate(manifest)
+    line = b""
+    if with_line:
+        line = (
+            _META_PREFIX + version_json + '},"name":"' + name + '","title":' + t.title_json
+            + '},"spec":' + spec_text + "}"
+        ).encode()
+    return RunRecord(name, digest, external_id, line, manifest)
+
 
 
 class Normalizer:
@@ -371,13 +469,15 @@ class Normalizer:
         measured: MeasuredContext | None = None,
         on_run: Callable[[RunRecord], None] | None = None,
         validate: Callable[[dict[str, Any]], None] | None = None,
+        builder: Any = None,
     ):
         self.catalogue = catalogue
         self.gpu_filter = gpu
         self.version_filter = liger_version
         self.measured = measured
         self.on_run = on_run
-        self.validate = validate or (lambda manifest: None)
+        self.validate = validate or _no_validation
+        self.builder = builder  # builds runs elsewhere (worker processes) when set
         self.report = ImportReport()
         self.objects: dict[str, dict[str, Any]] = {}  # digest -> manifest (shared kinds, first name wins)
         self.names_by_digest: dict[str, list[str]] = {}
@@ -574,63 +674,16 @@ class Normalizer:
                 report.issues.append(Issue(row, "liger_version is longer than 200 characters (label limit)"))
                 return
             version_json = self._versions[version] = _json_text(version)
-        if ms50.is_integer():
-            ms50 = whole(ms50)
-        ms20, ms80 = cell_number(y20), cell_number(y80)
-        if ms20 - ms20 == 0 and ms80 - ms80 == 0:  # both finite (inf - inf and NaN - NaN are NaN)
-            p20, p80 = _ns(ms20), _ns(ms80)
-            if ms20.is_integer():
-                ms20 = whole(ms20)
-            if ms80.is_integer():
-                ms80 = whole(ms80)
-            measurements = _P20 + _number_text(p20) + _P80 + _number_text(p80) + "}]"
-            metrics_text = (
-                '{"ms_20":' + _number_text(ms20) + ',"ms_50":' + _number_text(ms50)
-                + ',"ms_80":' + _number_text(ms80) + "}"
-            )
-            metrics = {"ms_50": ms50, "ms_20": ms20, "ms_80": ms80}
-            spec = {
-                **t.digests,
-                "status": "passed",
-                "timing": {"primaryStatistic": "median", "latencyNs": {"median": median}},
-                "measurements": [
-                    {"metric": "latency", "unit": "ns", "statistic": "p20", "value": p20},
-                    {"metric": "latency", "unit": "ns", "statistic": "p80", "value": p80},
-                ],
-            }
-        else:
-            measurements = ""
-            metrics_text = '{"ms_50":' + _number_text(ms50) + "}"
-            metrics = {"ms_50": ms50}
-            spec = {
-                **t.digests,
-                "status": "passed",
-                "timing": {"primaryStatistic": "median", "latencyNs": {"median": median}},
-            }
-        spec["sourceNative"] = {"source": RUN_SOURCE, "benchmark": t.benchmark, "externalId": external_id, "metrics": metrics}
-        spec["observedAt"] = observed_at
-        if t.evidence_logs is not None:
-            spec["evidence"] = {"logs": t.evidence_logs}
-        spec_text = (
-            t.head + measurements + _OBSERVED + observed_at + t.source + ts_slug + _METRICS + metrics_text
-            + _TIMING + str(median) + t.tail
-        )
-        digest = "sha256:" + hashlib.sha256((_BODY_PREFIX + '"spec":' + spec_text + "}").encode()).hexdigest()
-        # kebab(name_prefix + timestamp) without redoing the prefix: the prefix ends in "-", so a
-        # timestamp starting with a separator merges into it; then strip the end and cut at 100.
-        name = (t.name_head + (ts_name[1:] if ts_name[:1] == "-" else ts_name)).rstrip("-")[:NAME_LIMIT]
-        metadata = {"name": name, "title": t.title, "labels": {"liger_version": version}}
-        manifest = {"apiVersion": API_VERSION, "kind": "BenchmarkRun", "metadata": metadata, "spec": spec}
-        self.validate(manifest)
         report.runs += 1
+        item = (t, ms50, median, y20, y80, observed_at, ts_slug, ts_name, external_id, version, version_json)
+        if self.builder is not None:
+            self.builder.add(item)
+            return
+        record = build_run(item, self.validate, with_line=self.on_run is not None)
         if self.on_run is not None:
-            line = (
-                _META_PREFIX + version_json + '},"name":"' + name + '","title":' + t.title_json
-                + '},"spec":' + spec_text + "}"
-            ).encode()
-            self.on_run(RunRecord(name, digest, external_id, line, manifest))
+            self.on_run(record)
         else:
-            self.runs[digest] = manifest
+            self.runs[record.digest] = record.manifest
 
     # -- results -----------------------------------------------------------------------------------
 

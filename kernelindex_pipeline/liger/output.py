@@ -20,7 +20,7 @@ from typing import Any, Iterable, Iterator
 from kernelindex_pipeline.liger.normalize import RunRecord
 from kernelindex_pipeline.records.canonical import canonical_bytes
 
-DEFAULT_BUFFER_RUNS = 200_000
+DEFAULT_BUFFER_RUNS = 100_000  # about 150 MiB of run lines in memory before a spill
 
 
 class SortedRunSpool:

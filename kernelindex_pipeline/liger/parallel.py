@@ -1,0 +1,146 @@
+"""Building BenchmarkRuns in worker processes, so an import uses both cores.
+
+The main process keeps every decision that depends on row order (skips, duplicates, issues, which
+row creates a shared object) and hands rows that will become runs to workers in batches; a worker
+only turns (template, numbers, timestamp) into the run's dict, canonical line and digest, and
+validates it. Results come back in dispatch order, so `on_run` sees runs in row order, exactly as
+with one process.
+
+Workers are plain subprocesses (`python -m kernelindex_pipeline.liger.parallel`) speaking pickle
+over their stdin/stdout: unlike multiprocessing's spawn they never re-import the caller's main
+module (no `if __name__ == "__main__"` needed by callers), and unlike fork they are safe in a
+multi-threaded parent. Each worker has at most one batch outstanding: the main process sends a
+worker its next batch only after taking its previous results, so no pipe can fill up both ways.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import subprocess
+import sys
+from collections import deque
+from pathlib import Path
+from typing import Any, BinaryIO, Callable
+
+from kernelindex_pipeline.liger.normalize import InvalidRecord, RunRecord, build_run, schema_validator
+
+DEFAULT_BATCH_RUNS = 4000
+
+
+class WorkerError(RuntimeError):
+    """A run-building worker process failed or stopped."""
+
+
+def _worker_loop(inp: BinaryIO, out: BinaryIO, validate: bool) -> None:
+    check = schema_validator() if validate else (lambda manifest: None)
+    while True:
+        try:
+            batch = pickle.load(inp)
+        except EOFError:
+            return
+        if batch is None:
+            return
+        try:
+            result: Any = ("ok", [(r.name, r.digest, r.external_id, r.line) for r in (build_run(item, check) for item in batch)])
+        except InvalidRecord as exc:
+            result = ("invalid", str(exc))
+        except Exception as exc:  # noqa: BLE001 - reported to the main process, which raises
+            result = ("error", f"{type(exc).__name__}: {exc}")
+        pickle.dump(result, out, protocol=pickle.HIGHEST_PROTOCOL)
+        out.flush()
+
+
+class _Worker:
+    def __init__(self, validate: bool):
+        package_parent = str(Path(__file__).resolve().parents[2])
+        env = dict(os.environ)
+        env["PYTHONPATH"] = package_parent + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        cmd = [sys.executable, "-m", "kernelindex_pipeline.liger.parallel"] + ([] if validate else ["--no-validate"])
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+
+    def send(self, obj: Any) -> None:
+        try:
+            pickle.dump(obj, self.proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError) as exc:
+            raise WorkerError(f"a run-building worker process stopped (exit {self.proc.poll()}): {exc}") from None
+
+    def receive(self) -> Any:
+        try:
+            return pickle.load(self.proc.stdout)
+        except (EOFError, OSError, pickle.UnpicklingError) as exc:
+            raise WorkerError(f"a run-building worker process stopped (exit {self.proc.poll()}): {exc!r}") from None
+
+    def close(self) -> None:
+        try:
+            self.send(None)
+            self.proc.stdin.close()
+        except (WorkerError, OSError, ValueError):
+            pass
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        if self.proc.stdout:
+            self.proc.stdout.close()
+
+
+class ParallelRunBuilder:
+    """`add(item)` rows that passed every check; `finish()` delivers the rest; always `close()`."""
+
+    def __init__(self, workers: int, on_run: Callable[[RunRecord], None], validate: bool = True, batch_runs: int | None = None):
+        self.on_run = on_run
+        self.batch_runs = batch_runs or DEFAULT_BATCH_RUNS
+        self._workers = [_Worker(validate) for _ in range(workers)]
+        self._idle: deque[_Worker] = deque(self._workers)
+        self._pending: deque[_Worker] = deque()
+        self._batch: list[tuple] = []
+
+    def add(self, item: tuple) -> None:
+        self._batch.append(item)
+        if len(self._batch) >= self.batch_runs:
+            self._dispatch()
+
+    def _dispatch(self) -> None:
+        if not self._batch:
+            return
+        if not self._idle:
+            self._collect_oldest()
+        worker = self._idle.popleft()
+        worker.send(self._batch)
+        self._pending.append(worker)
+        self._batch = []
+
+    def _collect_oldest(self) -> None:
+        worker = self._pending.popleft()
+        status, payload = worker.receive()
+        self._idle.append(worker)
+        if status == "invalid":
+            raise InvalidRecord(payload)
+        if status != "ok":
+            raise WorkerError(f"a run-building worker failed: {payload}")
+        on_run = self.on_run
+        for name, digest, external_id, line in payload:
+            on_run(RunRecord(name, digest, external_id, line))
+
+    def finish(self) -> None:
+        self._dispatch()
+        while self._pending:
+            self._collect_oldest()
+
+    def close(self) -> None:
+        for worker in self._workers:
+            worker.close()
+
+
+def _main() -> None:
+    # The result stream is the real stdout; anything else printed goes to stderr instead.
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    _worker_loop(sys.stdin.buffer, out, validate="--no-validate" not in sys.argv[1:])
+
+
+if __name__ == "__main__":
+    _main()
