@@ -148,7 +148,8 @@ class Conflict:
 
 @dataclass(frozen=True)
 class PublishResult:
-    """What one publication changed."""
+    """What one publication changed. Every distinct digest given is counted once: as new, as
+    already present, or (a BenchmarkRun whose externalId another digest holds) as a conflict."""
 
     new: int
     already_present: int
