@@ -44,6 +44,7 @@ from kernelindex_pipeline.liger import partition as liger_partition
 from kernelindex_pipeline.liger.partition import PartitionCsv
 
 GROUP = "kernelindex"
+HISTORY_RELEASE_TAG = "kernelindex/history_release"
 
 
 def _table(counts: dict) -> MetadataValue:
@@ -102,7 +103,9 @@ def benchmark_csv(
 
         partition_csv = run_sweep_through_pipes(context, gpu, version, config.kernels, releases, runner)
     else:
-        partition_csv = liger_partition.history_partition_csv(releases.fetch(releases.history_version()), gpu, version)
+        # Sensors and the history import pin the release in a tag, so a run never asks the index again.
+        history_release = context.run.tags.get(HISTORY_RELEASE_TAG) or releases.history_version()
+        partition_csv = liger_partition.history_partition_csv(releases.fetch(history_release), gpu, version)
         context.log.info(f"{gpu} x {version}: {partition_csv.snapshot.get('rows', 0)} rows from {partition_csv.snapshot['locator']}")
     metadata = {
         "mode": partition_csv.mode,

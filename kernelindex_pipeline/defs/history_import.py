@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from dagster import DagsterInstance, build_resources
 
+from kernelindex_pipeline.defs.assets import HISTORY_RELEASE_TAG
 from kernelindex_pipeline.defs.partitions import GPU_DIMENSION, VERSION_DIMENSION, benchmark_partition_key
 from kernelindex_pipeline.liger.partition import slice_history
 from kernelindex_pipeline.liger.release import read_history_csv
@@ -83,11 +84,13 @@ def import_history(
     summary = HistoryImportSummary(history_release=version, catalogue_url=catalogue.safe_url)
     for index, (gpu, liger_version) in enumerate(wanted, start=1):
         key = benchmark_partition_key(gpu, liger_version)
-        result = job.execute_in_process(partition_key=key, instance=instance, raise_on_error=False)
+        result = job.execute_in_process(
+            partition_key=key, instance=instance, raise_on_error=False, tags={HISTORY_RELEASE_TAG: version}
+        )
         summary.partitions += 1
         if not result.success:
             summary.failed_partitions.append(str(key))
-            log(f"[{index}/{len(wanted)}] {key}: FAILED (run {result.run_id})")
+            log(f"[{index}/{len(wanted)}] {key}: FAILED (run {result.run_id}): {_failure_reason(result)}")
             continue
         records = result.output_for_node("kernelindex_records")
         report = records.report.to_dict()
@@ -114,3 +117,12 @@ def _publication_metadata(result) -> dict:
         if materialization.asset_key.path == ["catalogue_publication"]:
             return {key: value.value for key, value in materialization.metadata.items()}
     return {}
+
+
+def _failure_reason(result) -> str:
+    for event in result.all_events:
+        if event.event_type_value == "STEP_FAILURE":
+            error = event.event_specific_data.error
+            return f"{event.step_key}: {error.message.strip() if error else 'failed'}"
+    failed_checks = [e.check_name for e in result.get_asset_check_evaluations() if not e.passed]
+    return f"blocking checks failed: {', '.join(failed_checks)}" if failed_checks else "see the run's logs"

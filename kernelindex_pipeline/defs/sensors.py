@@ -12,6 +12,7 @@ from dagster import (
 )
 from packaging.version import InvalidVersion, Version
 
+from kernelindex_pipeline.defs.assets import HISTORY_RELEASE_TAG
 from kernelindex_pipeline.defs.jobs import history_import_job
 from kernelindex_pipeline.defs.partitions import (
     GPU_DIMENSION,
@@ -88,7 +89,7 @@ def liger_history_sensor(context: SensorEvaluationContext, releases: LigerReleas
             # Same rows, same key: Dagster launches a run key once, so re-evaluation launches nothing.
             run_key=f"history:{part.gpu}|{part.liger_version}:{part.content_digest}",
             partition_key=benchmark_partition_key(part.gpu, part.liger_version),
-            tags={"kernelindex/history_release": version},
+            tags={HISTORY_RELEASE_TAG: version},
         )
         for part in slices.partitions.values()
     ]

@@ -11,6 +11,7 @@ and counted: they can belong to no partition, and are never silently dropped.
 from __future__ import annotations
 
 import csv
+import functools
 import hashlib
 import io
 import re
@@ -115,10 +116,16 @@ class PartitionCsv:
         return "sha256:" + hashlib.sha256(self.csv_bytes).hexdigest()
 
 
+@functools.lru_cache(maxsize=4)
+def _sliced_history(artifact: ReleaseArtifact):
+    # Keyed by the artifact (its sha256 included): a backfill in one process reads each sdist once.
+    data, snapshot = read_history_csv(artifact)
+    return slice_history(data), data, snapshot
+
+
 def history_partition_csv(artifact: ReleaseArtifact, gpu: str, liger_version: str) -> PartitionCsv:
     """The rows of `artifact`'s committed history CSV for one partition (an empty CSV if it has none)."""
-    data, snapshot = read_history_csv(artifact)
-    slices = slice_history(data)
+    slices, data, snapshot = _sliced_history(artifact)
     part = slices.partitions.get((gpu, liger_version))
     csv_bytes = part.csv_bytes if part else data.split(b"\n", 1)[0].lstrip(b"\xef\xbb\xbf") + b"\n"
     source = {
