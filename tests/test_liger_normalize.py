@@ -214,10 +214,25 @@ def test_unsafe_values_are_issues_not_invalid_records():
         row(x_value="1e300"),
         row(kernel_name="kto_loss", x_name="B", x_value="2", extra_benchmark_config_str=json.dumps(kto).replace("Infinity", "1e400")),
         row(y_value_50="1e300"),
+        row(y_value_20="1e303", timestamp="2025-01-02 03:04:07"),
     ]
     result = run_import(rows)
-    assert [i.row for i in result.report.issues] == [1, 2, 3]
+    assert [i.row for i in result.report.issues] == [1, 2, 3, 4]
+    assert "overflow" in result.report.issues[3].problem
     assert result.report.runs == 0
+
+
+def test_a_case_title_beyond_200_characters_is_an_issue(tmp_path):
+    from importlib import resources
+
+    kernels = resources.files("kernelindex_pipeline").joinpath("data", "liger-kernels.yaml").read_text("utf-8")
+    providers = resources.files("kernelindex_pipeline").joinpath("data", "liger-providers.yaml").read_text("utf-8")
+    (tmp_path / "k.yaml").write_text(kernels.replace("title: RMSNorm\n", "title: " + "R" * 170 + "\n", 1))
+    (tmp_path / "p.yaml").write_text(providers)
+    catalogue = load_catalogue(tmp_path / "k.yaml", tmp_path / "p.yaml")
+    result = import_csv(csv_bytes([BASE_ROW, row(x_value="8", timestamp="2025-01-02 03:04:09")]), catalogue=catalogue)
+    assert [i.row for i in result.report.issues] == [1]
+    assert "title" in result.report.issues[0].problem and result.report.runs == 1
 
 
 def test_measured_context_gives_its_own_environment_and_evidence():

@@ -201,6 +201,8 @@ def _apply_rule(kernel: Kernel, rule: Rule, x: int | float, config: dict[str, An
             raise RowProblem(f"scalar {name} = {value!r} is not a finite number")
         scalars.append((name, value))
     case_key = "-".join(f"{name}{value}" for name, value in sorted(axes)) + "-" + dtype
+    if len(case_title(kernel, tuple(axes), dtype)) > 200:
+        raise RowProblem("the workload case title would exceed 200 characters (axis values too long)")
     return Binding(tuple(axes), values, dtype, tuple(scalars), case_key)
 
 
@@ -245,8 +247,12 @@ def workload_case(kernel: Kernel, binding: Binding, operation_digest: str) -> di
     if binding.scalars:
         spec["scalars"] = {name: {"dtype": "fp32", "value": value} for name, value in binding.scalars}
     spec["correctness"] = {"comparator": "not_asserted"}
-    title = f"{kernel.title} · {', '.join(f'{a}={v}' for a, v in binding.axes)} · {binding.dtype}"
+    title = case_title(kernel, binding.axes, binding.dtype)
     return _manifest("WorkloadCase", {"name": kebab(f"{kernel.slug}-{binding.case_key}"), "title": title}, spec)
+
+
+def case_title(kernel: Kernel, axes: tuple[tuple[str, int], ...], dtype: str) -> str:
+    return f"{kernel.title} · {', '.join(f'{a}={v}' for a, v in axes)} · {dtype}"
 
 
 def software_project(catalogue: Catalogue, slug: str) -> dict[str, Any]:
@@ -327,6 +333,7 @@ class RunTemplate:
     escaped once here, variable parts are numbers and [a-z0-9-] text that need no escaping.
     """
 
+    id: int  # sequential within one import (worker processes keep templates by id)
     name_head: str  # kebab's substitution applied to liger-<kernel>-<mode>-<provider>-<gpu>-<caseKey>-
     title: str
     title_json: str
@@ -396,12 +403,11 @@ class RunRecord:
 
 def build_run(item: tuple, validate: Callable[[dict[str, Any]], None], with_line: bool = True) -> RunRecord:
     """One BenchmarkRun from a row that passed every check (see Normalizer._run): pure, so worker
-    processes can run it. `item` = (template, ms50, median_ns, y20, y80, observedAt, ts slug,
+    processes can run it. `item` = (template, ms50, median_ns, ms20, ms80, observedAt, ts slug,
     ts name part, externalId, liger_version, liger_version as JSON text)."""
-    t, ms50, median, y20, y80, observed_at, ts_slug, ts_name, external_id, version, version_json = item
+    t, ms50, median, ms20, ms80, observed_at, ts_slug, ts_name, external_id, version, version_json = item
     if ms50.is_integer():
         ms50 = whole(ms50)
-    ms20, ms80 = cell_number(y20), cell_number(y80)
     if ms20 - ms20 == 0 and ms80 - ms80 == 0:  # both finite (inf - inf and NaN - NaN are NaN)
         p20, p80 = _ns(ms20), _ns(ms80)
         if ms20.is_integer():
@@ -494,6 +500,7 @@ class Normalizer:
         self._seen_runs: set[str] = set()
         self._gpu_slugs: dict[str, str] = {}
         self._versions: dict[str, str] = {}  # liger_version -> its JSON text
+        self._template_count = 0
 
     # -- shared objects ----------------------------------------------------------------------------
 
@@ -626,7 +633,9 @@ class Normalizer:
         head += ',"implementationDigest":' + _json_text(impl)
         title = f"{kernel.title} · {provider.name} · {mode}"
         name_head = _NAME_RUNS.sub("-", f"liger-{kernel.kernel}-{mode}-{provider.name}-{gpu}-{binding.case_key}-".lower()).lstrip("-")
+        self._template_count += 1
         return RunTemplate(
+            id=self._template_count,
             name_head=name_head,
             title=title,
             title_json=_json_text(title),
@@ -674,8 +683,12 @@ class Normalizer:
                 report.issues.append(Issue(row, "liger_version is longer than 200 characters (label limit)"))
                 return
             version_json = self._versions[version] = _json_text(version)
+        ms20, ms80 = cell_number(y20), cell_number(y80)
+        if ms20 - ms20 == 0 and ms80 - ms80 == 0 and (math.isinf(ms20 * 1e6) or math.isinf(ms80 * 1e6)):
+            report.issues.append(Issue(row, f"y_value_20 {y20!r} / y_value_80 {y80!r} ms overflow a number in ns"))
+            return
         report.runs += 1
-        item = (t, ms50, median, y20, y80, observed_at, ts_slug, ts_name, external_id, version, version_json)
+        item = (t, ms50, median, ms20, ms80, observed_at, ts_slug, ts_name, external_id, version, version_json)
         if self.builder is not None:
             self.builder.add(item)
             return

@@ -34,15 +34,21 @@ class WorkerError(RuntimeError):
 
 def _worker_loop(inp: BinaryIO, out: BinaryIO, validate: bool) -> None:
     check = schema_validator() if validate else (lambda manifest: None)
+    templates: dict[int, Any] = {}
     while True:
         try:
-            batch = pickle.load(inp)
+            message = pickle.load(inp)
         except EOFError:
             return
-        if batch is None:
+        if message is None:
             return
+        new_templates, batch = message
+        templates.update(new_templates)
         try:
-            result: Any = ("ok", [(r.name, r.digest, r.external_id, r.line) for r in (build_run(item, check) for item in batch)])
+            result: Any = (
+                "ok",
+                [(r.name, r.digest, r.line) for r in (build_run((templates[item[0]],) + item[1:], check) for item in batch)],
+            )
         except InvalidRecord as exc:
             result = ("invalid", str(exc))
         except Exception as exc:  # noqa: BLE001 - reported to the main process, which raises
@@ -58,6 +64,7 @@ class _Worker:
         env["PYTHONPATH"] = package_parent + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         cmd = [sys.executable, "-m", "kernelindex_pipeline.liger.parallel"] + ([] if validate else ["--no-validate"])
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+        self.templates: set[int] = set()  # template ids this worker already holds
 
     def send(self, obj: Any) -> None:
         try:
@@ -95,11 +102,17 @@ class ParallelRunBuilder:
         self.batch_runs = batch_runs or DEFAULT_BATCH_RUNS
         self._workers = [_Worker(validate) for _ in range(workers)]
         self._idle: deque[_Worker] = deque(self._workers)
-        self._pending: deque[_Worker] = deque()
+        self._pending: deque[tuple[_Worker, list[str]]] = deque()  # worker, external ids of its batch
         self._batch: list[tuple] = []
+        self._batch_templates: dict[int, Any] = {}
+        self._external_ids: list[str] = []
 
     def add(self, item: tuple) -> None:
-        self._batch.append(item)
+        """item = (RunTemplate, ...) as build_run takes it; the template travels to each worker once."""
+        t = item[0]
+        self._batch_templates[t.id] = t
+        self._batch.append((t.id,) + item[1:])
+        self._external_ids.append(item[8])
         if len(self._batch) >= self.batch_runs:
             self._dispatch()
 
@@ -109,12 +122,14 @@ class ParallelRunBuilder:
         if not self._idle:
             self._collect_oldest()
         worker = self._idle.popleft()
-        worker.send(self._batch)
-        self._pending.append(worker)
-        self._batch = []
+        new = {i: t for i, t in self._batch_templates.items() if i not in worker.templates}
+        worker.templates.update(new)
+        worker.send((new, self._batch))
+        self._pending.append((worker, self._external_ids))
+        self._batch, self._batch_templates, self._external_ids = [], {}, []
 
     def _collect_oldest(self) -> None:
-        worker = self._pending.popleft()
+        worker, external_ids = self._pending.popleft()
         status, payload = worker.receive()
         self._idle.append(worker)
         if status == "invalid":
@@ -122,7 +137,7 @@ class ParallelRunBuilder:
         if status != "ok":
             raise WorkerError(f"a run-building worker failed: {payload}")
         on_run = self.on_run
-        for name, digest, external_id, line in payload:
+        for (name, digest, line), external_id in zip(payload, external_ids):
             on_run(RunRecord(name, digest, external_id, line))
 
     def finish(self) -> None:
