@@ -87,9 +87,11 @@ def measure(csv_path: str, out_dir: str | None, workers: int | None) -> dict:
     cpu = time.process_time() - c0
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     worker_cpu = children.ru_utime + children.ru_stime
+    worker_peak_kib = children.ru_maxrss  # the largest worker (each has its own address space)
     peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return {"rows": rows, "runs": runs, "seconds": round(elapsed, 2), "cpuSeconds": round(cpu, 2), "workerCpuSeconds": round(worker_cpu, 2), "rowsPerSecond": round(rows / elapsed),
-            "peakRssMiB": round(peak_kib / 1024, 1)}
+            "peakRssMiB": round(peak_kib / 1024, 1),
+            "workerPeakRssMiB": round(worker_peak_kib / 1024, 1)}
 
 
 def main() -> int:
@@ -117,7 +119,7 @@ def main() -> int:
                     return 1
                 figures = json.loads(proc.stdout.strip().splitlines()[-1])
                 print(f"N={n:>9,} {label:9} {figures['seconds']:7.2f} s  {figures['rowsPerSecond']:>9,} rows/s  "
-                      f"peak RSS {figures['peakRssMiB']:7.1f} MiB  ({figures['runs']:,} runs; CPU {figures['cpuSeconds']:.2f} s main + {figures['workerCpuSeconds']:.2f} s workers; load {os.getloadavg()[0]:.1f})", flush=True)
+                      f"peak RSS {figures['peakRssMiB']:7.1f} MiB (+ {figures['workerPeakRssMiB']:.0f} MiB per worker)  ({figures['runs']:,} runs; CPU {figures['cpuSeconds']:.2f} s main + {figures['workerCpuSeconds']:.2f} s workers; load {os.getloadavg()[0]:.1f})", flush=True)
             path.unlink()
     return 0
 

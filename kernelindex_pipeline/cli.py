@@ -1,7 +1,7 @@
 """The `kernelindex-pipeline` command line: the same functions the Dagster assets call.
 
 Exit codes: 0 ok, 1 invalid input or records, 2 usage. Errors are one line on stderr, never a
-traceback. Subcommands are registered in COMMANDS (name -> (add_arguments, run)); adding one is adding
+traceback (set KERNELINDEX_DEBUG=1 to see the traceback of an unexpected error). Subcommands are registered in COMMANDS (name -> (add_arguments, run)); adding one is adding
 an entry.
 """
 
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -165,6 +166,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # noqa: BLE001 - sorted below: expected errors are one line, others too
+        if os.environ.get("KERNELINDEX_DEBUG"):
+            raise
         expected = _expected_errors()
         first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         if isinstance(exc, expected):
