@@ -157,7 +157,7 @@ def test_bad_median_is_an_issue_after_the_case_exists(median):
     assert "WorkloadCase" in kinds(result) and "BenchmarkRun" not in kinds(result)
 
 
-@pytest.mark.parametrize("ts", ["2025-02-29 00:00:00", "2025-13-01 00:00:00", "2025-01-01T00:00:00", "yesterday", "2025-01-01 24:00:00"])
+@pytest.mark.parametrize("ts", ["\u0662\u0660\u0662\u0665-01-01 00:00:00", "2025-01-01 00:00:00\n", "2025-02-29 00:00:00", "2025-13-01 00:00:00", "2025-01-01T00:00:00", "yesterday", "2025-01-01 24:00:00"])
 def test_bad_timestamp_is_an_issue(ts):
     result = run_import([row(timestamp=ts)])
     assert len(result.report.issues) == 1 and "timestamp" in result.report.issues[0].problem
@@ -282,3 +282,15 @@ def test_a_record_the_schema_refuses_is_an_error_naming_record_and_field(tmp_pat
     catalogue = load_catalogue(tmp_path / "k.yaml", tmp_path / "p.yaml")
     with pytest.raises(InvalidRecord, match=r"OperationSpec/liger-rms-norm: spec\.family"):
         import_csv(csv_bytes([BASE_ROW]), catalogue=catalogue)
+
+
+def test_bounded_caches_do_not_change_results(monkeypatch):
+    from kernelindex_pipeline.liger import normalize
+
+    rows = [row(x_value=str(64 * (1 + i % 5)), timestamp=f"2025-01-0{1 + i % 3} 00:00:0{i % 7}") for i in range(40)]
+    rows.append(rows[3])
+    full = run_import(rows)
+    monkeypatch.setattr(normalize, "_CACHE_LIMIT", 2)
+    small = run_import(rows)
+    assert small.report.to_dict() == full.report.to_dict()
+    assert {d: canonical_bytes(m) for d, m in small.manifests.items()} == {d: canonical_bytes(m) for d, m in full.manifests.items()}

@@ -58,7 +58,7 @@ MODE_PHRASES = {
     "backward": "the backward pass of the module output given a random upstream gradient",
     "full": "the forward pass plus the backward pass",
 }
-_TIMESTAMP = re.compile(r"(\d{4})-(\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2})\Z")
+_TIMESTAMP = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2}) ([0-9]{2}):([0-9]{2}):([0-9]{2})\Z")  # ASCII digits only
 _DAYS = (31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
 
 
@@ -124,6 +124,9 @@ def parse_timestamp(text: str) -> str | None:
     return f"{text[:10]}T{text[11:]}.000Z"
 
 
+# Per-import caches (row key -> fate, timestamp -> parsed) start over beyond this many entries, so
+# an input of all-distinct rows cannot grow them without bound.
+_CACHE_LIMIT = 200_000
 _FAST_NUMBER_EDGE = frozenset("0123456789.")
 
 
@@ -550,6 +553,8 @@ class Normalizer:
             key = (metric, kernel, mode, provider, x_name, x_value, config, gpu)
             outcome = outcomes.get(key)
             if outcome is None:
+                if len(outcomes) >= _CACHE_LIMIT:
+                    outcomes.clear()  # decisions are deterministic: clearing costs time, never changes results
                 outcome = outcomes[key] = self._decide(key)
             if type(outcome) is RunTemplate:
                 report.speed_rows += 1
@@ -658,6 +663,8 @@ class Normalizer:
         report = self.report
         parsed = self._timestamps.get(ts)
         if parsed is None:
+            if len(self._timestamps) >= _CACHE_LIMIT:
+                self._timestamps.clear()
             parsed = self._timestamps[ts] = (parse_timestamp(ts), kebab(ts), _NAME_RUNS.sub("-", ts.lower()))
         observed_at, ts_slug, ts_name = parsed
         external_id = t.external_prefix + ts_slug
