@@ -117,6 +117,72 @@ def _schema(args: argparse.Namespace) -> int:
 # ------------------------------------------------------------------------------------------ main
 
 
+# ---------------------------------------------------------------------------------- import-history
+
+
+def _import_history_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--partition", action="append", default=[], metavar="GPU|VERSION",
+        help="only this partition, e.g. 'nvidia-h100-80gb-hbm3|0.8.0' (repeatable; default: every history partition)",
+    )
+
+
+def _import_history(args: argparse.Namespace) -> int:
+    """Every partition of the newest history through Dagster, into the instance under DAGSTER_HOME."""
+    import os
+    import shutil
+
+    home = Path(os.environ.get("DAGSTER_HOME") or Path.cwd() / ".dagster_home").resolve()
+    home.mkdir(parents=True, exist_ok=True)
+    os.environ["DAGSTER_HOME"] = str(home)
+    if not (home / "dagster.yaml").exists():
+        shutil.copy(Path(__file__).resolve().parents[1] / "dagster.yaml", home / "dagster.yaml")
+    partitions = []
+    for key in args.partition:
+        gpu, sep, version = key.partition("|")
+        if not sep:
+            raise UsageError(f"--partition {key!r}: write GPU|VERSION, e.g. 'nvidia-h100-80gb-hbm3|0.8.0'")
+        partitions.append((gpu, version))
+
+    from dagster import DagsterInstance
+
+    from kernelindex_pipeline.defs.history_import import import_history
+
+    print(f"DAGSTER_HOME={home}", file=sys.stderr)
+    with DagsterInstance.get() as instance:
+        summary = import_history(instance, partitions=partitions or None, log=lambda line: print(line, file=sys.stderr))
+    print("\n".join(summary.lines()))
+    print(f"open the UI on it: DAGSTER_HOME={home} dagster dev -w workspace.yaml", file=sys.stderr)
+    return 1 if summary.failed_partitions else 0
+
+
+# ------------------------------------------------------------------------------------------ export
+
+
+def _export_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--catalogue", metavar="URL", help="SQLAlchemy URL (default: $KERNELINDEX_CATALOGUE_URL, else the embedded catalogue under DAGSTER_HOME)")
+    p.add_argument("--out", type=Path, required=True, metavar="DIR", help="writes the JSON Lines export, its manifest and the YAML bundle")
+
+
+def _export(args: argparse.Namespace) -> int:
+    import os
+
+    from kernelindex_pipeline.catalogue.export import export_bundle, export_jsonl
+    from kernelindex_pipeline.catalogue.store import CatalogueStore
+
+    url = args.catalogue or os.environ.get("KERNELINDEX_CATALOGUE_URL") or None
+    store = CatalogueStore.open(url)
+    try:
+        jsonl = export_jsonl(store, args.out)
+        bundle = export_bundle(store, args.out)
+    finally:
+        store.close()
+    print(f"{jsonl.records} records from {store.safe_url}")
+    print(f"{jsonl.path} (sha256 {jsonl.sha256}), manifest {jsonl.manifest_path}")
+    print(f"{bundle.path}")
+    return 0
+
+
 class UsageError(Exception):
     """Wrong arguments: exit code 2."""
 
@@ -126,6 +192,8 @@ COMMANDS: dict[str, Command] = {
     "transform": ("Liger benchmark CSV -> records.jsonl + report.json", _transform_arguments, _transform),
     "validate": ("validate manifests against the kernelindex.dev/v1alpha1 schemas", _validate_arguments, _validate),
     "schema": ("print the JSON Schema of one kind or all seven", _schema_arguments, _schema),
+    "import-history": ("the main job: every history partition through Dagster into the catalogue", _import_history_arguments, _import_history),
+    "export": ("export the catalogue: JSON Lines + manifest file, and a YAML submission bundle", _export_arguments, _export),
 }
 
 
@@ -142,7 +210,9 @@ def _expected_errors() -> tuple[type[BaseException], ...]:
     from kernelindex_pipeline.liger import CatalogueError, CsvFormatError, InvalidRecord
     from kernelindex_pipeline.liger.release import ReleaseError
 
-    errors: list[type[BaseException]] = [CommandError, CatalogueError, CsvFormatError, InvalidRecord, ReleaseError, OSError]
+    from kernelindex_pipeline.catalogue.store import CatalogueError as StoreError
+
+    errors: list[type[BaseException]] = [CommandError, CatalogueError, CsvFormatError, InvalidRecord, ReleaseError, StoreError, OSError]
     try:
         from kernelindex_pipeline.records.schema import InvalidRecords
 

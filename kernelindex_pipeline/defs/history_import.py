@@ -27,7 +27,6 @@ class HistoryImportSummary:
     failed_partitions: list[str] = field(default_factory=list)
     rows_read: int = 0
     runs: int = 0
-    records_by_kind: Counter = field(default_factory=Counter)
     skipped_by_reason: Counter = field(default_factory=Counter)
     issues: int = 0
     inserted: int = 0
@@ -41,10 +40,9 @@ class HistoryImportSummary:
             f"history of liger-kernel {self.history_release}: {self.partitions} partitions "
             f"({len(self.failed_partitions)} failed) in {self.seconds:.1f}s",
             f"rows read {self.rows_read}, runs {self.runs}, issues {self.issues}",
-            "records built by kind: " + ", ".join(f"{k} {v}" for k, v in sorted(self.records_by_kind.items())),
             "skipped rows by reason: " + (", ".join(f"{k} {v}" for k, v in sorted(self.skipped_by_reason.items())) or "none"),
             f"publication: {self.inserted} new, {self.already_present} already present",
-            f"catalogue {self.catalogue_url}: {sum(self.catalogue_by_kind.values())} objects ("
+            f"catalogue {self.catalogue_url}: {sum(self.catalogue_by_kind.values())} records by kind ("
             + ", ".join(f"{k} {v}" for k, v in sorted(self.catalogue_by_kind.items())) + ")",
         ]
         if self.failed_partitions:
@@ -97,7 +95,6 @@ def import_history(
         summary.rows_read += report["rowsRead"]
         summary.runs += report["runs"]
         summary.issues += len(report["issues"])
-        summary.records_by_kind.update(report["records"])
         summary.skipped_by_reason.update(skip_totals(report))
         publication = _publication_metadata(result)
         summary.inserted += publication.get("inserted", 0)

@@ -1,0 +1,56 @@
+"""The operator commands: `import-history` (the README's main job) and `export`, as real processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from kernelindex_pipeline.catalogue.store import CatalogueStore
+
+
+def _cli(*args, env=None, cwd=None):
+    return subprocess.run(
+        [sys.executable, "-W", "ignore", "-m", "kernelindex_pipeline.cli", *args],
+        capture_output=True, text=True, timeout=600, env={**os.environ, **(env or {})}, cwd=cwd,
+    )
+
+
+def test_export_writes_jsonl_manifest_and_a_bundle_that_validates(tmp_path, sqlite_url, catalogue_records):
+    store = CatalogueStore.open(sqlite_url)
+    store.publish(catalogue_records, partition="seed|0.0.0")
+    store.close()
+    out = tmp_path / "export"
+    completed = _cli("export", "--catalogue", sqlite_url, "--out", str(out))
+    assert completed.returncode == 0, completed.stderr
+    manifest = json.loads((out / "kernelindex-catalogue.jsonl.manifest.json").read_text())
+    assert manifest["lineCount"] == len(catalogue_records)
+    for name in ("kernelindex-catalogue.jsonl", "kernelindex-catalogue.bundle.yaml"):
+        validated = _cli("validate", str(out / name))
+        assert validated.returncode == 0, validated.stdout + validated.stderr
+
+
+def test_export_names_an_unreachable_catalogue_in_one_line(tmp_path):
+    completed = _cli("export", "--catalogue", "postgresql+psycopg://user:hunter2@127.0.0.1:1/db", "--out", str(tmp_path))
+    assert completed.returncode == 1
+    assert "hunter2" not in completed.stderr and len(completed.stderr.strip().splitlines()) == 1
+
+
+def test_import_history_usage_error_for_a_bad_partition(tmp_path):
+    completed = _cli("import-history", "--partition", "nvidia-h100-80gb-hbm3", env={"DAGSTER_HOME": str(tmp_path)})
+    assert completed.returncode == 2 and "GPU|VERSION" in completed.stderr
+
+
+@pytest.mark.network
+def test_import_history_runs_a_partition_through_dagster(tmp_path):
+    home = tmp_path / "home"
+    env = {"DAGSTER_HOME": str(home), "KERNELINDEX_HISTORY_RELEASE": "0.8.5"}
+    completed = _cli("import-history", "--partition", "nvidia-b200|0.8.0", env=env)
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    assert (home / "dagster.yaml").exists()
+    assert "1 partitions (0 failed)" in completed.stdout and "BenchmarkRun 24" in completed.stdout
+    again = _cli("import-history", "--partition", "nvidia-b200|0.8.0", env=env)
+    assert "publication: 0 new" in again.stdout
