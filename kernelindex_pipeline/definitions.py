@@ -43,7 +43,11 @@ def build_definitions() -> Definitions:
             "releases": LigerReleaseResource(
                 cache_dir=_from_env("KERNELINDEX_CACHE_DIR"), history_release=_from_env("KERNELINDEX_HISTORY_RELEASE")
             ),
-            "runner": BenchmarkRunnerResource(),
+            "runner": BenchmarkRunnerResource(
+                runner=os.environ.get("KERNELINDEX_SWEEP_RUNNER") or "subprocess",
+                image=_from_env("KERNELINDEX_SWEEP_IMAGE"),
+                namespace=os.environ.get("KERNELINDEX_SWEEP_NAMESPACE") or "kernelindex",
+            ),
             "fleet": GpuFleetResource(gpu_pools=_from_env("KERNELINDEX_GPU_POOLS")),
         },
     )
