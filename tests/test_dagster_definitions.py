@@ -7,14 +7,25 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
+from dagster import instance_for_test
 
-from kernelindex_pipeline.definitions import defs
+from kernelindex_pipeline.definitions import build_definitions
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _graph():
+@pytest.fixture(scope="module")
+def defs():
+    # A fresh Definitions resolved under its own instance: earlier tests' instances are gone by now.
+    with instance_for_test():
+        definitions = build_definitions()
+        definitions.resolve_asset_graph()
+        yield definitions
+
+
+def _graph(defs):
     graph = defs.resolve_asset_graph()
     return {
         key.to_user_string(): {
@@ -25,8 +36,8 @@ def _graph():
     }
 
 
-def test_asset_graph_snapshot():
-    assert _graph() == {
+def test_asset_graph_snapshot(defs):
+    assert _graph(defs) == {
         "liger_release": {"deps": [], "partitioned": True},
         "benchmark_csv": {"deps": ["liger_release"], "partitioned": True},
         "benchmark_rows": {"deps": ["benchmark_csv"], "partitioned": True},
@@ -38,13 +49,13 @@ def test_asset_graph_snapshot():
     }
 
 
-def test_every_asset_has_a_docstring_description():
+def test_every_asset_has_a_docstring_description(defs):
     graph = defs.resolve_asset_graph()
     for key in graph.get_all_asset_keys():
         assert graph.get(key).description, f"{key.to_user_string()} has no description"
 
 
-def test_record_checks_are_blocking_and_the_sweep_check_is_not():
+def test_record_checks_are_blocking_and_the_sweep_check_is_not(defs):
     graph = defs.resolve_asset_graph()
     blocking = {spec.key.name: spec.blocking for key in graph.asset_check_keys for spec in [graph.get_check_spec(key)]}
     assert blocking == {
@@ -57,7 +68,7 @@ def test_record_checks_are_blocking_and_the_sweep_check_is_not():
     }
 
 
-def test_jobs_sensors_schedules():
+def test_jobs_sensors_schedules(defs):
     assert sorted(job.name for job in defs.jobs) == ["gpu_sweep_job", "history_import_job"]
     assert sorted(sensor.name for sensor in defs.sensors) == ["liger_history_sensor", "liger_release_sensor"]
     (schedule,) = defs.schedules
