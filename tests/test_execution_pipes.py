@@ -96,8 +96,10 @@ def test_under_dagster_pipes(site):
         captured["messages"] = invocation.get_custom_messages()
         return invocation.get_materialize_result()
 
-    instance = DagsterInstance.ephemeral()
-    result = materialize([sweep], resources={"pipes_subprocess_client": PipesSubprocessClient()}, instance=instance)
+    # Entered, so that Dagster's context-wide state points at this instance (not one an earlier test left).
+    with DagsterInstance.ephemeral() as instance:
+        result = materialize([sweep], resources={"pipes_subprocess_client": PipesSubprocessClient()}, instance=instance)
+        lines = [entry.user_message for entry in instance.all_logs(result.run_id)]
     assert result.success
     (materialization,) = result.asset_materializations_for_node("sweep")
     metadata = {key: value.value for key, value in materialization.metadata.items()}
@@ -108,7 +110,6 @@ def test_under_dagster_pipes(site):
     (message,) = [m for m in captured["messages"] if m.get("type") == "sweep_result"]
     assert message["result"]["rows"] == 24
     assert message["csv_text"].count("\n") == 25  # header + 24 rows, inline for a pod whose files are out of reach
-    lines = [entry.user_message for entry in instance.all_logs(result.run_id)]
     assert any("[1/2] benchmark_layer_norm.py: failed, 0 rows (0 so far)" in line for line in lines)
     assert any("[2/2] benchmark_rms_norm.py: ok, 24 rows (24 so far)" in line for line in lines)
 
