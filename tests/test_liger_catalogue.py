@@ -126,3 +126,17 @@ def test_wellformed_custom_catalogue(tmp_path):
     r = cat.kernels["k"].rules[0]
     assert r.accepts_x_name("N") and not r.accepts_x_name("T")
     assert len(r.where) == 2 and cat.hardware == {}
+
+
+def test_c_and_python_yaml_loaders_read_the_same_catalogue(monkeypatch):
+    import yaml
+
+    from kernelindex_pipeline.liger import catalogue as module
+
+    fast = load_catalogue()
+    monkeypatch.setattr(module, "_SAFE_LOADER", yaml.SafeLoader)
+    slow = load_catalogue()
+    assert fast.providers == slow.providers and fast.hardware == slow.hardware and fast.projects == slow.projects
+    assert [(k.kernel, k.slug, k.title, k.inputs, k.outputs, [(r.checks, r.scalars) for r in k.rules]) for k in fast.kernels.values()] == [
+        (k.kernel, k.slug, k.title, k.inputs, k.outputs, [(r.checks, r.scalars) for r in k.rules]) for k in slow.kernels.values()
+    ]
