@@ -229,3 +229,11 @@ def test_kernel_names_map_to_scripts(tmp_path, site):
 def test_bad_release_path_is_a_configuration_error(site):
     with pytest.raises(ConfigurationError, match="does not exist"):
         run_sweep(request(site, "missing", release=str(site["root"] / "nope.tar.gz")))
+
+
+def test_a_retry_into_the_same_work_dir_gets_a_fresh_sibling(site, sweep):
+    again = run_sweep(request(site, "full", scripts=["benchmark_rms_norm.py"], kernels=None))
+    assert again.work_dir == str((site["root"] / "full-2").resolve())
+    assert again.rows == GOOD_ROWS["benchmark_rms_norm.py"]
+    # The first sweep's CSV and logs are untouched.
+    assert len(read_csv(sweep["result"].csv_path)) == sum(GOOD_ROWS.values())

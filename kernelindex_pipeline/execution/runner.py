@@ -66,7 +66,7 @@ class SweepRequest:
     scripts: list[str] | None = None  # script file names, e.g. ["benchmark_rms_norm.py"]
     script_timeout_s: float = DEFAULT_SCRIPT_TIMEOUT_S
     script_args: list[str] = field(default_factory=list)  # passed to every script, e.g. ["--sweep-mode", "model_config"]
-    work_dir: str | None = None  # default: a new temporary directory (kept: it holds the logs)
+    work_dir: str | None = None  # new or empty (else <work_dir>-2, ...); default: a temporary directory, kept (logs)
     env_cache_dir: str | None = None
     wheel_dir: str | None = None  # offline: install from these wheels only
     base_python: str | None = None  # interpreter with the host's torch/triton; default: this one
@@ -396,14 +396,27 @@ def _utc_now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
+def fresh_work_dir(requested: str | None) -> Path:
+    """`requested` if it is new or empty, else the first free `<requested>-2`, `-3`, ... (a retried step
+    reuses its run's name: the earlier attempt's logs stay where they are); None: a temporary directory."""
+    if not requested:
+        return Path(tempfile.mkdtemp(prefix="kernelindex-sweep-"))
+    base = Path(requested)
+    candidate, attempt = base, 1
+    while candidate.exists() and any(candidate.iterdir()):
+        attempt += 1
+        candidate = base.with_name(f"{base.name}-{attempt}")
+    candidate.mkdir(parents=True, exist_ok=True)
+    return candidate
+
+
 def run_sweep(request: SweepRequest, progress: Progress | None = None) -> SweepResult:
     """Run one partition's sweep on this host. Raises HostCheckError (never retry) before running any script
     when the host lacks the partition's GPU; script failures are outcomes, not exceptions."""
     started_at, started = _utc_now(), time.monotonic()
     timings: dict[str, float] = {}
 
-    work_dir = Path(request.work_dir) if request.work_dir else Path(tempfile.mkdtemp(prefix="kernelindex-sweep-"))
-    work_dir.mkdir(parents=True, exist_ok=True)
+    work_dir = fresh_work_dir(request.work_dir)
     mark = time.monotonic()
     release_root = resolve_release(request.release, request.liger_version, work_dir / "release")
     workdir = prepare_workdir(release_root, work_dir)
