@@ -122,32 +122,23 @@ class CsvReader:
         self.chunk_rows = chunk_rows
         self.valid_utf8 = _is_utf8(source)
         self.header: CsvHeader | None = None
-        self._exact_header: list[str] | None = None
         self._pandas = None
+        options = dict(
+            dtype=str, keep_default_na=False, na_filter=False, index_col=False, encoding="utf-8",
+            encoding_errors="surrogateescape", on_bad_lines="error", engine="c",
+        )
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                self._pandas = pd.read_csv(
-                    _open_for_pandas(source), dtype=str, keep_default_na=False, na_filter=False,
-                    index_col=False, encoding="utf-8", encoding_errors="surrogateescape",
-                    chunksize=chunk_rows, on_bad_lines="error", engine="c",
-                )
-            # pandas has the header now; the exact reader's header decides if pandas gave none.
-            self.header = _check_header([str(c) for c in self._pandas.orig_options.get("names") or []] or self._peek_pandas_columns())
+                columns = list(pd.read_csv(_open_for_pandas(source), nrows=0, **options).columns)
         except pd.errors.EmptyDataError:
-            self.header = None  # an empty file: no header, no rows
-        except pd.errors.ParserError:
-            self._pandas = None
+            return  # an empty file: no header, no rows
+        except pd.errors.ParserError:  # pandas cannot even read the header: the exact reader decides
             header = self._read_exact_header()
             self.header = _check_header(header) if header is not None else None
-
-    def _peek_pandas_columns(self) -> list[str]:
-        # TextFileReader exposes the parsed header through its engine.
-        names = getattr(self._pandas, "_engine", None)
-        names = getattr(names, "names", None) or getattr(names, "orig_names", None)
-        if names is None:
-            raise CsvFormatError("could not read the CSV header")
-        return [str(n) for n in names]
+            return
+        self.header = _check_header([str(c) for c in columns])
+        self._pandas = pd.read_csv(_open_for_pandas(source), chunksize=chunk_rows, **options)
 
     def _read_exact_header(self) -> list[str] | None:
         for record in _exact_records(self.source):
