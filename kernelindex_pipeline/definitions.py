@@ -47,6 +47,7 @@ def build_definitions() -> Definitions:
                 runner=os.environ.get("KERNELINDEX_SWEEP_RUNNER") or "subprocess",
                 image=_from_env("KERNELINDEX_SWEEP_IMAGE"),
                 namespace=os.environ.get("KERNELINDEX_SWEEP_NAMESPACE") or "kernelindex",
+                cache_volume_claim=os.environ.get("KERNELINDEX_SWEEP_CACHE_CLAIM") or "",
             ),
             "fleet": GpuFleetResource(gpu_pools=_from_env("KERNELINDEX_GPU_POOLS")),
         },

@@ -87,6 +87,10 @@ class BenchmarkRunnerResource(ConfigurableResource):
     extra_env: dict[str, str] = Field(default_factory=dict, description="Extra environment variables for the scripts.")
     image: str = Field(default="", description="Container image of the sweep pod (runner=k8s).")
     namespace: str = Field(default="kernelindex", description="Kubernetes namespace of sweep pods (runner=k8s).")
+    cache_volume_claim: str = Field(
+        default="",
+        description="PersistentVolumeClaim mounted into sweep pods for release downloads and script environments (runner=k8s).",
+    )
 
     def work_dir_root(self) -> Path:
         return Path(self.work_root) if self.work_root else dagster_home() / "sweeps"

@@ -22,13 +22,18 @@ EXIT_HOST_CHECK = 3  # execution/pipes_entry.py: the host has no CUDA device or 
 
 
 def _sweep_request(context: AssetExecutionContext, gpu: str, version: str, kernels: list[str], release_path: str | None, runner: BenchmarkRunnerResource) -> dict:
-    request = {"gpu": gpu, "liger_version": version, "kernels": kernels or None, "script_timeout_s": runner.script_timeout_s}
+    request = {
+        "gpu": gpu,
+        "liger_version": version,
+        "kernels": kernels or None,
+        "script_timeout_s": runner.script_timeout_s,
+        "wheel_dir": runner.wheel_dir or None,
+    }
     if runner.runner == "subprocess":
         request.update(
             release=release_path,
             work_dir=str(runner.work_dir_root() / f"{gpu}_{version}_{context.run_id[:8]}"),
             env_cache_dir=str(runner.env_cache()),
-            wheel_dir=runner.wheel_dir or None,
             extra_pythonpath=list(runner.extra_pythonpath),
             extra_env=dict(runner.extra_env),
         )
@@ -40,7 +45,9 @@ def _launch(context: AssetExecutionContext, gpu: str, request: dict, runner: Ben
     if runner.runner == "k8s":
         from kernelindex_pipeline.execution.k8s import sweep_pod
 
-        pod = sweep_pod(gpu, image=runner.image, namespace=runner.namespace)
+        pod = sweep_pod(
+            gpu, image=runner.image, namespace=runner.namespace, cache_volume_claim=runner.cache_volume_claim or None
+        )
         return runner.pipes_client().run(context=context, extras=extras, **pod)
     command = [sys.executable, "-m", "kernelindex_pipeline.execution.pipes_entry"]
     return runner.pipes_client().run(context=context, command=command, extras=extras, env={"TZ": "UTC"})
