@@ -54,12 +54,9 @@ def test_transform_filters(small_csv, tmp_path):
     assert report["runs"] == 0 and report["skipped"]["filteredOut"] == 6
 
 
-def test_transform_spills_and_merges_runs_in_order(tmp_path, monkeypatch):
-    from kernelindex_pipeline.liger import output
-
-    monkeypatch.setattr(output, "DEFAULT_BUFFER_RUNS", 2)
-    monkeypatch.setattr(output.SortedRunSpool.__init__, "__defaults__", (None, 2))
-    rows = [row(timestamp=f"2025-01-0{d} 00:00:0{s}", x_value=str(2 ** (d + 5))) for d in range(1, 4) for s in range(3)]
+def test_transform_sorts_runs_by_name_then_digest(tmp_path):
+    # Timestamps and sizes interleave so that arrival order and (name, digest) order differ.
+    rows = [row(timestamp=f"2025-01-0{d} 00:00:0{s}", x_value=str(2 ** (8 - d))) for s in range(3) for d in range(1, 4)]
     path = tmp_path / "b.csv"
     path.write_bytes(csv_bytes(rows))
     assert main(["transform", str(path), "--out", str(tmp_path / "o")]) == 0
@@ -67,7 +64,18 @@ def test_transform_spills_and_merges_runs_in_order(tmp_path, monkeypatch):
     runs = [m for m in runs if m["kind"] == "BenchmarkRun"]
     assert len(runs) == 9
     names = [(m["metadata"]["name"], digest_of(m)) for m in runs]
-    assert names == sorted(names)
+    assert names == sorted(names) and [m["spec"]["observedAt"] for m in runs] != sorted(m["spec"]["observedAt"] for m in runs)
+
+
+def test_run_spool_orders_equal_names_by_digest(tmp_path):
+    from kernelindex_pipeline.liger.normalize import RunRecord
+    from kernelindex_pipeline.liger.output import SortedRunSpool
+
+    spool = SortedRunSpool(tmp_dir=tmp_path)
+    for name, digest in [("b", "sha256:2"), ("a", "sha256:9"), ("b", "sha256:1"), ("a-", "sha256:0")]:
+        spool.add(RunRecord(name, digest, "x", f"{name}|{digest}".encode()))
+    assert list(spool.lines()) == [b"a|sha256:9", b"a-|sha256:0", b"b|sha256:1", b"b|sha256:2"]
+    assert list(tmp_path.iterdir()) == []  # the spool file has no name and is gone
 
 
 def test_missing_column_is_one_line_exit_1(tmp_path, capsys):
