@@ -6,7 +6,9 @@ Stages, one module each (fetch an immutable snapshot -> parse -> normalize -> re
   catalogue.py  the curated kernels/providers/GPUs (package data YAML) and the binding rule grammar
   jsnumber.py   ECMAScript Number()/JSON.parse/Math.round, so digests match the TypeScript reference
   normalize.py  rows -> the seven kinds, in the documented skip order
+  parallel.py   BenchmarkRuns built in worker processes (same bytes, same order)
   report.py     every row's fate, counted by reason
+  output.py     records.jsonl (sorted, canonical) and report.json, streaming
 
 `import_csv` is the one entry point the CLI and the Dagster layer call.
 """

@@ -10,15 +10,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-KIND_ORDER = (
-    "SoftwareProject",
-    "OperationSpec",
-    "WorkloadCase",
-    "ImplementationRevision",
-    "BenchmarkProtocol",
-    "ExecutionEnvironment",
-    "BenchmarkRun",
-)
+from kernelindex_pipeline.records.schema import KINDS
+
+KIND_ORDER = KINDS  # records.schema's dependency order of the seven kinds
 
 
 @dataclass
