@@ -169,19 +169,33 @@ def open_launch_dialog(page, expect, shots, step: str):
 
 
 def choose(page, expect, dialog, dimension: str, values: list[str]) -> None:
-    """Tick `values` in the picker of one partition dimension."""
+    """Tick `values` in the picker of one partition dimension, then click the dimension's label to close it.
+
+    The dialog re-renders when live data arrives (a run of the first launch reporting progress), which can
+    close the picker under the pointer; each value is therefore ticked until its checkbox shows it ticked."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     section = (dialog.locator("div")
                .filter(has=page.get_by_text(dimension, exact=True))
                .filter(has=page.get_by_role("button", name="All"))
                .last)  # the innermost block holding this dimension's label and its picker
     picker_filter = page.get_by_placeholder("Filter partitions")
     for value in values:
-        if not picker_filter.is_visible():
-            section.get_by_role("img", name="expand_more").click()  # the picker's chevron
-            expect(picker_filter).to_be_visible()
-        page.get_by_role("menuitem").filter(has=page.get_by_text(value, exact=True)).click()
-    if picker_filter.is_visible():
-        page.keyboard.press("Escape")  # closes the picker, not the dialog
+        item = page.get_by_role("menuitem").filter(has=page.get_by_text(value, exact=True))
+        for attempt in range(1, 6):
+            try:
+                if not picker_filter.is_visible():
+                    section.get_by_role("img", name="expand_more").click(timeout=10_000)  # the picker's chevron
+                    expect(picker_filter).to_be_visible(timeout=10_000)
+                if not item.get_by_role("checkbox").is_checked(timeout=10_000):
+                    item.click(timeout=10_000)
+                expect(item.get_by_role("checkbox")).to_be_checked(timeout=10_000)
+                break
+            except (PlaywrightTimeout, AssertionError) as error:
+                progress(f"{dimension} picker changed while ticking {value} (attempt {attempt}): {str(error).splitlines()[0]}")
+        else:
+            raise AssertionError(f"could not tick {dimension} = {value} in the partition picker after {attempt} attempts")
+    section.get_by_text(dimension, exact=True).click()  # a click outside the picker closes it
     expect(picker_filter).to_be_hidden()
 
 
@@ -300,6 +314,12 @@ def test_materialize_and_backfill_from_the_ui(chromium, dagster_server, catalogu
                 shots.take("records-partitions")
             except BaseException:
                 shots.take("failure")
+                try:  # and the page as it is now, not as its last poll left it
+                    page.reload(timeout=15_000)
+                    page.wait_for_load_state("networkidle", timeout=15_000)
+                    shots.take("failure-reloaded")
+                except Exception as error:
+                    progress(f"could not reload the page after the failure: {error}")
                 raise
         finally:
             browser.close()
