@@ -173,14 +173,11 @@ def kernelindex_records(
             "report": MetadataValue.json(report),
         },
     )
-    store = catalogue.open()
-    try:
+    with catalogue.open() as store:
         yield check_schema(result.manifests)
         yield check_digests(result.manifests)
         yield check_references(result.manifests, store.present_digests)
         yield check_conservation(report)
-    finally:
-        store.close()
 
 
 @asset(partitions_def=benchmark_partitions, group_name=GROUP)
@@ -192,8 +189,7 @@ def catalogue_publication(
 ) -> MaterializeResult:
     """The partition's records as published into the KernelIndex catalogue: one transaction,
     idempotent (objects keyed by digest, runs also unique on source and externalId)."""
-    store = catalogue.open()
-    try:
+    with catalogue.open() as store:
         published = store.publish(
             kernelindex_records.manifests,
             partition=str(context.partition_key),
@@ -201,8 +197,6 @@ def catalogue_publication(
             report=kernelindex_records.report.to_dict(),
         )
         total = store.counts_by_kind()
-    finally:
-        store.close()
     context.log.info(f"{context.partition_key}: {published.summary()} ({catalogue.safe_url})")
     return MaterializeResult(
         metadata={

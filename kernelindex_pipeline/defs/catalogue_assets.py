@@ -40,12 +40,9 @@ def catalogue_export(context: AssetExecutionContext, config: OutputDirConfig, ca
     """The whole catalogue as files: JSON Lines (one canonical manifest per line) with its small
     manifest file, and a multi-document YAML submission bundle that `validate` accepts."""
     out = _out(config, "exports")
-    store = catalogue.open()
-    try:
+    with catalogue.open() as store:
         jsonl = export_jsonl(store, out)
         bundle = export_bundle(store, out)
-    finally:
-        store.close()
     context.log.info(f"exported {jsonl.records} records to {out}")
     return MaterializeResult(
         metadata={
@@ -62,11 +59,8 @@ def benchmark_regressions(context: AssetExecutionContext, config: RegressionConf
     """Slowdowns between consecutive Liger versions of each comparable series (same kernel, mode,
     provider, workload, GPU and environment): the new median outside the old p20-p80 band by more
     than the threshold. Series without enough data are listed as such, never as 'no regression'."""
-    store = catalogue.open()
-    try:
+    with catalogue.open() as store:
         result = detect_regressions(store.manifests(), threshold=config.threshold)
-    finally:
-        store.close()
     context.log.info(result.summary())
     return MaterializeResult(
         metadata={
@@ -80,11 +74,8 @@ def benchmark_regressions(context: AssetExecutionContext, config: RegressionConf
 
 @asset_check(asset=benchmark_regressions, description="Warns when any comparable series got slower.")
 def no_regressions(catalogue: CatalogueResource) -> AssetCheckResult:
-    store = catalogue.open()
-    try:
+    with catalogue.open() as store:
         result = detect_regressions(store.manifests())
-    finally:
-        store.close()
     return AssetCheckResult(
         passed=not result.regressions,
         severity=AssetCheckSeverity.WARN,
@@ -98,11 +89,8 @@ def catalogue_report(context: AssetExecutionContext, config: OutputDirConfig, ca
     every provider (median with p20-p80 band), Liger's speed-up over each baseline, the same kernel
     across Liger versions, and the regressions highlighted."""
     out = _out(config, "report")
-    store = catalogue.open()
-    try:
+    with catalogue.open() as store:
         report = build_report(store.manifests(), out)
-    finally:
-        store.close()
     context.log.info(f"report written to {report.path}")
     return MaterializeResult(
         metadata={

@@ -100,11 +100,8 @@ def import_history(
         summary.inserted += publication.get("inserted", 0)
         summary.already_present += publication.get("already_present", 0)
         log(f"[{index}/{len(wanted)}] {key}: {report['rowsRead']} rows, {report['runs']} runs, {publication.get('summary', '')}")
-    store = catalogue.open()
-    try:
+    with catalogue.open() as store:
         summary.catalogue_by_kind = store.counts_by_kind()
-    finally:
-        store.close()
     summary.seconds = time.perf_counter() - started
     return summary
 

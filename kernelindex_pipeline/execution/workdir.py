@@ -13,26 +13,10 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from kernelindex_pipeline.liger.csv import UPSTREAM_COLUMNS  # the columns `BenchmarkDataCSVRow` writes, in its order
+
 from .outcomes import ConfigurationError
 
-# The columns `BenchmarkDataCSVRow` writes, in its order (benchmark/scripts/utils.py upstream).
-UPSTREAM_COLUMNS = (
-    "kernel_name",
-    "kernel_provider",
-    "kernel_operation_mode",
-    "metric_name",
-    "metric_unit",
-    "x_name",
-    "x_label",
-    "x_value",
-    "y_value_50",
-    "y_value_20",
-    "y_value_80",
-    "extra_benchmark_config_str",
-    "gpu_name",
-    "timestamp",
-    "liger_version",
-)
 DATA_CSV = Path("benchmark/data/all_benchmark_data.csv")
 SCRIPTS_DIR = Path("benchmark/scripts")
 # Scripts put the release root on sys.path ("../..") and a few import from its test/ package; it is
