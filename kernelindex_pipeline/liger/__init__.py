@@ -60,6 +60,13 @@ class ImportResult:
     snapshot: SourceSnapshot | None = None
     names_by_digest: dict[str, list[str]] = field(default_factory=dict)
 
+    @classmethod
+    def of(cls, normalizer: Normalizer, snapshot: SourceSnapshot | None) -> "ImportResult":
+        """The result of a finished Normalizer: shared objects, then runs (unless they were streamed)."""
+        manifests = dict(normalizer.objects)
+        manifests.update(normalizer.runs)
+        return cls(manifests, normalizer.report, snapshot, normalizer.names_by_digest)
+
     def sorted_manifests(self) -> list[dict[str, Any]]:
         return [m for d, m in sorted(self.manifests.items(), key=lambda item: sort_key(item[1], item[0]))]
 
@@ -138,6 +145,4 @@ def import_csv(
         if builder is not None:
             builder.close()
     normalizer.finish()
-    manifests = dict(normalizer.objects)
-    manifests.update(normalizer.runs)
-    return ImportResult(manifests, normalizer.report, snapshot, normalizer.names_by_digest)
+    return ImportResult.of(normalizer, snapshot)

@@ -178,10 +178,8 @@ def build_records(parsed: ParsedRows, partition_csv: PartitionCsv):
     for chunk in parsed.chunks:
         normalizer.add_chunk(chunk)
     normalizer.finish()
-    manifests = dict(normalizer.objects)
-    manifests.update(normalizer.runs)
     snapshot_fields = {k: partition_csv.snapshot.get(k) for k in ("locator", "resolvedVersion", "sha256", "sizeBytes", "fetchedAt")}
-    return ImportResult(manifests, normalizer.report, SourceSnapshot(**snapshot_fields), normalizer.names_by_digest)
+    return ImportResult.of(normalizer, SourceSnapshot(**snapshot_fields))
 
 
 def skip_totals(report: dict) -> dict[str, int]:
