@@ -21,6 +21,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+import yaml
 
 from ui_support import (
     ARTIFACTS,
@@ -113,7 +114,10 @@ def dagster_home(tmp_path) -> Path:
 
     home = tmp_path / "dagster_home"
     home.mkdir()
-    shutil.copy(REPO_ROOT / "dagster.yaml", home / "dagster.yaml")
+    config = yaml.safe_load((REPO_ROOT / "dagster.yaml").read_text("utf-8")) or {}
+    # No first-visit newsletter prompt: it pops up at a moment of its own, over whatever dialog is open.
+    config["nux"] = {"enabled": False}
+    (home / "dagster.yaml").write_text(yaml.safe_dump(config, sort_keys=False), "utf-8")
     with DagsterInstance.from_config(str(home)) as instance:
         instance.add_dynamic_partitions("gpu", REGISTERED_GPUS)
         instance.add_dynamic_partitions("liger_version", REGISTERED_VERSIONS)
@@ -148,10 +152,12 @@ def dagster_server(tmp_path, dagster_home, release_cache, catalogue_url):
 # ---------------------------------------------------------------- what the person does in the UI
 
 
-def dismiss_community_prompt(page) -> None:
-    """A fresh instance greets the first visitor with a newsletter prompt; answer it 'Skip' whenever it shows."""
-    prompt = page.get_by_text("Join the Dagster community")
-    page.add_locator_handler(prompt, lambda _: page.get_by_role("button", name="Skip").click())
+def settle(page) -> None:
+    """Until the page's finite animations (a dialog fading and zooming in) are over: a picker opened during
+    the zoom is placed where the dialog was, not where it is."""
+    page.evaluate("""() => Promise.all(document.getAnimations()
+        .filter(a => a.effect && a.effect.getComputedTiming().iterations !== Infinity)
+        .map(a => a.finished.catch(() => null)))""")
 
 
 def open_launch_dialog(page, expect, shots, step: str):
@@ -161,41 +167,49 @@ def open_launch_dialog(page, expect, shots, step: str):
     notice = page.get_by_role("dialog").filter(has_text="Are you sure?")
     expect(notice).to_be_visible()
     expect(notice.get_by_text("liger_release")).to_be_visible()
+    settle(page)
     shots.take(f"{step}-upstream-notice")
     notice.get_by_role("button", name="Confirm").click()
     dialog = page.get_by_role("dialog").filter(has_text=f"Launch runs to materialize {len(CHAIN)} assets")
     expect(dialog).to_be_visible()
+    settle(page)
     return dialog
 
 
 def choose(page, expect, dialog, dimension: str, values: list[str]) -> None:
-    """Tick `values` in the picker of one partition dimension, then click the dimension's label to close it.
+    """Tick `values` in the picker of one partition dimension, then close the picker with its chevron.
 
-    The dialog re-renders when live data arrives (a run of the first launch reporting progress), which can
-    close the picker under the pointer; each value is therefore ticked until its checkbox shows it ticked."""
+    The picker sometimes closes right after a click (the dialog re-renders while live data arrives), and a
+    click can land while it closes; so each value is ticked in rounds: open the picker if it is closed, read
+    the value's checkbox, click it if unticked, until a round reads it ticked."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     section = (dialog.locator("div")
                .filter(has=page.get_by_text(dimension, exact=True))
                .filter(has=page.get_by_role("button", name="All"))
                .last)  # the innermost block holding this dimension's label and its picker
+    chevron = section.get_by_role("img", name=re.compile(r"^expand_(more|less)$"))  # down when closed, up when open
     picker_filter = page.get_by_placeholder("Filter partitions")
     for value in values:
         item = page.get_by_role("menuitem").filter(has=page.get_by_text(value, exact=True))
-        for attempt in range(1, 6):
+        checkbox = item.get_by_role("checkbox")
+        for attempt in range(1, 8):
             try:
                 if not picker_filter.is_visible():
-                    section.get_by_role("img", name="expand_more").click(timeout=10_000)  # the picker's chevron
+                    chevron.click(timeout=10_000)
                     expect(picker_filter).to_be_visible(timeout=10_000)
-                if not item.get_by_role("checkbox").is_checked(timeout=10_000):
-                    item.click(timeout=10_000)
-                expect(item.get_by_role("checkbox")).to_be_checked(timeout=10_000)
-                break
+                if checkbox.is_checked(timeout=5_000):
+                    break
+                item.click(timeout=5_000)
             except (PlaywrightTimeout, AssertionError) as error:
-                progress(f"{dimension} picker changed while ticking {value} (attempt {attempt}): {str(error).splitlines()[0]}")
+                progress(f"{dimension} picker closed while ticking {value} (round {attempt}): {str(error).splitlines()[0]}")
         else:
-            raise AssertionError(f"could not tick {dimension} = {value} in the partition picker after {attempt} attempts")
-    section.get_by_text(dimension, exact=True).click()  # a click outside the picker closes it
+            raise AssertionError(f"could not tick {dimension} = {value} in the partition picker")
+    for _ in range(5):
+        if not picker_filter.is_visible():
+            break
+        chevron.click(timeout=10_000)  # the chevron toggles the picker; the dialog stays open
+        page.wait_for_timeout(500)
     expect(picker_filter).to_be_hidden()
 
 
@@ -292,7 +306,7 @@ def test_materialize_and_backfill_from_the_ui(chromium, dagster_server, catalogu
     single_key = partition_key(*SINGLE)
     backfilled_keys = {partition_key(gpu, version) for gpu, version in BACKFILLED}
     all_keys = {single_key, *backfilled_keys}
-    expect.set_options(timeout=60_000)  # a busy two-core machine renders slowly
+    expect.set_options(timeout=60_000)  # a busy two-core machine renders slowly (reset below: it is global)
 
     started = time.monotonic()
     with sync_playwright() as playwright:
@@ -300,7 +314,6 @@ def test_materialize_and_backfill_from_the_ui(chromium, dagster_server, catalogu
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 900})
             page.set_default_timeout(60_000)
-            dismiss_community_prompt(page)
             shots = Screenshots(page)
             try:
                 run_short_id, backfill_id = ui_flow(page, expect, shots, server)
@@ -323,6 +336,7 @@ def test_materialize_and_backfill_from_the_ui(chromium, dagster_server, catalogu
                 raise
         finally:
             browser.close()
+            expect.set_options(timeout=5_000)  # Playwright's default, for other tests in the session
     progress(f"UI part took {time.monotonic() - started:.0f}s")
 
     # Runs: the one launched from the dialog, and one per backfilled partition, all successful.

@@ -257,6 +257,7 @@ class Screenshots:
     def take(self, step: str) -> Path:
         self.count += 1
         path = self.directory / f"{self.count:02d}-{step}.png"
-        self.page.screenshot(path=str(path), full_page=True)
+        # Finite CSS animations fast-forwarded: a dialog is shown opened, not half faded in.
+        self.page.screenshot(path=str(path), full_page=True, animations="disabled")
         progress(f"screenshot {path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path}")
         return path
