@@ -27,16 +27,16 @@ CHAIN = "benchmark_csv,benchmark_rows,kernelindex_records,catalogue_publication"
 
 def _child(mode: str, home: str, release: str) -> dict:
     """Run `mode` in a fresh interpreter so its peak RSS is its own."""
-    code = f"""
+    code = """
 import json, resource, time
 from dagster import DagsterInstance
 from kernelindex_pipeline.defs.history_import import import_history
 started = time.perf_counter()
 import sys
 summary = import_history(DagsterInstance.get(), log=lambda line: print(line, file=sys.stderr))
-print(json.dumps({{"seconds": time.perf_counter() - started, "partitions": summary.partitions,
+print(json.dumps({"seconds": time.perf_counter() - started, "partitions": summary.partitions,
     "failed": summary.failed_partitions, "inserted": summary.inserted, "already_present": summary.already_present,
-    "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}}))
+    "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
     env = {**os.environ, "DAGSTER_HOME": home, "KERNELINDEX_HISTORY_RELEASE": release}
     started = time.perf_counter()

@@ -231,7 +231,7 @@ def build_fake_torch(dest_dir: Path, device_name: str | None = "NVIDIA H100 80GB
     torch_dir.mkdir(parents=True, exist_ok=True)
     (torch_dir / "__init__.py").write_text(
         textwrap.dedent(
-            f"""
+            """
             from types import SimpleNamespace
             from . import cuda
 

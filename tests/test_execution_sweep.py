@@ -5,7 +5,6 @@ the data CSV truncated), and the rows read back."""
 import csv
 import hashlib
 import os
-import sys
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 

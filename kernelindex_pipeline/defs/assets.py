@@ -6,9 +6,7 @@ calls the plain-Python domain and turns its result into metadata.
 """
 
 
-import sys
 import time
-from pathlib import Path
 from typing import Literal
 
 from dagster import (
@@ -49,7 +47,7 @@ HISTORY_RELEASE_TAG = "kernelindex/history_release"
 
 def _table(counts: dict) -> MetadataValue:
     rows = "\n".join(f"| {key} | {value} |" for key, value in sorted(counts.items())) or "| (none) | 0 |"
-    return MetadataValue.md(f"| what | rows |\n| --- | --- |\n{rows}")
+    return MetadataValue.md(f"| what | count |\n| --- | --- |\n{rows}")
 
 
 @asset(partitions_def=liger_version_partitions, group_name=GROUP)
