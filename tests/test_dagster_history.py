@@ -51,7 +51,10 @@ def test_one_partition_publishes_its_rows(instance, resources, sqlite_url):
     # 6 speed rows of rms_norm become runs; the memory row and the uncurated kernel are skipped by reason.
     assert (report["rowsRead"], report["runs"]) == (8, 6)
     assert report["skipped"]["memoryRows"] == 1 and report["skipped"]["uncuratedKernels"] == {"not_a_curated_kernel": 1}
-    checks = {evaluation.check_name: evaluation.passed for evaluation in result.get_asset_check_evaluations()}
+    evaluations = result.get_asset_check_evaluations()
+    # Partitioned checks: each evaluation belongs to this partition only.
+    assert {evaluation.partition for evaluation in evaluations} == {"nvidia-h100-80gb-hbm3|0.5.0"}
+    checks = {evaluation.check_name: evaluation.passed for evaluation in evaluations}
     assert checks == {"sweep_scripts_succeeded": True, "records_schema_valid": True, "record_digests_recompute": True, "run_references_resolve": True, "rows_conserved": True}
     publication = _publication(result)
     assert publication["inserted"] == len(records.manifests) and publication["already_present"] == 0

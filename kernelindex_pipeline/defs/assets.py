@@ -82,6 +82,7 @@ class BenchmarkCsvConfig(Config):
         AssetCheckSpec(
             "sweep_scripts_succeeded",
             asset="benchmark_csv",
+            partitions_def=benchmark_partitions,
             description="Every benchmark script of an execute-mode sweep ended ok (history mode runs none).",
         )
     ],

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Mapping
 
 from dagster import AssetCheckResult, AssetCheckSeverity, AssetCheckSpec, AssetKey
 
+from kernelindex_pipeline.defs.partitions import benchmark_partitions
 from kernelindex_pipeline.records.canonical import digest_of
 from kernelindex_pipeline.records.schema import validate_manifest
 
@@ -19,13 +20,13 @@ RUN_REFERENCES = ("implementationDigest", "workloadDigest", "protocolDigest", "e
 _SHOWN = 20  # problems listed in metadata; the count is always complete
 
 RECORD_CHECK_SPECS = [
-    AssetCheckSpec("records_schema_valid", asset=RECORDS_ASSET, blocking=True,
+    AssetCheckSpec("records_schema_valid", asset=RECORDS_ASSET, blocking=True, partitions_def=benchmark_partitions,
                    description="Every manifest of the partition validates against the project's strict schema."),
-    AssetCheckSpec("record_digests_recompute", asset=RECORDS_ASSET, blocking=True,
+    AssetCheckSpec("record_digests_recompute", asset=RECORDS_ASSET, blocking=True, partitions_def=benchmark_partitions,
                    description="Every record's digest equals sha256 over the RFC 8785 JSON of {apiVersion, kind, spec}."),
-    AssetCheckSpec("run_references_resolve", asset=RECORDS_ASSET, blocking=True,
+    AssetCheckSpec("run_references_resolve", asset=RECORDS_ASSET, blocking=True, partitions_def=benchmark_partitions,
                    description="Each run's four digests name records in this set or already in the catalogue."),
-    AssetCheckSpec("rows_conserved", asset=RECORDS_ASSET, blocking=True,
+    AssetCheckSpec("rows_conserved", asset=RECORDS_ASSET, blocking=True, partitions_def=benchmark_partitions,
                    description="Rows read = runs + every skipped row + every issue: no row is lost."),
 ]
 
