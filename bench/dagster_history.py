@@ -65,7 +65,7 @@ print("\\n".join(f"{{gpu}}|{{version}}" for gpu, version in slices.partitions))
     for key in keys:
         subprocess.run(
             [sys.executable, "-W", "ignore", "-m", "dagster", "asset", "materialize", "-m", "kernelindex_pipeline.definitions",
-             "--select", CHAIN, "--partition", key, "--tags", json.dumps({"kernelindex/history_release": release})],
+             "--select", CHAIN, "--partition", key],
             env=env, capture_output=True, text=True, check=True, cwd=ROOT,
         )
         peak = max(peak, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)
