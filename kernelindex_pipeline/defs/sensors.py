@@ -22,6 +22,7 @@ from kernelindex_pipeline.defs.partitions import (
 )
 from kernelindex_pipeline.defs.resources import LigerReleaseResource
 from kernelindex_pipeline.liger.partition import slice_history
+from kernelindex_pipeline.liger.release import read_history_csv
 
 # Releases older than this ship no benchmark history worth a partition of their own.
 FIRST_TRACKED_RELEASE = Version("0.1.0")
@@ -65,25 +66,18 @@ def liger_release_sensor(context: SensorEvaluationContext, releases: LigerReleas
 )
 def liger_history_sensor(context: SensorEvaluationContext, releases: LigerReleaseResource):
     version = releases.history_version()
-    artifact = releases.fetch(version)
-    from kernelindex_pipeline.liger.release import read_history_csv
-
-    data, _snapshot = read_history_csv(artifact)
+    data, _snapshot = read_history_csv(releases.fetch(version))
     slices = slice_history(data)
     if slices.unattributable_rows:
         context.log.warning(
             f"{len(slices.unattributable_rows)} rows of the {version} history name no usable GPU or version "
             f"(first rows: {slices.unattributable_rows[:10]}); they belong to no partition"
         )
-    requests = [
-        AddDynamicPartitionsRequest(GPU_DIMENSION, new)
-        for new in [_new_values(context, GPU_DIMENSION, slices.gpus)]
-        if new
-    ] + [
-        AddDynamicPartitionsRequest(VERSION_DIMENSION, new)
-        for new in [_new_values(context, VERSION_DIMENSION, slices.versions)]
-        if new
-    ]
+    requests = []
+    for dimension, values in ((GPU_DIMENSION, slices.gpus), (VERSION_DIMENSION, slices.versions)):
+        new = _new_values(context, dimension, values)
+        if new:
+            requests.append(AddDynamicPartitionsRequest(dimension, new))
     runs = [
         RunRequest(
             # Same rows, same key: Dagster launches a run key once, so re-evaluation launches nothing.
