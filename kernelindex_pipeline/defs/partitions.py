@@ -8,14 +8,12 @@ keys (`|` joins dimensions, `,` separates keys in ranges).
 
 from __future__ import annotations
 
-import re
-
 from dagster import DynamicPartitionsDefinition, MultiPartitionKey, MultiPartitionsDefinition
+
+from kernelindex_pipeline.liger.partition import PARTITION_VALUE
 
 GPU_DIMENSION = "gpu"
 VERSION_DIMENSION = "liger_version"
-
-_PARTITION_VALUE = re.compile(r"^[a-z0-9._-]+$")
 
 gpu_partitions = DynamicPartitionsDefinition(name=GPU_DIMENSION)
 liger_version_partitions = DynamicPartitionsDefinition(name=VERSION_DIMENSION)
@@ -30,7 +28,7 @@ class InvalidPartitionValue(ValueError):
 
 def checked_partition_value(dimension: str, value: str) -> str:
     """Return `value` if it is a safe partition value for `dimension`, else raise naming it."""
-    if not isinstance(value, str) or not _PARTITION_VALUE.fullmatch(value):
+    if not isinstance(value, str) or not PARTITION_VALUE.fullmatch(value):
         raise InvalidPartitionValue(
             f"{dimension} partition value {value!r} is not allowed: use lowercase letters, digits, '.', '_' and '-' "
             f"(for a GPU, the kebab-case slug of the CSV gpu_name, e.g. nvidia-h100-80gb-hbm3)"

@@ -23,7 +23,8 @@ from kernelindex_pipeline.liger.normalize import Normalizer
 from kernelindex_pipeline.liger.release import ReleaseArtifact, read_history_csv
 from kernelindex_pipeline.records.names import kebab
 
-_PARTITION_VALUE = re.compile(r"^[a-z0-9._-]+$")
+# What a Dagster partition value may hold: a `|` or `,` in one silently breaks multi-partition keys.
+PARTITION_VALUE = re.compile(r"^[a-z0-9._-]+$")
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,8 @@ class HistorySlices:
 
 
 def _decode(data: bytes) -> str:
-    return data.decode("utf-8-sig", errors="replace")
+    # surrogateescape keeps bytes that are not UTF-8 as they are, so the parser still reports them.
+    return data.decode("utf-8-sig", errors="surrogateescape")
 
 
 def slice_history(data: bytes) -> HistorySlices:
@@ -72,15 +74,16 @@ def slice_history(data: bytes) -> HistorySlices:
     grouped: dict[tuple[str, str], list[list[str]]] = {}
     unattributable: list[int] = []
     rows_read = 0
-    for row_number, row in enumerate(reader, start=1):
+    for row in reader:
         if not row:
             continue  # a blank line is no row (pandas skips it too)
         rows_read += 1
+        row_number = rows_read  # 1-based data row number, as liger/csv.py counts them
         if len(row) != len(header):
             unattributable.append(row_number)
             continue
         gpu, version = kebab(row[gpu_at]), row[version_at].strip()
-        if not (_PARTITION_VALUE.fullmatch(gpu or "-") and _PARTITION_VALUE.fullmatch(version or "|")):
+        if not (PARTITION_VALUE.fullmatch(gpu) and PARTITION_VALUE.fullmatch(version)):
             unattributable.append(row_number)
             continue
         grouped.setdefault((gpu, version), []).append(row)
@@ -91,7 +94,7 @@ def slice_history(data: bytes) -> HistorySlices:
         writer = csv.writer(out, lineterminator="\n")
         writer.writerow(header)
         writer.writerows(rows)
-        partitions[(gpu, version)] = PartitionSlice(gpu, version, out.getvalue().encode("utf-8"), len(rows))
+        partitions[(gpu, version)] = PartitionSlice(gpu, version, out.getvalue().encode("utf-8", "surrogateescape"), len(rows))
     return HistorySlices(partitions=dict(sorted(partitions.items())), unattributable_rows=unattributable, rows_read=rows_read)
 
 
