@@ -1,0 +1,49 @@
+"""The catalogue-wide assets downstream of publication: export, regressions (with its warning check)
+and the HTML report, materialized through Dagster over a published catalogue."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from dagster import DagsterInstance, materialize
+
+from dagster_support import HISTORY_PARTITIONS
+from kernelindex_pipeline.defs.catalogue_assets import benchmark_regressions, catalogue_export, catalogue_report, no_regressions
+from kernelindex_pipeline.defs.resources import CatalogueResource
+from kernelindex_pipeline.records.io import load_manifests
+from test_dagster_history import _materialize, instance, resources  # noqa: F401 (fixtures)
+
+
+def test_export_regressions_and_report_over_the_published_history(instance, resources, tmp_path, sqlite_url):  # noqa: F811
+    for gpu, version in sorted(HISTORY_PARTITIONS):
+        assert _materialize(instance, resources, gpu, version).success
+    out = tmp_path / "out"
+    config = {"ops": {
+        "catalogue_export": {"config": {"out_dir": str(out / "export")}},
+        "catalogue_report": {"config": {"out_dir": str(out / "report")}},
+        "benchmark_regressions": {"config": {"threshold": 0.10}},
+    }}
+    with DagsterInstance.ephemeral() as fresh:
+        result = materialize(
+            [catalogue_export, benchmark_regressions, catalogue_report, no_regressions],
+            instance=fresh, resources={"catalogue": CatalogueResource(url=sqlite_url)}, run_config=config,
+        )
+    assert result.success
+
+    (export,) = result.asset_materializations_for_node("catalogue_export")
+    jsonl = Path(export.metadata["jsonl"].value)
+    assert export.metadata["records"].value == len(jsonl.read_text().splitlines()) == len(load_manifests(jsonl))
+
+    # rms_norm on the H100 at 0.5.0 and 0.6.0: six series compared, one built-in slowdown (liger, hidden 4096).
+    (regressions,) = result.asset_materializations_for_node("benchmark_regressions")
+    assert regressions.metadata["regressions"].value == 1 and regressions.metadata["series_compared"].value == 6
+    assert "0.5.0" in regressions.metadata["table"].value and "0.6.0" in regressions.metadata["table"].value
+    (check,) = result.get_asset_check_evaluations()
+    assert check.check_name == "no_regressions" and not check.passed and check.severity.value == "WARN"
+
+    (report,) = result.asset_materializations_for_node("catalogue_report")
+    index = Path(report.metadata["path"].value)
+    assert index.exists() and "<svg" in index.read_text() + "".join(p.read_text() for p in index.parent.rglob("*.svg"))
+    assert "|" in report.metadata["summary"].value  # a markdown table
+    json.dumps({k: str(v) for k, v in report.metadata.items()})  # metadata is serialisable as shown in the UI
