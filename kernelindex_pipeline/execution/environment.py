@@ -255,22 +255,24 @@ def prepare_environment(
     key = _key(liger_version, base, wheel_dir, requirements)
     venv = cache_dir / f"liger-{liger_version}-py{base['version']}-{key}"
 
+    def environment(reused: bool, installed: list) -> ScriptEnvironment:
+        return ScriptEnvironment(
+            python=_venv_python(venv),
+            path=venv,
+            key=key,
+            liger_version=liger_version,
+            base_python=base_python,
+            reused=reused,
+            seconds=time.monotonic() - started,
+            offline=wheel_dir is not None,
+            installed=installed,
+        )
+
     with open(cache_dir / f"{venv.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # one builder per key; the others wait and then reuse
         marker = venv / MARKER
         if marker.is_file() and _venv_python(venv).exists():
-            recorded = json.loads(marker.read_text())
-            return ScriptEnvironment(
-                python=_venv_python(venv),
-                path=venv,
-                key=key,
-                liger_version=liger_version,
-                base_python=base_python,
-                reused=True,
-                seconds=time.monotonic() - started,
-                offline=wheel_dir is not None,
-                installed=recorded.get("installed", []),
-            )
+            return environment(True, json.loads(marker.read_text()).get("installed", []))
         if before_build is not None:
             before_build()
         if venv.exists():
@@ -289,17 +291,7 @@ def prepare_environment(
                 indent=2,
             )
         )
-    return ScriptEnvironment(
-        python=_venv_python(venv),
-        path=venv,
-        key=key,
-        liger_version=liger_version,
-        base_python=base_python,
-        reused=False,
-        seconds=time.monotonic() - started,
-        offline=wheel_dir is not None,
-        installed=installed,
-    )
+    return environment(False, installed)
 
 
 def _build(
