@@ -8,18 +8,13 @@ Prints the median and the best of R repeats of N calls each, for every kind in t
 
 from __future__ import annotations
 
-import argparse
 import hashlib
-import json
-import statistics
-import timeit
-from pathlib import Path
 
 import rfc8785
 
 from kernelindex_pipeline.records import canonical
+from microbench import arguments, microseconds, seed_manifests_by_kind
 
-SEED_BUNDLES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "seed-bundles.json"
 
 
 def reference_digest_of(manifest: dict) -> str:
@@ -27,22 +22,11 @@ def reference_digest_of(manifest: dict) -> str:
     return "sha256:" + hashlib.sha256(rfc8785.dumps(body)).hexdigest()
 
 
-def microseconds(function, manifest, number: int, repeat: int) -> tuple[float, float]:
-    times = timeit.repeat(lambda: function(manifest), number=number, repeat=repeat)
-    per_call = [t / number * 1e6 for t in times]
-    return statistics.median(per_call), min(per_call)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--number", type=int, default=20_000, help="calls per repeat (default 20000)")
-    parser.add_argument("--repeat", type=int, default=5, help="repeats (default 5)")
-    args = parser.parse_args()
-
-    bundles = json.loads(SEED_BUNDLES.read_text(encoding="utf-8"))
-    manifests = {}
-    for entry in bundles[0]["manifests"]:
-        manifests.setdefault(entry["manifest"]["kind"], entry["manifest"])
+    args = arguments(__doc__.splitlines()[0])
+    manifests = seed_manifests_by_kind()
     order = ["BenchmarkRun"] + [kind for kind in manifests if kind != "BenchmarkRun"]
 
     print(f"fast path: {canonical.FAST_PATH}; {args.repeat} x {args.number} calls; µs per digest_of (median / best)")

@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import base64
+import os
 import hashlib
 import io
 import tarfile
@@ -322,3 +323,15 @@ def build_fake_nvidia_smi(bin_dir: Path, xml_text: str = NVIDIA_SMI_XML) -> Path
     )
     script.chmod(0o755)
     return script
+
+
+def build_site(root: Path, version: str) -> dict:
+    """What every sweep test needs: the stand-in release tarball, a liger-kernel wheel directory for
+    offline installs, and a PATH with the stand-in nvidia-smi first."""
+    build_fake_nvidia_smi(root / "bin")
+    return {
+        "root": root,
+        "tarball": build_release_tarball(root / "release", version),
+        "wheels": build_liger_wheel(root / "wheels", version).parent,
+        "path": f"{root / 'bin'}{os.pathsep}{os.environ['PATH']}",
+    }

@@ -4,7 +4,6 @@ CUDA fails at once naming the partition's GPU."""
 
 from __future__ import annotations
 
-import os
 
 import pytest
 from dagster import DagsterInstance, materialize
@@ -13,7 +12,7 @@ from dagster_support import LocalReleases
 from kernelindex_pipeline.catalogue.store import CatalogueStore
 from kernelindex_pipeline.defs.partitions import GPU_DIMENSION, VERSION_DIMENSION, benchmark_partition_key
 from kernelindex_pipeline.defs.resources import BenchmarkRunnerResource, CatalogueResource
-from standin_release import build_fake_nvidia_smi, build_fake_torch, build_liger_wheel, build_release_tarball
+from standin_release import build_fake_torch, build_site
 from test_dagster_history import CHAIN
 
 VERSION = "0.5.0"
@@ -23,14 +22,7 @@ EXECUTE = {"ops": {"benchmark_csv": {"config": {"mode": "execute"}}}}
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    root = tmp_path_factory.mktemp("sweep-site")
-    build_fake_nvidia_smi(root / "bin")
-    return {
-        "root": root,
-        "tarball": build_release_tarball(root / "release", VERSION),
-        "wheels": build_liger_wheel(root / "wheels", VERSION).parent,
-        "path": f"{root / 'bin'}{os.pathsep}{os.environ['PATH']}",
-    }
+    return build_site(tmp_path_factory.mktemp("sweep-site"), VERSION)
 
 
 def _run(site, tmp_path, sqlite_url, device_name):

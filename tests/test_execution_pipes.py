@@ -1,13 +1,12 @@
 """The sweep's own process: plain mode and under Dagster Pipes (PipesSubprocessClient), end to end."""
 
 import json
-import os
 import subprocess
 import sys
 
 import pytest
 
-from standin_release import build_fake_nvidia_smi, build_fake_torch, build_liger_wheel, build_release_tarball
+from standin_release import build_fake_torch, build_site
 
 VERSION = "0.0.1"
 SCRIPTS = ["benchmark_rms_norm.py", "benchmark_layer_norm.py"]
@@ -16,13 +15,9 @@ SCRIPTS = ["benchmark_rms_norm.py", "benchmark_layer_norm.py"]
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     root = tmp_path_factory.mktemp("pipes")
-    build_fake_nvidia_smi(root / "bin")
     return {
-        "root": root,
-        "tarball": build_release_tarball(root / "release", VERSION),
-        "wheels": build_liger_wheel(root / "wheels", VERSION).parent,
+        **build_site(root, VERSION),
         "torch": build_fake_torch(root / "torch", "NVIDIA H100 80GB HBM3"),
-        "path": f"{root / 'bin'}{os.pathsep}{os.environ['PATH']}",
     }
 
 

@@ -15,10 +15,8 @@ from kernelindex_pipeline.execution.runner import SweepRequest, run_sweep, selec
 from kernelindex_pipeline.execution.workdir import UPSTREAM_COLUMNS, prepare_workdir
 from standin_release import (
     GOOD_ROWS,
-    build_fake_nvidia_smi,
+    build_site,
     build_fake_torch,
-    build_liger_wheel,
-    build_release_tarball,
 )
 
 H100_NAME = "NVIDIA H100 80GB HBM3"
@@ -30,15 +28,11 @@ TIMEOUT_S = 3
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     root = tmp_path_factory.mktemp("sweep")
-    build_fake_nvidia_smi(root / "bin")
     return {
-        "root": root,
-        "tarball": build_release_tarball(root / "release", VERSION),
-        "wheels": build_liger_wheel(root / "wheels", VERSION).parent,
+        **build_site(root, VERSION),
         "torch": build_fake_torch(root / "torch-h100", H100_NAME),
         "no_cuda": build_fake_torch(root / "torch-none", None),
         "env_cache": root / "envs",
-        "path": f"{root / 'bin'}{os.pathsep}{os.environ['PATH']}",
     }
 
 
