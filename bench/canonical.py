@@ -11,10 +11,9 @@ from __future__ import annotations
 import hashlib
 
 import rfc8785
-
-from kernelindex_pipeline.records import canonical
 from microbench import arguments, microseconds, seed_manifests_by_kind
 
+from kernelindex_pipeline.records import canonical
 
 
 def reference_digest_of(manifest: dict) -> str:

@@ -5,10 +5,9 @@
 
 from __future__ import annotations
 
-
-from kernelindex_pipeline.records.schema import KINDS, validate_manifest
 from microbench import arguments, microseconds, seed_manifests_by_kind
 
+from kernelindex_pipeline.records.schema import KINDS, validate_manifest
 
 
 def main() -> None:

@@ -12,8 +12,8 @@ import json
 import os
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 PROG = "kernelindex-pipeline"
 
@@ -213,10 +213,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _expected_errors() -> tuple[type[BaseException], ...]:
     """Exceptions that mean bad input (exit 1), imported lazily so `--help` stays fast."""
+    from kernelindex_pipeline.catalogue.store import CatalogueError as StoreError
     from kernelindex_pipeline.liger import CatalogueError, CsvFormatError, InvalidRecord
     from kernelindex_pipeline.liger.release import ReleaseError
-
-    from kernelindex_pipeline.catalogue.store import CatalogueError as StoreError
 
     errors: list[type[BaseException]] = [CommandError, CatalogueError, CsvFormatError, InvalidRecord, ReleaseError, StoreError, OSError]
     try:

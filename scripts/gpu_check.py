@@ -24,7 +24,7 @@ import sys
 import tarfile
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -50,7 +50,7 @@ BASE_PYTHON = "KERNELINDEX_GPU_CHECK_BASE_PYTHON"
 
 
 def log(message: str) -> None:
-    print(f"[gpu_check {datetime.now(timezone.utc):%H:%M:%S}] {message}", file=sys.stderr, flush=True)
+    print(f"[gpu_check {datetime.now(UTC):%H:%M:%S}] {message}", file=sys.stderr, flush=True)
 
 
 # --- bootstrap ----------------------------------------------------------------------------------------
@@ -77,7 +77,7 @@ def bootstrap(args: argparse.Namespace, argv: list[str]) -> None:
     missing = missing_pipeline_modules()
     if (not missing and not args.bootstrap) or os.environ.get(BOOTSTRAPPED):
         return
-    version = "%d.%d" % sys.version_info[:2]
+    version = "{}.{}".format(*sys.version_info[:2])
     venv = Path(args.bootstrap_dir) if args.bootstrap_dir else cache_root() / f"gpu-check-venv-py{version}"
     python = venv / "bin" / "python"
     log(f"record path needs {', '.join(missing) or 'nothing new'}: preparing {venv}")
@@ -212,7 +212,7 @@ def run_check(args: argparse.Namespace) -> int:
 
     started = time.monotonic()
     base_python = os.environ.get(BASE_PYTHON, sys.executable)
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     evidence = Path(args.evidence or REPO / "evidence" / f"gpu-check-{stamp}")
     work_dir = Path(tempfile.mkdtemp(prefix="kernelindex-gpu-check-"))
     extra_env = {}
@@ -321,7 +321,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bootstrap-dir", help="where the bootstrap venv lives")
     parser.add_argument("--extra-pythonpath", action="append", help=argparse.SUPPRESS)  # tests: stand-in torch
     parser.add_argument("--download-wheels", metavar="DIR", help="fetch what an offline host needs into DIR, then stop")
-    parser.add_argument("--python-version", default="%d.%d" % sys.version_info[:2], help="with --download-wheels: the GPU host's Python")
+    parser.add_argument("--python-version", default="{}.{}".format(*sys.version_info[:2]), help="with --download-wheels: the GPU host's Python")
     parser.add_argument("--with-transformers", action="store_true", help="with --download-wheels: also transformers (hosts without it)")
     args = parser.parse_args(argv)
     if args.download_wheels:

@@ -11,7 +11,7 @@ import copy
 import json
 import os
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -82,7 +82,7 @@ def synthetic_runs(catalogue_records):
     from kernelindex_pipeline.records.canonical import digest_of
 
     seeds = [m for m in catalogue_records.values() if m["kind"] == "BenchmarkRun"]
-    epoch = datetime(2025, 1, 1, tzinfo=timezone.utc)
+    epoch = datetime(2025, 1, 1, tzinfo=UTC)
 
     def make(count: int, start: int = 0) -> dict[str, dict]:
         runs: dict[str, dict] = {}

@@ -8,9 +8,10 @@ import io
 import tarfile
 from pathlib import Path
 
+from liger_rows import csv_bytes, row
+
 from kernelindex_pipeline.defs.resources import LigerReleaseResource
 from kernelindex_pipeline.liger.release import ReleaseArtifact
-from liger_rows import csv_bytes, row
 
 H100 = "NVIDIA H100 80GB HBM3"
 A100 = "NVIDIA A100-SXM4-80GB"

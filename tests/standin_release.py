@@ -18,9 +18,9 @@
 from __future__ import annotations
 
 import base64
-import os
 import hashlib
 import io
+import os
 import tarfile
 import textwrap
 import zipfile

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 import yaml
@@ -40,7 +40,7 @@ def in_catalogue_order(records: dict[str, dict]) -> list[dict]:
 
 
 def test_jsonl_holds_one_canonical_manifest_per_line_in_catalogue_order(store, records, tmp_path):
-    generated_at = datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc)
+    generated_at = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
     result = export_jsonl(store, tmp_path / "out", generated_at=generated_at)
 
     data = result.path.read_bytes()
@@ -81,7 +81,7 @@ def test_exports_are_byte_stable(store, records, tmp_path):
     store.publish(dict(reversed(list(records.items()))), partition="q")
     second = (export_jsonl(store, tmp_path / "b"), export_bundle(store, tmp_path / "b"))
 
-    for one, two in zip(first, second):
+    for one, two in zip(first, second, strict=False):
         assert one.path.read_bytes() == two.path.read_bytes()
         assert one.sha256 == two.sha256
 

@@ -128,7 +128,7 @@ def test_two_partitions_published_at_once_from_two_processes_lose_nothing(
         assert sum(store.counts_by_kind().values()) == len(union)
         assert len(store.publications()) == 2
     assert sum(result["new"] for result in results) == len(union)
-    for result, records in zip(results, partitions.values()):
+    for result, records in zip(results, partitions.values(), strict=False):
         assert result["new"] + result["alreadyPresent"] == len(records)
         assert result["conflicts"] == []
 

@@ -7,11 +7,11 @@ import subprocess
 import sys
 
 import pytest
+from liger_rows import BASE_ROW, csv_bytes, row
 
 from kernelindex_pipeline.cli import main
 from kernelindex_pipeline.records.canonical import canonical_bytes, digest_of
 from kernelindex_pipeline.records.schema import KINDS
-from liger_rows import BASE_ROW, csv_bytes, row
 
 
 @pytest.fixture
@@ -34,7 +34,7 @@ def test_transform_writes_sorted_canonical_records_and_report(small_csv, tmp_pat
     assert main(["transform", str(small_csv), "--out", str(out)]) == 0
     lines = (out / "records.jsonl").read_bytes().splitlines()
     manifests = [json.loads(line) for line in lines]
-    assert all(canonical_bytes(m) == line for m, line in zip(manifests, lines))
+    assert all(canonical_bytes(m) == line for m, line in zip(manifests, lines, strict=False))
     keys = [(KINDS.index(m["kind"]), m["metadata"]["name"], digest_of(m)) for m in manifests]
     assert keys == sorted(keys)
     assert sum(m["kind"] == "BenchmarkRun" for m in manifests) == 3
@@ -60,7 +60,7 @@ def test_transform_sorts_runs_by_name_then_digest(tmp_path):
     path = tmp_path / "b.csv"
     path.write_bytes(csv_bytes(rows))
     assert main(["transform", str(path), "--out", str(tmp_path / "o")]) == 0
-    runs = [json.loads(l) for l in (tmp_path / "o" / "records.jsonl").read_bytes().splitlines()]
+    runs = [json.loads(line) for line in (tmp_path / "o" / "records.jsonl").read_bytes().splitlines()]
     runs = [m for m in runs if m["kind"] == "BenchmarkRun"]
     assert len(runs) == 9
     names = [(m["metadata"]["name"], digest_of(m)) for m in runs]

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 from dagster import SensorResult, SkipReason, build_schedule_context, build_sensor_context, instance_for_test
-
 from dagster_support import HISTORY_PARTITIONS, LocalReleases, build_history_sdist, history_rows
+
 from kernelindex_pipeline.defs.partitions import (
     GPU_DIMENSION,
     VERSION_DIMENSION,
@@ -72,7 +72,7 @@ def test_history_sensor_requests_one_run_per_partition_with_content_run_keys(ins
 def test_nightly_sweep_requests_one_run_per_gpu_pool_on_the_newest_version(instance):
     instance.add_dynamic_partitions(VERSION_DIMENSION, ["0.6.1", "0.8.0", "0.10.0", "0.9.2"])
     fleet = GpuFleetResource(gpu_pools="nvidia-h100-80gb-hbm3, nvidia-b200")
-    when = datetime(2026, 11, 30, 2, 0, tzinfo=timezone.utc)
+    when = datetime(2026, 11, 30, 2, 0, tzinfo=UTC)
     context = build_schedule_context(instance=instance, resources={"fleet": fleet}, scheduled_execution_time=when)
     requests = list(nightly_gpu_sweep(context))
     assert [split_partition_key(r.partition_key) for r in requests] == [("nvidia-h100-80gb-hbm3", "0.10.0"), ("nvidia-b200", "0.10.0")]

@@ -7,12 +7,17 @@ import json
 from pathlib import Path
 
 from dagster import DagsterInstance, materialize
-
 from dagster_support import HISTORY_PARTITIONS
-from kernelindex_pipeline.defs.catalogue_assets import benchmark_regressions, catalogue_export, catalogue_report, no_regressions
+from test_dagster_history import _materialize, instance, resources  # noqa: F401 (fixtures)
+
+from kernelindex_pipeline.defs.catalogue_assets import (
+    benchmark_regressions,
+    catalogue_export,
+    catalogue_report,
+    no_regressions,
+)
 from kernelindex_pipeline.defs.resources import CatalogueResource
 from kernelindex_pipeline.records.io import load_manifests
-from test_dagster_history import _materialize, instance, resources  # noqa: F401 (fixtures)
 
 
 def test_export_regressions_and_report_over_the_published_history(instance, resources, tmp_path, sqlite_url):  # noqa: F811

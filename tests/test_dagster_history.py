@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 from dagster import DagsterInstance, materialize
-
 from dagster_support import HISTORY_PARTITIONS, LocalReleases, build_history_sdist
+
 from kernelindex_pipeline.catalogue.store import CatalogueStore
 from kernelindex_pipeline.defs import assets
 from kernelindex_pipeline.defs.partitions import GPU_DIMENSION, VERSION_DIMENSION, benchmark_partition_key

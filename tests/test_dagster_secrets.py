@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from dagster import DagsterInstance, EnvVar, materialize
-from sqlalchemy.engine import make_url
-
 from dagster_support import LocalReleases, build_history_sdist
+from sqlalchemy.engine import make_url
+from test_dagster_history import CHAIN
+
 from kernelindex_pipeline.defs.partitions import GPU_DIMENSION, VERSION_DIMENSION, benchmark_partition_key
 from kernelindex_pipeline.defs.resources import BenchmarkRunnerResource, CatalogueResource
-from test_dagster_history import CHAIN
 
 
 def test_password_never_appears_in_events_or_metadata(tmp_path, postgres_url):

@@ -4,16 +4,15 @@ CUDA fails at once naming the partition's GPU."""
 
 from __future__ import annotations
 
-
 import pytest
 from dagster import DagsterInstance, materialize
-
 from dagster_support import LocalReleases
+from standin_release import build_fake_torch, build_site
+from test_dagster_history import CHAIN
+
 from kernelindex_pipeline.catalogue.store import CatalogueStore
 from kernelindex_pipeline.defs.partitions import GPU_DIMENSION, VERSION_DIMENSION, benchmark_partition_key
 from kernelindex_pipeline.defs.resources import BenchmarkRunnerResource, CatalogueResource
-from standin_release import build_fake_torch, build_site
-from test_dagster_history import CHAIN
 
 VERSION = "0.5.0"
 GPU = "nvidia-h100-80gb-hbm3"

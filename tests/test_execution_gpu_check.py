@@ -10,7 +10,6 @@ import tarfile
 from pathlib import Path
 
 import pytest
-
 from standin_release import build_fake_nvidia_smi, build_fake_torch, build_liger_wheel, build_release_tarball
 
 REPO = Path(__file__).resolve().parent.parent

@@ -4,6 +4,7 @@ import os
 import sys
 
 import pytest
+from standin_release import NVIDIA_SMI_XML, build_fake_nvidia_smi, build_fake_torch
 
 from kernelindex_pipeline.execution.host import (
     HostCapture,
@@ -13,7 +14,6 @@ from kernelindex_pipeline.execution.host import (
     probe_host,
 )
 from kernelindex_pipeline.execution.outcomes import HostCheckError
-from standin_release import NVIDIA_SMI_XML, build_fake_nvidia_smi, build_fake_torch
 
 H100 = "nvidia-h100-80gb-hbm3"
 

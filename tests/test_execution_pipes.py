@@ -5,7 +5,6 @@ import subprocess
 import sys
 
 import pytest
-
 from standin_release import build_fake_torch, build_site
 
 VERSION = "0.0.1"

@@ -5,19 +5,19 @@ the data CSV truncated), and the rows read back."""
 import csv
 import hashlib
 import os
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from standin_release import (
+    GOOD_ROWS,
+    build_fake_torch,
+    build_site,
+)
 
 from kernelindex_pipeline.execution.outcomes import ConfigurationError, HostCheckError
 from kernelindex_pipeline.execution.runner import SweepRequest, run_sweep, select_scripts
 from kernelindex_pipeline.execution.workdir import UPSTREAM_COLUMNS, prepare_workdir
-from standin_release import (
-    GOOD_ROWS,
-    build_site,
-    build_fake_torch,
-)
 
 H100_NAME = "NVIDIA H100 80GB HBM3"
 H100 = "nvidia-h100-80gb-hbm3"
@@ -59,9 +59,9 @@ def sweep(site):
     os.environ["TZ"] = "Asia/Kathmandu"
     events = []
     try:
-        before = datetime.now(timezone.utc).replace(microsecond=0)
+        before = datetime.now(UTC).replace(microsecond=0)
         result = run_sweep(request(site, "full"), progress=events.append)
-        after = datetime.now(timezone.utc)
+        after = datetime.now(UTC)
     finally:
         if saved is None:
             os.environ.pop("TZ", None)
@@ -117,7 +117,7 @@ def test_rows_of_good_scripts_survive_the_failures(sweep):
 def test_timestamps_are_utc(sweep):
     rows = read_csv(sweep["result"].csv_path)
     for row in rows:
-        stamp = datetime.strptime(row["timestamp"], "%Y-%m-%d %H:%M:%S").replace(tzinfo=timezone.utc)
+        stamp = datetime.strptime(row["timestamp"], "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC)
         # Kathmandu is UTC+05:45: a local-time stamp would fall far outside the run's UTC interval.
         assert sweep["before"] - timedelta(seconds=1) <= stamp <= sweep["after"]
 

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-
 import pytest
 
 from kernelindex_pipeline.liger.catalogue import (
-    Check,
     CatalogueError,
+    Check,
     ExpressionUndefined,
     compile_expression,
     default_catalogue,

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from liger_rows import BASE_ROW, csv_bytes, row
 
 from kernelindex_pipeline.liger.csv import UPSTREAM_COLUMNS, CsvFormatError, CsvReader, read_rows
-from liger_rows import BASE_ROW, csv_bytes, row
 
 HEADER = ",".join(UPSTREAM_COLUMNS)
 LINE = csv_bytes([BASE_ROW]).decode().splitlines()[1]
@@ -21,7 +21,7 @@ def test_plain_file_reads_every_column_as_text():
     assert header.drift_warnings == []
     (number, values, problem), = rows
     assert number == 1 and problem is None
-    assert dict(zip(UPSTREAM_COLUMNS, values)) == row(x_value=" 64 ", y_value_50="1e3")
+    assert dict(zip(UPSTREAM_COLUMNS, values, strict=False)) == row(x_value=" 64 ", y_value_50="1e3")
 
 
 def test_quoted_json_with_doubled_quotes_survives():

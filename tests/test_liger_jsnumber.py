@@ -6,7 +6,8 @@ import math
 
 import pytest
 import rfc8785
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kernelindex_pipeline.liger.jsnumber import (
     JSParseError,

@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 
 import pytest
+from liger_rows import BASE_ROW, csv_bytes, row
 
 from kernelindex_pipeline.liger import InvalidRecord, MeasuredContext, import_csv
 from kernelindex_pipeline.liger.catalogue import load_catalogue
 from kernelindex_pipeline.records.canonical import canonical_bytes, digest_of
 from kernelindex_pipeline.records.schema import validate_manifest
-from liger_rows import BASE_ROW, csv_bytes, row
 
 
 def run_import(rows, **kwargs):

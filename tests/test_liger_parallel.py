@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from liger_rows import csv_bytes, row
 
 from kernelindex_pipeline.cli import main
 from kernelindex_pipeline.liger import InvalidRecord, MeasuredContext, import_csv, parallel
-from liger_rows import csv_bytes, row
 
 
 def many_rows(n: int) -> bytes:

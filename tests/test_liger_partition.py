@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from liger_rows import csv_bytes, row
+
 from kernelindex_pipeline.liger import partition as liger_partition
 from kernelindex_pipeline.liger.partition import PartitionCsv, slice_history
 

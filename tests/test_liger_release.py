@@ -10,6 +10,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
+from liger_rows import BASE_ROW, csv_bytes
 
 from kernelindex_pipeline.liger import import_csv, release
 from kernelindex_pipeline.liger.release import (
@@ -20,7 +21,6 @@ from kernelindex_pipeline.liger.release import (
     read_history_csv,
 )
 from kernelindex_pipeline.records.schema import validate_manifest
-from liger_rows import BASE_ROW, csv_bytes
 
 
 def make_sdist(path: Path, version: str, members: dict[str, bytes] | None = None) -> Path:

@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 import os
 
-from hypothesis import HealthCheck, assume, given, settings, strategies as st
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
 from kernelindex_pipeline.liger import CsvFormatError, import_csv
 from kernelindex_pipeline.liger.catalogue import default_catalogue
@@ -183,7 +184,7 @@ def test_files_with_bytes_spliced_in(row_list, noise, at):
 @SETTINGS
 @given(st.one_of(st.integers(-5, 2**60).map(str), st.floats(allow_nan=True).map(repr), numberish))
 def test_x_values_bind_only_as_positive_safe_integers(x_value):
-    r = {c: v for c, v in zip(UPSTREAM_COLUMNS, [""] * 15)}
+    r = {c: v for c, v in zip(UPSTREAM_COLUMNS, [""] * 15, strict=False)}
     r.update({
         "kernel_name": "rms_norm", "kernel_provider": "liger", "kernel_operation_mode": "forward", "metric_name": "speed",
         "x_name": "H", "x_value": x_value, "y_value_50": "0.1", "y_value_20": "0.1", "y_value_80": "0.1",

@@ -22,7 +22,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from ui_support import (
     ARTIFACTS,
     BACKFILL_TERMINAL,

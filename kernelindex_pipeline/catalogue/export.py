@@ -21,7 +21,7 @@ import tempfile
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -88,7 +88,7 @@ def export_jsonl(store: CatalogueStore, out_dir: str | os.PathLike[str], *, gene
     path = out / JSONL_NAME
     sha256 = _write_atomically(path, lines())
     records = sum(counts.values())
-    stamp = (generated_at or datetime.now(timezone.utc)).astimezone(timezone.utc)
+    stamp = (generated_at or datetime.now(UTC)).astimezone(UTC)
     description = {
         "file": JSONL_NAME,
         "sha256": sha256,
@@ -116,7 +116,7 @@ def export_bundle(store: CatalogueStore, out_dir: str | os.PathLike[str]) -> Exp
         yield (
             f"# KernelIndex submission bundle: {API_VERSION} records, one YAML document per group in\n"
             f"# dependency order ({', '.join(BUNDLE_GROUPS.values())}).\n"
-        ).encode("utf-8")
+        ).encode()
         for group, manifests in grouped.items():
             yield yaml.dump(
                 {group: manifests},

@@ -61,7 +61,7 @@ class LigerReleaseResource(ConfigurableResource):
     def _cache(self) -> Path:
         return Path(self.cache_dir) if self.cache_dir else release.default_cache_dir()
 
-    def fetch(self, version: str) -> "release.ReleaseArtifact":
+    def fetch(self, version: str) -> release.ReleaseArtifact:
         return release.fetch_release(version, cache_dir=self._cache())
 
     def versions(self) -> list[str]:

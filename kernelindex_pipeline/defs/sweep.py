@@ -11,7 +11,9 @@ import re
 import sys
 
 from dagster import AssetExecutionContext, Failure, MetadataValue
-from dagster._core.errors import DagsterPipesExecutionError  # what Pipes clients raise on a failed process; not re-exported
+from dagster._core.errors import (
+    DagsterPipesExecutionError,  # what Pipes clients raise on a failed process; not re-exported
+)
 
 from kernelindex_pipeline.defs.resources import BenchmarkRunnerResource, LigerReleaseResource
 from kernelindex_pipeline.liger.normalize import MeasuredContext

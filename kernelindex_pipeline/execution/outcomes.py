@@ -14,7 +14,7 @@ import re
 from dataclasses import asdict, dataclass, field
 
 
-class ScriptStatus(str, enum.Enum):
+class ScriptStatus(enum.StrEnum):
     OK = "ok"
     FAILED = "failed"
     TIMED_OUT = "timed_out"

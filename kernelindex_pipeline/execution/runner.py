@@ -26,7 +26,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from ..liger.release import ReleaseError, extract_release, fetch_release
@@ -393,7 +393,7 @@ def logs_by_kernel(outcomes: list[ScriptOutcome]) -> dict[str, dict]:
 
 
 def _utc_now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def fresh_work_dir(requested: str | None) -> Path:

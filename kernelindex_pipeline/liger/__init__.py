@@ -16,10 +16,11 @@ Stages, one module each (fetch an immutable snapshot -> parse -> normalize -> re
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from os import PathLike
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from kernelindex_pipeline.liger.catalogue import Catalogue, CatalogueError, default_catalogue
 from kernelindex_pipeline.liger.csv import CsvFormatError, CsvReader
@@ -61,7 +62,7 @@ class ImportResult:
     names_by_digest: dict[str, list[str]] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, normalizer: Normalizer, snapshot: SourceSnapshot | None) -> "ImportResult":
+    def of(cls, normalizer: Normalizer, snapshot: SourceSnapshot | None) -> ImportResult:
         """The result of a finished Normalizer: shared objects, then runs (unless they were streamed)."""
         manifests = dict(normalizer.objects)
         manifests.update(normalizer.runs)

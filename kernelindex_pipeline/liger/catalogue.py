@@ -12,11 +12,12 @@ integers, names, `+ - * // %` and parentheses exist, so nothing is ever handed t
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import yaml
 

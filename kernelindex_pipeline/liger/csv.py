@@ -24,10 +24,10 @@ import csv as stdlib_csv
 import io
 import re
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from os import PathLike
 from pathlib import Path
-from typing import Iterator
 
 import pandas as pd
 
@@ -191,7 +191,7 @@ class CsvReader:
                 for col in cols:
                     col.append("")
             else:
-                for col, i in zip(cols, index):
+                for col, i in zip(cols, index, strict=False):
                     col.append(record[i])
             if len(cols[0]) >= self.chunk_rows:
                 chunk = Chunk(start, tuple(cols), bad)
@@ -223,7 +223,7 @@ def _exact_records(source: CsvSource) -> Iterator[list[str]]:
 
 
 def _mark_undecodable(chunk: Chunk) -> None:
-    for j, values in enumerate(zip(*chunk.columns)):
+    for j, values in enumerate(zip(*chunk.columns, strict=False)):
         if j not in chunk.bad and _SURROGATE.search("\x1f".join(values)):
             chunk.bad[j] = "row is not valid UTF-8"
             for col in chunk.columns:
@@ -235,7 +235,7 @@ def read_rows(source: CsvSource) -> tuple[CsvHeader | None, list[tuple[int, tupl
     reader = CsvReader(source)
     rows = []
     for chunk in reader:
-        for j, values in enumerate(zip(*chunk.columns)):
+        for j, values in enumerate(zip(*chunk.columns, strict=False)):
             problem = chunk.bad.get(j)
             rows.append((chunk.start + j, None if problem else values, problem))
     return reader.header, rows

@@ -21,8 +21,9 @@ import hashlib
 import json
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from kernelindex_pipeline.liger.catalogue import (
     DTYPE_TOKENS,
@@ -538,7 +539,7 @@ class Normalizer:
         start = chunk.start
         # kernel, provider, mode, metric, x_name, x_value, y50, y20, y80, config, gpu, timestamp, version
         for j, (kernel, provider, mode, metric, x_name, x_value, y50, y20, y80, config, gpu, ts, version) in enumerate(
-            zip(c[0], c[1], c[2], c[3], c[5], c[7], c[8], c[9], c[10], c[11], c[12], c[13], c[14])
+            zip(c[0], c[1], c[2], c[3], c[5], c[7], c[8], c[9], c[10], c[11], c[12], c[13], c[14], strict=False)
         ):
             report.rows_read += 1
             if bad and j in bad:

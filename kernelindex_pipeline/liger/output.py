@@ -13,11 +13,13 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from kernelindex_pipeline.liger.normalize import RunRecord
 from kernelindex_pipeline.records.canonical import canonical_bytes
+
 
 class SortedRunSpool:
     """Collect runs as they stream in; give their lines back sorted by (name, digest).
@@ -65,7 +67,7 @@ def write_records_jsonl(path: Path, shared: Iterable[tuple[str, dict[str, Any]]]
     tmp = path.with_name(path.name + ".tmp")
     count = 0
     with open(tmp, "wb") as f:
-        for digest, manifest in sorted(shared, key=lambda item: sort_key(item[1], item[0])):
+        for _digest, manifest in sorted(shared, key=lambda item: sort_key(item[1], item[0])):
             f.write(canonical_bytes(manifest) + b"\n")
             count += 1
         run_lines = runs.lines() if isinstance(runs, SortedRunSpool) else (runs or ())

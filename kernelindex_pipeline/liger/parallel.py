@@ -20,8 +20,9 @@ import pickle
 import subprocess
 import sys
 from collections import deque
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, BinaryIO, Callable
+from typing import Any, BinaryIO
 
 from kernelindex_pipeline.liger.normalize import InvalidRecord, RunRecord, build_run, schema_validator
 
@@ -137,7 +138,7 @@ class ParallelRunBuilder:
         if status != "ok":
             raise WorkerError(f"a run-building worker failed: {payload}")
         on_run = self.on_run
-        for (name, digest, line), external_id in zip(payload, external_ids):
+        for (name, digest, line), external_id in zip(payload, external_ids, strict=False):
             on_run(RunRecord(name, digest, external_id, line))
 
     def finish(self) -> None:

@@ -35,14 +35,15 @@ from __future__ import annotations
 
 import copy
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
-from typing import Any, Iterable, Literal
+from typing import Annotated, Any, Literal, NotRequired
 
 from pydantic import BeforeValidator, ConfigDict, Field, PlainValidator, TypeAdapter, ValidationError, WithJsonSchema
 from pydantic.json_schema import GenerateJsonSchema
 from pydantic_core import PydanticCustomError
-from typing_extensions import Annotated, NotRequired, TypedDict
+from typing_extensions import TypedDict
 
 from .canonical import API_VERSION
 

@@ -198,12 +198,12 @@ def _new_figure(chart: Chart) -> tuple[Figure, list]:
     figure.subplots_adjust(left=0.75 / width, right=1 - (legend_in + 0.1) / width, bottom=0.45 / height,
                            top=1 - 0.75 / height, wspace=0.28 * 3.8 / 3.8)
     axes = figure.subplots(1, len(modes), squeeze=False)[0]
-    for ax, mode in zip(axes, modes):
+    for ax, mode in zip(axes, modes, strict=False):
         ax.set_title(mode)
         ax.grid(True, alpha=0.3)
         ax.set_xlabel(chart.sweep.x_axis or "workload")
     figure.suptitle(f"{chart.kernel_title} ({chart.kernel}) · {chart.gpu}\n{chart.sweep.label()}", fontsize=9)
-    return figure, list(zip(axes, modes))
+    return figure, list(zip(axes, modes, strict=False))
 
 
 def render_chart(chart: Chart, path: Path, colors: dict[str, str]) -> None:
@@ -234,9 +234,9 @@ def _draw_latency(chart: Chart, panels, colors) -> list:
             (handle,) = ax.plot(xs, median, marker="o", markersize=3.5, color=colors[provider], label=label,
                                 linestyle="--" if line[0].role == "baseline" else "-")
             banded = [(x, s.latest.p20_ns / scale, s.latest.p80_ns / scale)
-                      for x, s in zip(xs, line) if s.latest.has_band]
+                      for x, s in zip(xs, line, strict=False) if s.latest.has_band]
             if banded:
-                bx, lo, hi = zip(*banded)
+                bx, lo, hi = zip(*banded, strict=False)
                 ax.fill_between(bx, lo, hi, color=colors[provider], alpha=0.18, linewidth=0)
             handles[label] = handle
         ax.set_ylabel(f"median latency ({unit})")
@@ -264,7 +264,7 @@ def _draw_speedup(chart: Chart, panels, colors) -> list:
         xs_all = []
         for (liger_provider, baseline_provider), points in sorted(lines.items()):
             points.sort()
-            xs, ys = zip(*points)
+            xs, ys = zip(*points, strict=False)
             xs_all += xs
             label = f"{liger_provider} vs {baseline_provider}"
             (handle,) = ax.plot(xs, ys, marker="o", markersize=3.5, color=colors[liger_provider], label=label,
@@ -304,7 +304,7 @@ def _draw_versions(chart: Chart, panels, colors) -> list:
                                     color=version_color[version], linestyle=styles[provider], label=label)
                 banded = [(x, p.p20_ns / scale, p.p80_ns / scale) for x, p in points if p.has_band]
                 if banded:
-                    bx, lo, hi = zip(*banded)
+                    bx, lo, hi = zip(*banded, strict=False)
                     ax.fill_between(bx, lo, hi, color=version_color[version], alpha=0.15, linewidth=0)
                 handles[(providers.index(provider), versions.index(version))] = handle
         ax.set_ylabel(f"median latency ({unit})")

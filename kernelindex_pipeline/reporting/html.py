@@ -24,7 +24,7 @@ import tempfile
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -153,7 +153,7 @@ def render_page(title: str, planned: dict[str, list[ChartGroup]], regressions: R
     for item in regressions.regressions:
         by_kernel[item.kernel].append(item)
 
-    built = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    built = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     out = [
         "<!doctype html>",
         '<html lang="en"><head><meta charset="utf-8">',

@@ -216,7 +216,7 @@ def compare_series(series: Series, threshold: float) -> tuple[list[Comparison], 
         return [], InsufficientSeries(series.kernel, series.mode, series.provider, series.gpu, series.case_key,
                                       tuple(series.versions), reason)
     comparisons = []
-    for old, new in zip(points, points[1:]):
+    for old, new in zip(points, points[1:], strict=False):
         change = (new.median_ns - old.median_ns) / old.median_ns * 100
         beyond: float | None = None
         reason = ""

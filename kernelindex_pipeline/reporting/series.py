@@ -23,11 +23,11 @@ number of runs folded into a point is kept so nothing disappears silently.
 from __future__ import annotations
 
 import re
-from functools import lru_cache
-from importlib import resources
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
 from typing import Any
 
 import yaml
