@@ -130,3 +130,140 @@ def test_release_0_8_5_history_matches_the_catalogue_counts(tmp_path):
     assert all(validate_manifest(m) == [] for m in result.manifests.values())
     assert report["runs"] == len(result.runs()) > 0
     assert "0.8.5" in list_release_versions()
+
+
+# ---------------------------------------------------------------- hostile archives (issue 11, items 1-3)
+
+CSV_MEMBER = "liger_kernel-1.0.0/benchmark/data/all_benchmark_data.csv"
+
+
+def hostile_sdist(path: Path, *extra: tarfile.TarInfo, data: dict[str, bytes] | None = None, compresslevel: int = 9) -> Path:
+    """A good release plus `extra` members (links, devices, ...) written after it."""
+    with tarfile.open(path, "w:gz", compresslevel=compresslevel) as tar:
+        for name, content in {CSV_MEMBER: csv_bytes([BASE_ROW]), **(data or {})}.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(content)
+            tar.addfile(info, io.BytesIO(content))
+        for info in extra:
+            tar.addfile(info)
+    return path
+
+
+def link(name: str, target: str, kind: bytes = tarfile.SYMTYPE) -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.type, info.linkname = kind, target
+    return info
+
+
+def assert_nothing_extracted(dest: Path) -> None:
+    assert not dest.exists() or not any(dest.iterdir()), f"partial extraction left in {dest}"
+    assert not [p for p in dest.parent.iterdir() if p.name.startswith(f".{dest.name}.")], "staging directory left behind"
+
+
+def _special(name: str, kind: bytes) -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.type = kind
+    return info
+
+
+@pytest.mark.parametrize(
+    "members",
+    [
+        # The CVE-2025-4517 shape: a symlink chain whose resolved length exceeds PATH_MAX, then a link through it.
+        [*(link(f"liger_kernel-1.0.0/benchmark/.cache/{'d' * 200}{i}", f"{'d' * 200}{i + 1}" if i < 30 else "../" * 40) for i in range(31)),
+         link("liger_kernel-1.0.0/benchmark/.cache/escape", "../../../../outside.txt", tarfile.LNKTYPE)],
+        [link("liger_kernel-1.0.0/benchmark/.cache/s", "../../../../../etc")],
+        [link("liger_kernel-1.0.0/benchmark/inside-link", "liger_kernel-1.0.0/benchmark/data/all_benchmark_data.csv", tarfile.LNKTYPE)],
+        [link("liger_kernel-1.0.0/dangling", "liger_kernel-1.0.0/no-such-member", tarfile.LNKTYPE)],
+        [_special("liger_kernel-1.0.0/fifo", tarfile.FIFOTYPE)],
+        [_special("liger_kernel-1.0.0/dev", tarfile.CHRTYPE)],
+    ],
+    ids=["long-symlink-chain-then-hardlink", "symlink", "hardlink-inside", "hardlink-to-missing-member", "fifo", "device"],
+)
+def test_extract_takes_no_link_or_special_member_at_all(tmp_path, members):
+    sdist = hostile_sdist(tmp_path / "evil.tar.gz", *members)
+    dest = tmp_path / "work" / "release"
+    with pytest.raises(ReleaseError, match="only regular files and directories"):
+        extract_release(sdist, dest)
+    assert_nothing_extracted(dest)
+    assert not (tmp_path / "outside.txt").exists()
+
+
+@pytest.mark.parametrize("name", ["/abs/path", "liger_kernel-1.0.0/../../up", "a/b/../../../c"])
+def test_extract_checks_every_target_path(tmp_path, name):
+    sdist = hostile_sdist(tmp_path / "evil.tar.gz", data={name: b"x"})
+    dest = tmp_path / "work" / "release"
+    with pytest.raises(ReleaseError, match="unsafe path"):
+        extract_release(sdist, dest)
+    assert_nothing_extracted(dest)
+
+
+@pytest.mark.parametrize(
+    ("limit", "value", "members", "message"),
+    [
+        ("MAX_MEMBER_BYTES", 1000, {"liger_kernel-1.0.0/big.bin": b"\0" * 5000}, "limit per member"),
+        ("MAX_TOTAL_BYTES", 3000, {f"liger_kernel-1.0.0/f{i}": b"\0" * 900 for i in range(4)}, "unpacks to more than|add up to more than"),
+        ("MAX_MEMBERS", 3, {f"liger_kernel-1.0.0/f{i}": b"" for i in range(4)}, "more than 3 members"),
+    ],
+)
+def test_extract_caps_member_count_and_sizes(tmp_path, monkeypatch, limit, value, members, message):
+    monkeypatch.setattr(release, limit, value)
+    sdist = hostile_sdist(tmp_path / "bomb.tar.gz", data=members)
+    dest = tmp_path / "release"
+    with pytest.raises(ReleaseError, match=message):
+        extract_release(sdist, dest)
+    assert_nothing_extracted(dest)
+
+
+def test_a_decompression_bomb_is_refused_while_verifying(tmp_path, monkeypatch):
+    # Highly compressible member: the compressed file is tiny, the stream is read only up to the cap.
+    monkeypatch.setattr(release, "MAX_TOTAL_BYTES", 1 << 20)
+    monkeypatch.setattr(release, "MAX_MEMBERS", 10)  # the allowance for tar headers scales with it
+    sdist = hostile_sdist(tmp_path / "bomb.tar.gz", data={"liger_kernel-1.0.0/zeros": b"\0" * (8 << 20)})
+    assert sdist.stat().st_size < 64 << 10
+    with pytest.raises(ReleaseError, match="unpacks to more than"):
+        release.verify_archive(sdist)
+
+
+def test_read_history_csv_refuses_an_oversized_csv_before_reading_it(tmp_path, monkeypatch):
+    monkeypatch.setattr(release, "MAX_HISTORY_CSV_BYTES", 100)
+    sdist = hostile_sdist(tmp_path / "s.tar.gz")
+    artifact = release.ReleaseArtifact("1.0.0", sdist, hashlib.sha256(sdist.read_bytes()).hexdigest(), sdist.stat().st_size, "t", "file:s")
+    with pytest.raises(ReleaseError, match="over the 0 MiB limit for a history CSV"):
+        read_history_csv(artifact)
+
+
+def test_a_truncated_sdist_is_a_clear_error_and_leaves_nothing(tmp_path):
+    good = hostile_sdist(tmp_path / "good.tar.gz", data={"liger_kernel-1.0.0/pad.bin": bytes(range(256)) * 400})
+    truncated = tmp_path / "truncated.tar.gz"
+    truncated.write_bytes(good.read_bytes()[: good.stat().st_size // 2])
+    dest = tmp_path / "release"
+    with pytest.raises(ReleaseError, match="truncated or corrupt"):
+        extract_release(truncated, dest)
+    assert_nothing_extracted(dest)
+    artifact = release.ReleaseArtifact("1.0.0", truncated, hashlib.sha256(truncated.read_bytes()).hexdigest(), 1, "t", "file:t")
+    with pytest.raises(ReleaseError, match="truncated or corrupt"):
+        read_history_csv(artifact)
+
+
+def test_a_bit_flipped_sdist_is_refused_by_the_gzip_crc(tmp_path):
+    # Stored (uncompressed) deflate blocks: a flipped byte changes the file's content and nothing but
+    # gzip's CRC at the very end of the stream notices.
+    sdist = hostile_sdist(tmp_path / "s.tar.gz", compresslevel=0)
+    data = bytearray(sdist.read_bytes())
+    at = data.index(b"rms_norm")
+    data[at] ^= 0x01
+    sdist.write_bytes(bytes(data))
+    dest = tmp_path / "release"
+    with pytest.raises(ReleaseError, match="truncated or corrupt"):
+        extract_release(sdist, dest)
+    assert_nothing_extracted(dest)
+
+
+def test_a_known_sha256_is_checked_before_extraction(tmp_path):
+    sdist = hostile_sdist(tmp_path / "s.tar.gz")
+    artifact = release.ReleaseArtifact("1.0.0", sdist, "0" * 64, sdist.stat().st_size, "t", "file:s")
+    with pytest.raises(ReleaseError, match="sha256 does not match"):
+        extract_release(artifact, tmp_path / "release")
+    with pytest.raises(ReleaseError, match="sha256 does not match"):
+        read_history_csv(artifact)
