@@ -37,3 +37,59 @@ def test_catalogue_url_reaches_the_resource_as_an_env_var(monkeypatch):
     defs = build_definitions()
     url = defs.resources["catalogue"].url
     assert isinstance(url, EnvVar) and url.env_var_name == "KERNELINDEX_CATALOGUE_URL"
+
+
+# ---------------------------------------------------------------- issue 11, items 4 and 5: all of Dagster's storage
+
+
+def _materialize_with_url(tmp_path, monkeypatch, url: str):
+    """The history chain on a real on-disk instance (SQLite run/event storage, compute logs), the
+    catalogue URL arriving through EnvVar as in definitions.py; returns (success, every stored byte)."""
+    monkeypatch.setenv("KERNELINDEX_CATALOGUE_URL", url)
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    resources = {
+        "catalogue": CatalogueResource(url=EnvVar("KERNELINDEX_CATALOGUE_URL")),
+        "releases": LocalReleases(sdist_path=str(build_history_sdist(tmp_path))),
+        "runner": BenchmarkRunnerResource(work_root=str(tmp_path / "sweeps")),
+    }
+    with DagsterInstance.local_temp(tempdir=str(home)) as instance:
+        instance.add_dynamic_partitions(GPU_DIMENSION, ["nvidia-h100-80gb-hbm3"])
+        instance.add_dynamic_partitions(VERSION_DIMENSION, ["0.5.0"])
+        result = materialize(
+            CHAIN, partition_key=benchmark_partition_key("nvidia-h100-80gb-hbm3", "0.5.0"), instance=instance,
+            resources=resources, raise_on_error=False,
+        )
+        logs = "\n".join(str(record) for record in instance.all_logs(result.run_id))
+    stored = b"\n".join(path.read_bytes() for path in home.rglob("*") if path.is_file())
+    return result.success, logs, stored
+
+
+def _assert_absent(secret_pieces: list[str], *texts: str | bytes) -> None:
+    for text in texts:
+        for piece in secret_pieces:
+            needle = piece.encode() if isinstance(text, bytes) else piece
+            assert needle not in text, f"{piece!r} was stored or logged"
+
+
+def test_a_query_string_password_never_reaches_dagster_storage(tmp_path, monkeypatch):
+    secret = "Qs3cret-Pw9"
+    url = f"postgresql+psycopg://kernelindex@127.0.0.1:1/catalogue?connect_timeout=5&password={secret}"
+    success, logs, stored = _materialize_with_url(tmp_path, monkeypatch, url)
+    assert not success and "cannot open the catalogue" in logs  # the failure was recorded ...
+    _assert_absent([secret], logs, stored)  # ... without the password
+
+
+def test_a_malformed_url_never_reaches_dagster_storage(tmp_path, monkeypatch):
+    success, logs, stored = _materialize_with_url(tmp_path, monkeypatch, "postgresql://kernelindex:Sec9x@ret7y@db.example/catalogue")
+    assert not success and "not a well-formed URL" in logs
+    _assert_absent(["Sec9x", "ret7y"], logs, stored)
+
+
+def test_a_working_catalogue_with_a_query_string_password(tmp_path, monkeypatch, postgres_url):
+    parsed = make_url(postgres_url)
+    password = parsed.password
+    url = parsed.set(password=None).update_query_dict({"password": password}).render_as_string(hide_password=False)
+    success, logs, stored = _materialize_with_url(tmp_path, monkeypatch, url)
+    assert success and "already present" in logs
+    _assert_absent([password], logs, stored)

@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
-from urllib.parse import quote
 
 from sqlalchemy import (
     Column,
@@ -48,11 +47,12 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects import postgresql as postgresql_dialect
 from sqlalchemy.dialects import sqlite as sqlite_dialect
-from sqlalchemy.engine import URL, Connection, Engine, make_url
-from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+from sqlalchemy.engine import URL, Connection, Engine
+from sqlalchemy.exc import SQLAlchemyError
 
 from kernelindex_pipeline.records.canonical import canonical_json, digest_of
 from kernelindex_pipeline.records.schema import KINDS
+from kernelindex_pipeline.redaction import MalformedUrl, is_secret_parameter, parse_url, redact_url, scrub, url_secrets
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -186,15 +186,6 @@ def _grouped(number: int) -> str:
 # --------------------------------------------------------------------------------------------- URLs
 
 
-def redact_url(url: str | URL) -> str:
-    """The URL with its password replaced by ``***``; safe for logs, reprs, errors and metadata."""
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except (ArgumentError, ValueError, TypeError):
-        # Not parseable by SQLAlchemy: still never echo what looks like credentials.
-        return re.sub(r"(?<=://)([^/@:]*):[^/@]*@", r"\1:***@", str(url))
-
-
 def default_catalogue_path(home: str | os.PathLike[str] | None = None) -> Path:
     """``<home or $DAGSTER_HOME or ./.dagster_home>/kernelindex-catalogue.sqlite``."""
     base = Path(home) if home else Path(os.environ.get("DAGSTER_HOME") or Path.cwd() / ".dagster_home")
@@ -204,11 +195,11 @@ def default_catalogue_path(home: str | os.PathLike[str] | None = None) -> Path:
 def _normalise_url(url: str | URL) -> URL:
     """Parse the URL and pick the installed driver for PostgreSQL (psycopg 3)."""
     try:
-        parsed = make_url(url)
-    except (ArgumentError, ValueError) as exc:
+        parsed = parse_url(url)
+    except MalformedUrl as exc:
         raise CatalogueError(
-            f"catalogue URL {redact_url(url)!r} is not a SQLAlchemy URL ({type(exc).__name__}); use "
-            "sqlite:///path/to/catalogue.sqlite or postgresql+psycopg://user:password@host:port/database"
+            f"catalogue URL {exc}; use sqlite:///path/to/catalogue.sqlite or "
+            "postgresql+psycopg://user:password@host:port/database"
         ) from None
     backend = parsed.get_backend_name()
     if backend in ("postgresql", "postgres"):
@@ -554,9 +545,18 @@ class CatalogueStore:
 
 def _create_engine(url: URL, busy_timeout_s: float) -> Engine:
     if url.get_backend_name() == "postgresql":
+        # Secrets in the query string (libpq accepts `?password=`, `?sslpassword=`) leave the URL the
+        # engine keeps, whose repr SQLAlchemy shows with only the password hidden: the password becomes
+        # the URL's password (libpq lets the query one win), the others go to the driver as arguments.
+        secret_keys = [key for key in url.query if is_secret_parameter(key)]
+        connect_args: dict[str, Any] = {key: url.query[key] for key in secret_keys if key != "password"}
+        if isinstance(url.query.get("password"), str):
+            url = url.set(password=url.query["password"])
+        url = url.difference_update_query(secret_keys)
         # No server-side prepared statements: a generic plan for "digest IN (500 parameters)" is a
         # sequential scan, hundreds of times slower than the index lookups of a custom plan.
-        return create_engine(url, pool_pre_ping=True, hide_parameters=True, connect_args={"prepare_threshold": None})
+        connect_args["prepare_threshold"] = None
+        return create_engine(url, pool_pre_ping=True, hide_parameters=True, connect_args=connect_args)
 
     engine = create_engine(url, connect_args={"timeout": busy_timeout_s}, hide_parameters=True)
 
@@ -590,10 +590,7 @@ def _guarded(url: URL, action: str, operation: Callable[[], T]) -> T:
     try:
         return operation()
     except (SQLAlchemyError, OSError) as exc:
-        detail = " ".join(str(exc).split())
-        if url.password:
-            for spelling in {str(url.password), quote(str(url.password), safe=""), quote(str(url.password))}:
-                detail = detail.replace(spelling, "***")
+        detail = scrub(" ".join(str(exc).split()), url_secrets(url))
         error = CatalogueError(f"{action}: {type(exc).__name__}: {detail}")
     raise error
 
