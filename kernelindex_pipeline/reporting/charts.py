@@ -1,14 +1,19 @@
 """Charts of the catalogue report: real matplotlib plots written as SVG files.
 
 Per kernel and execution environment (GPU), workloads are split into sweeps (one
-varying axis, see `series.find_sweeps`). Each sweep gets up to three figures, with
-one panel per timed pass (forward, backward, full):
+varying axis, or a categorical axis such as the model names of model_config rows;
+see `series.find_sweeps`). Each sweep gets up to five figures, with one panel per
+pass (forward, backward, full):
 
 - latency: median latency against the swept axis for every provider, with the
   p20-p80 band shaded; each series is drawn at its latest Liger version;
+- memory: peak memory (``max_memory_allocated``) against the swept axis for every
+  provider, in KiB/MiB/GiB as the values need, at each series' latest Liger version;
 - speedup: baseline median / Liger median for each Liger provider over each
   baseline provider (ImplementationRevision labels.role == baseline), at the
   newest Liger version both were measured with;
+- memory-saving: Liger's peak-memory saving over each baseline,
+  (baseline - Liger) / baseline in percent (> 0: Liger needs less), paired the same way;
 - versions: the Liger providers' latency at every Liger version measured
   (only drawn when the sweep has two versions or more).
 
@@ -18,6 +23,7 @@ Figures use the object API (no pyplot state) and the Agg/SVG canvases only.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,10 +35,21 @@ from matplotlib.figure import Figure  # noqa: E402
 
 from kernelindex_pipeline.records.names import kebab  # noqa: E402
 
-from .series import MODE_ORDER, Series, SeriesSet, Sweep, Workload, find_sweeps  # noqa: E402
+from .series import (  # noqa: E402
+    LATENCY_METRIC,
+    MODE_ORDER,
+    PEAK_MEMORY_METRIC,
+    Point,
+    Series,
+    SeriesSet,
+    Sweep,
+    find_sweeps,
+    parse_version,
+)
 
-LATENCY, SPEEDUP, VERSIONS = "latency", "speedup", "versions"
-CHART_KINDS = (LATENCY, SPEEDUP, VERSIONS)
+LATENCY, MEMORY, SPEEDUP, SAVING, VERSIONS = "latency", "memory", "speedup", "memory-saving", "versions"
+CHART_KINDS = (LATENCY, MEMORY, SPEEDUP, SAVING, VERSIONS)
+ACCOUNTING_KINDS = {LATENCY: LATENCY_METRIC, MEMORY: PEAK_MEMORY_METRIC}  # charts that account for series
 
 _RC = {
     "svg.fonttype": "none",  # text stays text: smaller files, selectable labels
@@ -54,7 +71,7 @@ class Chart:
     environment_digest: str
     sweep: Sweep
     series: list[Series]  # every series drawn
-    owned_series: list[Series] = field(default_factory=list)  # series this chart accounts for (latency charts)
+    owned_series: list[Series] = field(default_factory=list)  # series this chart accounts for (latency, memory)
     filename: str = ""
     caption: str = ""
 
@@ -67,6 +84,16 @@ class Chart:
         return sorted({s.provider for s in self.series})
 
 
+@dataclass(frozen=True)
+class DrawnLine:
+    """One line a chart drew: its panel (pass), legend label and points (x positions, y in the axis unit)."""
+
+    mode: str
+    label: str
+    xs: tuple[float, ...]
+    ys: tuple[float, ...]
+
+
 @dataclass
 class ChartGroup:
     """The charts of one kernel on one environment (GPU)."""
@@ -75,7 +102,7 @@ class ChartGroup:
     kernel_title: str
     gpu: str
     environment_digest: str
-    series: list[Series]
+    series: list[Series]  # latency and peak-memory series alike
     charts: list[Chart]
     versions: list[str]  # Liger versions measured for this kernel on this environment
     notes: list[str] = field(default_factory=list)
@@ -85,10 +112,17 @@ def _mode_rank(mode: str) -> tuple[int, str]:
     return (MODE_ORDER.index(mode) if mode in MODE_ORDER else len(MODE_ORDER), mode)
 
 
-def plan_charts(series_set: SeriesSet) -> dict[str, list[ChartGroup]]:
-    """Which charts the report holds: kernel -> groups (one per environment), with file names."""
+def plan_charts(series_set: SeriesSet, memory_set: SeriesSet | None = None) -> dict[str, list[ChartGroup]]:
+    """Which charts the report holds: kernel -> groups (one per environment), with file names.
+
+    `series_set` holds latency series, `memory_set` (optional) peak-memory series; both metrics of
+    one kernel and GPU share the sweeps, so a sweep's memory charts sit next to its latency charts.
+    """
+    by_kernel: dict[str, list[Series]] = defaultdict(list)
+    for s in [*series_set, *(memory_set or [])]:
+        by_kernel[s.kernel].append(s)
     planned: dict[str, list[ChartGroup]] = {}
-    for kernel, kernel_series in series_set.by_kernel().items():
+    for kernel, kernel_series in sorted(by_kernel.items()):
         by_environment: dict[str, list[Series]] = defaultdict(list)
         for s in kernel_series:
             by_environment[s.key.environment_digest].append(s)
@@ -102,25 +136,34 @@ def plan_charts(series_set: SeriesSet) -> dict[str, list[ChartGroup]]:
             workloads = {s.workload.digest: s.workload for s in env_series}
             for sweep in find_sweeps(workloads.values()):
                 on_sweep = {w.digest for w in sweep.workloads}
-                drawn = [s for s in env_series if s.workload.digest in on_sweep]
-                owned = [s for s in env_series if s.workload.digest in sweep.owned]
-                charts = [Chart(LATENCY, kernel, first.kernel_title, first.gpu, environment, sweep, drawn, owned)]
-                if _speedup_pairs(drawn):
-                    charts.append(Chart(SPEEDUP, kernel, first.kernel_title, first.gpu, environment, sweep, drawn))
-                liger = [s for s in drawn if s.role == "liger"]
+                charts = []
+                by_metric = {}
+                for kind, metric in ACCOUNTING_KINDS.items():
+                    drawn = [s for s in env_series if s.metric == metric and s.workload.digest in on_sweep]
+                    owned = [s for s in drawn if s.workload.digest in sweep.owned]
+                    by_metric[metric] = drawn
+                    if drawn:
+                        charts.append(_chart(kind, group, sweep, drawn, owned))
+                for kind, metric in ((SPEEDUP, LATENCY_METRIC), (SAVING, PEAK_MEMORY_METRIC)):
+                    if comparison_pairs(by_metric[metric]):
+                        charts.append(_chart(kind, group, sweep, by_metric[metric]))
+                liger = [s for s in by_metric[LATENCY_METRIC] if s.role == "liger"]
                 if len({p.version for s in liger for p in s.points}) >= 2:
-                    charts.append(Chart(VERSIONS, kernel, first.kernel_title, first.gpu, environment, sweep, liger))
-                for chart in charts:
+                    charts.append(_chart(VERSIONS, group, sweep, liger))
+                for c in charts:
                     counter += 1
-                    chart.filename = f"{kebab(kernel)}-{counter:03d}-{chart.kind}.svg"
-                    chart.caption = _caption(chart)
+                    c.filename = f"{kebab(kernel)}-{counter:03d}-{c.kind}.svg"
+                    c.caption = _caption(c)
                 group.charts.extend(charts)
-            if not any(c.kind == SPEEDUP for c in group.charts):
-                roles = {s.role for s in env_series}
-                missing = [r for r in ("liger", "baseline") if r not in roles]
-                group.notes.append("No Liger-over-baseline speed-up: "
-                                   + (f"no {' or '.join(missing)} provider measured here." if missing
-                                      else "Liger and baseline providers share no workload and mode."))
+            for kind, metric, what in ((SPEEDUP, LATENCY_METRIC, "speed-up"), (SAVING, PEAK_MEMORY_METRIC,
+                                                                                "memory saving")):
+                measured = [s for s in env_series if s.metric == metric]
+                if measured and not any(c.kind == kind for c in group.charts):
+                    roles = {s.role for s in measured}
+                    missing = [r for r in ("liger", "baseline") if r not in roles]
+                    group.notes.append(f"No Liger-over-baseline {what}: "
+                                       + (f"no {' or '.join(missing)} provider measured here." if missing
+                                          else "Liger and baseline providers share no workload and pass."))
             if len(versions) < 2:
                 group.notes.append(f"Only Liger {', '.join(versions) or '(no version)'} measured for this kernel "
                                    f"on {first.gpu}: no comparison across Liger versions is possible.")
@@ -129,18 +172,22 @@ def plan_charts(series_set: SeriesSet) -> dict[str, list[ChartGroup]]:
     return planned
 
 
-def _sorted_versions(versions: set[str]) -> list[str]:
-    from .series import parse_version
+def _chart(kind: str, group: ChartGroup, sweep: Sweep, drawn: list[Series], owned: list[Series] | None = None
+           ) -> Chart:
+    return Chart(kind, group.kernel, group.kernel_title, group.gpu, group.environment_digest, sweep, drawn,
+                 owned or [])
 
+
+def _sorted_versions(versions: set[str]) -> list[str]:
     return sorted(versions, key=lambda v: parse_version(v) or parse_version("0"))
 
 
-def _speedup_pairs(series: list[Series]) -> list[tuple[Series, Series]]:
-    """(liger, baseline) series pairs on the same workload and mode that share a Liger version."""
+def comparison_pairs(series: list[Series]) -> list[tuple[Series, Series]]:
+    """(liger, baseline) series pairs of one metric on the same workload and pass that share a Liger version."""
     pairs = []
-    by_place: dict[tuple[str, str], list[Series]] = defaultdict(list)
+    by_place: dict[tuple[str, str, str], list[Series]] = defaultdict(list)
     for s in series:
-        by_place[(s.mode, s.workload.digest)].append(s)
+        by_place[(s.metric, s.mode, s.workload.digest)].append(s)
     for members in by_place.values():
         for liger in (s for s in members if s.role == "liger"):
             for baseline in (s for s in members if s.role == "baseline"):
@@ -149,12 +196,38 @@ def _speedup_pairs(series: list[Series]) -> list[tuple[Series, Series]]:
     return pairs
 
 
+def speedup(liger: Point, baseline: Point) -> float:
+    """How many times faster Liger is: baseline median / Liger median."""
+    return baseline.median / liger.median
+
+
+def memory_saving_pct(liger: Point, baseline: Point) -> float:
+    """Liger's peak-memory saving over the baseline in percent: (baseline - Liger) / baseline * 100."""
+    return (baseline.median - liger.median) / baseline.median * 100
+
+
+def compare_at_newest_common_version(liger: Series, baseline: Series,
+                                     compare: Callable[[Point, Point], float]) -> tuple[str, float]:
+    """(version, compare(liger point, baseline point)) at the newest Liger version both series have."""
+    version = max(set(liger.versions) & set(baseline.versions), key=parse_version)
+    l_point = next(p for p in liger.points if p.version == version)
+    b_point = next(p for p in baseline.points if p.version == version)
+    return version, compare(l_point, b_point)
+
+
+def _axis_name(sweep: Sweep) -> str:
+    return "model" if sweep.categories is not None else (sweep.x_axis or "workload")
+
+
 def _caption(chart: Chart) -> str:
     sweep = chart.sweep
-    axis = sweep.x_axis or "workload"
+    axis = _axis_name(sweep)
     what = {
         LATENCY: f"Median latency against {axis} (p20–p80 band shaded), latest Liger version per series",
+        MEMORY: f"Peak memory (torch.cuda.max_memory_allocated) against {axis}, latest Liger version per series",
         SPEEDUP: f"Speed-up of Liger over baselines against {axis} (baseline median / Liger median; >1 = Liger faster)",
+        SAVING: f"Peak-memory saving of Liger over baselines against {axis} ((baseline − Liger) / baseline; "
+                ">0 = Liger needs less memory)",
         VERSIONS: f"Liger latency against {axis} for every Liger version measured",
     }[chart.kind]
     return f"{what} · {chart.gpu} · {sweep.label()}"
@@ -162,16 +235,19 @@ def _caption(chart: Chart) -> str:
 
 # --------------------------------------------------------------------------- rendering
 
-def provider_colors(series_set: SeriesSet) -> dict[str, str]:
-    providers = sorted({s.provider for s in series_set})
+def provider_colors(*series_sets: SeriesSet | None) -> dict[str, str]:
+    providers = sorted({s.provider for series_set in series_sets for s in (series_set or [])})
     return {p: _PROVIDER_COLORS[i % len(_PROVIDER_COLORS)] for i, p in enumerate(providers)}
 
 
-def _x(sweep: Sweep, workload: Workload) -> int:
-    return workload.axes.get(sweep.x_axis, 0) if sweep.x_axis else 0
-
-
-def _scale_x(ax, xs: list[int]) -> None:
+def _scale_x(ax, sweep: Sweep, xs: list[int]) -> None:
+    if sweep.categories is not None:
+        labels = sweep.categories
+        ax.set_xticks(range(len(labels)), labels, rotation=30 if sum(map(len, labels)) > 40 else 0,
+                      ha="right" if sum(map(len, labels)) > 40 else "center")
+        ax.set_xlim(-0.5, len(labels) - 0.5)
+        ax.minorticks_off()
+        return
     positive = [x for x in xs if x > 0]
     if positive and len(positive) == len(xs) and max(positive) / min(positive) >= 8:
         ax.set_xscale("log", base=2)
@@ -190,95 +266,132 @@ def _unit(values_ns: list[float]) -> tuple[float, str]:
     return 1.0, "ns"
 
 
+def bytes_unit(values: list[float]) -> tuple[int, str]:
+    """The binary unit the largest value reads best in: (bytes per unit, name). Liger measures MiB."""
+    top = max(values, default=0)
+    for power, name in ((3, "GiB"), (2, "MiB"), (1, "KiB")):
+        if top >= 1024**power:
+            return 1024**power, name
+    return 1, "bytes"
+
+
+def format_bytes(value: float | None) -> str:
+    if value is None:
+        return "–"
+    scale, unit = bytes_unit([value])
+    return f"{value / scale:.3g} {unit}" if scale > 1 else f"{value:g} bytes"
+
+
 def _new_figure(chart: Chart) -> tuple[Figure, list]:
     modes = chart.modes
+    categorical = chart.sweep.categories is not None
     # Fixed margins instead of constrained layout: it halves the time to draw a report of ~100 charts.
-    width, height, legend_in = 3.8 * len(modes) + 2.2, 3.4, 2.2
+    width, height, legend_in = 3.8 * len(modes) + 2.2, 3.4 + (0.5 if categorical else 0), 2.2
+    bottom = 0.45 + (0.5 if categorical else 0)
     figure = Figure(figsize=(width, height))
-    figure.subplots_adjust(left=0.75 / width, right=1 - (legend_in + 0.1) / width, bottom=0.45 / height,
-                           top=1 - 0.75 / height, wspace=0.28 * 3.8 / 3.8)
+    figure.subplots_adjust(left=0.75 / width, right=1 - (legend_in + 0.1) / width, bottom=bottom / height,
+                           top=1 - 0.75 / height, wspace=0.28)
     axes = figure.subplots(1, len(modes), squeeze=False)[0]
     for ax, mode in zip(axes, modes, strict=False):
         ax.set_title(mode)
         ax.grid(True, alpha=0.3)
-        ax.set_xlabel(chart.sweep.x_axis or "workload")
+        ax.set_xlabel(_axis_name(chart.sweep))
     figure.suptitle(f"{chart.kernel_title} ({chart.kernel}) · {chart.gpu}\n{chart.sweep.label()}", fontsize=9)
     return figure, list(zip(axes, modes, strict=False))
 
 
-def render_chart(chart: Chart, path: Path, colors: dict[str, str]) -> None:
-    """Draw one chart and write it as SVG to `path`."""
+def render_chart(chart: Chart, path: Path, colors: dict[str, str]) -> list[DrawnLine]:
+    """Draw one chart, write it as SVG to `path` and say which lines it drew."""
+    lines: list[DrawnLine] = []
     with matplotlib.rc_context(_RC):
         figure, panels = _new_figure(chart)
-        drawn = {LATENCY: _draw_latency, SPEEDUP: _draw_speedup, VERSIONS: _draw_versions}[chart.kind](
-            chart, panels, colors)
-        if drawn:
-            figure.legend(handles=drawn, loc="upper right", bbox_to_anchor=(1, 1 - 0.6 / figure.get_figheight()),
+        draw = {LATENCY: _draw_latency, MEMORY: _draw_memory, SPEEDUP: _draw_speedup, SAVING: _draw_saving,
+                VERSIONS: _draw_versions}[chart.kind]
+        handles = draw(chart, panels, colors, lines)
+        if handles:
+            figure.legend(handles=handles, loc="upper right", bbox_to_anchor=(1, 1 - 0.6 / figure.get_figheight()),
                           fontsize=8, frameon=False)
         figure.savefig(path, format="svg", metadata={"Date": None})
+    return lines
 
 
-def _draw_latency(chart: Chart, panels, colors) -> list:
+def _plot(ax, mode: str, lines: list[DrawnLine], xs, ys, **style):
+    (handle,) = ax.plot(xs, ys, marker="o", markersize=3.5, **style)
+    lines.append(DrawnLine(mode, style["label"], tuple(xs), tuple(ys)))
+    return handle
+
+
+def _draw_latency(chart: Chart, panels, colors, lines) -> list:
+    return _draw_providers(chart, panels, colors, lines, _unit, "median latency")
+
+
+def _draw_memory(chart: Chart, panels, colors, lines) -> list:
+    return _draw_providers(chart, panels, colors, lines, bytes_unit, "peak memory")
+
+
+def _draw_providers(chart: Chart, panels, colors, lines, unit_of, quantity: str) -> list:
+    """One line per provider and pass: each series at its latest Liger version, p20-p80 band shaded."""
     handles = {}
     for ax, mode in panels:
         in_mode = [s for s in chart.series if s.mode == mode and s.latest is not None]
-        scale, unit = _unit([s.latest.median_ns for s in in_mode])
+        scale, unit = unit_of([s.latest.median for s in in_mode])
         xs_all = []
         for provider in sorted({s.provider for s in in_mode}):
-            line = sorted((s for s in in_mode if s.provider == provider), key=lambda s: _x(chart.sweep, s.workload))
-            xs = [_x(chart.sweep, s.workload) for s in line]
+            line = sorted((s for s in in_mode if s.provider == provider), key=lambda s: chart.sweep.x_of(s.workload))
+            xs = [chart.sweep.x_of(s.workload) for s in line]
             xs_all += xs
-            median = [s.latest.median_ns / scale for s in line]
             title = line[0].provider_title
             label = f"{title} ({provider})" if title != provider else provider
-            (handle,) = ax.plot(xs, median, marker="o", markersize=3.5, color=colors[provider], label=label,
-                                linestyle="--" if line[0].role == "baseline" else "-")
-            banded = [(x, s.latest.p20_ns / scale, s.latest.p80_ns / scale)
+            handles[label] = _plot(ax, mode, lines, xs, [s.latest.median / scale for s in line], color=colors[provider],
+                                   label=label, linestyle="--" if line[0].role == "baseline" else "-")
+            banded = [(x, s.latest.p20 / scale, s.latest.p80 / scale)
                       for x, s in zip(xs, line, strict=False) if s.latest.has_band]
             if banded:
                 bx, lo, hi = zip(*banded, strict=False)
                 ax.fill_between(bx, lo, hi, color=colors[provider], alpha=0.18, linewidth=0)
-            handles[label] = handle
-        ax.set_ylabel(f"median latency ({unit})")
-        _scale_x(ax, xs_all)
+        ax.set_ylabel(f"{quantity} ({unit})")
+        _scale_x(ax, chart.sweep, xs_all)
         ax.set_ylim(bottom=0)
     return [handles[k] for k in sorted(handles)]
 
 
-def _draw_speedup(chart: Chart, panels, colors) -> list:
-    from .series import parse_version
+def _draw_speedup(chart: Chart, panels, colors, lines) -> list:
+    return _draw_comparison(chart, panels, colors, lines, speedup, "speed-up (×)", reference=1.0)
 
+
+def _draw_saving(chart: Chart, panels, colors, lines) -> list:
+    return _draw_comparison(chart, panels, colors, lines, memory_saving_pct, "memory saving (%)", reference=0.0)
+
+
+def _draw_comparison(chart: Chart, panels, colors, lines, compare, ylabel: str, reference: float) -> list:
+    """One line per (Liger provider, baseline provider) and pass, at their newest common Liger version."""
     handles = {}
-    pairs = _speedup_pairs(chart.series)
+    pairs = comparison_pairs(chart.series)
     for ax, mode in panels:
-        ax.axhline(1.0, color="black", linewidth=0.8, alpha=0.6)
-        lines: dict[tuple[str, str], list[tuple[int, float]]] = defaultdict(list)
+        ax.axhline(reference, color="black", linewidth=0.8, alpha=0.6)
+        by_pair: dict[tuple[str, str], list[tuple[int, float]]] = defaultdict(list)
         for liger, baseline in pairs:
-            if liger.mode != mode:
-                continue
-            version = max(set(liger.versions) & set(baseline.versions), key=parse_version)
-            l_point = next(p for p in liger.points if p.version == version)
-            b_point = next(p for p in baseline.points if p.version == version)
-            lines[(liger.provider, baseline.provider)].append(
-                (_x(chart.sweep, liger.workload), b_point.median_ns / l_point.median_ns))
+            if liger.mode == mode:
+                _, value = compare_at_newest_common_version(liger, baseline, compare)
+                by_pair[(liger.provider, baseline.provider)].append((chart.sweep.x_of(liger.workload), value))
         xs_all = []
-        for (liger_provider, baseline_provider), points in sorted(lines.items()):
+        baselines = sorted({b for _, b in by_pair})
+        for (liger_provider, baseline_provider), points in sorted(by_pair.items()):
             points.sort()
             xs, ys = zip(*points, strict=False)
             xs_all += xs
             label = f"{liger_provider} vs {baseline_provider}"
-            (handle,) = ax.plot(xs, ys, marker="o", markersize=3.5, color=colors[liger_provider], label=label,
-                                linestyle=["-", "--", ":", "-."][sorted({b for _, b in lines}).index(
-                                    baseline_provider) % 4])
-            handles[label] = handle
-        ax.set_ylabel("speed-up (×)")
+            handles[label] = _plot(ax, mode, lines, xs, ys, color=colors[liger_provider], label=label,
+                                   linestyle=["-", "--", ":", "-."][baselines.index(baseline_provider) % 4])
+        ax.set_ylabel(ylabel)
         if xs_all:
-            _scale_x(ax, xs_all)
-        ax.set_ylim(bottom=0)
+            _scale_x(ax, chart.sweep, xs_all)
+        if reference == 1.0:
+            ax.set_ylim(bottom=0)
     return [handles[k] for k in sorted(handles)]
 
 
-def _draw_versions(chart: Chart, panels, colors) -> list:
+def _draw_versions(chart: Chart, panels, colors, lines) -> list:
     from matplotlib import colormaps
 
     versions = _sorted_versions({p.version for s in chart.series for p in s.points})
@@ -289,26 +402,25 @@ def _draw_versions(chart: Chart, panels, colors) -> list:
     handles = {}
     for ax, mode in panels:
         in_mode = [s for s in chart.series if s.mode == mode]
-        scale, unit = _unit([p.median_ns for s in in_mode for p in s.points])
+        scale, unit = _unit([p.median for s in in_mode for p in s.points])
         xs_all = []
         for provider in providers:
             for version in versions:
-                points = sorted((_x(chart.sweep, s.workload), p) for s in in_mode if s.provider == provider
-                                for p in s.points if p.version == version)
+                points = sorted(((chart.sweep.x_of(s.workload), p) for s in in_mode if s.provider == provider
+                                 for p in s.points if p.version == version), key=lambda xp: xp[0])
                 if not points:
                     continue
                 xs = [x for x, _ in points]
                 xs_all += xs
-                label = f"{provider} {version}"
-                (handle,) = ax.plot(xs, [p.median_ns / scale for _, p in points], marker="o", markersize=3.5,
-                                    color=version_color[version], linestyle=styles[provider], label=label)
-                banded = [(x, p.p20_ns / scale, p.p80_ns / scale) for x, p in points if p.has_band]
+                handles[(providers.index(provider), versions.index(version))] = _plot(
+                    ax, mode, lines, xs, [p.median / scale for _, p in points], color=version_color[version],
+                    linestyle=styles[provider], label=f"{provider} {version}")
+                banded = [(x, p.p20 / scale, p.p80 / scale) for x, p in points if p.has_band]
                 if banded:
                     bx, lo, hi = zip(*banded, strict=False)
                     ax.fill_between(bx, lo, hi, color=version_color[version], alpha=0.15, linewidth=0)
-                handles[(providers.index(provider), versions.index(version))] = handle
         ax.set_ylabel(f"median latency ({unit})")
         if xs_all:
-            _scale_x(ax, xs_all)
+            _scale_x(ax, chart.sweep, xs_all)
         ax.set_ylim(bottom=0)
     return [handles[k] for k in sorted(handles)]

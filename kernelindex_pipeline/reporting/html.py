@@ -7,11 +7,14 @@ Readable from the file system without a server. Machine-checkable structure
 - one ``<section class="kernel" data-kernel="<upstream kernel name>" data-series-count data-chart-count
   data-regression-count>`` per kernel with data, linked from the table of contents ``nav#toc``;
 - inside it one ``<section class="gpu" data-gpu data-series-count>`` per environment;
-- one ``<figure class="chart" data-chart-kind="latency|speedup|versions" data-kernel data-gpu
-  data-series-count data-drawn-series>`` per chart; ``data-series-count`` on latency charts counts the
-  series that chart accounts for (each series is accounted for by exactly one latency chart), so summing
-  them per kernel gives the kernel's series count;
-- regressions as ``<tr class="regression">`` rows (table ``#regressions``) and per kernel.
+- one ``<figure class="chart" data-chart-kind="latency|memory|speedup|memory-saving|versions" data-kernel
+  data-gpu data-series-count data-drawn-series>`` per chart; ``data-series-count`` on latency and memory
+  charts counts the series that chart accounts for (each latency series is accounted for by exactly one
+  latency chart, each peak-memory series by one memory chart), so summing them per kernel gives the
+  kernel's series count; a sweep's memory charts follow its latency chart;
+- regressions as ``<tr class="regression">`` rows (table ``#regressions``) and per kernel;
+- with coverage input, ``<table id="coverage">`` with one ``<tr class="coverage" data-kernel data-provider
+  data-mode data-gpu data-version data-rows data-runs data-skipped>`` per import cell.
 """
 
 from __future__ import annotations
@@ -22,17 +25,29 @@ import os
 import shutil
 import tempfile
 from collections import Counter, defaultdict
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from kernelindex_pipeline.records.names import kebab
 
-from .charts import LATENCY, SPEEDUP, VERSIONS, Chart, ChartGroup, plan_charts, provider_colors, render_chart
+from .charts import (
+    ACCOUNTING_KINDS,
+    LATENCY,
+    MEMORY,
+    SAVING,
+    SPEEDUP,
+    VERSIONS,
+    Chart,
+    ChartGroup,
+    plan_charts,
+    provider_colors,
+    render_chart,
+)
 from .regressions import Comparison, RegressionResult, detect_regressions, format_ns
-from .series import RecordIndex, SeriesKey, build_series
+from .series import PEAK_MEMORY_METRIC, RecordIndex, SeriesKey, build_series
 
 INDEX_NAME = "index.html"
 CHARTS_DIR = "charts"
@@ -46,10 +61,31 @@ class ReportResult:
     regressions: RegressionResult
 
 
+@dataclass(frozen=True)
+class CoverageRow:
+    """One cell of an import's coverage: the rows of one kernel, provider, mode, GPU and Liger version,
+    the runs they became and the rest skipped, counted by reason."""
+
+    kernel: str
+    provider: str
+    mode: str
+    gpu: str
+    version: str
+    rows: int
+    runs: int
+    skipped: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def skipped_total(self) -> int:
+        return sum(self.skipped.values())
+
+
 def build_report(manifests: Iterable[dict[str, Any]], out_dir: str | os.PathLike, threshold: float = 0.10,
-                 *, title: str = "Liger-Kernel benchmarks in the KernelIndex catalogue") -> ReportResult:
+                 *, title: str = "Liger-Kernel benchmarks in the KernelIndex catalogue",
+                 coverage: Iterable[CoverageRow] | None = None) -> ReportResult:
     """Write the report into `out_dir` (index.html, charts/*.svg, regressions.json, summary.md).
 
+    `coverage` (the import reports' coverage cells, when the caller has them) adds a coverage table.
     Everything is built in a staging folder first and moved into place at the end,
     so a failure leaves any previous report in `out_dir` untouched.
     """
@@ -57,31 +93,39 @@ def build_report(manifests: Iterable[dict[str, Any]], out_dir: str | os.PathLike
     out_dir.mkdir(parents=True, exist_ok=True)
     index = RecordIndex(manifests)
     series_set = build_series(index)
+    memory_set = build_series(index, PEAK_MEMORY_METRIC)
     regressions = detect_regressions(series_set, threshold)
-    planned = plan_charts(series_set)
+    planned = plan_charts(series_set, memory_set)
     charts = [c for groups in planned.values() for g in groups for c in g.charts]
+    every_series = [*series_set, *memory_set]
+    # a run neither metric can hold is skipped by both sets for the same reason: list it once
+    skipped = list(dict.fromkeys([*series_set.skipped_runs, *memory_set.skipped_runs]))
     counts = {
         "kernels": len(planned),
-        "series": len(series_set),
+        "series": len(every_series),
+        "latencySeries": len(series_set),
+        "memorySeries": len(memory_set),
         "charts": len(charts),
+        "memoryCharts": sum(1 for c in charts if c.kind in (MEMORY, SAVING)),
         "regressions": len(regressions.regressions),
         "runs": series_set.runs,
         "improvements": len(regressions.improvements),
         "judgedPairs": sum(1 for c in regressions.comparisons if c.verdict != "insufficient_data"),
         "insufficientSeries": len(regressions.insufficient_series),
         # runs not shown because a later run of the same series and Liger version exists
-        "supersededRuns": sum(p.runs_for_version - 1 for s in series_set for p in s.points),
-        "unversionedRuns": sum(len(s.unversioned_runs) for s in series_set),
+        "supersededRuns": sum(p.runs_for_version - 1 for s in every_series for p in s.points),
+        "unversionedRuns": sum(len(s.unversioned_runs) for s in every_series),
     }
     summary = summary_markdown(counts, regressions)
 
     staging = Path(tempfile.mkdtemp(prefix=".building-", dir=out_dir))
     try:
         (staging / CHARTS_DIR).mkdir()
-        colors = provider_colors(series_set)
+        colors = provider_colors(series_set, memory_set)
         for chart in charts:
             render_chart(chart, staging / CHARTS_DIR / chart.filename, colors)
-        page = render_page(title, planned, regressions, counts, series_set.skipped_runs, len(index.by_digest))
+        page = render_page(title, planned, regressions, counts, skipped, len(index.by_digest),
+                           coverage=None if coverage is None else list(coverage))
         (staging / INDEX_NAME).write_text(page, encoding="utf-8")
         (staging / "regressions.json").write_text(json.dumps(regressions.to_dict(), indent=1, default=str),
                                                   encoding="utf-8")
@@ -131,7 +175,7 @@ color:#1b1f24;line-height:1.45}
 h1{margin-top:1.2rem}h2{border-bottom:1px solid #d0d7de;padding-bottom:.2rem;margin-top:2.2rem}
 table{border-collapse:collapse;margin:.6rem 0;font-size:.9rem}th,td{border:1px solid #d0d7de;padding:.25rem .5rem;
 text-align:left}th{background:#f6f8fa}td.num{text-align:right;font-variant-numeric:tabular-nums}
-tr.regression td{background:#ffebe9}tr.improvement td{background:#e6ffec}
+tr.regression td{background:#ffebe9}tr.improvement td{background:#e6ffec}tr.coverage.incomplete td{background:#fff8c5}
 .alert{border-left:4px solid #cf222e;background:#ffebe9;padding:.6rem .9rem;margin:1rem 0}
 .ok{border-left:4px solid #1a7f37;background:#e6ffec;padding:.6rem .9rem;margin:1rem 0}
 .caution{border-left:4px solid #9a6700;background:#fff8c5;padding:.6rem .9rem;margin:1rem 0}
@@ -145,7 +189,8 @@ figure.chart img{max-width:100%;height:auto;display:block}figcaption{font-size:.
 
 
 def render_page(title: str, planned: dict[str, list[ChartGroup]], regressions: RegressionResult,
-                counts: dict[str, int], skipped_runs: list[tuple[str, str]], manifest_count: int) -> str:
+                counts: dict[str, int], skipped_runs: list[tuple[str, str]], manifest_count: int,
+                coverage: list[CoverageRow] | None = None) -> str:
     regressed_keys: dict[SeriesKey, list[Comparison]] = defaultdict(list)
     for item in regressions.regressions:
         regressed_keys[item.series_key].append(item)
@@ -163,12 +208,16 @@ def render_page(title: str, planned: dict[str, list[ChartGroup]], regressions: R
         f'data-chart-count="{counts["charts"]}" data-regression-count="{counts["regressions"]}">',
         f"<header><h1>{_e(title)}</h1>",
         f'<p class="note">Built {built} from {manifest_count} records ({counts["runs"]} benchmark runs). '
-        "Latencies are medians of triton.testing.do_bench with the p20–p80 spread; a series is one kernel, "
-        "timed pass, provider, workload and execution environment, followed across Liger versions.</p></header>",
+        "Latencies are medians of triton.testing.do_bench with the p20–p80 spread; peak memory is "
+        "torch.cuda.max_memory_allocated, shown in binary units (MiB = 2<sup>20</sup> bytes). A series is one "
+        "kernel, pass, provider, workload, execution environment and metric, followed across Liger "
+        "versions.</p></header>",
         _summary_section(counts, regressions),
         _regressions_section(regressions),
-        _toc(planned, by_kernel),
     ]
+    if coverage is not None:
+        out.append(coverage_section(coverage))
+    out.append(_toc(planned, by_kernel))
     for kernel, groups in planned.items():
         out.append(_kernel_section(kernel, groups, by_kernel.get(kernel, []), regressed_keys))
     if skipped_runs:
@@ -182,7 +231,8 @@ def render_page(title: str, planned: dict[str, list[ChartGroup]], regressions: R
 
 def _summary_section(counts: dict[str, int], regressions: RegressionResult) -> str:
     rows = [("Kernels with data", counts["kernels"]), ("Benchmark runs", counts["runs"]),
-            ("Comparable series", counts["series"]), ("Charts", counts["charts"]),
+            ("Comparable series", counts["series"]), ("Latency series", counts["latencySeries"]),
+            ("Peak-memory series", counts["memorySeries"]), ("Charts", counts["charts"]),
             ("Version pairs judged", counts["judgedPairs"]), ("Regressions", counts["regressions"]),
             ("Improvements", counts["improvements"]),
             ("Series with insufficient data", counts["insufficientSeries"]),
@@ -284,10 +334,10 @@ def _kernel_section(kernel: str, groups: list[ChartGroup], regressions: list[Com
 
 
 def _figure(chart: Chart, regressed_keys: dict[SeriesKey, list[Comparison]]) -> str:
-    accounted = len(chart.owned_series) if chart.kind == LATENCY else 0
+    accounted = len(chart.owned_series) if chart.kind in ACCOUNTING_KINDS else 0
     flagged = [c for s in chart.series for c in regressed_keys.get(s.key, [])]
-    if chart.kind == SPEEDUP:
-        flagged = []  # regressions are marked on the latency and version charts, where they are visible
+    if chart.kind in (SPEEDUP, SAVING):
+        flagged = []  # regressions are marked on the charts of the series' own values, where they are visible
     css = "chart has-regression" if flagged else "chart"
     badge = f' <span class="badge">{len(flagged)} regression(s) on this chart</span>' if flagged else ""
     alt = f"{chart.kind} chart of {chart.kernel} on {chart.gpu}, {chart.sweep.label()}"
@@ -298,4 +348,42 @@ def _figure(chart: Chart, regressed_keys: dict[SeriesKey, list[Comparison]]) -> 
             f"<figcaption>{_e(chart.caption)}{badge}</figcaption></figure>")
 
 
-__all__ = ["ReportResult", "build_report", "summary_markdown", "VERSIONS", "SPEEDUP", "LATENCY"]
+def coverage_section(coverage: list[CoverageRow]) -> str:
+    """The coverage table: totals, skips by reason, then every cell (cells with skips first)."""
+    rows = sum(c.rows for c in coverage)
+    runs = sum(c.runs for c in coverage)
+    reasons: Counter = Counter()
+    for c in coverage:
+        reasons.update(c.skipped)
+    share = f"{runs / rows:.1%}" if rows else "–"
+    out = [f'<section id="coverage-section"><h2>Coverage of the imported rows</h2>'
+           f'<p class="note">{rows} rows seen, {runs} became runs ({share}); '
+           f"{sum(reasons.values())} skipped. One row of the table per kernel, provider, mode, GPU and Liger "
+           "version.</p>"]
+    if reasons:
+        out.append('<table id="coverage-reasons"><tr><th>skipped because</th><th>rows</th></tr>'
+                   + "".join(f'<tr><td>{_e(r)}</td><td class="num">{n}</td></tr>'
+                             for r, n in sorted(reasons.items(), key=lambda rn: (-rn[1], rn[0])))
+                   + "</table>")
+    ordered = sorted(coverage, key=lambda c: (c.skipped_total == 0, c.kernel, c.provider, c.mode, c.gpu, c.version))
+    body = []
+    for c in ordered:
+        skipped_text = ", ".join(f"{r}: {n}" for r, n in sorted(c.skipped.items()) if n)
+        pct = f"{c.runs / c.rows:.0%}" if c.rows else "–"
+        body.append(f'<tr class="coverage{" incomplete" if c.skipped_total else ""}" data-kernel="{_e(c.kernel)}" '
+                    f'data-provider="{_e(c.provider)}" data-mode="{_e(c.mode)}" data-gpu="{_e(c.gpu)}" '
+                    f'data-version="{_e(c.version)}" data-rows="{c.rows}" data-runs="{c.runs}" '
+                    f'data-skipped="{c.skipped_total}"><td>{_e(c.kernel)}</td><td>{_e(c.provider)}</td>'
+                    f"<td>{_e(c.mode)}</td><td>{_e(c.gpu)}</td><td>{_e(c.version)}</td>"
+                    f'<td class="num">{c.rows}</td><td class="num">{c.runs}</td><td class="num">{pct}</td>'
+                    f"<td>{_e(skipped_text)}</td></tr>")
+    incomplete = sum(1 for c in coverage if c.skipped_total)
+    out.append(f"<details{' open' if incomplete and len(coverage) <= 40 else ''}><summary>{len(coverage)} cells, "
+               f"{incomplete} with skipped rows</summary><table id=\"coverage\"><tr><th>kernel</th><th>provider</th>"
+               "<th>mode</th><th>GPU</th><th>Liger</th><th>rows</th><th>runs</th><th>covered</th>"
+               f"<th>skipped by reason</th></tr>{''.join(body)}</table></details></section>")
+    return "\n".join(out)
+
+
+__all__ = ["CoverageRow", "ReportResult", "build_report", "coverage_section", "summary_markdown", "VERSIONS",
+           "SPEEDUP", "LATENCY", "MEMORY", "SAVING"]

@@ -13,7 +13,7 @@ from typing import Any
 from kernelindex_pipeline.records.canonical import API_VERSION, digest_of
 from kernelindex_pipeline.records.names import kebab
 
-from .series import provider_table
+from .series import CATEGORY_LABEL, provider_table
 
 _GPUS = {
     "NVIDIA H100 80GB HBM3": {"vendor": "nvidia", "product": "NVIDIA H100", "architecture": "sm_90",
@@ -43,12 +43,42 @@ class SampleCatalogue:
             gpu: str = "NVIDIA H100 80GB HBM3", axes: dict[str, int] | None = None, dtype: str = "bf16",
             version: str | None = "0.8.0", median_ns: int = 1_000_000, p20_ns: int | None = None,
             p80_ns: int | None = None, band: float | None = 0.02,
-            timestamp: str = "2025-08-05 00:08:54") -> dict[str, Any]:
-        """Add one run; p20/p80 default to median -/+ `band` (None: no band at all)."""
-        axes = dict(axes or {"batch": 8, "hidden": 4096})
+            timestamp: str = "2025-08-05 00:08:54", model: str | None = None) -> dict[str, Any]:
+        """Add one speed run; p20/p80 default to median -/+ `band` (None: no band at all). `model`: the
+        model name of a model_config row (its WorkloadCase gets the categorical x label)."""
         if band is not None:
             p20_ns = p20_ns if p20_ns is not None else round(median_ns * (1 - band))
             p80_ns = p80_ns if p80_ns is not None else round(median_ns * (1 + band))
+        spec: dict[str, Any] = {"timing": {"primaryStatistic": "median", "latencyNs": {"median": median_ns}}}
+        metrics: dict[str, float] = {"ms_50": median_ns / 1e6}
+        if p20_ns is not None and p80_ns is not None:
+            spec["measurements"] = [
+                {"metric": "latency", "unit": "ns", "statistic": "p20", "value": p20_ns},
+                {"metric": "latency", "unit": "ns", "statistic": "p80", "value": p80_ns},
+            ]
+            metrics.update(ms_20=p20_ns / 1e6, ms_80=p80_ns / 1e6)
+        return self._run(kernel=kernel, mode=mode, provider=provider, gpu=gpu, axes=axes, dtype=dtype,
+                         version=version, timestamp=timestamp, measured=spec, metrics=metrics, metric=None,
+                         model=model)
+
+    def memory_run(self, *, kernel: str = "rms_norm", mode: str = "full", provider: str = "liger",
+                   gpu: str = "NVIDIA H100 80GB HBM3", axes: dict[str, int] | None = None, dtype: str = "bf16",
+                   version: str | None = "0.8.0", mib: float = 100.0,
+                   timestamp: str = "2025-08-05 00:08:54", model: str | None = None) -> dict[str, Any]:
+        """Add one peak-memory run as the memory-run contract shapes it: passed, no timing,
+        measurements[0] = peak_memory in bytes (Liger's MB are MiB: value = mib * 2**20)."""
+        value = mib * 2**20
+        value = int(value) if float(value).is_integer() else value
+        measurements = [{"metric": "peak_memory", "unit": "bytes", "statistic": statistic, "value": value}
+                        for statistic in ("median", "p20", "p80")]  # Liger's memory rows have p20 = p50 = p80
+        return self._run(kernel=kernel, mode=mode, provider=provider, gpu=gpu, axes=axes, dtype=dtype,
+                         version=version, timestamp=timestamp, measured={"measurements": measurements},
+                         metrics={"mb_20": mib, "mb_50": mib, "mb_80": mib}, metric="memory", model=model)
+
+    def _run(self, *, kernel: str, mode: str, provider: str, gpu: str, axes: dict[str, int] | None, dtype: str,
+             version: str | None, timestamp: str, measured: dict[str, Any], metrics: dict[str, float],
+             metric: str | None, model: str | None) -> dict[str, Any]:
+        axes = dict(axes or {"batch": 8, "hidden": 4096})
         slug = "liger-" + kebab(kernel)
         operation = self._add(_manifest("OperationSpec", {"name": slug, "title": kernel.replace("_", " ").title()}, {
             "family": kernel.split("_")[0], "axes": {a: {"role": "variable", "type": "integer"} for a in axes},
@@ -57,10 +87,13 @@ class SampleCatalogue:
             "semantics": {"mutation": "none", "determinism": "unspecified"},
         }))
         case_key = "-".join(f"{a}{axes[a]}" for a in sorted(axes)) + f"-{dtype}"
-        workload = self._add(_manifest("WorkloadCase", {
+        case_metadata: dict[str, Any] = {
             "name": kebab(f"{slug}-{case_key}"),
             "title": f"{kernel} · " + ", ".join(f"{a}={v}" for a, v in axes.items()) + f" · {dtype}",
-        }, {
+        }
+        if model is not None:
+            case_metadata["labels"] = {CATEGORY_LABEL: model}
+        workload = self._add(_manifest("WorkloadCase", case_metadata, {
             "operationSpecDigest": operation, "axes": axes,
             "tensors": {"x": {"shape": list(axes.values()), "dtype": dtype}},
             "correctness": {"comparator": "not_asserted"},
@@ -77,33 +110,31 @@ class SampleCatalogue:
             "name": kebab(f"liger-bench-{kernel}-{provider}"), "title": f"{kernel} · {provider.title()}",
             **({"labels": labels} if labels else {}),
         }, implementation_spec))
-        protocol = self._add(_manifest("BenchmarkProtocol", {"name": f"liger-bench-do-bench-{mode}"}, {
-            "harness": {"name": "Liger-Kernel benchmark scripts"},
-            "measurement": {"timer": "cuda_events", "primaryStatistic": "median"},
-            "comparability": {"family": "liger_kernel_bench", "notes": f"Timed: {mode}"},
+        if metric is None:
+            protocol_name, measurement = f"liger-bench-do-bench-{mode}", {"timer": "cuda_events",
+                                                                           "primaryStatistic": "median"}
+        else:
+            protocol_name, measurement = f"liger-bench-peak-memory-{mode}", {"primaryStatistic": "median"}
+        protocol = self._add(_manifest("BenchmarkProtocol", {"name": protocol_name}, {
+            "harness": {"name": "Liger-Kernel benchmark scripts"}, "measurement": measurement,
+            "comparability": {"family": "liger_kernel_bench", "notes": f"Measured: {mode}"},
         }))
         environment = self._add(_manifest("ExecutionEnvironment", {"name": kebab(f"liger-bench-{gpu}")}, {
             "hardware": _GPUS.get(gpu, {"vendor": "nvidia", "product": gpu}), "software": {},
         }))
-        external_id = f"{kernel}/{mode}/{provider}/{kebab(gpu)}/{case_key}/{kebab(timestamp)}"
+        tail = f"{kebab(timestamp)}" if metric is None else f"{metric}-{kebab(timestamp)}"
+        external_id = f"{kernel}/{mode}/{provider}/{kebab(gpu)}/{case_key}/{tail}"
         spec: dict[str, Any] = {
             "implementationDigest": implementation, "workloadDigest": workload, "protocolDigest": protocol,
-            "environmentDigest": environment, "status": "passed",
-            "timing": {"primaryStatistic": "median", "latencyNs": {"median": median_ns}},
+            "environmentDigest": environment, "status": "passed", **measured,
         }
-        metrics: dict[str, float] = {"ms_50": median_ns / 1e6}
-        if p20_ns is not None and p80_ns is not None:
-            spec["measurements"] = [
-                {"metric": "latency", "unit": "ns", "statistic": "p20", "value": p20_ns},
-                {"metric": "latency", "unit": "ns", "statistic": "p80", "value": p80_ns},
-            ]
-            metrics.update(ms_20=p20_ns / 1e6, ms_80=p80_ns / 1e6)
         spec["sourceNative"] = {"source": "liger-kernel-bench", "benchmark": f"{kernel}/{mode}",
                                 "externalId": external_id, "metrics": metrics}
         spec["observedAt"] = timestamp.replace(" ", "T") + ".000Z"
+        title = f"{kernel} · {provider} · {mode}"
         run = _manifest("BenchmarkRun", {
-            "name": kebab(f"liger-{kernel}-{mode}-{provider}-{gpu}-{case_key}-{timestamp}"),
-            "title": f"{kernel} · {provider} · {mode}",
+            "name": kebab(f"liger-{kernel}-{mode}-{provider}-{gpu}-{case_key}-{tail}"),
+            "title": title if metric is None else f"{title} · {metric}",
             "labels": {"liger_version": version} if version is not None else {},
         }, spec)
         self._add(run)

@@ -12,6 +12,12 @@ ImplementationRevision *named* for that kernel and provider when present, else
 from the project's provider table (the source of those labels), and only then
 from whatever record holds the digest.
 
+A series holds one metric: latency (runs with ``spec.timing``) or peak memory (runs whose
+``measurements[0]`` is ``peak_memory`` in bytes, the memory-run contract of issue 8).
+``build_series(..., metric=...)`` builds the series of one metric; runs of the other metric
+are counted, not skipped. Memory runs share workload, implementation and environment with
+the speed runs of their case, so both metrics' series meet on the same sweeps.
+
 Within a series there is one point per Liger version (``metadata.labels.liger_version``),
 ordered with ``packaging.version``. When several runs exist for one version (a
 re-run, or the same row imported from two sources), the point is the run with the
@@ -37,6 +43,9 @@ from kernelindex_pipeline.records.canonical import digest_of
 from kernelindex_pipeline.records.names import kebab
 
 MODE_ORDER = ("forward", "backward", "full")
+LATENCY_METRIC, PEAK_MEMORY_METRIC = "latency", "peak_memory"
+CATEGORY_LABEL = "model_config"  # WorkloadCase label naming a categorical x value (the CSV x_name)
+METRIC_UNITS = {LATENCY_METRIC: "ns", PEAK_MEMORY_METRIC: "bytes"}
 LIGER_PACKAGE = "liger-kernel"
 FLOAT_DTYPES = ("bf16", "fp16", "fp32")
 
@@ -53,24 +62,44 @@ class SeriesKey:
     workload_digest: str
     protocol_digest: str
     environment_digest: str
+    metric: str = LATENCY_METRIC
 
 
 @dataclass(frozen=True)
 class Point:
-    """The latency of one series at one Liger version."""
+    """The value of one series at one Liger version, in `unit` (ns for latency, bytes for peak memory)."""
 
     version: str
-    median_ns: int
-    p20_ns: int | None
-    p80_ns: int | None
+    median: int | float
+    p20: int | float | None
+    p80: int | float | None
     observed_at: str
     run_digest: str
     run_name: str
     runs_for_version: int  # >1: several runs existed for this version; the latest observedAt was taken
+    unit: str = "ns"
 
     @property
     def has_band(self) -> bool:
-        return self.p20_ns is not None and self.p80_ns is not None
+        return self.p20 is not None and self.p80 is not None
+
+    # Latency readers (regression detection) name the unit; asking a memory point for ns is a bug.
+    @property
+    def median_ns(self) -> int | float:
+        return self._ns(self.median)
+
+    @property
+    def p20_ns(self) -> int | float | None:
+        return self._ns(self.p20)
+
+    @property
+    def p80_ns(self) -> int | float | None:
+        return self._ns(self.p80)
+
+    def _ns(self, value):
+        if self.unit != "ns":
+            raise AttributeError(f"a {self.unit} point has no latency in ns")
+        return value
 
 
 @dataclass(frozen=True)
@@ -80,6 +109,8 @@ class Workload:
     axes: dict[str, int]
     dtype: str | None
     scalars: tuple[tuple[str, float], ...] = ()
+    category: str | None = None  # a categorical x value (model_config rows: the model name, e.g. llama_3_8b)
+    position: int = 0  # where its WorkloadCase came in the input: categorical axes follow the data's order
 
     def context_without(self, axis: str | None) -> tuple:
         """Everything that identifies this workload except the value of `axis`."""
@@ -99,6 +130,7 @@ class Series:
     gpu: str  # display name, e.g. "NVIDIA A100 SXM4-80GB"
     gpu_slug: str
     workload: Workload
+    metric: str = LATENCY_METRIC
     points: list[Point] = field(default_factory=list)  # ascending Liger version
     unversioned_runs: list[str] = field(default_factory=list)  # run digests without a usable liger_version
 
@@ -125,6 +157,8 @@ class SeriesSet:
     series: list[Series]
     runs: int  # BenchmarkRun manifests seen
     skipped_runs: list[tuple[str, str]]  # (run name, why) for runs no series could hold
+    metric: str = LATENCY_METRIC  # what every series of this set measures
+    other_metric_runs: int = 0  # runs of the other metric (not skipped: build that metric's set for them)
 
     def by_kernel(self) -> dict[str, list[Series]]:
         grouped: dict[str, list[Series]] = defaultdict(list)
@@ -144,6 +178,7 @@ class RecordIndex:
 
     def __init__(self, manifests: Iterable[dict[str, Any]]):
         self.by_digest: dict[str, dict[str, Any]] = {}
+        self.position: dict[str, int] = {}  # digest -> first position in the input
         self.implementations_by_name: dict[str, tuple[str, dict[str, Any]]] = {}
         self.runs: list[tuple[str, dict[str, Any]]] = []
         for manifest in manifests:
@@ -155,6 +190,7 @@ class RecordIndex:
                     f"not a kernelindex.dev manifest (needs apiVersion, kind, spec): {str(manifest)[:120]!r}"
                 ) from exc
             self.by_digest[digest] = manifest
+            self.position.setdefault(digest, len(self.position))
             if kind == "ImplementationRevision":
                 self.implementations_by_name[(manifest.get("metadata") or {}).get("name", "")] = (digest, manifest)
             if kind == "BenchmarkRun":
@@ -192,10 +228,29 @@ def _title_tail(manifest: dict[str, Any] | None) -> str | None:
     return title.rsplit(" · ", 1)[-1] if title else None
 
 
-def _band(spec: dict[str, Any]) -> tuple[int | None, int | None]:
+def run_metric(spec: dict[str, Any]) -> str | None:
+    """What a run measured, by the memory-run contract: latency when it has `timing`, peak memory when
+    its first measurement is one, else None (never decided from names)."""
+    if spec.get("timing") is not None:
+        return LATENCY_METRIC
+    measurements = spec.get("measurements") or []
+    first = measurements[0] if measurements and isinstance(measurements[0], dict) else {}
+    if first.get("metric") == PEAK_MEMORY_METRIC and first.get("unit") == METRIC_UNITS[PEAK_MEMORY_METRIC]:
+        return PEAK_MEMORY_METRIC
+    return None
+
+
+def _primary(spec: dict[str, Any], metric: str) -> Any:
+    """The run's primary value: the timing median (latency) or the first measurement (peak memory)."""
+    if metric == LATENCY_METRIC:
+        return ((spec.get("timing") or {}).get("latencyNs") or {}).get("median")
+    return spec["measurements"][0].get("value")
+
+
+def _band(spec: dict[str, Any], metric: str = LATENCY_METRIC) -> tuple[int | None, int | None]:
     found: dict[str, int] = {}
     for m in spec.get("measurements") or []:
-        if m.get("metric") == "latency" and m.get("unit") == "ns" and m.get("statistic") in ("p20", "p80"):
+        if m.get("metric") == metric and m.get("unit") == METRIC_UNITS[metric] and m.get("statistic") in ("p20", "p80"):
             found[m["statistic"]] = m["value"]
     return found.get("p20"), found.get("p80")
 
@@ -235,6 +290,13 @@ def _gpu_name(environment: dict[str, Any] | None, fallback: str) -> str:
     return fallback
 
 
+def workload_category(case: dict[str, Any]) -> str | None:
+    """The categorical x value of a WorkloadCase (model_config sweeps: the model name), if it has one."""
+    labels = (case.get("metadata") or {}).get("labels") or {}
+    value = labels.get(CATEGORY_LABEL)
+    return value if isinstance(value, str) and value else None
+
+
 def _workload(index: RecordIndex, digest: str, case_key: str) -> Workload:
     case = index.get(digest, "WorkloadCase")
     key_axes, dtype = parse_case_key(case_key)
@@ -247,31 +309,43 @@ def _workload(index: RecordIndex, digest: str, case_key: str) -> Workload:
         tail = _title_tail(case)
         dtype = tail if tail in FLOAT_DTYPES else None
     return Workload(digest=digest, case_key=case_key or case["metadata"].get("name", ""), axes=axes,
-                    dtype=dtype, scalars=scalars)
+                    dtype=dtype, scalars=scalars, category=workload_category(case),
+                    position=index.position.get(digest, 0))
 
 
-def build_series(manifests: Iterable[dict[str, Any]] | RecordIndex) -> SeriesSet:
-    """Group every BenchmarkRun into its series (see the module docstring for the rules)."""
+def build_series(manifests: Iterable[dict[str, Any]] | RecordIndex, metric: str = LATENCY_METRIC) -> SeriesSet:
+    """Group every BenchmarkRun of `metric` into its series (see the module docstring for the rules)."""
+    if metric not in METRIC_UNITS:
+        raise ValueError(f"unknown metric {metric!r}; known: {', '.join(METRIC_UNITS)}")
     index = manifests if isinstance(manifests, RecordIndex) else RecordIndex(manifests)
     runs_by_key: dict[SeriesKey, list[tuple[str, dict[str, Any]]]] = defaultdict(list)
     skipped: list[tuple[str, str]] = []
+    other = 0
     for digest, run in index.runs:
         spec = run.get("spec") or {}
         name = (run.get("metadata") or {}).get("name", digest)
+        measured = run_metric(spec)
+        if measured is not None and measured != metric:
+            other += 1
+            continue
         digests = [spec.get(f) for f in ("implementationDigest", "workloadDigest", "protocolDigest",
                                          "environmentDigest")]
-        median = ((spec.get("timing") or {}).get("latencyNs") or {}).get("median")
+        value = _primary(spec, metric) if measured else None
         if not all(digests):
             skipped.append((name, "missing one of the four referenced digests"))
-        elif not isinstance(median, (int, float)) or median <= 0:
-            skipped.append((name, "no positive spec.timing.latencyNs.median"))
+        elif measured is None:
+            skipped.append((name, "neither spec.timing nor a peak_memory first measurement"))
+        elif not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
+            skipped.append((name, "no positive spec.timing.latencyNs.median" if metric == LATENCY_METRIC
+                            else "no positive peak_memory value in measurements[0]"))
         else:
             kernel, mode, provider = _run_identity(index, spec)
-            runs_by_key[SeriesKey(kernel, mode, provider, *digests)].append((digest, run))
+            runs_by_key[SeriesKey(kernel, mode, provider, *digests, metric)].append((digest, run))
 
     series = [_make_series(index, key, runs) for key, runs in runs_by_key.items()]
     series.sort(key=lambda s: (s.kernel, s.gpu, _mode_rank(s.mode), s.provider, s.case_key, s.key))
-    return SeriesSet(series=series, runs=len(index.runs), skipped_runs=skipped)
+    return SeriesSet(series=series, runs=len(index.runs), skipped_runs=skipped, metric=metric,
+                     other_metric_runs=other)
 
 
 def _mode_rank(mode: str) -> tuple[int, str]:
@@ -344,6 +418,7 @@ def _make_series(index: RecordIndex, key: SeriesKey, runs: list[tuple[str, dict[
         gpu=_gpu_name(environment, gpu_slug),
         gpu_slug=gpu_slug,
         workload=workload,
+        metric=key.metric,
     )
 
     by_version: dict[Version, list[tuple[str, dict[str, Any]]]] = defaultdict(list)
@@ -357,16 +432,17 @@ def _make_series(index: RecordIndex, key: SeriesKey, runs: list[tuple[str, dict[
         candidates = by_version[version]
         digest, run = max(candidates, key=lambda dr: (dr[1]["spec"].get("observedAt") or "", dr[0]))
         spec = run["spec"]
-        p20, p80 = _band(spec)
+        p20, p80 = _band(spec, key.metric)
         series.points.append(Point(
             version=str(run["metadata"]["labels"]["liger_version"]),
-            median_ns=spec["timing"]["latencyNs"]["median"],
-            p20_ns=p20,
-            p80_ns=p80,
+            median=_primary(spec, key.metric),
+            p20=p20,
+            p80=p80,
             observed_at=spec.get("observedAt") or "",
             run_digest=digest,
             run_name=(run.get("metadata") or {}).get("name", digest),
             runs_for_version=len(candidates),
+            unit=METRIC_UNITS[key.metric],
         ))
     return series
 
@@ -387,6 +463,13 @@ class Sweep:
     scalars: tuple[tuple[str, float], ...]
     workloads: list[Workload]  # every workload on this line, ordered by x
     owned: set[str] = field(default_factory=set)  # digests first placed here: each workload is owned by one sweep
+    categories: list[str] | None = None  # a categorical x axis: its values in the data's order
+
+    def x_of(self, workload: Workload) -> int:
+        """Where `workload` sits on x: its axis value, or its category's position on a categorical axis."""
+        if self.categories is not None:
+            return self.categories.index(workload.category)
+        return workload.axes.get(self.x_axis, 0) if self.x_axis else 0
 
     def label(self) -> str:
         parts = [f"{k}={v}" for k, v in self.fixed.items()]
@@ -408,8 +491,12 @@ def find_sweeps(workloads: Iterable[Workload]) -> list[Sweep]:
 
     A workload where two sweeps cross (the default config of both) is *owned*
     by the first sweep that took it but drawn on every line it belongs to.
+
+    Workloads with a category (model_config rows) form categorical sweeps instead, see
+    `_categorical_sweeps`.
     """
-    everything = list(workloads)
+    everything = [w for w in workloads if w.category is None]
+    categorical = _categorical_sweeps([w for w in workloads if w.category is not None])
     remaining = {w.digest: w for w in everything}
     axis_names = sorted({a for w in remaining.values() for a in w.axes})
     sweeps: list[Sweep] = []
@@ -442,5 +529,34 @@ def find_sweeps(workloads: Iterable[Workload]) -> list[Sweep]:
         others, dtype, scalars = w.context_without(x_axis)
         sweeps.append(Sweep(x_axis=x_axis, fixed=dict(others), dtype=dtype, scalars=scalars, workloads=[w],
                             owned={w.digest}))
+    sweeps += categorical
     sweeps.sort(key=lambda s: (s.dtype or "", s.x_axis or "", -len(s.workloads), repr(sorted(s.fixed.items()))))
+    return sweeps
+
+
+def _categorical_sweeps(workloads: list[Workload]) -> list[Sweep]:
+    """One line per group of categorical workloads with the same dtype, scalars and axis names.
+
+    The categories' own dimensions (a model's hidden size, vocabulary, ...) vary along the line; an
+    axis that also varies *within* one category (two batch sizes measured for the same model) splits
+    the group into one line per value. Categories are ordered as their workloads came in the input.
+    """
+    groups: dict[tuple, list[Workload]] = defaultdict(list)
+    for w in workloads:
+        groups[(w.dtype or "", w.scalars, tuple(sorted(w.axes)))].append(w)
+    sweeps = []
+    for (dtype, scalars, names), members in sorted(groups.items(), key=lambda kv: repr(kv[0])):
+        by_category: dict[str | None, list[Workload]] = defaultdict(list)
+        for w in members:
+            by_category[w.category].append(w)
+        splitting = [a for a in names if any(len({w.axes[a] for w in ws}) > 1 for ws in by_category.values())]
+        lines: dict[tuple, list[Workload]] = defaultdict(list)
+        for w in members:
+            lines[tuple(w.axes[a] for a in splitting)].append(w)
+        for _, line in sorted(lines.items()):
+            line.sort(key=lambda w: (w.position, w.digest))
+            fixed = {a: line[0].axes[a] for a in names if len({w.axes[a] for w in line}) == 1}
+            sweeps.append(Sweep(x_axis=CATEGORY_LABEL, fixed=fixed, dtype=dtype or None, scalars=scalars,
+                                workloads=line, owned={w.digest for w in line},
+                                categories=list(dict.fromkeys(w.category for w in line))))
     return sweeps
