@@ -181,9 +181,12 @@ tr.regression td{background:#ffebe9}tr.improvement td{background:#e6ffec}tr.cove
 .caution{border-left:4px solid #9a6700;background:#fff8c5;padding:.6rem .9rem;margin:1rem 0}
 nav#toc ol{columns:3;column-gap:2rem}nav#toc li{break-inside:avoid}
 .badge{display:inline-block;border-radius:1em;padding:0 .5em;font-size:.8rem;background:#cf222e;color:#fff}
-figure.chart{margin:1rem 0;border:1px solid #d0d7de;border-radius:6px;padding:.5rem;background:#fff}
+div.sweep{display:flex;flex-wrap:wrap;gap:0 1rem;align-items:flex-start}
+figure.chart{margin:1rem 0;border:1px solid #d0d7de;border-radius:6px;padding:.5rem;background:#fff;flex:0 1 auto;
+max-width:100%;box-sizing:border-box}
 figure.chart.has-regression{border:2px solid #cf222e}
-figure.chart img{max-width:100%;height:auto;display:block}figcaption{font-size:.85rem;color:#57606a}
+figure.chart img{max-width:100%;height:auto;display:block}
+figcaption{font-size:.85rem;color:#57606a;width:0;min-width:100%}
 .note{color:#57606a;font-size:.9rem}details{margin:.5rem 0}
 """
 
@@ -326,8 +329,11 @@ def _kernel_section(kernel: str, groups: list[ChartGroup], regressions: list[Com
                    f"{_e(provider_text)} · {len(group.series)} series</p>")
         for note in group.notes:
             out.append(f'<p class="note">{_e(note)}</p>')
+        sweeps: dict[int, list[Chart]] = {}  # a sweep's charts side by side where the page is wide enough
         for chart in group.charts:
-            out.append(_figure(chart, regressed_keys))
+            sweeps.setdefault(id(chart.sweep), []).append(chart)
+        for charts in sweeps.values():
+            out.append('<div class="sweep">' + "".join(_figure(c, regressed_keys) for c in charts) + "</div>")
         out.append("</section>")
     out.append("</section>")
     return "\n".join(out)
