@@ -164,3 +164,54 @@ def test_duplicate_key_message_names_the_key_in_yaml(tmp_path):
     path = _write(tmp_path, "dup.yaml", "kind: A\nkind: B\n")
     with pytest.raises(ManifestFileError, match="found duplicate key 'kind'"):
         load_manifests(path)
+
+
+# ---------------------------------------------------------------- issue 11, item 8: bombs and deep nesting
+
+ALIAS_BOMB = "\n".join(
+    [f'a: &a [{",".join(["lol"] * 9)}]']
+    + [f"{b}: &{b} [{','.join(['*' + a] * 9)}]" for a, b in zip("abcdefgh", "bcdefghi", strict=True)]
+) + "\n"
+
+
+def test_a_yaml_alias_bomb_is_refused_naming_the_file(tmp_path):
+    assert len(ALIAS_BOMB) < 600  # nine levels of nine: 387 420 489 strings once expanded
+    path = _write(tmp_path, "bomb.yaml", ALIAS_BOMB)
+    with pytest.raises(ManifestFileError, match=r"bomb\.yaml#1: YAML aliases \(\*name\) are not accepted"):
+        load_manifests(path)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "base: &base {kind: BenchmarkRun}\nrun: *base\n",
+        "- &m {kind: BenchmarkRun, metadata: {name: a}}\n- *m\n",
+    ],
+)
+def test_any_alias_to_a_collection_is_refused(tmp_path, text):
+    with pytest.raises(ManifestFileError, match="YAML aliases"):
+        load_manifests(_write(tmp_path, "x.yaml", text))
+
+
+@pytest.mark.parametrize(
+    "text", ["base: &b {a: 1}\nrun: {<<: *b, c: 2}\n", "base: {a: 1}\nrun: {? !!merge '<<' : {a: 1}}\n"]
+)
+def test_merge_keys_are_not_expanded(tmp_path, text):
+    path = _write(tmp_path, "m.yaml", text)
+    with pytest.raises(ManifestFileError, match=r"m\.yaml.*(aliases|merge keys)"):
+        load_manifests(path)
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("deep.json", "[" * 100_000),
+        ("deep.jsonl", "[" * 100_000 + "\n"),
+        ("deep.json", "[" * 65 + "]" * 65),  # parses, but deeper than any manifest
+        ("deep.yaml", "a:\n" + "".join("  " * i + f"k{i}:\n" for i in range(1, 80)) + "  " * 80 + "v\n"),
+    ],
+)
+def test_deep_nesting_is_an_error_naming_the_file(tmp_path, name, text):
+    path = _write(tmp_path, name, text)
+    with pytest.raises(ManifestFileError, match=rf"{name}.*nested more than 64 levels deep"):
+        load_manifests(path)

@@ -116,3 +116,73 @@ def test_chunks_keep_row_numbers_across_the_exact_fallback():
 def test_missing_file():
     with pytest.raises(CsvFormatError, match="no such file"):
         CsvReader("/nonexistent/all_benchmark_data.csv")
+
+
+# ---------------------------------------------------------------- issue 11: unbounded inputs (items 7, 9)
+
+
+def _no_pandas(monkeypatch):
+    import kernelindex_pipeline.liger.csv as liger_csv
+
+    def refuse(*_args, **_kwargs):
+        raise AssertionError("pandas was asked to read a header wider than the limit")
+
+    monkeypatch.setattr(liger_csv.pd, "read_csv", refuse)
+
+
+@pytest.mark.parametrize("extra", [242, 5_000])  # 15 + 242 = 257 columns: one over the limit
+def test_a_header_wider_than_the_limit_is_refused_before_pandas(monkeypatch, tmp_path, extra):
+    _no_pandas(monkeypatch)
+    header = HEADER + "," + ",".join(f"c{i}" for i in range(extra))
+    path = tmp_path / "wide.csv"
+    path.write_text(header + "\n" + LINE + "\n")
+    with pytest.raises(CsvFormatError, match=r"the header has \d+\+? columns; at most 256"):
+        CsvReader(path)
+    with pytest.raises(CsvFormatError, match="at most 256"):
+        CsvReader(path.read_bytes())
+
+
+def test_a_header_of_empty_fields_is_refused_before_pandas(monkeypatch):
+    _no_pandas(monkeypatch)
+    with pytest.raises(CsvFormatError, match="at most 256"):
+        CsvReader(b"\n".join([b"," * 100_000] * 3) + b"\n")
+
+
+def test_a_header_line_longer_than_the_limit_is_refused(monkeypatch):
+    _no_pandas(monkeypatch)
+    with pytest.raises(CsvFormatError, match="header line is longer than 64 KiB"):
+        CsvReader(b"x" * 200_000 + b"\n" + LINE.encode() + b"\n")
+
+
+def test_wide_data_rows_are_ragged_rows_not_columns():
+    data = csv_bytes([BASE_ROW]) + b"," * 100_000 + b"\n" + LINE.encode() + b"\n"
+    _, rows = fates(data)
+    assert rows == [(1, "rms_norm", None), (2, None, "ragged row: 100001 fields, the header has 15"), (3, "rms_norm", None)]
+
+
+def test_a_long_field_and_a_ragged_row_are_each_handled_in_one_file():
+    long_field = row(extra_benchmark_config_str='{"M": 1, "pad": "' + "x" * 200_000 + '"}')
+    data = csv_bytes([long_field, BASE_ROW]) + b"a,b,c\n" + LINE.encode() + b"\n"
+    header, rows = read_rows(data)
+    assert [(n, problem) for n, _, problem in rows] == [
+        (1, None), (2, None), (3, "ragged row: 3 fields, the header has 15"), (4, None),
+    ]
+    assert len(rows[0][1][UPSTREAM_COLUMNS.index("extra_benchmark_config_str")]) > 200_000
+
+
+def test_an_unreadable_record_names_its_data_row():
+    import csv
+
+    # Python's csv module reports little as errors; a lowered field limit stands in for any of them.
+    data = csv_bytes([BASE_ROW, BASE_ROW]) + b"a,b\n" + csv_bytes([row(x_label="y" * 500)]).split(b"\n", 1)[1]
+    previous = csv.field_size_limit(300)
+    try:
+        with pytest.raises(CsvFormatError, match=r"at data row 4 \(line 5\)"):
+            read_rows(data)
+    finally:
+        csv.field_size_limit(previous)
+
+
+def test_a_directory_is_not_no_such_file(tmp_path):
+    with pytest.raises(CsvFormatError, match="is a directory"):
+        CsvReader(tmp_path)

@@ -15,6 +15,13 @@ Two readers, one contract:
 
 Bytes that are not UTF-8 are decoded with `surrogateescape`, so one bad cell makes its row an issue
 ("not valid UTF-8") instead of failing the whole file.
+
+Bounds (a CSV is untrusted input): the header is read first, by the standard library, from at most
+MAX_HEADER_BYTES, and a header of more than MAX_COLUMNS fields is refused before pandas allocates a
+column for each (pandas' cost grows faster than linearly with the width). A data row wider than the
+header is a ragged row (an issue), never a new column. The exact reader streams the file (it never
+holds it whole) and accepts fields as long as pandas does, so a long field and a ragged row in the
+same file are each handled as they are alone.
 """
 
 from __future__ import annotations
@@ -50,6 +57,13 @@ UPSTREAM_COLUMNS: tuple[str, ...] = (
 )
 
 DEFAULT_CHUNK_ROWS = 50_000
+MAX_COLUMNS = 256  # the upstream header has 15; room for drift, not for a width bomb
+MAX_HEADER_BYTES = 64 * 1024
+
+# The standard csv module refuses fields over 128 KiB and then cannot resume, which would turn one
+# long field into "the whole file is unreadable" as soon as the exact reader runs; pandas has no such
+# limit. The limit is process-wide, so it is only ever raised here (the file size bounds the field).
+stdlib_csv.field_size_limit(max(stdlib_csv.field_size_limit(), 2**31 - 1))
 _SURROGATE = re.compile("[\udc80-\udcff]")
 
 CsvSource = str | PathLike | bytes
@@ -99,6 +113,38 @@ def _is_utf8(source: CsvSource) -> bool:
         return False
 
 
+def _text_stream(source: CsvSource) -> io.TextIOBase:
+    """The source as text for the csv module: UTF-8 (a leading BOM dropped), undecodable bytes kept
+    as surrogates for `_mark_undecodable`, newlines untranslated (csv handles them)."""
+    binary = io.BytesIO(source) if isinstance(source, (bytes, bytearray)) else open(source, "rb")  # noqa: SIM115 - closed by the wrapper
+    return io.TextIOWrapper(binary, encoding="utf-8-sig", errors="surrogateescape", newline="")
+
+
+def _bounded_header(source: CsvSource) -> None:
+    """Refuse a header wider than MAX_COLUMNS or longer than MAX_HEADER_BYTES, reading no more than that."""
+    if isinstance(source, (bytes, bytearray)):
+        prefix = bytes(source[:MAX_HEADER_BYTES])
+        whole = len(source) <= MAX_HEADER_BYTES
+    else:
+        with open(source, "rb") as f:
+            prefix = f.read(MAX_HEADER_BYTES + 1)
+        whole = len(prefix) <= MAX_HEADER_BYTES
+        prefix = prefix[:MAX_HEADER_BYTES]
+    reader = stdlib_csv.reader(_text_stream(prefix))
+    try:
+        header = next((r for r in reader if r and not (len(r) == 1 and not r[0].strip())), None)
+        complete = whole or next(reader, None) is not None
+    except stdlib_csv.Error:
+        return  # the readers below report it
+    if header is not None and len(header) > MAX_COLUMNS:
+        raise CsvFormatError(
+            f"the header has {len(header)}{'' if complete else '+'} columns; at most {MAX_COLUMNS} are read "
+            f"(the upstream header has {len(UPSTREAM_COLUMNS)})"
+        )
+    if header is not None and not complete:
+        raise CsvFormatError(f"the header line is longer than {MAX_HEADER_BYTES // 1024} KiB; is this a benchmark CSV?")
+
+
 def _check_header(columns: list[str]) -> CsvHeader:
     missing = [c for c in UPSTREAM_COLUMNS if c not in columns]
     if missing:
@@ -116,8 +162,11 @@ class CsvReader:
     def __init__(self, source: CsvSource, chunk_rows: int = DEFAULT_CHUNK_ROWS):
         if not isinstance(source, (bytes, bytearray)):
             path = Path(source)
+            if path.is_dir():
+                raise CsvFormatError(f"{path}: is a directory, not a CSV file")
             if not path.is_file():
                 raise CsvFormatError(f"{path}: no such file")
+        _bounded_header(source)
         self.source = source
         self.chunk_rows = chunk_rows
         self.valid_utf8 = _is_utf8(source)
@@ -208,18 +257,19 @@ class CsvReader:
 
 
 def _exact_records(source: CsvSource) -> Iterator[list[str]]:
-    """Records by the standard csv module (blank lines skipped, as pandas skips them)."""
-    raw = bytes(source) if isinstance(source, (bytes, bytearray)) else Path(source).read_bytes()
-    text = raw.decode("utf-8", "surrogateescape")
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    try:
-        for record in stdlib_csv.reader(io.StringIO(text, newline="")):
-            if not record or (len(record) == 1 and not record[0].strip()):
-                continue
-            yield record
-    except stdlib_csv.Error as exc:  # e.g. a NUL byte or an unterminated quote at the end of the file
-        raise CsvFormatError(f"unreadable CSV: {exc}") from None
+    """Records by the standard csv module, streamed (blank lines skipped, as pandas skips them)."""
+    number = 0
+    with _text_stream(source) as text:
+        reader = stdlib_csv.reader(text)
+        try:
+            for record in reader:
+                if not record or (len(record) == 1 and not record[0].strip()):
+                    continue
+                yield record
+                number += 1
+        except stdlib_csv.Error as exc:  # e.g. an unterminated quote at the end of the file
+            where = "in the header" if number == 0 else f"at data row {number} (line {reader.line_num})"
+            raise CsvFormatError(f"unreadable CSV {where}: {exc}") from None
 
 
 def _mark_undecodable(chunk: Chunk) -> None:

@@ -20,6 +20,12 @@ PyYAML's YAML 1.1 ones, so that it reads what PyYAML writes exactly and never
 turns text into something else: timestamps stay strings (`observedAt`), only
 `true`/`false` are booleans (`on`, `yes` stay text), integers are decimal only
 (no octal `017`, no sexagesimal `22:13:03`), and duplicate keys are errors.
+
+Bounds (a manifest file is untrusted input): YAML aliases (`*name`) are refused, so an alias bomb
+(a few hundred bytes that expand to billions of nodes) is an error naming the file, not minutes of
+work; there are no merge keys (`<<`) either, whose expansion copies. Every document may nest at
+most MAX_DEPTH levels; deeper input (`[` x 100 000) is an error naming the file, never a
+RecursionError.
 """
 
 from __future__ import annotations
@@ -47,6 +53,8 @@ BUNDLE_GROUPS: dict[str, str] = {
 }
 assert tuple(BUNDLE_GROUPS.values()) == KINDS
 
+MAX_DEPTH = 64  # a manifest nests about 6 levels deep
+
 YAML_SUFFIXES = {".yaml", ".yml"}
 JSON_LINES_SUFFIXES = {".jsonl", ".ndjson"}
 
@@ -66,6 +74,8 @@ def load_manifests(path: str | os.PathLike[str]) -> list[tuple[str, dict[str, An
         return list(_from_json_lines(text, label))
     try:
         document = json.loads(text, object_pairs_hook=_object_without_duplicates)
+    except RecursionError:
+        raise ManifestFileError(_too_deep(label)) from None
     except json.JSONDecodeError as error:
         if error.msg == "Extra data" and _first_line_is_json(text):
             return list(_from_json_lines(text, label))  # JSON Lines under another name
@@ -76,10 +86,38 @@ def load_manifests(path: str | os.PathLike[str]) -> list[tuple[str, dict[str, An
         return list(_from_yaml(text, label))  # neither .json nor JSON-looking: YAML is the last guess
     except _DuplicateKey as error:
         raise ManifestFileError(f"{label}: duplicate key {error.key!r} in a JSON object") from None
+    _check_tree(document, label, aliases_possible=False)
     return list(_from_document(document, label, array_items=True))
 
 
 # ---------------------------------------------------------------- reading
+
+
+def _too_deep(location: str) -> str:
+    return f"{location}: nested more than {MAX_DEPTH} levels deep (a manifest nests about 6)"
+
+
+def _check_tree(document: Any, location: str, *, aliases_possible: bool) -> None:
+    """Refuse a document nested deeper than MAX_DEPTH or (YAML) holding one object in two places,
+    which is what an alias makes: PyYAML builds `*a` as the very object of `&a`, so a walk that
+    meets a container twice has found an alias, before anything expands it. Iterative, so it cannot
+    overflow the stack itself."""
+    seen: set[int] = set()
+    stack: list[tuple[Any, int]] = [(document, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if not isinstance(value, (dict, list)):
+            continue
+        if depth > MAX_DEPTH:
+            raise ManifestFileError(_too_deep(location))
+        if aliases_possible:
+            if id(value) in seen:
+                raise ManifestFileError(
+                    f"{location}: YAML aliases (*name) are not accepted in manifests; write the value out"
+                )
+            seen.add(id(value))
+        children = value.values() if isinstance(value, dict) else value
+        stack.extend((child, depth + 1) for child in children)
 
 
 def _read_text(path: Path, label: str) -> str:
@@ -185,10 +223,13 @@ def _from_json_lines(text: str, label: str) -> Iterator[tuple[str, dict[str, Any
         location = f"{label}:{number}"
         try:
             document = json.loads(line, object_pairs_hook=_object_without_duplicates)
+        except RecursionError:
+            raise ManifestFileError(_too_deep(location)) from None
         except json.JSONDecodeError as error:
             raise ManifestFileError(f"{location}: column {error.colno}: invalid JSON: {error.msg}") from None
         except _DuplicateKey as error:
             raise ManifestFileError(f"{location}: duplicate key {error.key!r} in a JSON object") from None
+        _check_tree(document, location, aliases_possible=False)
         yield from _from_document(document, location, array_items=False)
 
 
@@ -198,15 +239,25 @@ _YAML_BASE = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's parser w
 
 
 class _ManifestYamlLoader(_YAML_BASE):  # type: ignore[misc, valid-type]
-    """SafeLoader with a subset of its implicit types (see the module docstring) and no duplicate keys."""
+    """SafeLoader with a subset of its implicit types (see the module docstring), no duplicate keys
+    and no merge keys."""
 
     yaml_implicit_resolvers: dict[str, list[tuple[str, re.Pattern[str]]]] = {}
 
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: set[Any] = set()
+    def flatten_mapping(self, node: yaml.MappingNode) -> None:
+        # An explicit `!!merge` key would still be expanded (by copying) during construction, before
+        # the alias check sees the document: refuse it here.
         for key_node, _ in node.value:
             if key_node.tag == "tag:yaml.org,2002:merge":
-                continue
+                raise yaml.constructor.ConstructorError(
+                    "while constructing a mapping", node.start_mark, "merge keys (<<) are not accepted in manifests",
+                    key_node.start_mark,
+                )
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        self.flatten_mapping(node)
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
             key = self.construct_object(key_node, deep=True)
             try:
                 duplicate = key in seen
@@ -230,7 +281,6 @@ _IMPLICIT_TYPES = [
         "-+0123456789.",
     ),
     ("tag:yaml.org,2002:null", r"^(?:~|null|Null|NULL|)$", ["~", "n", "N", ""]),
-    ("tag:yaml.org,2002:merge", r"^(?:<<)$", "<"),
 ]
 for _tag, _pattern, _first in _IMPLICIT_TYPES:
     _ManifestYamlLoader.add_implicit_resolver(_tag, re.compile(_pattern), list(_first))
@@ -243,11 +293,14 @@ def _from_yaml(text: str, label: str) -> Iterator[tuple[str, dict[str, Any]]]:
             if document is None:
                 continue  # an empty document (e.g. after a trailing '---')
             location = f"{label}#{number}"
+            _check_tree(document, location, aliases_possible=True)
             if isinstance(document, list):  # a document that is a list of manifests
                 for index, item in enumerate(document):
                     yield from _from_document(item, f"{location}[{index}]", array_items=False)
             else:
                 yield from _from_document(document, location, array_items=False)
+    except RecursionError:
+        raise ManifestFileError(_too_deep(f"{label}#{number + 1}")) from None
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None) or getattr(error, "context_mark", None)
         where = f", line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
