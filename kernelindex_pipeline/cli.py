@@ -189,6 +189,48 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
+# ------------------------------------------------------------------------------------------ report
+
+
+def _report_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--records", nargs="+", type=Path, metavar="FILE",
+                   help="records files (e.g. the records.jsonl of one or more transforms) instead of a catalogue")
+    p.add_argument("--catalogue", metavar="URL", help="SQLAlchemy URL (default: $KERNELINDEX_CATALOGUE_URL, else the embedded catalogue under DAGSTER_HOME)")
+    p.add_argument("--out", type=Path, required=True, metavar="DIR", help="writes DIR/index.html, DIR/charts/*.svg, regressions.json, summary.md")
+
+
+def _report(args: argparse.Namespace) -> int:
+    import os
+
+    from kernelindex_pipeline.reporting import build_report
+
+    if args.records and args.catalogue:
+        raise UsageError("give --records or --catalogue, not both")
+    if args.records:
+        from kernelindex_pipeline.records.io import load_manifests
+
+        manifests = []
+        for path in args.records:
+            if not path.is_file():
+                raise CommandError(f"{path}: no such file")
+            try:
+                manifests += [manifest for _, manifest in load_manifests(path)]
+            except (OSError, ValueError) as exc:
+                raise CommandError(f"{path}: {exc}") from None
+        result = build_report(manifests, args.out)
+    else:
+        from kernelindex_pipeline.catalogue.store import CatalogueStore
+
+        store = CatalogueStore.open(args.catalogue or os.environ.get("KERNELINDEX_CATALOGUE_URL") or None)
+        try:
+            result = build_report(store.manifests(), args.out)
+        finally:
+            store.close()
+    print(result.summary_markdown)
+    print(f"wrote {result.path}")
+    return 0
+
+
 class UsageError(Exception):
     """Wrong arguments: exit code 2."""
 
@@ -200,6 +242,7 @@ COMMANDS: dict[str, Command] = {
     "schema": ("print the JSON Schema of one kind or all seven", _schema_arguments, _schema),
     "import-history": ("the main job: every history partition through Dagster into the catalogue", _import_history_arguments, _import_history),
     "export": ("export the catalogue: JSON Lines + manifest file, and a YAML submission bundle", _export_arguments, _export),
+    "report": ("the static HTML report (charts, coverage, regressions) of records files or a catalogue", _report_arguments, _report),
 }
 
 
