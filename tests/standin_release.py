@@ -11,7 +11,8 @@
     benchmark_model_configs.py  a helper module, not a benchmark (no __main__)
   The shipped data CSV holds one history row that must never come out of a sweep.
 - `build_liger_wheel`: a `liger-kernel==V` wheel (liger_kernel.utils.infer_device) for offline installs.
-- `build_fake_torch`: `torch` and `triton` packages reporting one CUDA device with a given name.
+- `build_fake_torch`: `torch` and `triton` packages reporting one CUDA device with a given name; the
+  stand-in `triton.testing.do_bench` has the code shape of triton >= 3.2 or <= 3.1 over a deterministic clock.
 - `build_fake_nvidia_smi`: an `nvidia-smi` executable printing `-q -x` XML.
 """
 
@@ -37,19 +38,24 @@ HEADER = (
 )
 
 UTILS = '''
-"""Stand-in for Liger's benchmark/scripts/utils.py: the same CSV contract, no real measurement."""
+\"\"\"Stand-in for Liger's benchmark/scripts/utils.py: the same CSV contract and the same shape of
+measurement (run_benchmarks calls bench_test_fn once per row; speed goes through
+triton.testing.do_bench(fn, quantiles=QUANTILES, rep=..., ...) as upstream scripts call it).\"\"\"
 import csv
 import json
 import os
 import time
 from collections import OrderedDict
+from dataclasses import dataclass
 from importlib.metadata import version
 
 import torch
+import triton
 from liger_kernel.utils import infer_device
 
 device = infer_device()
 LIGER_KERNEL_VERSION = version("liger-kernel")
+QUANTILES = [0.5, 0.2, 0.8]
 FIELDS = [
     "kernel_name", "kernel_provider", "kernel_operation_mode", "metric_name", "metric_unit", "x_name",
     "x_label", "x_value", "y_value_50", "y_value_20", "y_value_80", "extra_benchmark_config_str",
@@ -57,6 +63,26 @@ FIELDS = [
 ]
 KEY = ["kernel_name", "kernel_provider", "kernel_operation_mode", "metric_name", "x_name", "x_value",
        "extra_benchmark_config_str", "gpu_name"]
+
+
+@dataclass
+class SingleBenchmarkRunInput:
+    x: object
+    kernel_provider: str
+    kernel_operation_mode: object = ""
+    extra_benchmark_config: object = None
+
+
+@dataclass
+class SingleBenchmarkRunOutput:
+    y_20: float
+    y_50: float
+    y_80: float
+
+
+class CustomEncoder(json.JSONEncoder):
+    def default(self, obj):
+        return str(obj)
 
 
 def get_gpu_name():
@@ -69,20 +95,40 @@ def data_csv_path():
     return os.path.join(os.path.dirname(os.path.abspath(__file__)), "../data", "all_benchmark_data.csv")
 
 
-def run_benchmarks(kernel_name, metric_name, metric_unit, x_name, x_label, x_values, kernel_providers,
-                   kernel_operation_modes, extra_benchmark_configs, scale=1.0):
+def speed_bench(input):
+    \"\"\"One speed row: the argument forms upstream scripts use, by operation mode.\"\"\"
+    fn = lambda: None  # noqa: E731
+    if input.kernel_operation_mode == "forward":
+        ms_50, ms_20, ms_80 = triton.testing.do_bench(fn, quantiles=QUANTILES, rep=100)
+    elif input.kernel_operation_mode == "backward":
+        ms_50, ms_20, ms_80 = triton.testing.do_bench(fn, grad_to_none=[torch.randn(8)], rep=100, quantiles=QUANTILES)
+    else:
+        ms_50, ms_20, ms_80 = triton.testing.do_bench(fn, quantiles=QUANTILES, grad_to_none=[torch.randn(8)], rep=10, warmup=5)
+    return SingleBenchmarkRunOutput(y_20=ms_20, y_50=ms_50, y_80=ms_80)
+
+
+def memory_bench(input):
+    \"\"\"One memory row (upstream _test_memory: peak MiB, no do_bench).\"\"\"
+    peak = 1000.0 * (["liger", "huggingface"].index(input.kernel_provider) + 1) * input.x / 1000.0
+    return SingleBenchmarkRunOutput(y_20=peak * 0.9, y_50=peak, y_80=peak * 1.1)
+
+
+def run_benchmarks(bench_test_fn, kernel_name, metric_name, metric_unit, x_name, x_label, x_values, kernel_providers,
+                   kernel_operation_modes=[None], extra_benchmark_configs=None, overwrite=False):
     gpu_name = get_gpu_name()
     rows = []
     for config in extra_benchmark_configs:
         for mode in kernel_operation_modes:
-            for provider_index, provider in enumerate(kernel_providers):
+            for provider in kernel_providers:
                 for x in x_values:
-                    median = scale * (provider_index + 1) * x / 1000.0
+                    result = bench_test_fn(SingleBenchmarkRunInput(x=x, kernel_provider=provider,
+                                                                   kernel_operation_mode=mode,
+                                                                   extra_benchmark_config=config))
                     rows.append({
                         "kernel_name": kernel_name, "kernel_provider": provider, "kernel_operation_mode": mode,
                         "metric_name": metric_name, "metric_unit": metric_unit, "x_name": x_name,
-                        "x_label": x_label, "x_value": x, "y_value_50": median, "y_value_20": median * 0.9,
-                        "y_value_80": median * 1.1, "extra_benchmark_config_str": json.dumps(config),
+                        "x_label": x_label, "x_value": x, "y_value_50": result.y_50, "y_value_20": result.y_20,
+                        "y_value_80": result.y_80, "extra_benchmark_config_str": json.dumps(config, cls=CustomEncoder),
                         "gpu_name": gpu_name, "timestamp": time.strftime("%Y-%m-%d %H:%M:%S"),
                         "liger_version": LIGER_KERNEL_VERSION,
                     })
@@ -110,22 +156,22 @@ DEFAULT_DTYPE = "torch.bfloat16"
     "benchmark_rms_norm.py": '''
 import torch
 from benchmark_model_configs import DEFAULT_DTYPE
-from utils import run_benchmarks
+from utils import memory_bench, run_benchmarks, speed_bench
 
 if __name__ == "__main__":
     config = {"M": 2048, "dtype": DEFAULT_DTYPE, "eps": 1e-06}
-    run_benchmarks("rms_norm", "speed", "ms", "H", "hidden size", [1024, 2048, 4096],
+    run_benchmarks(speed_bench, "rms_norm", "speed", "ms", "H", "hidden size", [1024, 2048, 4096],
                    ["liger", "huggingface"], ["forward", "backward", "full"], [config])
-    run_benchmarks("rms_norm", "memory", "MB", "H", "hidden size", [1024, 2048, 4096],
-                   ["liger", "huggingface"], ["full"], [config], scale=1000.0)
+    run_benchmarks(memory_bench, "rms_norm", "memory", "MB", "H", "hidden size", [1024, 2048, 4096],
+                   ["liger", "huggingface"], ["full"], [config])
 ''',
     "benchmark_tiled_mlp.py": '''
 import torch
-from utils import run_benchmarks
+from utils import run_benchmarks, speed_bench
 
 def run(kernel_name, act):
     config = {"bsz": 2, "hidden_size": 2048, "intermediate_size": 4096, "dtype": "torch.bfloat16", "hidden_act": act}
-    run_benchmarks(kernel_name=kernel_name, metric_name="speed", metric_unit="ms", x_name="T",
+    run_benchmarks(bench_test_fn=speed_bench, kernel_name=kernel_name, metric_name="speed", metric_unit="ms", x_name="T",
                    x_label="sequence length", x_values=[1024, 2048, 4096], kernel_providers=["liger_tiled", "huggingface"],
                    kernel_operation_modes=["full"], extra_benchmark_configs=[config])
 
@@ -226,8 +272,237 @@ def build_liger_wheel(dest_dir: Path, version: str = "0.0.1") -> Path:
     return path
 
 
-def build_fake_torch(dest_dir: Path, device_name: str | None = "NVIDIA H100 80GB HBM3") -> Path:
-    """A directory to put on PYTHONPATH: `torch` (one CUDA device named `device_name`, or none) and `triton`."""
+FAKE_TORCH_TENSORS = """
+import builtins
+import math
+import struct
+
+
+def _f32(value):
+    return struct.unpack("f", struct.pack("f", builtins.float(value)))[0]
+
+
+class dtype:
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return "torch." + self.name
+
+
+float = float32 = dtype("float32")
+bfloat16 = dtype("bfloat16")
+float16 = dtype("float16")
+int8 = dtype("int8")
+
+
+class Tensor:
+    # A 1-D float32 CPU tensor: just enough for triton's inline do_bench summary and the sentinel.
+
+    def __init__(self, values, dtype=float32, shape=None):
+        self.values = [_f32(v) for v in values]
+        self.dtype = dtype
+        self.shape = tuple(shape) if shape is not None else (len(self.values),)
+
+    def tolist(self):
+        return list(self.values)
+
+    def item(self):
+        (value,) = self.values
+        return value
+
+    def __matmul__(self, other):
+        return Tensor([], self.dtype, (self.shape[0], other.shape[-1]))
+
+    def copy_(self, other):
+        return self
+
+
+def tensor(values, dtype=float32, device=None):
+    return Tensor(values, dtype)
+
+
+def _sized(shape, dtype=float32, device=None):
+    return Tensor([], dtype, shape)
+
+
+def randn(*shape, dtype=float32, device=None):
+    return _sized(shape, dtype)
+
+
+def empty(*shape, dtype=float32, device=None):
+    return _sized(shape, dtype)
+
+
+def quantile(input, q):
+    # torch's default: linear interpolation between order statistics.
+    data = sorted(input.values)
+    n = len(data)
+    out = []
+    for level in q.values:
+        point = level * (n - 1)
+        low, high = math.floor(point), math.ceil(point)
+        out.append(data[low] + (point - low) * (data[high] - data[low]))
+    return Tensor(out)
+
+
+def min(input):
+    return Tensor([builtins.min(input.values)])
+
+
+def max(input):
+    return Tensor([builtins.max(input.values)])
+
+
+def mean(input):
+    return Tensor([sum(input.values) / len(input.values)])
+
+
+def median(input):
+    data = sorted(input.values)
+    return Tensor([data[(len(data) - 1) // 2]])
+
+
+def synchronize():
+    return None
+"""
+
+# The deterministic stand-in of a CUDA event clock: every record() advances it by a pseudo-random
+# 0.5..1.5 ms step (a linear congruential sequence that _standin_reset restarts).
+FAKE_TRITON_CLOCK = """
+_state = {"seed": 1, "clock": 0.0}
+
+
+def _standin_reset(seed=1):
+    _state["seed"], _state["clock"] = seed, 0.0
+
+
+def _tick():
+    _state["seed"] = (_state["seed"] * 1103515245 + 12345) % 2**31
+    _state["clock"] += 0.5 + (_state["seed"] % 1000) / 1000.0
+    return _state["clock"]
+
+
+class _Event:
+    def __init__(self, enable_timing=False):
+        self.t = None
+
+    def record(self):
+        self.t = _tick()
+
+    def elapsed_time(self, end):
+        return end.t - self.t
+"""
+
+# triton >= 3.2: the timings are a list summarised by _summarize_statistics (code shape of triton 3.6).
+FAKE_TRITON_SUMMARIZE = FAKE_TRITON_CLOCK + """
+import math
+import statistics
+
+
+def _quantile(a, q):
+    n = len(a)
+    a = sorted(a)
+
+    def get_quantile(q):
+        if not (0 <= q <= 1):
+            raise ValueError("Quantiles must be in the range [0, 1]")
+        point = q * (n - 1)
+        lower = math.floor(point)
+        upper = math.ceil(point)
+        t = point - lower
+        return (1 - t) * a[lower] + t * a[upper]
+
+    return [get_quantile(q) for q in q]
+
+
+def _summarize_statistics(times, quantiles, return_mode):
+    if quantiles is not None:
+        ret = _quantile(times, quantiles)
+        if len(ret) == 1:
+            ret = ret[0]
+        return ret
+    if return_mode == "all":
+        return times
+    elif return_mode == "min":
+        return min(times)
+    elif return_mode == "max":
+        return max(times)
+    elif return_mode == "mean":
+        return statistics.mean(times)
+    elif return_mode == "median":
+        return statistics.median(times)
+
+
+def do_bench(fn, warmup=25, rep=100, grad_to_none=None, quantiles=None, return_mode="mean"):
+    assert return_mode in ["min", "max", "mean", "median", "all"]
+    fn()
+    start_event = _Event(enable_timing=True)
+    end_event = _Event(enable_timing=True)
+    start_event.record()
+    for _ in range(5):
+        fn()
+    end_event.record()
+    estimate_ms = start_event.elapsed_time(end_event) / 5
+    n_warmup = max(1, int(warmup / estimate_ms))
+    n_repeat = max(1, int(rep / estimate_ms))
+    start_event = [_Event(enable_timing=True) for i in range(n_repeat)]
+    end_event = [_Event(enable_timing=True) for i in range(n_repeat)]
+    for _ in range(n_warmup):
+        fn()
+    for i in range(n_repeat):
+        if grad_to_none is not None:
+            for x in grad_to_none:
+                x.grad = None
+        start_event[i].record()
+        fn()
+        end_event[i].record()
+    times = [s.elapsed_time(e) for s, e in zip(start_event, end_event)]
+    return _summarize_statistics(times, quantiles, return_mode)
+"""
+
+# triton <= 3.1: no return_mode "all"; a float32 tensor of timings summarised inline (code shape of 3.0).
+FAKE_TRITON_INLINE = FAKE_TRITON_CLOCK + """
+import torch
+
+
+def do_bench(fn, warmup=25, rep=100, grad_to_none=None, quantiles=None, fast_flush=True, return_mode="mean"):
+    assert return_mode in ["min", "max", "mean", "median"]
+    fn()
+    start_event = _Event(enable_timing=True)
+    end_event = _Event(enable_timing=True)
+    start_event.record()
+    for _ in range(5):
+        fn()
+    end_event.record()
+    estimate_ms = start_event.elapsed_time(end_event) / 5
+    n_warmup = max(1, int(warmup / estimate_ms))
+    n_repeat = max(1, int(rep / estimate_ms))
+    start_event = [_Event(enable_timing=True) for i in range(n_repeat)]
+    end_event = [_Event(enable_timing=True) for i in range(n_repeat)]
+    for _ in range(n_warmup):
+        fn()
+    for i in range(n_repeat):
+        if grad_to_none is not None:
+            for x in grad_to_none:
+                x.grad = None
+        start_event[i].record()
+        fn()
+        end_event[i].record()
+    times = torch.tensor([s.elapsed_time(e) for s, e in zip(start_event, end_event)], dtype=torch.float)
+    if quantiles is not None:
+        ret = torch.quantile(times, torch.tensor(quantiles, dtype=torch.float)).tolist()
+        if len(ret) == 1:
+            ret = ret[0]
+        return ret
+    return getattr(torch, return_mode)(times).item()
+"""
+
+
+def build_fake_torch(dest_dir: Path, device_name: str | None = "NVIDIA H100 80GB HBM3", triton: str = "summarize") -> Path:
+    """A directory to put on PYTHONPATH: `torch` (one CUDA device named `device_name`, or none) and
+    `triton` whose `triton.testing.do_bench` has the code shape of triton >= 3.2 (`triton="summarize"`)
+    or <= 3.1 (`"inline"`), timed by a deterministic stand-in clock."""
     torch_dir = dest_dir / "torch"
     torch_dir.mkdir(parents=True, exist_ok=True)
     (torch_dir / "__init__.py").write_text(
@@ -235,12 +510,14 @@ def build_fake_torch(dest_dir: Path, device_name: str | None = "NVIDIA H100 80GB
             """
             from types import SimpleNamespace
             from . import cuda
+            from ._tensors import *  # noqa: F403
 
             __version__ = "2.5.1+standin"
             version = SimpleNamespace(cuda="12.4", hip=None)
             """
         )
     )
+    (torch_dir / "_tensors.py").write_text(FAKE_TORCH_TENSORS)
     available = device_name is not None
     (torch_dir / "cuda.py").write_text(
         textwrap.dedent(
@@ -259,6 +536,9 @@ def build_fake_torch(dest_dir: Path, device_name: str | None = "NVIDIA H100 80GB
             def get_device_name(index=0):
                 return {device_name!r}
 
+            def synchronize():
+                return None
+
             def get_device_properties(index=0):
                 return SimpleNamespace(major=9, minor=0, total_memory=85520809984, multi_processor_count=132,
                                        uuid="5a3c1e2b-0000-4000-8000-000000000001")
@@ -267,7 +547,9 @@ def build_fake_torch(dest_dir: Path, device_name: str | None = "NVIDIA H100 80GB
     )
     triton_dir = dest_dir / "triton"
     triton_dir.mkdir(parents=True, exist_ok=True)
-    (triton_dir / "__init__.py").write_text('__version__ = "3.1.0"\n')
+    (triton_dir / "__init__.py").write_text('__version__ = "3.1.0"\nfrom . import testing  # noqa: F401\n')
+    testing = {"summarize": FAKE_TRITON_SUMMARIZE, "inline": FAKE_TRITON_INLINE}[triton]
+    (triton_dir / "testing.py").write_text(testing)
     return dest_dir
 
 

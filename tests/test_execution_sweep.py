@@ -230,3 +230,44 @@ def test_a_retry_into_the_same_work_dir_gets_a_fresh_sibling(site, sweep):
     assert again.rows == GOOD_ROWS["benchmark_rms_norm.py"]
     # The first sweep's CSV and logs are untouched.
     assert len(read_csv(sweep["result"].csv_path)) == sum(GOOD_ROWS.values())
+
+
+def test_measured_speed_runs_carry_their_raw_samples(sweep):
+    """Every speed row's do_bench call is an artifact next to the logs; its run's statistics follow from it."""
+    import json
+
+    from kernelindex_pipeline.liger import import_csv
+    from kernelindex_pipeline.liger.jsnumber import ms_to_ns
+    from kernelindex_pipeline.liger.normalize import MeasuredContext
+    from kernelindex_pipeline.liger.samples import latency_statistics
+    from kernelindex_pipeline.records.schema import validate_manifest
+
+    result = sweep["result"]
+    outcomes = {o.script: o for o in result.outcomes}
+    assert outcomes["benchmark_rms_norm.py"].samples["calls"] == 18  # speed rows only: memory has no do_bench
+    assert outcomes["benchmark_rms_norm.py"].samples["rows_without_samples"] == {"memory": 6}
+    assert outcomes["benchmark_tiled_mlp.py"].samples["rows_with_samples"] == 12
+    assert outcomes["benchmark_layer_norm.py"].samples["calls"] == 0
+
+    imported = import_csv(result.csv_path, gpu=H100, liger_version=VERSION, measured=MeasuredContext(**result.measured_context()))
+    runs = imported.runs()
+    assert len(runs) == 30
+    artifacts = set()
+    for run in runs:
+        assert validate_manifest(run) == []
+        timing = run["spec"]["timing"]
+        assert timing["rawSamples"] == run["spec"]["evidence"]["rawSamples"]
+        path = Path(timing["rawSamples"]["uri"].removeprefix("file://"))
+        assert path.parent == Path(result.work_dir).resolve() / "logs" / "samples"
+        data = path.read_bytes()
+        assert timing["rawSamples"]["digest"] == "sha256:" + hashlib.sha256(data).hexdigest() == "sha256:" + path.stem
+        artifact = json.loads(data)
+        statistics = latency_statistics(artifact["samples"])
+        assert timing["samples"] == statistics["samples"] == len(artifact["samples"])
+        assert {k: timing["latencyNs"][k] for k in statistics["latencyNs"]} == statistics["latencyNs"]
+        # The median is the CSV's, which is the call's own return value.
+        assert timing["latencyNs"]["median"] == ms_to_ns(artifact["returned"][0])
+        case = artifact["case"]  # the row the call measured
+        assert run["metadata"]["title"].endswith(f" · {case['kernel_provider']} · {case['kernel_operation_mode']}")
+        artifacts.add(path)
+    assert len(artifacts) == 30  # one call per run

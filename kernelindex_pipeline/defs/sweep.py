@@ -16,6 +16,7 @@ from dagster._core.errors import (
 )
 
 from kernelindex_pipeline.defs.resources import BenchmarkRunnerResource, LigerReleaseResource
+from kernelindex_pipeline.execution.runner import SweepResult
 from kernelindex_pipeline.liger.normalize import MeasuredContext
 from kernelindex_pipeline.liger.partition import PartitionCsv
 from kernelindex_pipeline.liger.release import snapshot_of_bytes
@@ -92,7 +93,7 @@ def run_sweep_through_pipes(
         "rows": result["rows"],
         "partition": {"gpu": gpu, "liger_version": version},
     }
-    measured = MeasuredContext(software=result["software"], settings=result["settings"], logs_by_kernel=result["logs_by_kernel"])
+    measured = MeasuredContext(**SweepResult.from_dict(result).measured_context())
     outcomes = result["outcomes"]
     failed = [o for o in outcomes if o["status"] != "ok"]
     sweep = {

@@ -33,6 +33,7 @@ from ..liger.release import ReleaseError, extract_release, fetch_release
 from .environment import ScriptEnvironment, prepare_environment
 from .host import HostCapture, check_host, probe_host
 from .outcomes import ConfigurationError, ScriptOutcome, ScriptStatus, SweepError, classify
+from .samples import HOOK_DIR, collect_samples, hook_environment, spool_path
 from .workdir import UPSTREAM_COLUMNS, WorkDir, prepare_workdir
 
 DEFAULT_SCRIPT_TIMEOUT_S = 1800.0
@@ -110,7 +111,19 @@ class SweepResult:
 
     def measured_context(self) -> dict:
         """Keyword arguments for liger.normalize.MeasuredContext."""
-        return {"software": self.software, "settings": self.settings, "logs_by_kernel": self.logs_by_kernel}
+        return {
+            "software": self.software,
+            "settings": self.settings,
+            "logs_by_kernel": self.logs_by_kernel,
+            "raw_samples": self.raw_samples(),
+        }
+
+    def raw_samples(self) -> dict[str, dict]:
+        """Row key (liger.samples.row_key) -> samples entry, over all scripts."""
+        merged: dict[str, dict] = {}
+        for outcome in self.outcomes:
+            merged.update(outcome.raw_samples)
+        return merged
 
     def outcome_counts(self) -> dict[str, int]:
         counts = {status.value: 0 for status in ScriptStatus}
@@ -276,7 +289,10 @@ def scripts_environment(request: SweepRequest, environment_python: Path | None =
     env["TZ"] = "UTC"
     env["PYTHONUNBUFFERED"] = "1"
     # The host's own PYTHONPATH stays (some images reach torch through it), after the request's paths.
-    paths = [str(Path(p).resolve()) for p in request.extra_pythonpath] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    # The sample hook comes first: its sitecustomize wraps do_bench in every script (inert without
+    # its spool variable, which only run_scripts sets).
+    paths = [str(HOOK_DIR), *(str(Path(p).resolve()) for p in request.extra_pythonpath)]
+    paths += [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
     if paths:
         env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
     if environment_python is not None:
@@ -350,7 +366,9 @@ def run_scripts(
     state = read_data_csv(workdir.data_csv)
     for index, script in enumerate(scripts, start=1):
         log_path = workdir.logs_dir / f"{script.stem}.log"
-        exit_code, timed_out, seconds = run_script(script, python, env, log_path, timeout_s, list(args or []))
+        spool = spool_path(workdir.logs_dir, script.stem)
+        script_env = {**env, **hook_environment(spool)}
+        exit_code, timed_out, seconds = run_script(script, python, script_env, log_path, timeout_s, list(args or []))
         log_text = log_path.read_text(encoding="utf-8", errors="replace")
         status, error_line = classify(exit_code, timed_out, log_text)
 
@@ -364,6 +382,7 @@ def run_scripts(
             write_data_csv(workdir.data_csv, state.fieldnames if state.rows else after.fieldnames, merged.values())
             after = read_data_csv(workdir.data_csv)
         kernels = sorted({after.rows[key]["kernel_name"] for key in new_keys if key in after.rows})
+        samples = collect_samples(spool, workdir.logs_dir / "samples", script.name, [after.rows[k] for k in new_keys if k in after.rows])
         outcome = ScriptOutcome(
             script=script.name,
             status=status,
@@ -375,6 +394,8 @@ def run_scripts(
             log_path=str(log_path.resolve()),
             log_digest=file_digest(log_path),
             csv_repaired=repaired,
+            samples=samples.summary(),
+            raw_samples=samples.by_row,
         )
         outcomes.append(outcome)
         state = after

@@ -44,6 +44,7 @@ from kernelindex_pipeline.liger.jsnumber import (
     whole,
 )
 from kernelindex_pipeline.liger.report import ImportReport, Issue
+from kernelindex_pipeline.liger.samples import row_key, with_raw_samples
 from kernelindex_pipeline.records.canonical import API_VERSION, canonical_bytes, digest_of
 from kernelindex_pipeline.records.names import NAME_LIMIT, kebab
 
@@ -70,11 +71,14 @@ class MeasuredContext:
     `software` / `settings` go into ExecutionEnvironment.spec (so the environment, and every run on it,
     gets a digest of its own; its name carries a short digest suffix), and `logs_by_kernel[kernel]`
     (`{"uri", "digest"}`) becomes BenchmarkRun.spec.evidence.logs for that CSV kernel_name.
+    `raw_samples[liger.samples.row_key(...)]` is the samples entry of that row's do_bench call; its run
+    goes through liger.samples.with_raw_samples (timing statistics, rawSamples artifact).
     """
 
     software: dict[str, Any]
     settings: dict[str, Any] | None = None
     logs_by_kernel: dict[str, dict[str, str]] = field(default_factory=dict)
+    raw_samples: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -348,6 +352,7 @@ class RunTemplate:
     head: str
     source: str
     tail: str
+    raw_samples: dict[str, Any] | None = None  # the row's samples entry (measured rows only)
 
 
 _BODY_PREFIX = '{"apiVersion":"' + API_VERSION + '","kind":"BenchmarkRun",'
@@ -456,6 +461,13 @@ def build_run(item: tuple, validate: Callable[[dict[str, Any]], None], with_line
     name = (t.name_head + (ts_name[1:] if ts_name[:1] == "-" else ts_name)).rstrip("-")[:NAME_LIMIT]
     metadata = {"name": name, "title": t.title, "labels": {"liger_version": version}}
     manifest = {"apiVersion": API_VERSION, "kind": "BenchmarkRun", "metadata": metadata, "spec": spec}
+    if t.raw_samples is not None:
+        # Measured with raw samples: the enrichment step changes the spec, so the pre-cut canonical
+        # text no longer applies; digest and line come from the manifest itself (few runs, slow path).
+        manifest["spec"] = with_raw_samples(spec, t.raw_samples)
+        validate(manifest)
+        line = canonical_bytes(manifest) if with_line else b""
+        return RunRecord(name, digest_of(manifest), external_id, line, manifest)
     validate(manifest)
     line = b""
     if with_line:
@@ -607,7 +619,12 @@ class Normalizer:
         hardware = cat.hardware.get(gpu)
         if hardware is None:
             return ("gpu", gpu)
-        return self._template(kernel, provider, mode, gpu, hardware, binding, operation_digest)
+        template = self._template(kernel, provider, mode, gpu, hardware, binding, operation_digest)
+        if self.measured is not None and self.measured.raw_samples:
+            template.raw_samples = self.measured.raw_samples.get(
+                row_key(kernel_name, provider_name, mode, metric, x_name, x_value, config, gpu)
+            )
+        return template
 
     def _template(self, kernel, provider, mode, gpu, hardware, binding, operation_digest) -> RunTemplate:
         project = self._project.get(provider.project)

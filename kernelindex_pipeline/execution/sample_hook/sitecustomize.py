@@ -1,0 +1,309 @@
+"""Raw timing samples from Liger's benchmark scripts, without changing the scripts.
+
+The runner puts this directory first on the scripts' PYTHONPATH, so Python imports this module at
+start-up (site.py imports `sitecustomize`). It installs an import hook and nothing else; triton and the
+scripts' own `utils` are patched only when a script imports them:
+
+* `triton.testing.do_bench` keeps every timed sample of each call and still returns to the script
+  exactly what the original returns for the same arguments:
+  - triton >= 3.2 (do_bench ends in `_summarize_statistics(times, quantiles, return_mode)` and takes
+    `return_mode="all"`): the original runs once with `quantiles=None, return_mode="all"` and hands back
+    its list of timings; the script then gets `_summarize_statistics(times, quantiles, return_mode)`,
+    triton's own summary of that same list, which is what the original computes last;
+  - older triton (no "all"; the summary is an inline `torch.quantile` over a float32 tensor of the
+    timings): the original runs unchanged with the script's arguments and the hook watches the last
+    `torch.quantile` call made during it, whose input tensor holds the timings. The script gets the
+    original's own return value. A call without quantiles returns unchanged, without samples.
+* `utils.run_benchmarks` (the scripts' shared helper) tells the hook which CSV row each call measures:
+  every `bench_test_fn(input)` call runs with the row's key cells (kernel, provider, mode, metric, x,
+  config string) as the current case, computed the way `update_benchmark_data_csv` writes them.
+
+Each call appends one JSON line to the file named by $KERNELINDEX_SAMPLES_SPOOL (flushed, so a crash
+keeps the calls before it); without that variable the hook does nothing. The spool is bounded by
+$KERNELINDEX_SAMPLES_MAX_BYTES: past it, calls are still counted but their samples are dropped.
+
+Standard library only (the scripts' environment need not have kernelindex_pipeline). A sitecustomize
+that the host itself has further along sys.path is run after this one, so the hook shadows nothing.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import inspect
+import json
+import os
+import sys
+
+SPOOL_VARIABLE = "KERNELINDEX_SAMPLES_SPOOL"
+MAX_BYTES_VARIABLE = "KERNELINDEX_SAMPLES_MAX_BYTES"
+DEFAULT_MAX_BYTES = 256 * 2**20
+FORMAT = "kernelindex-do-bench-call/v1"
+
+_case: contextvars.ContextVar = contextvars.ContextVar("kernelindex_case", default=None)
+
+
+class _Spool:
+    def __init__(self, path: str, max_bytes: int):
+        self.path = path
+        self.max_bytes = max_bytes
+        self.written = 0
+        self.calls = 0
+
+    def write(self, record: dict) -> None:
+        self.calls += 1
+        record = {"format": FORMAT, "call": self.calls, **record}
+        line = json.dumps(record, separators=(",", ":")) + "\n"
+        if self.written + len(line) > self.max_bytes:
+            record.pop("samples", None)
+            record["dropped"] = f"spool limit of {self.max_bytes} bytes reached"
+            line = json.dumps(record, separators=(",", ":")) + "\n"
+        with open(self.path, "a", encoding="utf-8") as handle:
+            handle.write(line)
+        self.written += len(line)
+
+
+_spool: _Spool | None = None
+
+
+def _cell(value) -> str:
+    return "" if value is None else str(value)
+
+
+def current_case() -> dict | None:
+    return _case.get()
+
+
+# --- triton.testing.do_bench -------------------------------------------------------------------------
+def _floats(values) -> list[float]:
+    return [float(v) for v in values]
+
+
+def _wrap_do_bench(testing) -> None:
+    original = getattr(testing, "do_bench", None)
+    if original is None or getattr(original, "__kernelindex_wrapped__", False):
+        return
+    try:
+        signature = inspect.signature(original)
+    except (TypeError, ValueError):
+        return
+    parameters = signature.parameters
+    if "quantiles" not in parameters:
+        return
+    summarize = getattr(testing, "_summarize_statistics", None)
+    names = getattr(getattr(original, "__code__", None), "co_names", ())
+    # The shape of triton >= 3.2: the timings go through _summarize_statistics, which knows "all".
+    returns_all = (
+        summarize is not None and "return_mode" in parameters and "_summarize_statistics" in names
+        and "all" in _nested_consts(original)
+    )
+    version = getattr(sys.modules.get("triton"), "__version__", None)
+
+    def default(name):
+        parameter = parameters.get(name)
+        return None if parameter is None or parameter.default is inspect.Parameter.empty else parameter.default
+
+    @functools.wraps(original)
+    def do_bench(*args, **kwargs):
+        try:
+            bound = signature.bind(*args, **kwargs)
+        except TypeError:
+            return original(*args, **kwargs)  # the original raises its own error
+        given = bound.arguments
+        quantiles = given.get("quantiles", default("quantiles"))
+        return_mode = given.get("return_mode", default("return_mode"))
+        grad_to_none = given.get("grad_to_none")
+        arguments = {
+            "warmup": given.get("warmup", default("warmup")),
+            "rep": given.get("rep", default("rep")),
+            "quantiles": None if quantiles is None else _floats(quantiles),
+            "return_mode": return_mode,
+            "grad_to_none": None if grad_to_none is None else len(grad_to_none),
+        }
+        if returns_all:
+            bound.arguments["quantiles"] = None
+            bound.arguments["return_mode"] = "all"
+            times = original(*bound.args, **bound.kwargs)
+            samples = _floats(times)
+            result = summarize(times, quantiles, return_mode)
+            method = "return_mode_all"
+        elif quantiles is not None:
+            result, samples = _watch_torch_quantile(original, args, kwargs)
+            method = "torch_quantile_watch"
+        else:
+            return original(*args, **kwargs)
+        if _spool is not None:
+            _spool.write(
+                {
+                    "case": current_case(),
+                    "method": method,
+                    "triton": version,
+                    "arguments": arguments,
+                    "returned": result if isinstance(result, (int, float)) else _floats(result),
+                    "samples": samples,
+                }
+            )
+        return result
+
+    do_bench.__kernelindex_wrapped__ = True
+    testing.do_bench = do_bench
+
+
+def _nested_consts(function) -> tuple:
+    code = getattr(function, "__code__", None)
+    found: list = []
+    stack = [code] if code is not None else []
+    while stack:
+        current = stack.pop()
+        for const in current.co_consts:
+            if hasattr(const, "co_consts"):
+                stack.append(const)
+            elif isinstance(const, (tuple, frozenset)):
+                found.extend(const)
+            else:
+                found.append(const)
+    return tuple(found)
+
+
+def _watch_torch_quantile(original, args, kwargs):
+    """Run the original do_bench; return (its result, the input of the last torch.quantile during it)."""
+    import torch
+
+    real_quantile = torch.quantile
+    seen: list = []
+
+    def quantile(input, *q_args, **q_kwargs):
+        seen.append(input)
+        return real_quantile(input, *q_args, **q_kwargs)
+
+    torch.quantile = quantile
+    try:
+        result = original(*args, **kwargs)
+    finally:
+        torch.quantile = real_quantile
+    samples = _floats(seen[-1].tolist()) if seen else None
+    return result, samples
+
+
+# --- the scripts' utils.run_benchmarks ---------------------------------------------------------------
+def _wrap_run_benchmarks(utils) -> None:
+    run = getattr(utils, "run_benchmarks", None)
+    if run is None or getattr(run, "__kernelindex_wrapped__", False) or not hasattr(utils, "SingleBenchmarkRunInput"):
+        return
+    try:
+        signature = inspect.signature(run)
+    except (TypeError, ValueError):
+        return
+    if "bench_test_fn" not in signature.parameters:
+        return
+    encoder = getattr(utils, "CustomEncoder", None)
+
+    @functools.wraps(run)
+    def run_benchmarks(*args, **kwargs):
+        try:
+            bound = signature.bind(*args, **kwargs)
+        except TypeError:
+            return run(*args, **kwargs)
+        given = bound.arguments
+        bench_test_fn = given["bench_test_fn"]
+        fixed = {
+            "kernel_name": _cell(given.get("kernel_name")),
+            "metric_name": _cell(given.get("metric_name")),
+            "x_name": _cell(given.get("x_name")),
+        }
+
+        def bench(run_input, *more, **more_kwargs):
+            try:
+                config = json.dumps(getattr(run_input, "extra_benchmark_config", None), cls=encoder)
+            except (TypeError, ValueError):
+                config = None
+            case = {
+                **fixed,
+                "kernel_provider": _cell(getattr(run_input, "kernel_provider", None)),
+                "kernel_operation_mode": _cell(getattr(run_input, "kernel_operation_mode", None)),
+                "x_value": _cell(getattr(run_input, "x", None)),
+                "extra_benchmark_config_str": config,
+            }
+            token = _case.set(case)
+            try:
+                return bench_test_fn(run_input, *more, **more_kwargs)
+            finally:
+                _case.reset(token)
+
+        bound.arguments["bench_test_fn"] = bench
+        return run(*bound.args, **bound.kwargs)
+
+    run_benchmarks.__kernelindex_wrapped__ = True
+    utils.run_benchmarks = run_benchmarks
+
+
+# --- the import hook ---------------------------------------------------------------------------------
+_PATCHES = {"triton.testing": _wrap_do_bench, "utils": _wrap_run_benchmarks}
+
+
+class _PatchingLoader(importlib.abc.Loader):
+    def __init__(self, loader, patch):
+        self._loader = loader
+        self._patch = patch
+
+    def create_module(self, spec):
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module):
+        self._loader.exec_module(module)
+        try:
+            self._patch(module)
+        except Exception as error:  # never break the script: it then runs without samples
+            print(f"kernelindex sample hook: could not patch {module.__name__}: {error!r}", file=sys.stderr)
+
+    def __getattr__(self, name):  # get_source, get_filename, is_package, ... of the real loader
+        return getattr(self._loader, name)
+
+
+class _Finder(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        patch = _PATCHES.get(name)
+        if patch is None:
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(name, path, target)
+            if spec is not None:
+                break
+        else:
+            return None
+        if spec.loader is not None and hasattr(spec.loader, "exec_module"):
+            spec.loader = _PatchingLoader(spec.loader, patch)
+        return spec
+
+
+def _run_next_sitecustomize() -> None:
+    """The host's own sitecustomize (further along sys.path), which this module would otherwise hide."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    rest = [p for p in sys.path if os.path.abspath(p or os.curdir) != here]
+    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", rest)
+    if spec is None or spec.loader is None or os.path.dirname(os.path.abspath(spec.origin or "")) == here:
+        return
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+
+
+def install() -> None:
+    global _spool
+    path = os.environ.get(SPOOL_VARIABLE)
+    if not path or any(isinstance(f, _Finder) for f in sys.meta_path):
+        return
+    try:
+        max_bytes = int(os.environ.get(MAX_BYTES_VARIABLE) or DEFAULT_MAX_BYTES)
+    except ValueError:
+        max_bytes = DEFAULT_MAX_BYTES
+    _spool = _Spool(path, max_bytes)
+    sys.meta_path.insert(0, _Finder())
+
+
+install()
+_run_next_sitecustomize()

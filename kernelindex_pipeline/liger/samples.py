@@ -1,0 +1,94 @@
+"""Raw timing samples of measured runs: their statistics, and the step that adds them to a run.
+
+A sweep keeps every timed sample of each `triton.testing.do_bench` call (execution/samples.py collects
+them, one content-addressed artifact per call). A measured speed row then becomes a BenchmarkRun with
+
+    timing.samples                  how many samples the call timed
+    timing.latencyNs.minimum/maximum/p05/p95/mad, confidence95
+    timing.rawSamples, evidence.rawSamples   the artifact (uri + sha256 digest)
+
+The median stays the CSV's (it is the call's own return value, so the samples' median by construction).
+Quantiles interpolate linearly between order statistics, as triton's own `_quantile` does. `mad` is the
+unscaled median absolute deviation from the median. `confidence95` is a percentile bootstrap of the
+median: BOOTSTRAP_RESAMPLES resamples drawn with numpy's PCG64 from the fixed BOOTSTRAP_SEED, so the
+same samples always give the same interval. All values are whole nanoseconds (Math.round(ms * 1e6), as
+every other latency of the import).
+
+Memory rows have no do_bench call and keep their single peak value.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from kernelindex_pipeline.liger.jsnumber import ms_to_ns
+
+BOOTSTRAP_RESAMPLES = 2000
+BOOTSTRAP_SEED = 12
+# Resamples are drawn in blocks of at most this many values (bounded memory for long calls).
+_BLOCK_VALUES = 1 << 20
+
+
+def row_key(kernel: str, provider: str, mode: str, metric: str, x_name: str, x_value: str, config: str, gpu: str) -> str:
+    """The text key of a CSV row (the cells `update_benchmark_data_csv` uses as a row's identity)."""
+    return json.dumps([kernel, provider, mode, metric, x_name, x_value, config, gpu], separators=(",", ":"))
+
+
+def _ns(ms: float) -> int:
+    return int(ms_to_ns(float(ms)))
+
+
+def bootstrap_median_interval(samples_ms: Sequence[float], resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> tuple[float, float]:
+    """(2.5 %, 97.5 %) percentiles of the medians of `resamples` bootstrap resamples, in ms."""
+    values = np.asarray(samples_ms, dtype=np.float64)
+    n = values.size
+    rng = np.random.default_rng(seed)
+    medians = np.empty(resamples, dtype=np.float64)
+    block = max(1, _BLOCK_VALUES // n)
+    for start in range(0, resamples, block):
+        rows = min(block, resamples - start)
+        medians[start : start + rows] = np.median(values[rng.integers(0, n, size=(rows, n))], axis=1)
+    low, high = np.quantile(medians, [0.025, 0.975])
+    return float(low), float(high)
+
+
+def latency_statistics(samples_ms: Sequence[float]) -> dict[str, Any]:
+    """{"samples": n, "latencyNs": {minimum, maximum, p05, p95, mad, confidence95}} of one call's samples."""
+    values = np.asarray(samples_ms, dtype=np.float64)
+    if values.size == 0 or not np.all(np.isfinite(values)) or np.any(values < 0):
+        raise ValueError("latency samples must be a non-empty list of finite, non-negative milliseconds")
+    median = float(np.median(values))
+    p05, p95 = (float(v) for v in np.quantile(values, [0.05, 0.95]))
+    low, high = bootstrap_median_interval(values)
+    return {
+        "samples": int(values.size),
+        "latencyNs": {
+            "minimum": _ns(values.min()),
+            "maximum": _ns(values.max()),
+            "p05": _ns(p05),
+            "p95": _ns(p95),
+            "mad": _ns(float(np.median(np.abs(values - median)))),
+            "confidence95": [_ns(low), _ns(high)],
+        },
+    }
+
+
+def with_raw_samples(spec: dict[str, Any], entry: dict[str, Any]) -> dict[str, Any]:
+    """The enrichment step: a BenchmarkRun spec plus one row's samples entry
+    ({"artifact": {"uri", "digest"}, "samples": n, "latencyNs": {...}}, see latency_statistics).
+
+    Returns a new spec; a spec without `timing` (a memory run) is returned unchanged.
+    """
+    if "timing" not in spec:
+        return spec
+    artifact = {"uri": entry["artifact"]["uri"], "digest": entry["artifact"]["digest"]}
+    timing = dict(spec["timing"])
+    timing["samples"] = entry["samples"]
+    timing["latencyNs"] = {**timing["latencyNs"], **entry["latencyNs"]}
+    timing["rawSamples"] = artifact
+    evidence = {**spec.get("evidence", {}), "rawSamples": dict(artifact)}
+    return {**spec, "timing": timing, "evidence": evidence}
