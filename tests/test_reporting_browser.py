@@ -34,15 +34,18 @@ def history_manifests(tmp_path_factory):
 
 
 def expected_series_by_kernel(manifests) -> dict[str, set]:
-    """Series counted straight from the runs: kernel, mode, provider, GPU, case key and the four digests."""
+    """Series counted straight from the runs: kernel, mode, metric, provider, GPU, case key and the four
+    digests (an independent reading of the externalId: memory runs have a `memory` segment after the mode)."""
     by_kernel: dict[str, set] = defaultdict(set)
     for m in manifests:
         if m["kind"] != "BenchmarkRun":
             continue
         spec = m["spec"]
-        kernel, mode, provider, gpu, case_key, _timestamp = spec["sourceNative"]["externalId"].split("/")
-        by_kernel[kernel].add((mode, provider, gpu, case_key, spec["implementationDigest"], spec["workloadDigest"],
-                               spec["protocolDigest"], spec["environmentDigest"]))
+        parts = spec["sourceNative"]["externalId"].split("/")
+        metric = parts.pop(2) if len(parts) == 7 else "speed"
+        kernel, mode, provider, gpu, case_key, _timestamp = parts
+        by_kernel[kernel].add((mode, metric, provider, gpu, case_key, spec["implementationDigest"],
+                               spec["workloadDigest"], spec["protocolDigest"], spec["environmentDigest"]))
     return by_kernel
 
 
@@ -88,9 +91,9 @@ def test_full_history_report_renders_in_chromium(history_manifests, tmp_path):
                 charts_by_kernel[chart["kernel"]].append(chart)
             for kernel, series in expected.items():
                 charts = charts_by_kernel[kernel]
-                latency = [c for c in charts if c["kind"] == "latency"]
-                assert latency, f"no latency chart for {kernel}"
-                assert sum(c["series"] for c in latency) == len(series), kernel
+                accounting = [c for c in charts if c["kind"] in ("latency", "memory")]
+                assert accounting, f"no latency or memory chart for {kernel}"
+                assert sum(c["series"] for c in accounting) == len(series), kernel
             not_loaded = [c for c in seen["charts"] if not c["loaded"] or c["width"] < 100]
             assert not_loaded == []
             assert len(seen["charts"]) == result.counts["charts"]
@@ -119,7 +122,7 @@ def test_full_history_report_renders_in_chromium(history_manifests, tmp_path):
     # every series measured at a single Liger version is reported as insufficient data, not as "no regression"
     versions_by_series: dict[tuple, set] = defaultdict(set)
     for m in history_manifests:
-        if m["kind"] == "BenchmarkRun":
+        if m["kind"] == "BenchmarkRun" and "timing" in m["spec"]:  # regressions are judged on latency
             spec = m["spec"]
             key = tuple(spec["sourceNative"]["externalId"].split("/")[:5]) + (spec["environmentDigest"],)
             versions_by_series[key].add(m["metadata"]["labels"]["liger_version"])

@@ -90,6 +90,8 @@ def test_memory_runs_are_their_own_series_and_never_skipped():
                     for s in latency}
     assert {(s.provider, s.key.workload_digest, s.key.implementation_digest, s.key.environment_digest)
             for s in memory} == speed_places
+    # kernel, pass and titles read from the memory formats (benchmark `<kernel>/<mode>/memory`, title `... · peak memory`)
+    assert {(s.kernel, s.mode, s.kernel_title) for s in memory} == {(s.kernel, s.mode, s.kernel_title) for s in latency}
     point = next(s for s in memory if s.provider == "liger" and s.workload.axes["hidden"] == 4096).latest
     assert (point.median, point.unit) == (50 * MIB, "bytes")
     with pytest.raises(AttributeError):
@@ -152,7 +154,7 @@ def test_report_puts_memory_charts_next_to_latency_and_counts_every_series(tmp_p
     result = build_report(memory_catalogue().manifests(), tmp_path)
     page = parse(result.path)
     kinds = [f["data-chart-kind"] for f in page.figures]
-    assert kinds == [LATENCY, MEMORY, SPEEDUP, SAVING]
+    assert kinds == [LATENCY, MEMORY, SAVING, SPEEDUP]
     section = page.sections["rms_norm"]
     assert int(section["data-series-count"]) == result.counts["series"] == 2 * len(MEMORY_MIB) * len(HIDDEN)
     assert result.counts["memorySeries"] == result.counts["latencySeries"] == len(MEMORY_MIB) * len(HIDDEN)

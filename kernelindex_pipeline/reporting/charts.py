@@ -136,6 +136,8 @@ def plan_charts(series_set: SeriesSet, memory_set: SeriesSet | None = None) -> d
             workloads = {s.workload.digest: s.workload for s in env_series}
             for sweep in find_sweeps(workloads.values()):
                 on_sweep = {w.digest for w in sweep.workloads}
+                # page order: latency, then memory and its saving (usually one panel each: side by side),
+                # then the speed-up and the version chart
                 charts = []
                 by_metric = {}
                 for kind, metric in ACCOUNTING_KINDS.items():
@@ -144,7 +146,7 @@ def plan_charts(series_set: SeriesSet, memory_set: SeriesSet | None = None) -> d
                     by_metric[metric] = drawn
                     if drawn:
                         charts.append(_chart(kind, group, sweep, drawn, owned))
-                for kind, metric in ((SPEEDUP, LATENCY_METRIC), (SAVING, PEAK_MEMORY_METRIC)):
+                for kind, metric in ((SAVING, PEAK_MEMORY_METRIC), (SPEEDUP, LATENCY_METRIC)):
                     if comparison_pairs(by_metric[metric]):
                         charts.append(_chart(kind, group, sweep, by_metric[metric]))
                 liger = [s for s in by_metric[LATENCY_METRIC] if s.role == "liger"]

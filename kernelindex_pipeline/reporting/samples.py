@@ -122,19 +122,19 @@ class SampleCatalogue:
         environment = self._add(_manifest("ExecutionEnvironment", {"name": kebab(f"liger-bench-{gpu}")}, {
             "hardware": _GPUS.get(gpu, {"vendor": "nvidia", "product": gpu}), "software": {},
         }))
-        tail = f"{kebab(timestamp)}" if metric is None else f"{metric}-{kebab(timestamp)}"
-        external_id = f"{kernel}/{mode}/{provider}/{kebab(gpu)}/{case_key}/{tail}"
+        benchmark = f"{kernel}/{mode}" if metric is None else f"{kernel}/{mode}/{metric}"
+        external_id = f"{benchmark}/{provider}/{kebab(gpu)}/{case_key}/{kebab(timestamp)}"
         spec: dict[str, Any] = {
             "implementationDigest": implementation, "workloadDigest": workload, "protocolDigest": protocol,
             "environmentDigest": environment, "status": "passed", **measured,
         }
-        spec["sourceNative"] = {"source": "liger-kernel-bench", "benchmark": f"{kernel}/{mode}",
+        spec["sourceNative"] = {"source": "liger-kernel-bench", "benchmark": benchmark,
                                 "externalId": external_id, "metrics": metrics}
         spec["observedAt"] = timestamp.replace(" ", "T") + ".000Z"
         title = f"{kernel} · {provider} · {mode}"
         run = _manifest("BenchmarkRun", {
-            "name": kebab(f"liger-{kernel}-{mode}-{provider}-{gpu}-{case_key}-{tail}"),
-            "title": title if metric is None else f"{title} · {metric}",
+            "name": kebab(f"liger-{benchmark}-{provider}-{gpu}-{case_key}-{timestamp}"),
+            "title": title if metric is None else f"{title} · peak memory",
             "labels": {"liger_version": version} if version is not None else {},
         }, spec)
         self._add(run)

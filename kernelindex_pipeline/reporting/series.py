@@ -352,16 +352,32 @@ def _mode_rank(mode: str) -> tuple[int, str]:
     return (MODE_ORDER.index(mode) if mode in MODE_ORDER else len(MODE_ORDER), mode)
 
 
+_MEMORY_SEGMENT = "/memory"  # benchmark `<kernel>/<mode>/memory`, externalId `<kernel>/<mode>/memory/...`
+
+
 def _external_id_parts(spec: dict[str, Any]) -> list[str]:
-    """externalId = kernel/mode/provider/gpu-slug/caseKey/timestamp (six parts, padded with "")."""
+    """externalId = kernel/mode[/memory]/provider/gpu-slug/caseKey/timestamp (six parts, padded with "").
+
+    Until liger/identity.py (issue 8) lands on main, this and `_benchmark` are the only places that
+    split Liger identities here; swap them for its parsers then."""
     parts = (((spec.get("sourceNative") or {}).get("externalId")) or "").split("/")
+    if len(parts) == 7 and parts[2] == _MEMORY_SEGMENT[1:]:
+        del parts[2]
     return (parts + [""] * 6)[:6] if len(parts) <= 6 else parts[:5] + ["/".join(parts[5:])]
+
+
+def _benchmark(spec: dict[str, Any]) -> tuple[str, str]:
+    """(kernel, mode) of sourceNative.benchmark (`<kernel>/<mode>`, memory runs `<kernel>/<mode>/memory`)."""
+    text = (spec.get("sourceNative") or {}).get("benchmark") or ""
+    text = text.removesuffix(_MEMORY_SEGMENT)
+    kernel, _, mode = text.partition("/")
+    return kernel, mode
 
 
 def _run_identity(index: RecordIndex, spec: dict[str, Any]) -> tuple[str, str, str]:
     """(kernel, mode, provider) of a run: sourceNative first, the referenced records as a fallback."""
     parts = _external_id_parts(spec)
-    kernel, _, mode = ((spec.get("sourceNative") or {}).get("benchmark") or "").partition("/")
+    kernel, mode = _benchmark(spec)
     kernel = kernel or parts[0]
     mode = mode or parts[1]
     provider = parts[2]
@@ -386,9 +402,11 @@ def _implementation_for(index: RecordIndex, key: SeriesKey) -> dict[str, Any] | 
 
 
 def _kernel_title(run: dict[str, Any], operation: dict[str, Any] | None, kernel: str) -> str:
-    """The run's own title is "<kernel title> · <provider> · <mode>"; it is preferred over the OperationSpec
-    found by digest because kernels with identical specs (GRPO sequence/token) share one OperationSpec digest."""
-    parts = ((run.get("metadata") or {}).get("title") or "").rsplit(" · ", 2)
+    """The run's own title is "<kernel title> · <provider> · <mode>[ · peak memory]"; it is preferred over the
+    OperationSpec found by digest because kernels with identical specs (GRPO sequence/token) share one
+    OperationSpec digest."""
+    title = ((run.get("metadata") or {}).get("title") or "").removesuffix(" · peak memory")
+    parts = title.rsplit(" · ", 2)
     if len(parts) == 3 and parts[0]:
         return parts[0]
     return ((operation or {}).get("metadata") or {}).get("title") or kernel
