@@ -238,24 +238,27 @@ def test_byte_units():
 
 
 def test_coverage_table(tmp_path):
+    h100, nvl = "NVIDIA H100 80GB HBM3", "NVIDIA H100 NVL"
     coverage = [
-        CoverageRow("rms_norm", "liger", "full", "NVIDIA H100 80GB HBM3", "0.6.0", rows=12, runs=12),
-        CoverageRow("dyt", "liger", "forward", "NVIDIA H100 80GB HBM3", "0.6.0", rows=10, runs=6,
-                    skipped={"unknownConfig": 3, "duplicateRows": 1}),
-        CoverageRow("rms_norm", "liger-fp32-accum", "full", "NVIDIA H100 NVL", "0.6.0", rows=4, runs=0,
+        CoverageRow("rms_norm", "liger", "full", h100, "0.6.0", "speed", rows=12, runs=12),
+        CoverageRow("dyt", "liger", "forward", h100, "0.6.0", "speed", rows=10, runs=5,
+                    skipped={"unknownConfig": 3, "duplicateRows": 1}, issues=1),
+        CoverageRow("rms_norm", "liger-fp32-accum", "full", nvl, "0.6.0", "memory", rows=4, runs=0,
                     skipped={"unknownGpu": 4}),
+        CoverageRow("rms_norm", "liger", "full", h100, "0.6.0", "memory", rows=6, runs=6),
     ]
     result = build_report(memory_catalogue().manifests(), tmp_path, coverage=coverage)
     page = parse(result.path)
-    # cells with skipped rows come first; every cell is there with its numbers
-    assert [(r["data-kernel"], r["data-provider"]) for r in page.coverage] == [
-        ("dyt", "liger"), ("rms_norm", "liger-fp32-accum"), ("rms_norm", "liger")]
-    assert [(int(r["data-rows"]), int(r["data-runs"]), int(r["data-skipped"])) for r in page.coverage] == [
-        (10, 6, 4), (4, 0, 4), (12, 12, 0)]
+    # cells that lost rows come first, most lost first; every cell is there with its numbers
+    assert [(r["data-kernel"], r["data-provider"], r["data-metric"]) for r in page.coverage] == [
+        ("dyt", "liger", "speed"), ("rms_norm", "liger-fp32-accum", "memory"), ("rms_norm", "liger", "memory"),
+        ("rms_norm", "liger", "speed")]
+    assert [(int(r["data-rows"]), int(r["data-runs"])) for r in page.coverage] == [(10, 5), (4, 0), (6, 6), (12, 12)]
+    assert [("incomplete" in r["class"]) for r in page.coverage] == [True, True, False, False]
     text = result.path.read_text(encoding="utf-8")
-    assert "26 rows seen, 18 became runs (69.2%); 8 skipped" in text
-    assert "<td>unknownGpu</td><td class=\"num\">4</td>" in text
-    assert "unknownConfig: 3" in text
+    assert "memory: 10 rows, 6 runs (60.0%); speed: 22 rows, 17 runs (77.3%)" in text
+    assert '<td>unknownGpu</td><td class="num">4</td>' in text
+    assert "duplicateRows: 1, unknownConfig: 3, issues: 1" in text
     # without coverage input the report has no coverage section at all
     plain = build_report(memory_catalogue().manifests(), tmp_path / "plain")
     assert 'id="coverage' not in plain.path.read_text(encoding="utf-8")

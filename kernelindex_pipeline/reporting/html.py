@@ -63,21 +63,19 @@ class ReportResult:
 
 @dataclass(frozen=True)
 class CoverageRow:
-    """One cell of an import's coverage: the rows of one kernel, provider, mode, GPU and Liger version,
-    the runs they became and the rest skipped, counted by reason."""
+    """One cell of an import's coverage: the rows of one kernel, provider, mode, GPU, Liger version and
+    metric, the runs they became, the rest skipped (counted by reason) or issues."""
 
     kernel: str
     provider: str
     mode: str
     gpu: str
     version: str
+    metric: str
     rows: int
     runs: int
     skipped: Mapping[str, int] = field(default_factory=dict)
-
-    @property
-    def skipped_total(self) -> int:
-        return sum(self.skipped.values())
+    issues: int = 0
 
 
 def build_report(manifests: Iterable[dict[str, Any]], out_dir: str | os.PathLike, threshold: float = 0.10,
@@ -355,39 +353,48 @@ def _figure(chart: Chart, regressed_keys: dict[SeriesKey, list[Comparison]]) -> 
 
 
 def coverage_section(coverage: list[CoverageRow]) -> str:
-    """The coverage table: totals, skips by reason, then every cell (cells with skips first)."""
-    rows = sum(c.rows for c in coverage)
-    runs = sum(c.runs for c in coverage)
+    """The coverage table: totals per metric, skips by reason, then every cell (cells that lost rows first)."""
+    def lost(c: CoverageRow) -> int:
+        return c.rows - c.runs
+
+    totals: dict[str, list[int]] = {}
     reasons: Counter = Counter()
     for c in coverage:
-        reasons.update(c.skipped)
-    share = f"{runs / rows:.1%}" if rows else "–"
-    out = [f'<section id="coverage-section"><h2>Coverage of the imported rows</h2>'
-           f'<p class="note">{rows} rows seen, {runs} became runs ({share}); '
-           f"{sum(reasons.values())} skipped. One row of the table per kernel, provider, mode, GPU and Liger "
-           "version.</p>"]
+        total = totals.setdefault(c.metric, [0, 0])
+        total[0] += c.rows
+        total[1] += c.runs
+        reasons.update({r: n for r, n in c.skipped.items() if n})
+        if c.issues:
+            reasons["issues"] += c.issues
+    metric_text = "; ".join(f"{m}: {rows} rows, {runs} runs ({runs / rows:.1%})" if rows else f"{m}: no rows"
+                            for m, (rows, runs) in sorted(totals.items()))
+    out = ['<section id="coverage-section"><h2>Coverage of the imported rows</h2>',
+           f'<p class="note">{_e(metric_text or "no rows")}. One table row per kernel, provider, mode, GPU, '
+           "Liger version and metric.</p>"]
     if reasons:
-        out.append('<table id="coverage-reasons"><tr><th>skipped because</th><th>rows</th></tr>'
+        out.append('<table id="coverage-reasons"><tr><th>not a run because</th><th>rows</th></tr>'
                    + "".join(f'<tr><td>{_e(r)}</td><td class="num">{n}</td></tr>'
                              for r, n in sorted(reasons.items(), key=lambda rn: (-rn[1], rn[0])))
                    + "</table>")
-    ordered = sorted(coverage, key=lambda c: (c.skipped_total == 0, c.kernel, c.provider, c.mode, c.gpu, c.version))
+    ordered = sorted(coverage, key=lambda c: (lost(c) == 0, -lost(c), c.kernel, c.provider, c.mode, c.gpu,
+                                              c.version, c.metric))
     body = []
     for c in ordered:
-        skipped_text = ", ".join(f"{r}: {n}" for r, n in sorted(c.skipped.items()) if n)
+        lost_text = ", ".join([f"{r}: {n}" for r, n in sorted(c.skipped.items()) if n]
+                              + ([f"issues: {c.issues}"] if c.issues else []))
         pct = f"{c.runs / c.rows:.0%}" if c.rows else "–"
-        body.append(f'<tr class="coverage{" incomplete" if c.skipped_total else ""}" data-kernel="{_e(c.kernel)}" '
+        body.append(f'<tr class="coverage{" incomplete" if lost(c) else ""}" data-kernel="{_e(c.kernel)}" '
                     f'data-provider="{_e(c.provider)}" data-mode="{_e(c.mode)}" data-gpu="{_e(c.gpu)}" '
-                    f'data-version="{_e(c.version)}" data-rows="{c.rows}" data-runs="{c.runs}" '
-                    f'data-skipped="{c.skipped_total}"><td>{_e(c.kernel)}</td><td>{_e(c.provider)}</td>'
-                    f"<td>{_e(c.mode)}</td><td>{_e(c.gpu)}</td><td>{_e(c.version)}</td>"
+                    f'data-version="{_e(c.version)}" data-metric="{_e(c.metric)}" data-rows="{c.rows}" '
+                    f'data-runs="{c.runs}"><td>{_e(c.kernel)}</td><td>{_e(c.provider)}</td><td>{_e(c.mode)}</td>'
+                    f"<td>{_e(c.gpu)}</td><td>{_e(c.version)}</td><td>{_e(c.metric)}</td>"
                     f'<td class="num">{c.rows}</td><td class="num">{c.runs}</td><td class="num">{pct}</td>'
-                    f"<td>{_e(skipped_text)}</td></tr>")
-    incomplete = sum(1 for c in coverage if c.skipped_total)
+                    f"<td>{_e(lost_text)}</td></tr>")
+    incomplete = sum(1 for c in coverage if lost(c))
     out.append(f"<details{' open' if incomplete and len(coverage) <= 40 else ''}><summary>{len(coverage)} cells, "
-               f"{incomplete} with skipped rows</summary><table id=\"coverage\"><tr><th>kernel</th><th>provider</th>"
-               "<th>mode</th><th>GPU</th><th>Liger</th><th>rows</th><th>runs</th><th>covered</th>"
-               f"<th>skipped by reason</th></tr>{''.join(body)}</table></details></section>")
+               f'{incomplete} with rows that did not become runs</summary><table id="coverage"><tr><th>kernel</th>'
+               "<th>provider</th><th>mode</th><th>GPU</th><th>Liger</th><th>metric</th><th>rows</th><th>runs</th>"
+               f"<th>covered</th><th>not a run because</th></tr>{''.join(body)}</table></details></section>")
     return "\n".join(out)
 
 
