@@ -284,14 +284,18 @@ def format_bytes(value: float | None) -> str:
     return f"{value / scale:.3g} {unit}" if scale > 1 else f"{value:g} bytes"
 
 
+_LEFT_IN, _PANEL_IN, _GAP_IN = 0.75, 3.8, 0.3  # left margin, width per panel, gap before the legend
+
+
 def _new_figure(chart: Chart) -> tuple[Figure, list]:
     modes = chart.modes
     categorical = chart.sweep.categories is not None
     # Fixed margins instead of constrained layout: it halves the time to draw a report of ~100 charts.
-    width, height, legend_in = 3.8 * len(modes) + 2.2, 3.4 + (0.5 if categorical else 0), 2.2
+    # The right margin (the legend's) is set to the legend's measured width once it is drawn (_fit_legend).
+    width, height = _PANEL_IN * len(modes) + 2.2, 3.4 + (0.5 if categorical else 0)
     bottom = 0.45 + (0.5 if categorical else 0)
     figure = Figure(figsize=(width, height))
-    figure.subplots_adjust(left=0.75 / width, right=1 - (legend_in + 0.1) / width, bottom=bottom / height,
+    figure.subplots_adjust(left=_LEFT_IN / width, right=1 - 2.3 / width, bottom=bottom / height,
                            top=1 - 0.75 / height, wspace=0.28)
     axes = figure.subplots(1, len(modes), squeeze=False)[0]
     for ax, mode in zip(axes, modes, strict=False):
@@ -300,6 +304,17 @@ def _new_figure(chart: Chart) -> tuple[Figure, list]:
         ax.set_xlabel(_axis_name(chart.sweep))
     figure.suptitle(f"{chart.kernel_title} ({chart.kernel}) · {chart.gpu}\n{chart.sweep.label()}", fontsize=9)
     return figure, list(zip(axes, modes, strict=False))
+
+
+def _fit_legend(figure: Figure, legend, panels: int) -> None:
+    """Keep the panels' size and give the legend exactly the room its labels take (long provider pairs)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    legend_in = legend.get_window_extent(FigureCanvasAgg(figure).get_renderer()).width / figure.dpi
+    plots_in = _PANEL_IN * panels + 2.2 - _LEFT_IN - 2.3
+    width = _LEFT_IN + plots_in + _GAP_IN + legend_in + 0.1
+    figure.set_size_inches(width, figure.get_figheight())
+    figure.subplots_adjust(left=_LEFT_IN / width, right=1 - (_GAP_IN + legend_in + 0.1) / width)
 
 
 def render_chart(chart: Chart, path: Path, colors: dict[str, str]) -> list[DrawnLine]:
@@ -311,8 +326,9 @@ def render_chart(chart: Chart, path: Path, colors: dict[str, str]) -> list[Drawn
                 VERSIONS: _draw_versions}[chart.kind]
         handles = draw(chart, panels, colors, lines)
         if handles:
-            figure.legend(handles=handles, loc="upper right", bbox_to_anchor=(1, 1 - 0.6 / figure.get_figheight()),
-                          fontsize=8, frameon=False)
+            legend = figure.legend(handles=handles, loc="upper right", fontsize=8, frameon=False,
+                                   bbox_to_anchor=(1, 1 - 0.6 / figure.get_figheight()))
+            _fit_legend(figure, legend, len(panels))
         figure.savefig(path, format="svg", metadata={"Date": None})
     return lines
 
