@@ -26,6 +26,8 @@ class CommandError(Exception):
 
 
 def _transform_arguments(p: argparse.ArgumentParser) -> None:
+    from kernelindex_pipeline.liger.catalogue import DEFAULT_PROFILE, PROFILES
+
     p.add_argument("csv", nargs="?", type=Path, help="a Liger benchmark CSV (all_benchmark_data.csv)")
     p.add_argument("--liger-release", metavar="V", help="fetch the liger-kernel==V sdist and read its history CSV")
     p.add_argument("--gpu", metavar="SLUG", help="keep only rows whose kebab(gpu_name) is SLUG, e.g. nvidia-h100-80gb-hbm3")
@@ -33,6 +35,11 @@ def _transform_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", required=True, type=Path, metavar="DIR", help="writes DIR/records.jsonl and DIR/report.json")
     p.add_argument("--cache-dir", type=Path, help="sdist cache (default $KERNELINDEX_CACHE_DIR or ~/.cache/kernelindex-pipeline)")
     p.add_argument("--workers", type=int, metavar="N", help="run-building worker processes (default: 2 for large inputs on 2+ CPUs, else 0)")
+    p.add_argument(
+        "--profile", choices=PROFILES, default=DEFAULT_PROFILE,
+        help="catalogue profile: full (default; reference plus extensions: memory runs, more kernels, "
+        "providers, modes and GPUs) or reference (exactly KernelIndex's importer)",
+    )
 
 
 def _transform(args: argparse.Namespace) -> int:
@@ -52,7 +59,8 @@ def _transform(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix=".runs-", dir=args.out) as tmp:
         spool = SortedRunSpool(tmp_dir=tmp)
         result = import_csv(
-            source, gpu=args.gpu, liger_version=args.liger_version, snapshot=snapshot, on_run=spool.add, workers=args.workers
+            source, gpu=args.gpu, liger_version=args.liger_version, snapshot=snapshot, on_run=spool.add,
+            workers=args.workers, profile=args.profile,
         )
         lines = write_records_jsonl(args.out / "records.jsonl", result.manifests.items(), spool)
     report = result.report.to_dict()

@@ -31,7 +31,7 @@ def small_csv(tmp_path):
 
 def test_transform_writes_sorted_canonical_records_and_report(small_csv, tmp_path, capsys):
     out = tmp_path / "out"
-    assert main(["transform", str(small_csv), "--out", str(out)]) == 0
+    assert main(["transform", str(small_csv), "--out", str(out), "--profile", "reference"]) == 0
     lines = (out / "records.jsonl").read_bytes().splitlines()
     manifests = [json.loads(line) for line in lines]
     assert all(canonical_bytes(m) == line for m, line in zip(manifests, lines, strict=False))
@@ -45,6 +45,15 @@ def test_transform_writes_sorted_canonical_records_and_report(small_csv, tmp_pat
     assert report["source"]["sha256"] and report["source"]["locator"].startswith("file://")
     assert "3 runs" in capsys.readouterr().out
     assert not list(out.glob(".runs-*")) and not list(out.glob("*.tmp"))
+
+
+def test_transform_full_profile_turns_the_memory_row_into_a_run(small_csv, tmp_path):
+    out = tmp_path / "out"
+    assert main(["transform", str(small_csv), "--out", str(out)]) == 0  # full is the default
+    report = json.loads((out / "report.json").read_text())
+    assert report["profile"] == "full" and report["runs"] == 4 and report["memoryRuns"] == 1
+    assert report["skipped"]["memoryRows"] == 0 and report["conserved"] is True
+    assert report["coverage"]["byMetric"]["memory"] == {"rows": 1, "runs": 1, "issues": 0, "skipped": {}, "percent": 100.0}
 
 
 def test_transform_filters(small_csv, tmp_path):

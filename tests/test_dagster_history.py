@@ -48,9 +48,10 @@ def test_one_partition_publishes_its_rows(instance, resources, sqlite_url):
     assert result.success
     records = result.output_for_node("kernelindex_records")
     report = records.report.to_dict()
-    # 6 speed rows of rms_norm become runs; the memory row and the uncurated kernel are skipped by reason.
-    assert (report["rowsRead"], report["runs"]) == (8, 6)
-    assert report["skipped"]["memoryRows"] == 1 and report["skipped"]["uncuratedKernels"] == {"not_a_curated_kernel": 1}
+    # Full profile (the default): 6 speed rows of rms_norm and its memory row become runs; the uncurated
+    # kernel is skipped by reason.
+    assert (report["profile"], report["rowsRead"], report["runs"], report["memoryRuns"]) == ("full", 8, 7, 1)
+    assert report["skipped"]["memoryRows"] == 0 and report["skipped"]["uncuratedKernels"] == {"not_a_curated_kernel": 1}
     evaluations = result.get_asset_check_evaluations()
     # Partitioned checks: each evaluation belongs to this partition only.
     assert {evaluation.partition for evaluation in evaluations} == {"nvidia-h100-80gb-hbm3|0.5.0"}
@@ -60,7 +61,7 @@ def test_one_partition_publishes_its_rows(instance, resources, sqlite_url):
     assert publication["inserted"] == len(records.manifests) and publication["already_present"] == 0
     store = CatalogueStore.open(sqlite_url)
     try:
-        assert store.counts_by_kind()["BenchmarkRun"] == 6
+        assert store.counts_by_kind()["BenchmarkRun"] == 7
     finally:
         store.close()
 
@@ -89,17 +90,18 @@ def test_all_history_partitions(instance, resources, sqlite_url):
         counts = store.counts_by_kind()
     finally:
         store.close()
-    assert runs == 18 and counts["BenchmarkRun"] == 18
-    # Two GPUs share one OperationSpec and one protocol; each GPU has its own environment.
-    assert counts["OperationSpec"] == 1 and counts["ExecutionEnvironment"] == 2 and counts["BenchmarkProtocol"] == 1
+    # 18 speed rows and 3 memory rows (full profile, the default) become runs.
+    assert runs == 21 and counts["BenchmarkRun"] == 21
+    # Two GPUs share one OperationSpec and the two protocols (speed and peak memory); each GPU has its own environment.
+    assert counts["OperationSpec"] == 1 and counts["ExecutionEnvironment"] == 2 and counts["BenchmarkProtocol"] == 2
 
 
 def test_a_corrupted_record_is_stopped_before_publication(instance, resources, sqlite_url, monkeypatch):
     real_build = liger_partition.build_records
 
-    def corrupting_build(parsed, partition_csv):
-        result = real_build(parsed, partition_csv)
-        run_digest = next(d for d, m in result.manifests.items() if m["kind"] == "BenchmarkRun")
+    def corrupting_build(parsed, partition_csv, **kwargs):
+        result = real_build(parsed, partition_csv, **kwargs)
+        run_digest = next(d for d, m in result.manifests.items() if m["kind"] == "BenchmarkRun" and "timing" in m["spec"])
         result.manifests[run_digest]["spec"]["timing"]["latencyNs"]["median"] = -1  # invalid, and no longer its digest
         return result
 

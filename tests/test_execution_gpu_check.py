@@ -45,7 +45,8 @@ def test_gpu_check_offline_through_its_bootstrap(site):
     assert completed.returncode == 0, completed.stderr[-3000:]
     assert completed.stdout.startswith("GPU check PASSED: nvidia-h200 x liger 0.0.1")
     assert "benchmark_rms_norm.py: ok, 24 rows" in completed.stdout
-    assert "catalogue (temporary SQLite): 54 new, 0 already present" in completed.stdout
+    # 54 records of the speed rows, and (full profile) 6 peak-memory runs with their protocol
+    assert "catalogue (temporary SQLite): 61 new, 0 already present" in completed.stdout
     # It ran from the bootstrap venv, the scripts from their own cached environment.
     assert (site["root"] / "bootstrap" / "bin" / "python").exists()
 
@@ -54,7 +55,7 @@ def test_gpu_check_offline_through_its_bootstrap(site):
     ]
     summary = json.loads((evidence / "summary.json").read_text())
     assert summary["passed"] is True
-    assert (summary["rows"], summary["runs"], summary["records"]) == (36, 30, 54)
+    assert (summary["rows"], summary["runs"], summary["records"]) == (36, 36, 61)
     assert summary["records_by_kind"]["ExecutionEnvironment"] == 1
     # The H200 is in the hardware table (the project's own extension), so no probe facts were needed.
     assert summary["catalogue_note"] is None

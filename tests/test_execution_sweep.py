@@ -176,8 +176,10 @@ def test_measured_rows_become_valid_records(sweep):
     result = sweep["result"]
     imported = import_csv(result.csv_path, gpu=H100, liger_version=VERSION, measured=MeasuredContext(**result.measured_context()))
     runs = imported.runs()
-    # rms_norm: 2 providers x 3 modes x 3 sizes; tiled: 2 kernels x 2 providers x 3 lengths (memory rows skip).
-    assert len(runs) == 18 + 12
+    # rms_norm: 2 providers x 3 modes x 3 sizes; tiled: 2 kernels x 2 providers x 3 lengths; and (full
+    # profile) rms_norm's memory rows: 2 providers x 3 sizes of the full pass.
+    assert len(runs) == 18 + 12 + 6
+    assert sum("timing" not in run["spec"] for run in runs) == 6
     for manifest in imported.manifests.values():
         assert validate_manifest(manifest) == []
     environments = [m for m in imported.manifests.values() if m["kind"] == "ExecutionEnvironment"]

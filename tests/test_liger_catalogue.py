@@ -15,7 +15,7 @@ from kernelindex_pipeline.liger.catalogue import (
 
 
 def test_packaged_catalogue_loads_and_ignores_not_in_reference():
-    cat = default_catalogue()
+    cat = default_catalogue("reference")
     assert len(cat.kernels) == 35
     assert cat.modes == ("forward", "backward", "full") and cat.metric_name == "speed"
     assert "NVIDIA A100-SXM4-40GB" not in cat.hardware  # listed only under not_in_reference

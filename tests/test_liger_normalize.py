@@ -1,4 +1,7 @@
-"""Rows -> records: skip order, binding, names, titles, rounding, duplicates, issues, measured runs."""
+"""Rows -> records: skip order, binding, names, titles, rounding, duplicates, issues, measured runs.
+
+These pin the reference profile (KernelIndex's behaviour); tests/test_liger_profiles.py covers what
+the full profile adds."""
 
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ from kernelindex_pipeline.records.schema import validate_manifest
 
 
 def run_import(rows, **kwargs):
+    kwargs.setdefault("profile", "reference")
     result = import_csv(csv_bytes(rows), **kwargs)
     assert result.report.conserved(), result.report.to_dict()
     for digest, manifest in result.manifests.items():

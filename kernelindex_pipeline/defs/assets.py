@@ -150,12 +150,13 @@ def kernelindex_records(
     benchmark_csv: PartitionCsv,
     benchmark_rows,
     catalogue: CatalogueResource,
+    releases: LigerReleaseResource,
 ):
     """The partition's kernelindex.dev/v1alpha1 records (seven kinds, one object per digest) and the
     import report: rows read, records by kind, skipped rows by reason, issues. Four blocking checks
-    gate publication."""
+    gate publication. The releases resource's `profile` picks the Liger catalogue profile."""
     started = time.perf_counter()
-    result = liger_partition.build_records(benchmark_rows, benchmark_csv)
+    result = liger_partition.build_records(benchmark_rows, benchmark_csv, profile=releases.profile)
     report = result.report.to_dict()
     context.log.info(
         f"{report['rowsRead']} rows -> {report['runs']} runs, {len(result.manifests)} records in {time.perf_counter() - started:.2f}s"
@@ -163,6 +164,7 @@ def kernelindex_records(
     yield Output(
         result,
         metadata={
+            "profile": report["profile"],
             "rows_read": report["rowsRead"],
             "speed_rows": report["speedRows"],
             "runs": report["runs"],

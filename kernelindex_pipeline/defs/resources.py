@@ -58,6 +58,14 @@ class LigerReleaseResource(ConfigurableResource):
         ),
     )
 
+    profile: Literal["full", "reference"] = Field(
+        default="full",
+        description=(
+            "Liger catalogue profile the records are built with: full (reference plus extensions: memory runs, "
+            "more kernels, providers, modes and GPUs) or reference (exactly KernelIndex's importer)."
+        ),
+    )
+
     def _cache(self) -> Path:
         return Path(self.cache_dir) if self.cache_dir else release.default_cache_dir()
 

@@ -3,33 +3,41 @@
 Stages, one module each (fetch an immutable snapshot -> parse -> normalize -> report):
   release.py    pip-download a `liger-kernel` sdist into a content-addressed cache, extract it safely
   csv.py        read the benchmark CSV (all strings), row numbers, ragged/undecodable rows as issues
-  catalogue.py  the curated kernels/providers/GPUs (package data YAML) and the binding rule grammar
+  catalogue.py  the curated kernels/providers/GPUs (package data YAML, profiles `reference` and `full`)
+                and the binding rule grammar
   jsnumber.py   ECMAScript Number()/JSON.parse/Math.round, so digests match the TypeScript reference
-  normalize.py  rows -> the seven kinds, in the documented skip order
+  identity.py   every name, title, case key and externalId: built and parsed in one place
+  builders.py   a row's config bound by a rule; the six shared kinds
+  runs.py       the fast path: BenchmarkRuns from pre-cut canonical text
+  normalize.py  rows -> the seven kinds, in the documented skip order (SkipReason)
   parallel.py   BenchmarkRuns built in worker processes (same bytes, same order)
-  report.py     every row's fate, counted by reason
+  report.py     every row's fate, counted by reason; the coverage table
   output.py     records.jsonl (sorted, canonical) and report.json, streaming
 
-`import_csv` is the one entry point the CLI and the Dagster layer call.
+`import_csv` (a file or bytes) and `import_chunks` (rows already read, e.g. one Dagster partition's)
+are the one import path the CLI and the Dagster layer call.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from os import PathLike
 from pathlib import Path
 from typing import Any
 
-from kernelindex_pipeline.liger.catalogue import Catalogue, CatalogueError, default_catalogue
-from kernelindex_pipeline.liger.csv import CsvFormatError, CsvReader
+from kernelindex_pipeline.liger.catalogue import DEFAULT_PROFILE, PROFILES, Catalogue, CatalogueError, default_catalogue
+from kernelindex_pipeline.liger.csv import Chunk, CsvFormatError, CsvReader
 from kernelindex_pipeline.liger.normalize import InvalidRecord, MeasuredContext, Normalizer, RunRecord, schema_validator
 from kernelindex_pipeline.liger.release import SourceSnapshot, snapshot_of_bytes, snapshot_of_file
-from kernelindex_pipeline.liger.report import KIND_ORDER, ImportReport
+from kernelindex_pipeline.liger.report import KIND_ORDER, CoverageTable, ImportReport
 
 __all__ = [
+    "DEFAULT_PROFILE",
+    "PROFILES",
     "CatalogueError",
+    "CoverageTable",
     "CsvFormatError",
     "ImportResult",
     "ImportReport",
@@ -37,6 +45,7 @@ __all__ = [
     "MeasuredContext",
     "RunRecord",
     "SourceSnapshot",
+    "import_chunks",
     "import_csv",
     "sort_key",
 ]
@@ -97,6 +106,7 @@ def import_csv(
     snapshot: SourceSnapshot | None = None,
     on_run: Callable[[RunRecord], None] | None = None,
     catalogue: Catalogue | None = None,
+    profile: str = DEFAULT_PROFILE,
     validate: bool = True,
     workers: int | None = None,
 ) -> ImportResult:
@@ -107,6 +117,8 @@ def import_csv(
     measured: facts for rows the pipeline ran itself (see MeasuredContext).
     on_run: receive each BenchmarkRun as a RunRecord instead of keeping it in `manifests` (for
     millions of rows); shared objects are always kept.
+    profile: the packaged catalogue's profile, `full` (default) or `reference` (KernelIndex parity);
+    ignored when `catalogue` is given.
     workers: processes that build runs besides this one (needs on_run). None: 2 for inputs over
     PARALLEL_MIN_BYTES when two CPUs are usable, else 0 (everything in this process).
     Raises CsvFormatError (unreadable file, missing column) and InvalidRecord (a built manifest fails
@@ -117,6 +129,28 @@ def import_csv(
         snapshot = snapshot_of_bytes(bytes(source)) if isinstance(source, (bytes, bytearray)) else snapshot_of_file(Path(source))
     if workers is None:
         workers = 2 if on_run is not None and _usable_cpus() >= 2 and snapshot.sizeBytes >= PARALLEL_MIN_BYTES else 0
+    drift = reader.header.drift_warnings if reader.header is not None else ["the file is empty: no header and no rows"]
+    return import_chunks(
+        reader, drift, snapshot, gpu=gpu, liger_version=liger_version, measured=measured, on_run=on_run,
+        catalogue=catalogue, profile=profile, validate=validate, workers=workers,
+    )
+
+
+def import_chunks(
+    chunks: Iterable[Chunk],
+    drift_warnings: list[str],
+    snapshot: SourceSnapshot | None,
+    *,
+    gpu: str | None = None,
+    liger_version: str | None = None,
+    measured: MeasuredContext | None = None,
+    on_run: Callable[[RunRecord], None] | None = None,
+    catalogue: Catalogue | None = None,
+    profile: str = DEFAULT_PROFILE,
+    validate: bool = True,
+    workers: int = 0,
+) -> ImportResult:
+    """Normalize rows already read into chunks (see `import_csv` for the arguments)."""
     if workers and on_run is None:
         raise ValueError("workers need on_run: runs built in worker processes are streamed, not collected")
     builder = None
@@ -126,7 +160,7 @@ def import_csv(
         builder = ParallelRunBuilder(workers, on_run, validate=validate)
     try:
         normalizer = Normalizer(
-            catalogue or default_catalogue(),
+            catalogue or default_catalogue(profile),
             gpu=gpu,
             liger_version=liger_version,
             measured=measured,
@@ -134,11 +168,8 @@ def import_csv(
             validate=schema_validator() if validate else None,
             builder=builder,
         )
-        if reader.header is not None:
-            normalizer.report.drift_warnings.extend(reader.header.drift_warnings)
-        else:
-            normalizer.report.drift_warnings.append("the file is empty: no header and no rows")
-        for chunk in reader:
+        normalizer.report.drift_warnings.extend(drift_warnings)
+        for chunk in chunks:
             normalizer.add_chunk(chunk)
         if builder is not None:
             builder.finish()

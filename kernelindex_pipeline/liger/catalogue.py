@@ -1,7 +1,9 @@
 """The curated Liger catalogue (kernels, providers, projects, GPUs) and its binding rules.
 
-The facts live in `kernelindex_pipeline/data/liger-kernels.yaml` and `liger-providers.yaml`; the rule
-grammar is documented at the top of the kernels file. This module reads them, checks that every rule
+The facts live in `kernelindex_pipeline/data/liger-kernels.yaml` and `liger-providers.yaml` (the
+`reference` profile: KernelIndex's own mapping, byte for byte) and `liger-extensions.yaml` (what the
+`full` profile, the default, adds: kernels, rules, modes, providers, projects, GPUs and the peak-memory
+metric, for rows the reference skips). The rule grammar is documented at the top of the kernels file. This module reads them, checks that every rule
 is well formed (so a typo fails at load time, not on some row in the middle of an import), and compiles
 rule expressions into small closures. Expressions are parsed by a tiny recursive-descent parser: only
 integers, names, `+ - * // %` and parentheses exist, so nothing is ever handed to `eval`.
@@ -278,6 +280,17 @@ class Project:
     kind: str
 
 
+PROFILES = ("reference", "full")
+DEFAULT_PROFILE = "full"
+
+# The reference's timed passes, as its BenchmarkProtocol notes word them (extensions add their own).
+REFERENCE_MODE_PHRASES = {
+    "forward": "the module forward pass",
+    "backward": "the backward pass of the module output given a random upstream gradient",
+    "full": "the forward pass plus the backward pass",
+}
+
+
 @dataclass(frozen=True)
 class Catalogue:
     metric_name: str
@@ -286,6 +299,11 @@ class Catalogue:
     providers: dict[str, Provider]
     projects: dict[str, Project]
     hardware: dict[str, dict[str, str]]
+    profile: str = "reference"
+    memory_metric: str | None = None  # metric_name of peak-memory rows (full profile); None: skipped
+    mode_phrases: dict[str, str] = field(default_factory=lambda: dict(REFERENCE_MODE_PHRASES))
+    memory_modes: tuple[str, ...] = ()  # passes a peak-memory row may name (full profile)
+    ab_config_keys: tuple[str, ...] = ()  # config keys that mark an A/B comparison row (full profile)
 
 
 _EXPR_OPS = re.compile(r"^(.*?)\s*(==|!=)\s*(.*)$")
@@ -373,7 +391,7 @@ def _tensor(raw: dict[str, Any], where: str) -> TensorSpec:
         raise CatalogueError(f"{where}: tensor needs name, shape and dtype ({exc})") from None
 
 
-def _kernel(raw: dict[str, Any]) -> Kernel:
+def _kernel(raw: dict[str, Any], first_index: int = 0) -> Kernel:
     name = raw.get("kernel")
     where = f"kernel {name!r}"
     for key in ("kernel", "slug", "family", "title", "inputs", "outputs", "bindings"):
@@ -384,7 +402,9 @@ def _kernel(raw: dict[str, Any]) -> Kernel:
     derived = tuple((str(k), compile_expression(v)) for k, v in (raw.get("derived") or {}).items())
     derived_names = {k for k, _ in derived}
     input_axis_names = {s for t in inputs for s in t.shape if isinstance(s, str)}
-    rules = tuple(_compile_rule(i, r, str(name), derived_names, input_axis_names) for i, r in enumerate(raw["bindings"]))
+    rules = tuple(
+        _compile_rule(i, r, str(name), derived_names, input_axis_names) for i, r in enumerate(raw["bindings"], first_index)
+    )
     for rule in rules:
         bound = {a for a, _ in rule.axes}
         for dname, expr in derived:
@@ -394,8 +414,22 @@ def _kernel(raw: dict[str, Any]) -> Kernel:
     return Kernel(str(name), str(raw["slug"]), str(raw["family"]), str(raw["title"]), inputs, outputs, derived, rules)
 
 
-def load_catalogue(kernels_path: Path | str | None = None, providers_path: Path | str | None = None) -> Catalogue:
-    """Read and check the two YAML files (the packaged ones by default)."""
+def load_catalogue(
+    kernels_path: Path | str | None = None,
+    providers_path: Path | str | None = None,
+    *,
+    profile: str = "reference",
+    extensions_path: Path | str | None = None,
+) -> Catalogue:
+    """Read and check the YAML files (the packaged ones by default).
+
+    profile `reference`: the kernels and providers files only (KernelIndex's mapping). `full`: those
+    plus the extensions file, which may only add: new kernels, rules appended after a reference
+    kernel's own (so a row the reference binds still binds by the reference rule), modes, providers,
+    projects and GPUs the reference lacks, and the peak-memory metric.
+    """
+    if profile not in PROFILES:
+        raise CatalogueError(f"unknown catalogue profile {profile!r}: use one of {', '.join(PROFILES)}")
     kernels_doc = _read_yaml(kernels_path, "liger-kernels.yaml")
     providers_doc = _read_yaml(providers_path, "liger-providers.yaml")
     kernels: dict[str, Kernel] = {}
@@ -404,25 +438,99 @@ def load_catalogue(kernels_path: Path | str | None = None, providers_path: Path 
         if k.kernel in kernels:
             raise CatalogueError(f"kernel {k.kernel!r} is listed twice")
         kernels[k.kernel] = k
-    projects = {
-        slug: Project(slug, p["name"], p["repository"], p["host"]["kind"], p["host"]["id"], p["kind"])
-        for slug, p in (providers_doc.get("projects") or {}).items()
-    }
-    providers = {}
-    for name, p in (providers_doc.get("providers") or {}).items():
-        if p["project"] not in projects:
-            raise CatalogueError(f"provider {name!r}: unknown project {p['project']!r}")
-        lic = p.get("license") or {}
-        providers[name] = Provider(
-            name, p["project"], p["title"], p["language"], lic["declared"], lic.get("concluded"),
-            p.get("pip"), p.get("role") == "baseline",
-        )
+    projects = _projects(providers_doc.get("projects"))
+    providers = _providers(providers_doc.get("providers"), projects)
     hardware = {str(gpu): dict(facts) for gpu, facts in (providers_doc.get("hardware") or {}).items()}
     # `not_in_reference` is intentionally not read.
-    return Catalogue(
+    catalogue = Catalogue(
         str(kernels_doc.get("metric_name", "speed")), tuple(kernels_doc.get("modes") or ()),
         kernels, providers, projects, hardware,
     )
+    if profile == "full":
+        catalogue = _extend(catalogue, _read_yaml(extensions_path, "liger-extensions.yaml"), extensions_path or "liger-extensions.yaml")
+    return catalogue
+
+
+def _projects(raw: Any) -> dict[str, Project]:
+    return {
+        slug: Project(slug, p["name"], p["repository"], p["host"]["kind"], p["host"]["id"], p["kind"])
+        for slug, p in (raw or {}).items()
+    }
+
+
+def _providers(raw: Any, projects: dict[str, Project]) -> dict[str, Provider]:
+    providers = {}
+    for name, p in (raw or {}).items():
+        if p["project"] not in projects:
+            raise CatalogueError(f"provider {name!r}: unknown project {p['project']!r}")
+        lic = p.get("license") or {}
+        providers[str(name)] = Provider(
+            str(name), p["project"], p["title"], p["language"], lic["declared"], lic.get("concluded"),
+            p.get("pip"), p.get("role") == "baseline",
+        )
+    return providers
+
+
+def _extend(base: Catalogue, doc: dict[str, Any], where: Any) -> Catalogue:
+    """The full profile: `base` plus the extensions document, which may add but never change."""
+    unknown = set(doc) - {"memory_metric", "memory_modes", "modes", "ab_config_keys", "kernels", "rules", "providers", "projects", "hardware"}
+    if unknown:
+        raise CatalogueError(f"{where}: unknown keys {sorted(unknown)}")
+    modes = dict(base.mode_phrases)
+    for mode, phrase in (doc.get("modes") or {}).items():
+        if mode in modes:
+            raise CatalogueError(f"{where}: mode {mode!r} is already a reference mode")
+        modes[str(mode)] = str(phrase)
+    kernels = dict(base.kernels)
+    for raw in doc.get("kernels") or []:
+        k = _kernel(raw)
+        if k.kernel in kernels:
+            raise CatalogueError(f"{where}: kernel {k.kernel!r} is already in the catalogue (extend it under `rules`)")
+        kernels[k.kernel] = k
+    for name, rules in (doc.get("rules") or {}).items():
+        kernel = base.kernels.get(name)
+        if kernel is None:
+            raise CatalogueError(f"{where}: rules for {name!r}, which is not a reference kernel")
+        extended = _kernel({**_kernel_facts(kernel), "bindings": list(rules)}, first_index=len(kernel.rules))
+        kernels[name] = Kernel(
+            kernel.kernel, kernel.slug, kernel.family, kernel.title, kernel.inputs, kernel.outputs,
+            kernel.derived, kernel.rules + extended.rules,
+        )
+    projects = dict(base.projects)
+    for slug, project in _projects(doc.get("projects")).items():
+        if slug in projects:
+            raise CatalogueError(f"{where}: project {slug!r} is already in the reference")
+        projects[slug] = project
+    providers = dict(base.providers)
+    for name, provider in _providers(doc.get("providers"), projects).items():
+        if name in providers:
+            raise CatalogueError(f"{where}: provider {name!r} is already in the reference")
+        providers[name] = provider
+    hardware = dict(base.hardware)
+    for gpu, facts in (doc.get("hardware") or {}).items():
+        if gpu in hardware:
+            raise CatalogueError(f"{where}: GPU {gpu!r} is already in the reference")
+        if not isinstance(facts, dict) or not {"vendor", "product", "architecture"} <= set(facts):
+            raise CatalogueError(f"{where}: GPU {gpu!r} needs vendor, product and architecture")
+        hardware[str(gpu)] = {k: str(v) for k, v in facts.items()}
+    return Catalogue(
+        base.metric_name, base.modes + tuple(m for m in modes if m not in base.modes), kernels, providers,
+        projects, hardware, profile="full", memory_metric=doc.get("memory_metric"), mode_phrases=modes,
+        memory_modes=tuple(doc.get("memory_modes") or ()) or tuple(modes),
+        ab_config_keys=tuple(doc.get("ab_config_keys") or ()),
+    )
+
+
+# Kernel facts a rule compiles against: shapes and derived axes (for `rules:` extending a kernel).
+def _kernel_facts(kernel: Kernel) -> dict[str, Any]:
+    def tensors(items):
+        return [{"name": t.name, "shape": list(t.shape), "dtype": t.dtype} for t in items]
+
+    return {
+        "kernel": kernel.kernel, "slug": kernel.slug, "family": kernel.family, "title": kernel.title,
+        "inputs": tensors(kernel.inputs), "outputs": tensors(kernel.outputs),
+        "derived": {name: expr.text for name, expr in kernel.derived},
+    }
 
 
 # libyaml's safe loader when PyYAML has it (same YAML semantics, several times faster).
@@ -443,6 +551,7 @@ def _read_yaml(path: Path | str | None, default_name: str) -> dict[str, Any]:
     return doc
 
 
-@lru_cache(maxsize=1)
-def default_catalogue() -> Catalogue:
-    return load_catalogue()
+@lru_cache(maxsize=2)
+def default_catalogue(profile: str = DEFAULT_PROFILE) -> Catalogue:
+    """The packaged catalogue of one profile (`full` unless asked), loaded once per process."""
+    return load_catalogue(profile=profile)

@@ -1,95 +1,112 @@
-"""Rows -> kernelindex.dev/v1alpha1 records, exactly as RECORDS.md section 4 says.
+"""Rows -> kernelindex.dev/v1alpha1 records: which row makes what, in the documented order.
 
 One `Normalizer` holds an import's state: the shared objects made so far (one per kernel, case,
 implementation, protocol, environment, project), the run ids seen, and the report. Rows arrive in
-chunks (`liger/csv.py`); each row is decided in the documented order:
+chunks (`liger/csv.py`); each row is decided in this order:
 
-  filter (--gpu / --liger-version) -> memory row -> uncurated kernel -> mode (folded into unknown
-  config) -> unknown provider -> config binding (unknown config) -> unknown GPU -> duplicate run id
-  -> median / timestamp issue -> BenchmarkRun.
+  filter (--gpu / --liger-version) -> metric -> uncurated kernel -> mode -> unknown provider
+  -> config binding (unknown config) -> unknown GPU -> duplicate run id -> median / timestamp issue
+  -> BenchmarkRun.
+
+Profile `reference` (RECORDS.md): every metric but `speed` skips as a memory row, and an unknown mode
+is folded into unknown config. Profile `full`: the catalogue's memory metric makes peak-memory runs,
+any other metric skips as an unknown metric, and an unknown mode is its own reason (`SkipReason`).
 
 Speed: everything a row shares with other rows (its binding, case, implementation, environment,
-the constant text of its run's canonical JSON) is computed once per distinct
-(metric, kernel, mode, provider, x_name, x_value, config, gpu) and cached, so a row costs a dict
-lookup plus its own numbers. A run's canonical JSON is written from a template whose variable
-parts are numbers and [a-z0-9-] text; tests prove it equal to `records.canonical.canonical_bytes`.
+the constant text of its run's canonical JSON) is computed once per distinct `RowKey` and cached, so
+a row costs a dict lookup plus its own numbers; the run itself is built by the fast path in
+`liger/runs.py`, the shared objects by `liger/builders.py`, every name and id by `liger/identity.py`.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
+import enum
 import math
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from kernelindex_pipeline.liger.catalogue import (
-    DTYPE_TOKENS,
-    Catalogue,
-    ExpressionUndefined,
-    Kernel,
-    Provider,
-    Rule,
+from kernelindex_pipeline.liger import identity
+from kernelindex_pipeline.liger.builders import (
+    MeasuredContext,
+    RowProblem,
+    benchmark_protocol,
+    bind,
+    cell_number,
+    execution_environment,
+    implementation_revision,
+    memory_protocol,
+    operation_spec,
+    software_project,
+    workload_case,
 )
-from kernelindex_pipeline.liger.jsnumber import (
-    MAX_SAFE_INTEGER,
-    JSParseError,
-    is_positive_integer,
-    js_json_parse,
-    js_number,
-    js_number_text,
-    ms_to_ns,
-    whole,
-)
+from kernelindex_pipeline.liger.catalogue import Catalogue, Kernel, Provider
+from kernelindex_pipeline.liger.jsnumber import JSParseError, js_json_parse
 from kernelindex_pipeline.liger.report import ImportReport, Issue
-from kernelindex_pipeline.liger.samples import row_key, with_raw_samples
-from kernelindex_pipeline.records.canonical import API_VERSION, canonical_bytes, digest_of
-from kernelindex_pipeline.records.names import NAME_LIMIT, kebab
+from kernelindex_pipeline.liger.runs import (
+    LATENCY,
+    PEAK_MEMORY,
+    RunItem,
+    RunRecord,
+    RunTemplate,
+    _json_text,
+    _ns,
+    build_run,
+    mib_to_bytes,
+)
+from kernelindex_pipeline.records.canonical import digest_of
+from kernelindex_pipeline.records.names import kebab
 
 if TYPE_CHECKING:  # csv.py imports pandas, which run-building worker processes do not need
     from kernelindex_pipeline.liger.csv import Chunk
 
-_NAME_RUNS = re.compile(r"[^a-z0-9]+")  # kebab's substitution, applied in pieces for run names
+__all__ = ["InvalidRecord", "MeasuredContext", "Normalizer", "RowKey", "RunRecord", "SkipReason", "schema_validator"]
 
-LIGER_REPOSITORY = "https://github.com/linkedin/Liger-Kernel"
-RUN_SOURCE = "liger-kernel-bench"
-MODE_PHRASES = {
-    "forward": "the module forward pass",
-    "backward": "the backward pass of the module output given a random upstream gradient",
-    "full": "the forward pass plus the backward pass",
-}
 _TIMESTAMP = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2}) ([0-9]{2}):([0-9]{2}):([0-9]{2})\Z")  # ASCII digits only
 _DAYS = (31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+# Per-import caches (row key -> fate, timestamp -> parsed) start over beyond this many entries, so
+# an input of all-distinct rows cannot grow them without bound.
+_CACHE_LIMIT = 200_000
+
+# Upstream column positions (liger/csv.py UPSTREAM_COLUMNS) of the cells a row decision reads.
+COL_KERNEL, COL_PROVIDER, COL_MODE, COL_METRIC, COL_UNIT, COL_X_NAME, COL_X_LABEL, COL_X_VALUE = range(8)
+COL_Y50, COL_Y20, COL_Y80, COL_CONFIG, COL_GPU, COL_TIMESTAMP, COL_VERSION = range(8, 15)
 
 
-@dataclass(frozen=True)
-class MeasuredContext:
-    """Facts about rows the pipeline measured itself (not the upstream history).
+class SkipReason(enum.Enum):
+    """Why a row makes no run; the value is its key under `skipped` in report.json."""
 
-    `software` / `settings` go into ExecutionEnvironment.spec (so the environment, and every run on it,
-    gets a digest of its own; its name carries a short digest suffix), and `logs_by_kernel[kernel]`
-    (`{"uri", "digest"}`) becomes BenchmarkRun.spec.evidence.logs for that CSV kernel_name.
-    `raw_samples[liger.samples.row_key(...)]` is the samples entry of that row's do_bench call; its run
-    goes through liger.samples.with_raw_samples (timing statistics, rawSamples artifact).
-    """
-
-    software: dict[str, Any]
-    settings: dict[str, Any] | None = None
-    logs_by_kernel: dict[str, dict[str, str]] = field(default_factory=dict)
-    raw_samples: dict[str, dict[str, Any]] = field(default_factory=dict)
+    MEMORY_ROW = "memoryRows"  # reference profile: any metric but speed
+    UNKNOWN_METRIC = "unknownMetric"  # full profile: neither speed nor memory
+    UNCURATED_KERNEL = "uncuratedKernels"
+    UNKNOWN_MODE = "unknownMode"  # full profile (the reference folds it into unknown config)
+    UNKNOWN_PROVIDER = "unknownProvider"
+    UNKNOWN_CONFIG = "unknownConfig"
+    UNKNOWN_GPU = "unknownGpu"
+    DUPLICATE = "duplicateRows"
+    FILTERED = "filteredOut"
 
 
-@dataclass(frozen=True)
-class Binding:
-    """A row's config understood by one rule of its kernel."""
+class RowKey(NamedTuple):
+    """The cells every row of one run template shares (the cache key of a row's fate)."""
 
-    axes: tuple[tuple[str, int], ...]  # rule order
-    values: dict[str, int]  # axes and derived axes, for shapes
-    dtype: str
-    scalars: tuple[tuple[str, int | float], ...]
-    case_key: str
+    metric: str
+    kernel: str
+    mode: str
+    provider: str
+    x_name: str
+    x_value: str
+    config: str
+    gpu: str
+
+
+class Skip(NamedTuple):
+    reason: SkipReason
+    detail: str  # the name the report counts it under (kernel, provider, metric, mode, GPU)
+
+
+class RowIssue(NamedTuple):
+    problem: str
 
 
 class InvalidRecord(ValueError):
@@ -112,10 +129,6 @@ def _no_validation(manifest: dict[str, Any]) -> None:
     return None
 
 
-class RowProblem(Exception):
-    """The row's values cannot make schema-valid records (an issue, not a skip)."""
-
-
 def parse_timestamp(text: str) -> str | None:
     """`YYYY-MM-DD HH:MM:SS` (UTC) -> `YYYY-MM-DDTHH:MM:SS.000Z`; None when it is not a real instant."""
     m = _TIMESTAMP.match(text)
@@ -129,358 +142,8 @@ def parse_timestamp(text: str) -> str | None:
     return f"{text[:10]}T{text[11:]}.000Z"
 
 
-# Per-import caches (row key -> fate, timestamp -> parsed) start over beyond this many entries, so
-# an input of all-distinct rows cannot grow them without bound.
-_CACHE_LIMIT = 200_000
-_FAST_NUMBER_EDGE = frozenset("0123456789.")
-
-
-def cell_number(text: str) -> float:
-    """`Number(text)`, with a fast path for plain decimal text (where Python's float() agrees)."""
-    if text and text[0] in _FAST_NUMBER_EDGE and text[-1] in _FAST_NUMBER_EDGE and text.isascii() and "_" not in text:
-        try:
-            return float(text)
-        except ValueError:
-            pass
-    return js_number(text)
-
-
-def bind(kernel: Kernel, x_name: str, x_value: str, config_text: str) -> Binding | None:
-    """The first rule of `kernel` that understands the row, or None (unknown config).
-
-    Raises RowProblem when a rule matches but its values cannot be valid records (beyond 2**53,
-    non-finite scalars, a derived division by zero).
-    """
-    x = cell_number(x_value)
-    if not is_positive_integer(x):
-        return None
-    x = whole(x)
-    try:
-        config = js_json_parse(config_text)
-    except JSParseError:
-        return None
-    if config is None:
-        return None  # a literal `null` config: the reference's binder throws; the catalogue calls it unknown
-    if not isinstance(config, dict):
-        config = {}  # a config that is not an object has no keys, so no rule can match
-    for rule in kernel.rules:
-        if not rule.accepts_x_name(x_name):
-            continue
-        if not all(check.passes(config) for check in rule.checks):
-            continue
-        binding = _apply_rule(kernel, rule, x, config)
-        if binding is not None:
-            return binding
-    return None
-
-
-def _apply_rule(kernel: Kernel, rule: Rule, x: int | float, config: dict[str, Any]) -> Binding | None:
-    env: dict[str, Any] = {"x": x}
-    for key in rule.int_keys:
-        env[key] = whole(config[key])
-    try:
-        axes = [(name, whole(expr.evaluate(env))) for name, expr in rule.axes]
-        where_env = dict(axes)
-        where_env["x"] = x
-        if not all(cond.holds(where_env) for cond in rule.where):
-            return None
-    except ExpressionUndefined:
-        return None
-    for name, value in axes:
-        if type(value) is not int or not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
-            raise RowProblem(f"axis {name} = {value!r} is not an integer within 2^53 - 1")
-    values = dict(axes)
-    for name, expr in kernel.derived:
-        try:
-            value = expr.evaluate(values)
-        except ExpressionUndefined as exc:
-            raise RowProblem(f"derived axis {name}: {exc}") from None
-        values[name] = value
-    for tensor in kernel.inputs:
-        for dim in tensor.shape:
-            v = dim if isinstance(dim, int) else values[dim]
-            if type(v) is not int or not 0 <= v <= MAX_SAFE_INTEGER:
-                raise RowProblem(f"tensor {tensor.name} dimension {dim} = {v!r} is not an integer in 0..2^53 - 1")
-    dtype = rule.dtype_fixed or DTYPE_TOKENS[config[rule.dtype_key]]
-    scalars = []
-    for name, source in rule.scalars:
-        value = whole(config[source]) if isinstance(source, str) else source
-        if not math.isfinite(value):
-            raise RowProblem(f"scalar {name} = {value!r} is not a finite number")
-        scalars.append((name, value))
-    case_key = "-".join(f"{name}{value}" for name, value in sorted(axes)) + "-" + dtype
-    if len(case_title(kernel, tuple(axes), dtype)) > 200:
-        raise RowProblem("the workload case title would exceed 200 characters (axis values too long)")
-    return Binding(tuple(axes), values, dtype, tuple(scalars), case_key)
-
-
-# --------------------------------------------------------------------------------- shared objects
-
-
-def _manifest(kind: str, metadata: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
-    return {"apiVersion": API_VERSION, "kind": kind, "metadata": metadata, "spec": spec}
-
-
-def operation_spec(kernel: Kernel) -> dict[str, Any]:
-    derived_names = {name for name, _ in kernel.derived}
-    axes: dict[str, Any] = {}
-    for tensor in kernel.inputs + kernel.outputs:
-        for dim in tensor.shape:
-            if isinstance(dim, str) and dim not in derived_names and dim not in axes:
-                axes[dim] = {"role": "variable", "type": "integer"}
-    for name, expr in kernel.derived:
-        axes[name] = {"role": "derived", "type": "integer", "expression": expr.text}
-
-    def tensors(items):
-        return [{"name": t.name, "tensor": {"shape": list(t.shape), "dtype": t.dtype}} for t in items]
-
-    spec = {
-        "family": kernel.family,
-        "axes": axes,
-        "inputs": tensors(kernel.inputs),
-        "outputs": tensors(kernel.outputs),
-        "semantics": {"mutation": "none", "determinism": "unspecified"},
-    }
-    return _manifest("OperationSpec", {"name": kernel.slug, "title": kernel.title}, spec)
-
-
-def workload_case(kernel: Kernel, binding: Binding, operation_digest: str) -> dict[str, Any]:
-    tensors = {}
-    for tensor in kernel.inputs:
-        tensors[tensor.name] = {
-            "shape": [dim if isinstance(dim, int) else binding.values[dim] for dim in tensor.shape],
-            "dtype": binding.dtype if tensor.dtype == "float" else tensor.dtype,
-        }
-    spec: dict[str, Any] = {"operationSpecDigest": operation_digest, "axes": dict(binding.axes), "tensors": tensors}
-    if binding.scalars:
-        spec["scalars"] = {name: {"dtype": "fp32", "value": value} for name, value in binding.scalars}
-    spec["correctness"] = {"comparator": "not_asserted"}
-    title = case_title(kernel, binding.axes, binding.dtype)
-    return _manifest("WorkloadCase", {"name": kebab(f"{kernel.slug}-{binding.case_key}"), "title": title}, spec)
-
-
-def case_title(kernel: Kernel, axes: tuple[tuple[str, int], ...], dtype: str) -> str:
-    return f"{kernel.title} · {', '.join(f'{a}={v}' for a, v in axes)} · {dtype}"
-
-
-def software_project(catalogue: Catalogue, slug: str) -> dict[str, Any]:
-    p = catalogue.projects[slug]
-    spec = {"name": p.name, "kind": p.kind, "repository": p.repository, "host": {"kind": p.host_kind, "id": p.host_id}}
-    return _manifest("SoftwareProject", {"name": slug}, spec)
-
-
-def implementation_revision(kernel: Kernel, provider: Provider, operation_digest: str) -> dict[str, Any]:
-    metadata: dict[str, Any] = {
-        "name": kebab(f"liger-bench-{kernel.kernel}-{provider.name}"),
-        "title": f"{kernel.title} · {provider.title}",
-    }
-    if provider.baseline:
-        metadata["labels"] = {"role": "baseline"}
-    metadata["sourceRefs"] = [{"url": LIGER_REPOSITORY}]
-    spec: dict[str, Any] = {
-        "projectRevision": {},
-        "operation": {"specDigest": operation_digest},
-        "callable": {"language": provider.language},
-        "support": {"hardwareArchitectures": [], "dtypes": []},
-    }
-    if provider.pip:
-        spec["buildVariants"] = [{"name": "pip", "install": {"kind": "pip", "package": provider.pip}}]
-    licensing = {"declared": provider.license_declared}
-    if provider.license_concluded:
-        licensing["concluded"] = provider.license_concluded
-    spec["licensing"] = licensing
-    return _manifest("ImplementationRevision", metadata, spec)
-
-
-def benchmark_protocol(mode: str) -> dict[str, Any]:
-    notes = (
-        f"Timed: {MODE_PHRASES[mode]}, via triton.testing.do_bench with quantiles 0.5/0.2/0.8 "
-        "(median with p20/p80 spread). The upstream CSV records no CUDA, driver, or torch version; "
-        "the Liger release rides each run's labels. Comparable only within one kernel, workload, "
-        "timed pass, and GPU."
-    )
-    spec = {
-        "harness": {"name": "Liger-Kernel benchmark scripts", "repository": LIGER_REPOSITORY},
-        "measurement": {"timer": "cuda_events", "primaryStatistic": "median"},
-        "comparability": {"family": "liger_kernel_bench", "notes": notes},
-    }
-    return _manifest(
-        "BenchmarkProtocol",
-        {"name": f"liger-bench-do-bench-{mode}", "title": f"Liger benchmark harness · {mode} pass"},
-        spec,
-    )
-
-
-def execution_environment(gpu_name: str, hardware: dict[str, str], measured: MeasuredContext | None) -> dict[str, Any]:
-    hw = {"vendor": hardware["vendor"], "product": hardware["product"], "architecture": hardware["architecture"]}
-    if hardware.get("formFactor"):
-        hw["formFactor"] = hardware["formFactor"]
-    spec: dict[str, Any] = {"hardware": hw, "software": dict(measured.software) if measured else {}}
-    if measured and measured.settings is not None:
-        spec["settings"] = dict(measured.settings)
-    short = gpu_name[len("NVIDIA "):] if gpu_name.startswith("NVIDIA ") else gpu_name
-    name = kebab(f"liger-bench-{gpu_name}")
-    manifest = _manifest("ExecutionEnvironment", {"name": name, "title": f"Liger benchmark host · {short}"}, spec)
-    if measured:
-        # Our own runs know their software: a different environment from the upstream history's,
-        # so it gets a name of its own (the digest tells two measured hosts apart).
-        suffix = digest_of(manifest)[len("sha256:"):][:12]
-        manifest["metadata"]["name"] = f"{name[:100 - 13]}-{suffix}"
-    return manifest
-
-
-# ------------------------------------------------------------------------------------------ runs
-
-
-@dataclass
-class RunTemplate:
-    """Everything a run shares with the other rows of its key, with its canonical text pre-cut.
-
-    The run's canonical spec is `head + measurements + observed + <observedAt> + source + <ts slug>
-    + metrics_key + <metrics> + timing + <median> + tail`: keys in RFC 8785 order, constant parts
-    escaped once here, variable parts are numbers and [a-z0-9-] text that need no escaping.
-    """
-
-    id: int  # sequential within one import (worker processes keep templates by id)
-    name_head: str  # kebab's substitution applied to liger-<kernel>-<mode>-<provider>-<gpu>-<caseKey>-
-    title: str
-    title_json: str
-    benchmark: str
-    external_prefix: str
-    digests: dict[str, str]
-    evidence_logs: dict[str, str] | None
-    head: str
-    source: str
-    tail: str
-    raw_samples: dict[str, Any] | None = None  # the row's samples entry (measured rows only)
-
-
-_BODY_PREFIX = '{"apiVersion":"' + API_VERSION + '","kind":"BenchmarkRun",'
-_META_PREFIX = _BODY_PREFIX + '"metadata":{"labels":{"liger_version":'
-_OBSERVED = ',"observedAt":"'
-_METRICS = '","metrics":'
-_TIMING = ',"source":"' + RUN_SOURCE + '"},"status":"passed","timing":{"latencyNs":{"median":'
-_P20 = ',"measurements":[{"metric":"latency","statistic":"p20","unit":"ns","value":'
-_P80 = '},{"metric":"latency","statistic":"p80","unit":"ns","value":'
-
-
-def _json_text(value: Any) -> str:
-    return canonical_bytes(value).decode("utf-8")
-
-
-def _number_text(value: float | int) -> str:
-    """js_number_text with the common cases inline (plain floats, ints)."""
-    if type(value) is int:
-        return str(value) if -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER else js_number_text(value)
-    if 1e-4 <= value < 1e16 or -1e16 < value <= -1e-4:
-        r = repr(value)
-        return r[:-2] if r.endswith(".0") else r
-    return js_number_text(value)
-
-
-def _ns(ms: float) -> int | float:
-    """ms_to_ns (Math.round(ms * 1e6)) with the exact integer path inline."""
-    y = ms * 1e6
-    if -9e15 < y < 9e15:
-        f = math.floor(y)  # an int; y - f is exact below 2**53
-        return f + 1 if y - f >= 0.5 else f
-    return ms_to_ns(ms)
-
-
-class RunRecord:
-    """A BenchmarkRun as the normalizer emits it: name, digest, external id and its canonical line.
-
-    `line` is the RFC 8785 canonical JSON of the whole manifest (metadata included); `manifest` is
-    the dict, parsed from the line on first use when the run was built in a worker process.
-    """
-
-    __slots__ = ("name", "digest", "external_id", "line", "_manifest")
-
-    def __init__(self, name: str, digest: str, external_id: str, line: bytes, manifest: dict[str, Any] | None = None):
-        self.name = name
-        self.digest = digest
-        self.external_id = external_id
-        self.line = line
-        self._manifest = manifest
-
-    @property
-    def manifest(self) -> dict[str, Any]:
-        if self._manifest is None:
-            self._manifest = json.loads(self.line)
-        return self._manifest
-
-
-def build_run(item: tuple, validate: Callable[[dict[str, Any]], None], with_line: bool = True) -> RunRecord:
-    """One BenchmarkRun from a row that passed every check (see Normalizer._run): pure, so worker
-    processes can run it. `item` = (template, ms50, median_ns, ms20, ms80, observedAt, ts slug,
-    ts name part, externalId, liger_version, liger_version as JSON text)."""
-    t, ms50, median, ms20, ms80, observed_at, ts_slug, ts_name, external_id, version, version_json = item
-    if ms50.is_integer():
-        ms50 = whole(ms50)
-    if ms20 - ms20 == 0 and ms80 - ms80 == 0:  # both finite (inf - inf and NaN - NaN are NaN)
-        p20, p80 = _ns(ms20), _ns(ms80)
-        if ms20.is_integer():
-            ms20 = whole(ms20)
-        if ms80.is_integer():
-            ms80 = whole(ms80)
-        measurements = _P20 + _number_text(p20) + _P80 + _number_text(p80) + "}]"
-        metrics_text = (
-            '{"ms_20":' + _number_text(ms20) + ',"ms_50":' + _number_text(ms50)
-            + ',"ms_80":' + _number_text(ms80) + "}"
-        )
-        metrics = {"ms_50": ms50, "ms_20": ms20, "ms_80": ms80}
-        spec = {
-            **t.digests,
-            "status": "passed",
-            "timing": {"primaryStatistic": "median", "latencyNs": {"median": median}},
-            "measurements": [
-                {"metric": "latency", "unit": "ns", "statistic": "p20", "value": p20},
-                {"metric": "latency", "unit": "ns", "statistic": "p80", "value": p80},
-            ],
-        }
-    else:
-        measurements = ""
-        metrics_text = '{"ms_50":' + _number_text(ms50) + "}"
-        metrics = {"ms_50": ms50}
-        spec = {
-            **t.digests,
-            "status": "passed",
-            "timing": {"primaryStatistic": "median", "latencyNs": {"median": median}},
-        }
-    spec["sourceNative"] = {"source": RUN_SOURCE, "benchmark": t.benchmark, "externalId": external_id, "metrics": metrics}
-    spec["observedAt"] = observed_at
-    if t.evidence_logs is not None:
-        spec["evidence"] = {"logs": t.evidence_logs}
-    spec_text = (
-        t.head + measurements + _OBSERVED + observed_at + t.source + ts_slug + _METRICS + metrics_text
-        + _TIMING + str(median) + t.tail
-    )
-    digest = "sha256:" + hashlib.sha256((_BODY_PREFIX + '"spec":' + spec_text + "}").encode()).hexdigest()
-    # kebab(name_prefix + timestamp) without redoing the prefix: the prefix ends in "-", so a
-    # timestamp starting with a separator merges into it; then strip the end and cut at 100.
-    name = (t.name_head + (ts_name[1:] if ts_name[:1] == "-" else ts_name)).rstrip("-")[:NAME_LIMIT]
-    metadata = {"name": name, "title": t.title, "labels": {"liger_version": version}}
-    manifest = {"apiVersion": API_VERSION, "kind": "BenchmarkRun", "metadata": metadata, "spec": spec}
-    if t.raw_samples is not None:
-        # Measured with raw samples: the enrichment step changes the spec, so the pre-cut canonical
-        # text no longer applies; digest and line come from the manifest itself (few runs, slow path).
-        manifest["spec"] = with_raw_samples(spec, t.raw_samples)
-        validate(manifest)
-        line = canonical_bytes(manifest) if with_line else b""
-        return RunRecord(name, digest_of(manifest), external_id, line, manifest)
-    validate(manifest)
-    line = b""
-    if with_line:
-        line = (
-            _META_PREFIX + version_json + '},"name":"' + name + '","title":' + t.title_json
-            + '},"spec":' + spec_text + "}"
-        ).encode()
-    return RunRecord(name, digest, external_id, line, manifest)
-
-
-
 class Normalizer:
-    """One import's state. Feed chunks with `add_chunk`, then read `objects`, `report`."""
+    """One import's state. Feed chunks with `add_chunk`, then call `finish` and read `objects`, `report`."""
 
     def __init__(
         self,
@@ -500,19 +163,19 @@ class Normalizer:
         self.on_run = on_run
         self.validate = validate or _no_validation
         self.builder = builder  # builds runs elsewhere (worker processes) when set
-        self.report = ImportReport()
+        self.report = ImportReport(profile=catalogue.profile)
         self.objects: dict[str, dict[str, Any]] = {}  # digest -> manifest (shared kinds, first name wins)
         self.names_by_digest: dict[str, list[str]] = {}
         self.runs: dict[str, dict[str, Any]] = {}  # digest -> run manifest, when on_run is None
         self._created_by_kind: dict[str, int] = {}
         self._operation: dict[str, str] = {}  # kernel -> OperationSpec digest
         self._case: dict[tuple[str, str], str] = {}
-        self._implementation: dict[tuple[str, str], str] = {}
-        self._protocol: dict[str, str] = {}
+        self._implementation: dict[tuple[str, str, str | None], str] = {}
+        self._protocol: dict[tuple[str, bool], str] = {}
         self._environment: dict[str, str] = {}
         self._project: dict[str, str] = {}
-        self._outcomes: dict[tuple[str, ...], Any] = {}
-        self._timestamps: dict[str, tuple[str | None, str]] = {}
+        self._outcomes: dict[RowKey, RunTemplate | Skip | RowIssue] = {}
+        self._timestamps: dict[str, tuple[str | None, str, str]] = {}
         self._seen_runs: set[str] = set()
         self._gpu_slugs: dict[str, str] = {}
         self._versions: dict[str, str] = {}  # liger_version -> its JSON text
@@ -544,14 +207,19 @@ class Normalizer:
 
     def add_chunk(self, chunk: Chunk) -> None:
         report = self.report
+        coverage = report.coverage
         outcomes = self._outcomes
         gpu_filter, version_filter = self.gpu_filter, self.version_filter
+        speed_metric, memory_metric = self.catalogue.metric_name, self.catalogue.memory_metric
         c = chunk.columns
         bad = chunk.bad
         start = chunk.start
-        # kernel, provider, mode, metric, x_name, x_value, y50, y20, y80, config, gpu, timestamp, version
         for j, (kernel, provider, mode, metric, x_name, x_value, y50, y20, y80, config, gpu, ts, version) in enumerate(
-            zip(c[0], c[1], c[2], c[3], c[5], c[7], c[8], c[9], c[10], c[11], c[12], c[13], c[14], strict=False)
+            zip(
+                c[COL_KERNEL], c[COL_PROVIDER], c[COL_MODE], c[COL_METRIC], c[COL_X_NAME], c[COL_X_VALUE],
+                c[COL_Y50], c[COL_Y20], c[COL_Y80], c[COL_CONFIG], c[COL_GPU], c[COL_TIMESTAMP], c[COL_VERSION],
+                strict=False,
+            )
         ):
             report.rows_read += 1
             if bad and j in bad:
@@ -563,84 +231,111 @@ class Normalizer:
             if version_filter is not None and version != version_filter:
                 report.filtered_out += 1
                 continue
-            key = (metric, kernel, mode, provider, x_name, x_value, config, gpu)
+            key = RowKey(metric, kernel, mode, provider, x_name, x_value, config, gpu)
             outcome = outcomes.get(key)
             if outcome is None:
                 if len(outcomes) >= _CACHE_LIMIT:
                     outcomes.clear()  # decisions are deterministic: clearing costs time, never changes results
                 outcome = outcomes[key] = self._decide(key)
+            if metric == speed_metric:
+                report.speed_rows += 1
+            elif metric == memory_metric:
+                report.memory_rows_seen += 1
             if type(outcome) is RunTemplate:
-                report.speed_rows += 1
-                self._run(start + j, outcome, y50, y20, y80, ts, version)
-                continue
-            reason, detail = outcome
-            if reason != "memory":
-                report.speed_rows += 1
-            if reason == "memory":
-                report.memory_rows += 1
-            elif reason == "kernel":
-                report.uncurated_kernels[detail] += 1
-            elif reason == "config":
-                report.unknown_config[detail] += 1
-            elif reason == "provider":
-                report.unknown_provider[detail] += 1
-            elif reason == "gpu":
-                report.unknown_gpu[detail] += 1
+                fate = self._run(start + j, outcome, y50, y20, y80, ts, version)
+            elif type(outcome) is Skip:
+                fate = outcome.reason
+                report.count_skip(outcome.reason, outcome.detail)
             else:
-                report.issues.append(Issue(start + j, detail))
+                fate = "issue"
+                report.issues.append(Issue(start + j, outcome.problem))
+            cell = (kernel, provider, mode, gpu, version, metric, fate)
+            coverage[cell] = coverage.get(cell, 0) + 1
 
     def _gpu_slug(self, gpu: str) -> str:
         slug = self._gpu_slugs.get(gpu)
         if slug is None:
-            slug = self._gpu_slugs[gpu] = kebab(gpu)
+            slug = self._gpu_slugs[gpu] = identity.gpu_slug(gpu)
         return slug
 
-    def _decide(self, key: tuple[str, ...]) -> Any:
-        """The fate shared by every row with this key: a RunTemplate or (reason, detail)."""
-        metric, kernel_name, mode, provider_name, x_name, x_value, config, gpu = key
+    def _decide(self, key: RowKey) -> RunTemplate | Skip | RowIssue:
+        """The fate shared by every row with this key."""
         cat = self.catalogue
-        if metric != cat.metric_name:
-            return ("memory", None)
-        kernel = cat.kernels.get(kernel_name)
+        memory = cat.memory_metric is not None and key.metric == cat.memory_metric
+        if key.metric != cat.metric_name and not memory:
+            if cat.memory_metric is None:
+                return Skip(SkipReason.MEMORY_ROW, key.metric)
+            return Skip(SkipReason.UNKNOWN_METRIC, key.metric)
+        kernel = cat.kernels.get(key.kernel)
         if kernel is None:
-            return ("kernel", kernel_name)
-        if mode not in cat.modes:
-            return ("config", kernel_name)  # the reference has no mode counter (CATALOGUE.md step 3)
-        provider = cat.providers.get(provider_name)
+            return Skip(SkipReason.UNCURATED_KERNEL, key.kernel)
+        if key.mode not in (cat.memory_modes if memory else cat.modes):
+            if cat.profile == "reference":
+                return Skip(SkipReason.UNKNOWN_CONFIG, key.kernel)  # no mode counter (CATALOGUE.md step 3)
+            return Skip(SkipReason.UNKNOWN_MODE, key.mode)
+        provider, ab = self._provider(key)
         if provider is None:
-            return ("provider", provider_name)
+            return Skip(SkipReason.UNKNOWN_PROVIDER, key.provider)
         try:
-            binding = bind(kernel, x_name, x_value, config)
+            binding = bind(kernel, key.x_name, key.x_value, key.config)
         except RowProblem as exc:
-            return ("issue", str(exc))
+            return RowIssue(str(exc))
         if binding is None:
-            return ("config", kernel_name)
+            return Skip(SkipReason.UNKNOWN_CONFIG, key.kernel)
         operation_digest = self._operation_digest(kernel)
-        hardware = cat.hardware.get(gpu)
+        hardware = cat.hardware.get(key.gpu)
         if hardware is None:
-            return ("gpu", gpu)
-        template = self._template(kernel, provider, mode, gpu, hardware, binding, operation_digest)
-        if self.measured is not None and self.measured.raw_samples:
+            return Skip(SkipReason.UNKNOWN_GPU, key.gpu)
+        template = self._template(kernel, provider, ab, key.mode, key.gpu, hardware, binding, operation_digest, memory)
+        if self.measured is not None and self.measured.raw_samples and not memory:
+            from kernelindex_pipeline.liger.samples import row_key
+
             template.raw_samples = self.measured.raw_samples.get(
-                row_key(kernel_name, provider_name, mode, metric, x_name, x_value, config, gpu)
+                row_key(key.kernel, key.provider, key.mode, key.metric, key.x_name, key.x_value, key.config, key.gpu)
             )
         return template
 
-    def _template(self, kernel, provider, mode, gpu, hardware, binding, operation_digest) -> RunTemplate:
+    def _provider(self, key: RowKey) -> tuple[Provider | None, tuple[str, str] | None]:
+        """The row's provider, and (row provider, commit) when it is one side of an A/B comparison.
+
+        An A/B row (full profile) has the catalogue's A/B keys in its config and a provider named
+        `<provider>-base` or `<provider>-pr` (benchmark_fused_scaled_cross_entropy_sm90.py); its
+        commit is the config's base_sha or pr_sha.
+        """
+        cat = self.catalogue
+        provider = cat.providers.get(key.provider)
+        if provider is not None or not cat.ab_config_keys:
+            return provider, None
+        stem, sep, side = key.provider.rpartition("-")
+        if not sep or side not in ("base", "pr") or stem not in cat.providers:
+            return None, None
+        try:
+            config = js_json_parse(key.config)
+        except JSParseError:
+            return None, None
+        commit = config.get(f"{side}_sha") if isinstance(config, dict) else None
+        if f"{side}_sha" not in cat.ab_config_keys or not isinstance(commit, str) or not re.fullmatch(r"[0-9a-f]{7,40}", commit):
+            return None, None
+        return cat.providers[stem], (key.provider, commit)
+
+    def _template(self, kernel, provider, ab, mode, gpu, hardware, binding, operation_digest, memory) -> RunTemplate:
         project = self._project.get(provider.project)
         if project is None:
             project = self._project[provider.project] = self._add(software_project(self.catalogue, provider.project))
-        impl_key = (kernel.kernel, provider.name)
+        provider_name = ab[0] if ab else provider.name
+        impl_key = (kernel.kernel, provider_name, ab[1] if ab else None)
         impl = self._implementation.get(impl_key)
         if impl is None:
-            impl = self._implementation[impl_key] = self._add(implementation_revision(kernel, provider, operation_digest))
+            impl = self._implementation[impl_key] = self._add(implementation_revision(kernel, provider, operation_digest, ab))
         case_key = (kernel.kernel, binding.case_key)
         case = self._case.get(case_key)
         if case is None:  # one case per kernel x caseKey: the first row's scalars decide it
             case = self._case[case_key] = self._add(workload_case(kernel, binding, operation_digest))
-        protocol = self._protocol.get(mode)
+        protocol = self._protocol.get((mode, memory))
         if protocol is None:
-            protocol = self._protocol[mode] = self._add(benchmark_protocol(mode))
+            phrases = self.catalogue.mode_phrases
+            made = memory_protocol(mode, phrases) if memory else benchmark_protocol(mode, phrases)
+            protocol = self._protocol[(mode, memory)] = self._add(made)
         environment = self._environment.get(gpu)
         if environment is None:
             environment = self._environment[gpu] = self._add(execution_environment(gpu, hardware, self.measured))
@@ -648,18 +343,21 @@ class Normalizer:
         if self.measured is not None:
             logs = self.measured.logs_by_kernel.get(kernel.kernel)
             logs = {"uri": logs["uri"], "digest": logs["digest"]} if logs else None
-        benchmark = f"{kernel.kernel}/{mode}"
-        external_prefix = f"{benchmark}/{provider.name}/{self._gpu_slug(gpu)}/{binding.case_key}/"
+        benchmark = identity.benchmark(kernel.kernel, mode, memory)
+        external_prefix = identity.external_id_prefix(kernel.kernel, mode, provider_name, self._gpu_slug(gpu), binding.case_key, memory)
         head = '{"environmentDigest":' + _json_text(environment)
         if logs is not None:
             head += ',"evidence":{"logs":' + _json_text(logs) + "}"
         head += ',"implementationDigest":' + _json_text(impl)
-        title = f"{kernel.title} · {provider.name} · {mode}"
-        name_head = _NAME_RUNS.sub("-", f"liger-{kernel.kernel}-{mode}-{provider.name}-{gpu}-{binding.case_key}-".lower()).lstrip("-")
+        title = identity.run_title(kernel.title, provider_name, mode, memory)
+        if memory:
+            tail = ',"source":"liger-kernel-bench"},"status":"passed","workloadDigest":' + _json_text(case) + "}"
+        else:
+            tail = '},"primaryStatistic":"median"},"workloadDigest":' + _json_text(case) + "}"
         self._template_count += 1
         return RunTemplate(
             id=self._template_count,
-            name_head=name_head,
+            name_head=identity.run_name_head(kernel.kernel, mode, provider_name, gpu, binding.case_key, memory),
             title=title,
             title_json=_json_text(title),
             benchmark=benchmark,
@@ -674,54 +372,70 @@ class Normalizer:
             head=head,
             source='","protocolDigest":' + _json_text(protocol) + ',"sourceNative":{"benchmark":' + _json_text(benchmark)
             + ',"externalId":' + _json_text(external_prefix)[:-1],
-            tail='},"primaryStatistic":"median"},"workloadDigest":' + _json_text(case) + "}",
+            tail=tail,
+            metric=PEAK_MEMORY if memory else LATENCY,
         )
 
-    def _run(self, row: int, t: RunTemplate, y50: str, y20: str, y80: str, ts: str, version: str) -> None:
+    def _run(self, row: int, t: RunTemplate, y50: str, y20: str, y80: str, ts: str, version: str) -> str | SkipReason:
+        """Make the row's run (or count why not); returns its fate for the coverage table."""
         report = self.report
         parsed = self._timestamps.get(ts)
         if parsed is None:
             if len(self._timestamps) >= _CACHE_LIMIT:
                 self._timestamps.clear()
-            parsed = self._timestamps[ts] = (parse_timestamp(ts), kebab(ts), _NAME_RUNS.sub("-", ts.lower()))
+            parsed = self._timestamps[ts] = (parse_timestamp(ts), kebab(ts), identity.timestamp_name_part(ts))
         observed_at, ts_slug, ts_name = parsed
         external_id = t.external_prefix + ts_slug
         seen = self._seen_runs
         if external_id in seen:
             report.duplicate_rows += 1
-            return
+            return SkipReason.DUPLICATE
         seen.add(external_id)
-        ms50 = cell_number(y50)
-        if not (ms50 > 0 and ms50 != math.inf):  # NaN fails the comparison too
+        memory = t.metric == PEAK_MEMORY
+        y50_value = cell_number(y50)
+        if not (y50_value > 0 and y50_value != math.inf):  # NaN fails the comparison too
             report.issues.append(Issue(row, f"median y_value_50 {y50!r} is not a finite number > 0"))
-            return
+            return "issue"
         if observed_at is None:
             report.issues.append(Issue(row, f"timestamp {ts!r} is not a UTC instant 'YYYY-MM-DD HH:MM:SS'"))
-            return
-        median = _ns(ms50)
-        if type(median) is not int:
-            report.issues.append(Issue(row, f"median y_value_50 {y50!r} ms is beyond 2^53 - 1 ns"))
-            return
+            return "issue"
+        if memory:
+            median = mib_to_bytes(y50_value)
+            if type(median) is not int and math.isinf(median):
+                report.issues.append(Issue(row, f"median y_value_50 {y50!r} MB overflows a number in bytes"))
+                return "issue"
+        else:
+            median = _ns(y50_value)
+            if type(median) is not int:
+                report.issues.append(Issue(row, f"median y_value_50 {y50!r} ms is beyond 2^53 - 1 ns"))
+                return "issue"
         version_json = self._versions.get(version)
         if version_json is None:
             if len(version) > 200:
                 report.issues.append(Issue(row, "liger_version is longer than 200 characters (label limit)"))
-                return
+                return "issue"
             version_json = self._versions[version] = _json_text(version)
-        ms20, ms80 = cell_number(y20), cell_number(y80)
-        if ms20 - ms20 == 0 and ms80 - ms80 == 0 and (math.isinf(ms20 * 1e6) or math.isinf(ms80 * 1e6)):
-            report.issues.append(Issue(row, f"y_value_20 {y20!r} / y_value_80 {y80!r} ms overflow a number in ns"))
-            return
+        y20_value, y80_value = cell_number(y20), cell_number(y80)
+        scale = 2**20 if memory else 1e6
+        if y20_value - y20_value == 0 and y80_value - y80_value == 0 and (
+            math.isinf(y20_value * scale) or math.isinf(y80_value * scale)
+        ):
+            unit = "MB overflow a number in bytes" if memory else "ms overflow a number in ns"
+            report.issues.append(Issue(row, f"y_value_20 {y20!r} / y_value_80 {y80!r} {unit}"))
+            return "issue"
         report.runs += 1
-        item = (t, ms50, median, ms20, ms80, observed_at, ts_slug, ts_name, external_id, version, version_json)
+        if memory:
+            report.memory_runs += 1
+        item = RunItem(t, y50_value, median, y20_value, y80_value, observed_at, ts_slug, ts_name, external_id, version, version_json)
         if self.builder is not None:
             self.builder.add(item)
-            return
+            return "run"
         record = build_run(item, self.validate, with_line=self.on_run is not None)
         if self.on_run is not None:
             self.on_run(record)
         else:
             self.runs[record.digest] = record.manifest
+        return "run"
 
     # -- results -----------------------------------------------------------------------------------
 

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from kernelindex_pipeline.liger.normalize import RunRecord
+from kernelindex_pipeline.liger.runs import RunRecord
 from kernelindex_pipeline.records.canonical import canonical_bytes
 
 

@@ -24,7 +24,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from kernelindex_pipeline.liger.normalize import InvalidRecord, RunRecord, build_run, schema_validator
+from kernelindex_pipeline.liger.normalize import InvalidRecord, schema_validator
+from kernelindex_pipeline.liger.runs import RunItem, RunRecord, build_run
 
 DEFAULT_BATCH_RUNS = 4000
 
@@ -48,7 +49,7 @@ def _worker_loop(inp: BinaryIO, out: BinaryIO, validate: bool) -> None:
         try:
             result: Any = (
                 "ok",
-                [(r.name, r.digest, r.line) for r in (build_run((templates[item[0]],) + item[1:], check) for item in batch)],
+                [(r.name, r.digest, r.line) for r in (build_run(RunItem(templates[item[0]], *item[1:]), check) for item in batch)],
             )
         except InvalidRecord as exc:
             result = ("invalid", str(exc))
@@ -108,12 +109,12 @@ class ParallelRunBuilder:
         self._batch_templates: dict[int, Any] = {}
         self._external_ids: list[str] = []
 
-    def add(self, item: tuple) -> None:
-        """item = (RunTemplate, ...) as build_run takes it; the template travels to each worker once."""
-        t = item[0]
+    def add(self, item: RunItem) -> None:
+        """A RunItem as build_run takes it; the template travels to each worker once (by id after)."""
+        t = item.template
         self._batch_templates[t.id] = t
         self._batch.append((t.id,) + item[1:])
-        self._external_ids.append(item[8])
+        self._external_ids.append(item.external_id)
         if len(self._batch) >= self.batch_runs:
             self._dispatch()
 

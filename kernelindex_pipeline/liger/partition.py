@@ -17,9 +17,8 @@ import io
 import re
 from dataclasses import dataclass, field
 
-from kernelindex_pipeline.liger.catalogue import default_catalogue
+from kernelindex_pipeline.liger.catalogue import DEFAULT_PROFILE
 from kernelindex_pipeline.liger.csv import Chunk, CsvHeader, CsvReader
-from kernelindex_pipeline.liger.normalize import Normalizer
 from kernelindex_pipeline.liger.release import ReleaseArtifact, read_history_csv
 from kernelindex_pipeline.records.names import kebab
 
@@ -165,24 +164,16 @@ def parse_partition_csv(partition_csv: PartitionCsv) -> ParsedRows:
     return ParsedRows(reader.header, list(reader))
 
 
-def build_records(parsed: ParsedRows, partition_csv: PartitionCsv):
+def build_records(parsed: ParsedRows, partition_csv: PartitionCsv, profile: str = DEFAULT_PROFILE):
     """The partition's ImportResult: every row of `parsed` normalized, every manifest validated."""
-    from kernelindex_pipeline.liger import ImportResult, schema_validator
+    from kernelindex_pipeline.liger import import_chunks
     from kernelindex_pipeline.liger.release import SourceSnapshot
 
-    normalizer = Normalizer(
-        default_catalogue(),
-        gpu=partition_csv.gpu,
-        liger_version=partition_csv.liger_version,
-        measured=partition_csv.measured,
-        validate=schema_validator(),
-    )
-    normalizer.report.drift_warnings.extend(parsed.drift_warnings)
-    for chunk in parsed.chunks:
-        normalizer.add_chunk(chunk)
-    normalizer.finish()
     snapshot_fields = {k: partition_csv.snapshot.get(k) for k in ("locator", "resolvedVersion", "sha256", "sizeBytes", "fetchedAt")}
-    return ImportResult.of(normalizer, SourceSnapshot(**snapshot_fields))
+    return import_chunks(
+        parsed.chunks, parsed.drift_warnings, SourceSnapshot(**snapshot_fields), gpu=partition_csv.gpu,
+        liger_version=partition_csv.liger_version, measured=partition_csv.measured, profile=profile,
+    )
 
 
 def skip_totals(report: dict) -> dict[str, int]:

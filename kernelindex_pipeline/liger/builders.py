@@ -1,0 +1,293 @@
+"""Readable builders: a row's config bound by a catalogue rule, and the shared objects it makes.
+
+`bind` finds the first rule of a kernel that understands a row (x_name, x_value, config JSON) and
+returns its Binding (axes, dtype, scalars, case key); the functions below turn catalogue facts and a
+binding into the six shared kinds (OperationSpec, WorkloadCase, SoftwareProject, ImplementationRevision,
+BenchmarkProtocol, ExecutionEnvironment) exactly as RECORDS.md section 4 says. BenchmarkRuns are
+built by the fast path in `liger/runs.py`; `liger/normalize.py` decides which row makes what.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from kernelindex_pipeline.liger import identity
+from kernelindex_pipeline.liger.catalogue import (
+    DTYPE_TOKENS,
+    REFERENCE_MODE_PHRASES,
+    Catalogue,
+    ExpressionUndefined,
+    Kernel,
+    Provider,
+    Rule,
+)
+from kernelindex_pipeline.liger.jsnumber import (
+    MAX_SAFE_INTEGER,
+    JSParseError,
+    is_positive_integer,
+    js_json_parse,
+    js_number,
+    whole,
+)
+from kernelindex_pipeline.records.canonical import API_VERSION, digest_of
+
+LIGER_REPOSITORY = "https://github.com/linkedin/Liger-Kernel"
+_FAST_NUMBER_EDGE = frozenset("0123456789.")
+
+
+@dataclass(frozen=True)
+class MeasuredContext:
+    """Facts about rows the pipeline measured itself (not the upstream history).
+
+    `software` / `settings` go into ExecutionEnvironment.spec (so the environment, and every run on it,
+    gets a digest of its own; its name carries a short digest suffix), and `logs_by_kernel[kernel]`
+    (`{"uri", "digest"}`) becomes BenchmarkRun.spec.evidence.logs for that CSV kernel_name.
+    `raw_samples[liger.samples.row_key(...)]` is the samples entry of that row's do_bench call; its run
+    goes through liger.samples.with_raw_samples (timing statistics, rawSamples artifact).
+    """
+
+    software: dict[str, Any]
+    settings: dict[str, Any] | None = None
+    logs_by_kernel: dict[str, dict[str, str]] = field(default_factory=dict)
+    raw_samples: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Binding:
+    """A row's config understood by one rule of its kernel."""
+
+    axes: tuple[tuple[str, int], ...]  # rule order
+    values: dict[str, int]  # axes and derived axes, for shapes
+    dtype: str
+    scalars: tuple[tuple[str, int | float], ...]
+    case_key: str
+
+
+class RowProblem(Exception):
+    """The row's values cannot make schema-valid records (an issue, not a skip)."""
+
+
+def cell_number(text: str) -> float:
+    """`Number(text)`, with a fast path for plain decimal text (where Python's float() agrees)."""
+    if text and text[0] in _FAST_NUMBER_EDGE and text[-1] in _FAST_NUMBER_EDGE and text.isascii() and "_" not in text:
+        try:
+            return float(text)
+        except ValueError:
+            pass
+    return js_number(text)
+
+
+def bind(kernel: Kernel, x_name: str, x_value: str, config_text: str) -> Binding | None:
+    """The first rule of `kernel` that understands the row, or None (unknown config).
+
+    Raises RowProblem when a rule matches but its values cannot be valid records (beyond 2**53,
+    non-finite scalars, a derived division by zero).
+    """
+    x = cell_number(x_value)
+    if not is_positive_integer(x):
+        return None
+    x = whole(x)
+    try:
+        config = js_json_parse(config_text)
+    except JSParseError:
+        return None
+    if config is None:
+        return None  # a literal `null` config: the reference's binder throws; the catalogue calls it unknown
+    if not isinstance(config, dict):
+        config = {}  # a config that is not an object has no keys, so no rule can match
+    for rule in kernel.rules:
+        if not rule.accepts_x_name(x_name):
+            continue
+        if not all(check.passes(config) for check in rule.checks):
+            continue
+        binding = _apply_rule(kernel, rule, x, config)
+        if binding is not None:
+            return binding
+    return None
+
+
+def _apply_rule(kernel: Kernel, rule: Rule, x: int | float, config: dict[str, Any]) -> Binding | None:
+    env: dict[str, Any] = {"x": x}
+    for key in rule.int_keys:
+        env[key] = whole(config[key])
+    try:
+        axes = [(name, whole(expr.evaluate(env))) for name, expr in rule.axes]
+        where_env = dict(axes)
+        where_env["x"] = x
+        if not all(cond.holds(where_env) for cond in rule.where):
+            return None
+    except ExpressionUndefined:
+        return None
+    for name, value in axes:
+        if type(value) is not int or not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
+            raise RowProblem(f"axis {name} = {value!r} is not an integer within 2^53 - 1")
+    values = dict(axes)
+    for name, expr in kernel.derived:
+        try:
+            value = expr.evaluate(values)
+        except ExpressionUndefined as exc:
+            raise RowProblem(f"derived axis {name}: {exc}") from None
+        values[name] = value
+    for tensor in kernel.inputs:
+        for dim in tensor.shape:
+            v = dim if isinstance(dim, int) else values[dim]
+            if type(v) is not int or not 0 <= v <= MAX_SAFE_INTEGER:
+                raise RowProblem(f"tensor {tensor.name} dimension {dim} = {v!r} is not an integer in 0..2^53 - 1")
+    dtype = rule.dtype_fixed or DTYPE_TOKENS[config[rule.dtype_key]]
+    scalars = []
+    for name, source in rule.scalars:
+        value = whole(config[source]) if isinstance(source, str) else source
+        if not math.isfinite(value):
+            raise RowProblem(f"scalar {name} = {value!r} is not a finite number")
+        scalars.append((name, value))
+    case_key = identity.case_key(axes, dtype)
+    if len(identity.case_title(kernel.title, tuple(axes), dtype)) > 200:
+        raise RowProblem("the workload case title would exceed 200 characters (axis values too long)")
+    return Binding(tuple(axes), values, dtype, tuple(scalars), case_key)
+
+
+# --------------------------------------------------------------------------------- shared objects
+
+
+# --------------------------------------------------------------------------------- shared objects
+
+
+def _manifest(kind: str, metadata: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": API_VERSION, "kind": kind, "metadata": metadata, "spec": spec}
+
+
+def operation_spec(kernel: Kernel) -> dict[str, Any]:
+    derived_names = {name for name, _ in kernel.derived}
+    axes: dict[str, Any] = {}
+    for tensor in kernel.inputs + kernel.outputs:
+        for dim in tensor.shape:
+            if isinstance(dim, str) and dim not in derived_names and dim not in axes:
+                axes[dim] = {"role": "variable", "type": "integer"}
+    for name, expr in kernel.derived:
+        axes[name] = {"role": "derived", "type": "integer", "expression": expr.text}
+
+    def tensors(items):
+        return [{"name": t.name, "tensor": {"shape": list(t.shape), "dtype": t.dtype}} for t in items]
+
+    spec = {
+        "family": kernel.family,
+        "axes": axes,
+        "inputs": tensors(kernel.inputs),
+        "outputs": tensors(kernel.outputs),
+        "semantics": {"mutation": "none", "determinism": "unspecified"},
+    }
+    return _manifest("OperationSpec", {"name": kernel.slug, "title": kernel.title}, spec)
+
+
+def workload_case(kernel: Kernel, binding: Binding, operation_digest: str) -> dict[str, Any]:
+    tensors = {}
+    for tensor in kernel.inputs:
+        tensors[tensor.name] = {
+            "shape": [dim if isinstance(dim, int) else binding.values[dim] for dim in tensor.shape],
+            "dtype": binding.dtype if tensor.dtype == "float" else tensor.dtype,
+        }
+    spec: dict[str, Any] = {"operationSpecDigest": operation_digest, "axes": dict(binding.axes), "tensors": tensors}
+    if binding.scalars:
+        spec["scalars"] = {name: {"dtype": "fp32", "value": value} for name, value in binding.scalars}
+    spec["correctness"] = {"comparator": "not_asserted"}
+    title = identity.case_title(kernel.title, binding.axes, binding.dtype)
+    return _manifest("WorkloadCase", {"name": identity.case_name(kernel.slug, binding.case_key), "title": title}, spec)
+
+
+def software_project(catalogue: Catalogue, slug: str) -> dict[str, Any]:
+    p = catalogue.projects[slug]
+    spec = {"name": p.name, "kind": p.kind, "repository": p.repository, "host": {"kind": p.host_kind, "id": p.host_id}}
+    return _manifest("SoftwareProject", {"name": slug}, spec)
+
+
+def implementation_revision(
+    kernel: Kernel, provider: Provider, operation_digest: str, ab: tuple[str, str] | None = None
+) -> dict[str, Any]:
+    """`ab`: (row provider name, commit) of an A/B comparison row (full profile): an implementation of
+    its own, named and labelled for that commit, so it never joins a release's series."""
+    metadata: dict[str, Any] = {
+        "name": identity.implementation_name(kernel.kernel, ab[0] if ab else provider.name, ab[1] if ab else None),
+        "title": identity.implementation_title(kernel.title, provider.title + (f" @ {ab[1]}" if ab else "")),
+    }
+    labels = {"role": "baseline"} if provider.baseline else {}
+    if ab:
+        labels["ab_revision"] = ab[1]
+    if labels:
+        metadata["labels"] = labels
+    metadata["sourceRefs"] = [{"url": LIGER_REPOSITORY}]
+    spec: dict[str, Any] = {
+        # An A/B row's revision is the commit it measured; Liger writes short commits, and the schema's
+        # `commit` takes 40 hex digits, so it is the revision's version (and a label).
+        "projectRevision": {"repository": LIGER_REPOSITORY, "version": ab[1]} if ab else {},
+        "operation": {"specDigest": operation_digest},
+        "callable": {"language": provider.language},
+        "support": {"hardwareArchitectures": [], "dtypes": []},
+    }
+    if provider.pip:
+        spec["buildVariants"] = [{"name": "pip", "install": {"kind": "pip", "package": provider.pip}}]
+    licensing = {"declared": provider.license_declared}
+    if provider.license_concluded:
+        licensing["concluded"] = provider.license_concluded
+    spec["licensing"] = licensing
+    return _manifest("ImplementationRevision", metadata, spec)
+
+
+def benchmark_protocol(mode: str, phrases: dict[str, str] | None = None) -> dict[str, Any]:
+    """The speed protocol of one timed pass (`phrases`: the catalogue's mode phrases)."""
+    phrase = (phrases or REFERENCE_MODE_PHRASES)[mode]
+    notes = (
+        f"Timed: {phrase}, via triton.testing.do_bench with quantiles 0.5/0.2/0.8 "
+        "(median with p20/p80 spread). The upstream CSV records no CUDA, driver, or torch version; "
+        "the Liger release rides each run's labels. Comparable only within one kernel, workload, "
+        "timed pass, and GPU."
+    )
+    spec = {
+        "harness": {"name": "Liger-Kernel benchmark scripts", "repository": LIGER_REPOSITORY},
+        "measurement": {"timer": "cuda_events", "primaryStatistic": "median"},
+        "comparability": {"family": "liger_kernel_bench", "notes": notes},
+    }
+    return _manifest(
+        "BenchmarkProtocol",
+        {"name": identity.protocol_name(mode), "title": identity.protocol_title(mode)},
+        spec,
+    )
+
+
+def memory_protocol(mode: str, phrases: dict[str, str]) -> dict[str, Any]:
+    """The peak-memory protocol of one pass (full profile): what utils._test_memory measures."""
+    notes = (
+        f"Measured: peak GPU memory of {phrases[mode]}, as torch.cuda.max_memory_allocated() after "
+        "torch.cuda.reset_peak_memory_stats(), over 10 repetitions (quantiles 0.5/0.2/0.8). Liger writes "
+        "it in MB = bytes / 2**20 (MiB); the run's peak_memory is in bytes, converted exactly. "
+        "Comparable only within one kernel, workload, pass, and GPU."
+    )
+    spec = {
+        "harness": {"name": "Liger-Kernel benchmark scripts", "repository": LIGER_REPOSITORY},
+        "measurement": {"timer": "torch_cuda_max_memory_allocated", "primaryStatistic": "median"},
+        "comparability": {"family": "liger_kernel_bench_memory", "notes": notes},
+    }
+    return _manifest(
+        "BenchmarkProtocol",
+        {"name": identity.protocol_name(mode, memory=True), "title": identity.protocol_title(mode, memory=True)},
+        spec,
+    )
+
+
+def execution_environment(gpu_name: str, hardware: dict[str, str], measured: MeasuredContext | None) -> dict[str, Any]:
+    hw = {"vendor": hardware["vendor"], "product": hardware["product"], "architecture": hardware["architecture"]}
+    if hardware.get("formFactor"):
+        hw["formFactor"] = hardware["formFactor"]
+    spec: dict[str, Any] = {"hardware": hw, "software": dict(measured.software) if measured else {}}
+    if measured and measured.settings is not None:
+        spec["settings"] = dict(measured.settings)
+    name = identity.environment_name(gpu_name)
+    manifest = _manifest("ExecutionEnvironment", {"name": name, "title": identity.environment_title(gpu_name)}, spec)
+    if measured:
+        # Our own runs know their software: a different environment from the upstream history's,
+        # so it gets a name of its own (the digest tells two measured hosts apart).
+        suffix = digest_of(manifest)[len("sha256:"):][:12]
+        manifest["metadata"]["name"] = f"{name[:100 - 13]}-{suffix}"
+    return manifest
+

@@ -1,0 +1,193 @@
+"""Liger identities: every text format the normalizer writes, built AND parsed here, nowhere else.
+
+Formats (RECORDS.md section 4 for speed runs; the memory run contract of this project for peak memory):
+
+  case key      `<axis><value>-...-<dtype>`, axes sorted by name: `hidden4096-rows2048-bf16`
+  benchmark     `<kernel>/<mode>` (speed), `<kernel>/<mode>/memory` (peak memory)
+  externalId    `<benchmark>/<provider>/<gpu slug>/<case key>/<timestamp slug>`
+  run name      kebab of `liger-<kernel>-<mode>[-memory]-<provider>-<gpu>-<case key>-<timestamp>`, cut at 100
+  run title     `<kernel title> · <provider> · <mode>` (speed), `... · <mode> · peak memory` (memory)
+  case name     kebab of `<operation slug>-<case key>`; case title `<kernel title> · a=1, b=2 · <dtype>`
+  implementation name / title   `liger-bench-<kernel>-<provider>` / `<kernel title> · <provider title>`
+  environment name / title      `liger-bench-<gpu name>` / `Liger benchmark host · <gpu name without NVIDIA>`
+
+Parsers return None for text this module did not write. Run names are lossy (kebab, cut at 100 chars):
+they are built here but never parsed; read a run's identity from its externalId and benchmark.
+Kernel, provider and mode names never contain `/` in Liger's scripts; axis names are letters and
+underscores; axis values are non-negative integers (tensor dimensions).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from kernelindex_pipeline.records.names import kebab
+
+FLOAT_DTYPES = ("bf16", "fp16", "fp32")
+MEMORY_SEGMENT = "memory"  # the benchmark/externalId segment of peak-memory runs
+MEMORY_TITLE = "peak memory"
+TITLE_SEPARATOR = " · "
+_NAME_RUNS = re.compile(r"[^a-z0-9]+")  # kebab's substitution, applied in pieces for run names
+_CASE_PART = re.compile(r"([A-Za-z_]+)([0-9]+)\Z")
+
+
+# ------------------------------------------------------------------------------------ case keys
+
+
+def case_key(axes: tuple[tuple[str, int], ...] | dict[str, int], dtype: str) -> str:
+    items = axes.items() if isinstance(axes, dict) else axes
+    return "-".join(f"{name}{value}" for name, value in sorted(items)) + "-" + dtype
+
+
+def parse_case_key(text: str) -> tuple[dict[str, int], str] | None:
+    """(axes, dtype) of a case key, or None when `text` is not one."""
+    parts = text.split("-") if text else []
+    if len(parts) < 2 or parts[-1] not in FLOAT_DTYPES:
+        return None
+    axes: dict[str, int] = {}
+    for part in parts[:-1]:
+        match = _CASE_PART.match(part)
+        if match is None:
+            return None
+        axes[match.group(1)] = int(match.group(2))
+    return axes, parts[-1]
+
+
+def case_title(kernel_title: str, axes: tuple[tuple[str, int], ...], dtype: str) -> str:
+    return f"{kernel_title}{TITLE_SEPARATOR}{', '.join(f'{a}={v}' for a, v in axes)}{TITLE_SEPARATOR}{dtype}"
+
+
+def case_name(operation_slug: str, key: str) -> str:
+    return kebab(f"{operation_slug}-{key}")
+
+
+# ------------------------------------------------------------------------------------------ runs
+
+
+@dataclass(frozen=True)
+class RunIdentity:
+    """What a run's externalId says: which kernel, pass, metric, provider, GPU, case and timestamp."""
+
+    kernel: str
+    mode: str
+    provider: str
+    gpu_slug: str
+    case_key: str
+    timestamp_slug: str
+    memory: bool = False  # a peak-memory run (else latency)
+
+    @property
+    def benchmark(self) -> str:
+        return benchmark(self.kernel, self.mode, self.memory)
+
+    @property
+    def external_id(self) -> str:
+        return external_id_prefix(self.kernel, self.mode, self.provider, self.gpu_slug, self.case_key, self.memory) + self.timestamp_slug
+
+    @property
+    def metric(self) -> str:
+        return "peak_memory" if self.memory else "latency"
+
+
+def benchmark(kernel: str, mode: str, memory: bool = False) -> str:
+    return f"{kernel}/{mode}/{MEMORY_SEGMENT}" if memory else f"{kernel}/{mode}"
+
+
+def parse_benchmark(text: str) -> tuple[str, str, bool] | None:
+    """(kernel, mode, memory) of a sourceNative.benchmark."""
+    parts = text.split("/") if text else []
+    if len(parts) == 2 and all(parts):
+        return parts[0], parts[1], False
+    if len(parts) == 3 and parts[0] and parts[1] and parts[2] == MEMORY_SEGMENT:
+        return parts[0], parts[1], True
+    return None
+
+
+def external_id_prefix(kernel: str, mode: str, provider: str, gpu_slug: str, key: str, memory: bool = False) -> str:
+    """The externalId up to its timestamp slug (shared by every row of one run template)."""
+    return f"{benchmark(kernel, mode, memory)}/{provider}/{gpu_slug}/{key}/"
+
+
+def parse_external_id(text: str) -> RunIdentity | None:
+    parts = text.split("/") if text else []
+    memory = len(parts) == 7 and parts[2] == MEMORY_SEGMENT
+    if memory:
+        parts = parts[:2] + parts[3:]
+    if len(parts) != 6 or not all(parts[:5]):
+        return None
+    return RunIdentity(*parts, memory=memory)
+
+
+def run_name_head(kernel: str, mode: str, provider: str, gpu_name: str, key: str, memory: bool = False) -> str:
+    """kebab's substitution applied to the run name up to its timestamp (ending in "-")."""
+    metric = f"-{MEMORY_SEGMENT}" if memory else ""
+    return _NAME_RUNS.sub("-", f"liger-{kernel}-{mode}{metric}-{provider}-{gpu_name}-{key}-".lower()).lstrip("-")
+
+
+def timestamp_name_part(timestamp: str) -> str:
+    return _NAME_RUNS.sub("-", timestamp.lower())
+
+
+def run_title(kernel_title: str, provider: str, mode: str, memory: bool = False) -> str:
+    parts = [kernel_title, provider, mode] + ([MEMORY_TITLE] if memory else [])
+    return TITLE_SEPARATOR.join(parts)
+
+
+def parse_run_title(text: str) -> tuple[str, str, str, bool] | None:
+    """(kernel title, provider, mode, memory) of a run title (the kernel title may contain ` · `)."""
+    memory = text.endswith(TITLE_SEPARATOR + MEMORY_TITLE)
+    if memory:
+        text = text[: -len(TITLE_SEPARATOR + MEMORY_TITLE)]
+    parts = text.rsplit(TITLE_SEPARATOR, 2)
+    if len(parts) != 3 or not all(parts):
+        return None
+    return parts[0], parts[1], parts[2], memory
+
+
+# ---------------------------------------------------------------------------- shared objects
+
+
+def implementation_name(kernel: str, provider: str, revision: str | None = None) -> str:
+    """`revision`: the commit of an A/B comparison row (its own implementation, never a release's)."""
+    return kebab(f"liger-bench-{kernel}-{provider}" + (f"-{revision}" if revision else ""))
+
+
+def implementation_title(kernel_title: str, provider_title: str) -> str:
+    return f"{kernel_title}{TITLE_SEPARATOR}{provider_title}"
+
+
+def parse_implementation_title(text: str) -> tuple[str, str] | None:
+    """(kernel title, provider title); the provider title is the last part."""
+    head, sep, tail = text.rpartition(TITLE_SEPARATOR)
+    return (head, tail) if sep and head and tail else None
+
+
+def environment_name(gpu_name: str) -> str:
+    return kebab(f"liger-bench-{gpu_name}")
+
+
+def environment_title(gpu_name: str) -> str:
+    short = gpu_name[len("NVIDIA "):] if gpu_name.startswith("NVIDIA ") else gpu_name
+    return f"Liger benchmark host{TITLE_SEPARATOR}{short}"
+
+
+def protocol_name(mode: str, memory: bool = False) -> str:
+    return f"liger-bench-peak-memory-{mode}" if memory else f"liger-bench-do-bench-{mode}"
+
+
+def parse_protocol_name(text: str) -> tuple[str, bool] | None:
+    """(mode, memory) of a protocol name this module built."""
+    for prefix, memory in (("liger-bench-peak-memory-", True), ("liger-bench-do-bench-", False)):
+        if text.startswith(prefix) and len(text) > len(prefix):
+            return text[len(prefix):], memory
+    return None
+
+
+def protocol_title(mode: str, memory: bool = False) -> str:
+    what = f"{MEMORY_TITLE}{TITLE_SEPARATOR}" if memory else ""
+    return f"Liger benchmark harness{TITLE_SEPARATOR}{what}{mode} pass"
+
+
+def gpu_slug(gpu_name: str) -> str:
+    return kebab(gpu_name)
