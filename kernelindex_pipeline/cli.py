@@ -44,17 +44,32 @@ def _transform_arguments(p: argparse.ArgumentParser) -> None:
 
 def _transform(args: argparse.Namespace) -> int:
     from kernelindex_pipeline.liger import import_csv
+    from kernelindex_pipeline.liger.csv import read_header
     from kernelindex_pipeline.liger.output import SortedRunSpool, write_json, write_records_jsonl
-    from kernelindex_pipeline.liger.release import fetch_release, read_history_csv
+    from kernelindex_pipeline.liger.release import ReleaseError, check_version, fetch_release, read_history_csv
+    from kernelindex_pipeline.records.names import kebab
 
     if (args.csv is None) == (args.liger_release is None):
         raise UsageError("give exactly one input: a CSV path or --liger-release V")
     if args.workers is not None and args.workers < 0:
         raise UsageError("--workers must be 0 or more")
+    if args.liger_release is not None:
+        try:
+            check_version(args.liger_release)
+        except ReleaseError as exc:
+            raise UsageError(f"--liger-release: {exc}") from None
+    if args.gpu is not None and (not args.gpu or kebab(args.gpu) != args.gpu):
+        hint = f" (did you mean {kebab(args.gpu)!r}?)" if kebab(args.gpu) else ""
+        raise UsageError(f"--gpu {args.gpu!r} can never match: it is compared with kebab(gpu_name), e.g. nvidia-h100-80gb-hbm3{hint}")
+    if args.liger_version is not None and (not args.liger_version or args.liger_version != args.liger_version.strip()):
+        raise UsageError(f"--liger-version {args.liger_version!r} can never match: liger_version is compared exactly, e.g. 0.8.5")
     if args.csv is not None:
-        source, snapshot = args.csv, None
+        source, snapshot, label = args.csv, None, str(args.csv)
     else:
         source, snapshot = read_history_csv(fetch_release(args.liger_release, args.cache_dir))
+        label = snapshot.locator
+    if read_header(source) is None:  # a header-only file is a valid input of 0 rows; nothing at all is not
+        raise CommandError(f"{label}: the file is empty (no header, no rows): not a Liger benchmark CSV")
     args.out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".runs-", dir=args.out) as tmp:
         spool = SortedRunSpool(tmp_dir=tmp)
@@ -62,6 +77,10 @@ def _transform(args: argparse.Namespace) -> int:
             source, gpu=args.gpu, liger_version=args.liger_version, snapshot=snapshot, on_run=spool.add,
             workers=args.workers, profile=args.profile,
         )
+        rows = result.report.rows_read
+        if rows and result.report.filtered_out == rows:  # the filters left nothing: say so, write nothing
+            wanted = " and ".join(f"{flag} {value}" for flag, value in (("--gpu", args.gpu), ("--liger-version", args.liger_version)) if value)
+            raise CommandError(f"{label}: none of its {rows} rows has {wanted}; nothing written")
         lines = write_records_jsonl(args.out / "records.jsonl", result.manifests.items(), spool)
     report = result.report.to_dict()
     write_json(args.out / "report.json", {"source": result.snapshot.to_dict() if result.snapshot else None, **report})
@@ -78,17 +97,17 @@ def _validate_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from kernelindex_pipeline.records.io import load_manifests
+    from kernelindex_pipeline.records.io import ManifestFileError, load_manifests
     from kernelindex_pipeline.records.schema import validate_manifest
 
     total = bad = 0
     for path in args.files:
-        if not path.is_file():
-            raise CommandError(f"{path}: no such file")
         try:
-            items = load_manifests(path)
-        except (OSError, ValueError) as exc:  # malformed JSON/YAML names the file and position
-            raise CommandError(f"{path}: {exc}") from None
+            items = load_manifests(path)  # its errors name the file (and the line, document or item)
+        except ManifestFileError as exc:
+            raise CommandError(str(exc)) from None
+        except OSError as exc:
+            raise CommandError(f"{path}: cannot read: {exc.strerror or exc}") from None
         for location, manifest in items:
             total += 1
             problems = validate_manifest(manifest)
@@ -135,22 +154,36 @@ def _import_history_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _checked_partitions(keys: list[str]) -> list[tuple[str, str]]:
+    """(gpu, version) of each `--partition GPU|VERSION`; a UsageError naming every bad one."""
+    from kernelindex_pipeline.liger.partition import PARTITION_VALUE
+
+    partitions, bad = [], []
+    for key in keys:
+        gpu, sep, version = key.partition("|")
+        if sep and PARTITION_VALUE.fullmatch(gpu) and PARTITION_VALUE.fullmatch(version):
+            partitions.append((gpu, version))
+        else:
+            bad.append(key)
+    if bad:
+        raise UsageError(
+            f"--partition {', '.join(map(repr, bad))}: write GPU|VERSION, each of lowercase ASCII letters, digits, "
+            "'.', '_' and '-', e.g. 'nvidia-h100-80gb-hbm3|0.8.0'"
+        )
+    return partitions
+
+
 def _import_history(args: argparse.Namespace) -> int:
     """Every partition of the newest history through Dagster, into the instance under DAGSTER_HOME."""
     import os
     import shutil
 
+    partitions = _checked_partitions(args.partition)  # all of them, before anything is read or created
     home = Path(os.environ.get("DAGSTER_HOME") or Path.cwd() / ".dagster_home").resolve()
     home.mkdir(parents=True, exist_ok=True)
     os.environ["DAGSTER_HOME"] = str(home)
     if not (home / "dagster.yaml").exists():
         shutil.copy(Path(__file__).resolve().parents[1] / "dagster.yaml", home / "dagster.yaml")
-    partitions = []
-    for key in args.partition:
-        gpu, sep, version = key.partition("|")
-        if not sep:
-            raise UsageError(f"--partition {key!r}: write GPU|VERSION, e.g. 'nvidia-h100-80gb-hbm3|0.8.0'")
-        partitions.append((gpu, version))
 
     import warnings
 
@@ -160,11 +193,14 @@ def _import_history(args: argparse.Namespace) -> int:
     # beta/preview in Dagster 1.13; the operator of this command cannot act on those notices.
     warnings.filterwarnings("ignore", category=BetaWarning)
     warnings.filterwarnings("ignore", category=PreviewWarning)
-    from kernelindex_pipeline.defs.history_import import import_history
+    from kernelindex_pipeline.defs.history_import import UnknownPartitions, import_history
 
     print(f"DAGSTER_HOME={home}", file=sys.stderr)
     with DagsterInstance.get() as instance:
-        summary = import_history(instance, partitions=partitions or None, log=lambda line: print(line, file=sys.stderr))
+        try:
+            summary = import_history(instance, partitions=partitions or None, log=lambda line: print(line, file=sys.stderr))
+        except UnknownPartitions as exc:  # checked against the history before any partition runs
+            raise UsageError(str(exc)) from None
     print("\n".join(summary.lines()))
     print(f"open the UI on it: DAGSTER_HOME={home} dagster dev -w workspace.yaml", file=sys.stderr)
     return 1 if summary.failed_partitions else 0
@@ -185,9 +221,9 @@ def _export(args: argparse.Namespace) -> int:
     from kernelindex_pipeline.catalogue.store import CatalogueStore
 
     url = args.catalogue or os.environ.get("KERNELINDEX_CATALOGUE_URL") or None
-    store = CatalogueStore.open(url)
+    store = CatalogueStore.open(url, read_only=True)
     try:
-        jsonl = export_jsonl(store, args.out)
+        jsonl = export_jsonl(store, args.out)  # checks the catalogue's integrity first
         bundle = export_bundle(store, args.out)
     finally:
         store.close()
@@ -229,7 +265,7 @@ def _report(args: argparse.Namespace) -> int:
     else:
         from kernelindex_pipeline.catalogue.store import CatalogueStore
 
-        store = CatalogueStore.open(args.catalogue or os.environ.get("KERNELINDEX_CATALOGUE_URL") or None)
+        store = CatalogueStore.open(args.catalogue or os.environ.get("KERNELINDEX_CATALOGUE_URL") or None, read_only=True)
         try:
             result = build_report(store.manifests(), args.out)
         finally:
@@ -278,6 +314,15 @@ def _expected_errors() -> tuple[type[BaseException], ...]:
     return tuple(errors)
 
 
+def _scrubbed(text: str, args: argparse.Namespace) -> str:
+    """`text` without the secrets of any catalogue URL this command was given: a last line of
+    defence for messages not built by the catalogue module (which redacts its own)."""
+    from kernelindex_pipeline.redaction import scrub, url_secrets
+
+    urls = [getattr(args, "catalogue", None), os.environ.get("KERNELINDEX_CATALOGUE_URL")]
+    return scrub(text, [secret for url in urls if url for secret in url_secrets(url)])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)  # exits 2 on usage errors
@@ -296,6 +341,7 @@ def main(argv: list[str] | None = None) -> int:
             raise
         expected = _expected_errors()
         first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        first_line = _scrubbed(first_line, args)
         if isinstance(exc, expected):
             print(f"{PROG} {args.command}: error: {first_line}", file=sys.stderr)
         else:

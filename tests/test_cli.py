@@ -58,9 +58,13 @@ def test_transform_full_profile_turns_the_memory_row_into_a_run(small_csv, tmp_p
 
 def test_transform_filters(small_csv, tmp_path):
     out = tmp_path / "out"
-    assert main(["transform", str(small_csv), "--gpu", "nvidia-b200", "--out", str(out)]) == 0
+    assert main(["transform", str(small_csv), "--liger-version", "0.5.0", "--gpu", "nvidia-h100-80gb-hbm3", "--out", str(out)]) == 0
     report = json.loads((out / "report.json").read_text())
-    assert report["runs"] == 0 and report["skipped"]["filteredOut"] == 6
+    assert report["runs"] == 3 and report["skipped"]["filteredOut"] == 0
+    (tmp_path / "other.csv").write_bytes(csv_bytes([BASE_ROW, row(gpu_name="NVIDIA B200", kernel_provider="torch")]))
+    assert main(["transform", str(tmp_path / "other.csv"), "--gpu", "nvidia-b200", "--out", str(tmp_path / "o2")]) == 0
+    report = json.loads((tmp_path / "o2" / "report.json").read_text())
+    assert report["runs"] == 1 and report["skipped"]["filteredOut"] == 1
 
 
 def test_transform_sorts_runs_by_name_then_digest(tmp_path):
@@ -109,8 +113,8 @@ def test_usage_errors_exit_2(argv, capsys):
     assert "Traceback" not in capsys.readouterr().err
 
 
-def test_bad_release_version_is_exit_1(tmp_path, capsys):
-    assert main(["transform", "--liger-release", "not a version", "--out", str(tmp_path)]) == 1
+def test_bad_release_version_is_a_usage_error(tmp_path, capsys):
+    assert main(["transform", "--liger-release", "not a version", "--out", str(tmp_path)]) == 2
     assert "not a release version" in capsys.readouterr().err
 
 

@@ -75,7 +75,9 @@ class ExportResult:
 
 def export_jsonl(store: CatalogueStore, out_dir: str | os.PathLike[str], *, generated_at: datetime | None = None) -> ExportResult:
     """Write ``kernelindex-catalogue.jsonl`` (one canonical manifest per line) and its manifest file
-    ``kernelindex-catalogue.jsonl.manifest.json`` into `out_dir` (created if missing)."""
+    ``kernelindex-catalogue.jsonl.manifest.json`` into `out_dir` (created if missing). A damaged
+    catalogue raises CatalogueError first (`CatalogueStore.check_integrity`)."""
+    store.check_integrity()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     counts: Counter[str] = Counter()
@@ -104,7 +106,9 @@ def export_jsonl(store: CatalogueStore, out_dir: str | os.PathLike[str], *, gene
 
 def export_bundle(store: CatalogueStore, out_dir: str | os.PathLike[str]) -> ExportResult:
     """Write ``kernelindex-catalogue.bundle.yaml``: the submission bundle, one YAML document per group
-    (every group present, possibly empty), manifests in KINDS / name / digest order."""
+    (every group present, possibly empty), manifests in KINDS / name / digest order. A damaged
+    catalogue raises CatalogueError first."""
+    store.check_integrity()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     grouped: dict[str, list[dict[str, Any]]] = {group: [] for group in BUNDLE_GROUPS.values()}

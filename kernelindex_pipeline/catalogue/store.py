@@ -22,6 +22,7 @@ import json
 import logging
 import os
 import re
+import sqlite3
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -232,6 +233,7 @@ class CatalogueStore:
         self._url = url
         self.safe_url = redact_url(url)
         self.dialect = engine.dialect.name
+        self._integrity_checked = False
 
     # ---------------------------------------------------------------- opening
 
@@ -242,24 +244,36 @@ class CatalogueStore:
         home: str | os.PathLike[str] | None = None,
         *,
         busy_timeout_s: float = 120.0,
+        read_only: bool = False,
     ) -> CatalogueStore:
         """Open (and create if needed) the catalogue at `url`; None means the embedded SQLite file under
         `home` / $DAGSTER_HOME / ./.dagster_home. `busy_timeout_s` is how long an SQLite writer waits for
-        another process's publication to finish."""
+        another process's publication to finish.
+
+        `read_only`: for readers (export, report). Nothing is created or written: an SQLite file is
+        opened with `mode=ro` (and `immutable=1` when its directory is not writable, as on a read-only
+        filesystem, where no writer can exist and SQLite could not create the WAL index), a PostgreSQL
+        session is read-only. A missing catalogue is an error instead of a new empty one."""
         if url is None or str(url) == "":
             path = default_catalogue_path(home)
             parsed = URL.create("sqlite", database=str(path))
         else:
             parsed = _normalise_url(url)
         safe = redact_url(parsed)
-        if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
+        sqlite_file = parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:")
+        if sqlite_file and read_only and not Path(parsed.database).is_file():
+            raise CatalogueError(f"no catalogue at {safe}: {parsed.database} does not exist")
+        if sqlite_file and not read_only:
             Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
 
         def connect() -> CatalogueStore:
-            engine = _create_engine(parsed, busy_timeout_s)
+            engine = _create_engine(parsed, busy_timeout_s, read_only=read_only)
             try:
                 store = cls(engine, parsed)
-                store._create_schema()
+                if read_only:
+                    store._check_schema()
+                else:
+                    store._create_schema()
             except BaseException:
                 engine.dispose()
                 raise
@@ -268,6 +282,27 @@ class CatalogueStore:
         store = _guarded(parsed, f"cannot open the catalogue at {safe}", connect)
         log.info("catalogue opened: %s", safe)
         return store
+
+    def _check_schema(self) -> None:
+        with self._engine.connect() as conn:
+            missing = set(metadata.tables) - set(inspect(conn).get_table_names())
+        if missing:
+            raise CatalogueError(f"{self.safe_url} is not a KernelIndex catalogue (no table {', '.join(sorted(missing))})")
+
+    def check_integrity(self) -> None:
+        """Raise CatalogueError unless the database is intact (SQLite: `PRAGMA integrity_check`, which
+        reads every page; PostgreSQL guards its own pages). Exports call it first, so a damaged
+        catalogue is never exported as if it were whole."""
+        if self.dialect != "sqlite" or self._integrity_checked:
+            return
+        problems = self._read(lambda conn: [row[0] for row in conn.exec_driver_sql("PRAGMA integrity_check(5)")])
+        if problems != ["ok"]:
+            problems = [p for p in problems if not p.startswith("*** in database")] or problems
+            raise CatalogueError(
+                f"the catalogue {self.safe_url} is damaged (SQLite integrity check: {'; '.join(problems)}); "
+                "restore it from a backup or re-import it"
+            )
+        self._integrity_checked = True
 
     def _create_schema(self) -> None:
         with self._engine.connect() as conn:
@@ -543,7 +578,7 @@ class CatalogueStore:
 # ------------------------------------------------------------------------------------------ helpers
 
 
-def _create_engine(url: URL, busy_timeout_s: float) -> Engine:
+def _create_engine(url: URL, busy_timeout_s: float, *, read_only: bool = False) -> Engine:
     if url.get_backend_name() == "postgresql":
         # Secrets in the query string (libpq accepts `?password=`, `?sslpassword=`) leave the URL the
         # engine keeps, whose repr SQLAlchemy shows with only the password hidden: the password becomes
@@ -556,9 +591,20 @@ def _create_engine(url: URL, busy_timeout_s: float) -> Engine:
         # No server-side prepared statements: a generic plan for "digest IN (500 parameters)" is a
         # sequential scan, hundreds of times slower than the index lookups of a custom plan.
         connect_args["prepare_threshold"] = None
-        return create_engine(url, pool_pre_ping=True, hide_parameters=True, connect_args=connect_args)
+        engine = create_engine(url, pool_pre_ping=True, hide_parameters=True, connect_args=connect_args)
+        return engine.execution_options(postgresql_readonly=True) if read_only else engine
 
-    engine = create_engine(url, connect_args={"timeout": busy_timeout_s}, hide_parameters=True)
+    if read_only and url.database not in (None, "", ":memory:"):
+        path = Path(url.database).resolve()
+        # A read-only filesystem (or directory) cannot hold the -shm file a WAL reader needs; nobody
+        # can be writing there either, so the file is opened as immutable.
+        flag = "mode=ro" if os.access(path.parent, os.W_OK) else "immutable=1"
+        uri = f"{path.as_uri()}?{flag}"
+        engine = create_engine(
+            "sqlite://", creator=lambda: sqlite3.connect(uri, uri=True, timeout=busy_timeout_s), hide_parameters=True
+        )
+    else:
+        engine = create_engine(url, connect_args={"timeout": busy_timeout_s}, hide_parameters=True)
 
     @event.listens_for(engine, "connect")
     def _configure_sqlite(dbapi_connection, _record):  # noqa: ANN001 - DBAPI objects
@@ -568,8 +614,9 @@ def _create_engine(url: URL, busy_timeout_s: float) -> Engine:
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
         cursor.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
-        cursor.execute("PRAGMA journal_mode = WAL")  # readers never block the writer, and vice versa
-        cursor.execute("PRAGMA synchronous = FULL")  # a committed publication survives power loss
+        if not read_only:  # setting the journal mode is a write
+            cursor.execute("PRAGMA journal_mode = WAL")  # readers never block the writer, and vice versa
+            cursor.execute("PRAGMA synchronous = FULL")  # a committed publication survives power loss
         cursor.execute("PRAGMA foreign_keys = ON")
         cursor.close()
 

@@ -20,6 +20,10 @@ from kernelindex_pipeline.liger.partition import slice_history
 from kernelindex_pipeline.liger.release import read_history_csv
 
 
+class UnknownPartitions(ValueError):
+    """Partitions asked for that the history does not have; raised before any of them runs."""
+
+
 @dataclass
 class HistoryImportSummary:
     history_release: str = ""
@@ -77,6 +81,13 @@ def import_history(
     version = releases.history_version()
     data, _snapshot = read_history_csv(releases.fetch(version))
     slices = register_history_partitions(instance, data)
+    unknown = [f"{gpu}|{v}" for gpu, v in partitions or [] if (gpu, v) not in slices.partitions]
+    if unknown:
+        known = sorted(f"{gpu}|{v}" for gpu, v in slices.partitions)
+        raise UnknownPartitions(
+            f"--partition {', '.join(map(repr, unknown))}: not in the history of liger-kernel {version} "
+            f"({len(known)} partitions, e.g. {', '.join(known[:3])})"
+        )
     wanted = partitions or list(slices.partitions)
     job = defs.resolve_job_def("history_import_job")
     summary = HistoryImportSummary(history_release=version, catalogue_url=catalogue.safe_url)

@@ -120,13 +120,20 @@ def _text_stream(source: CsvSource) -> io.TextIOBase:
     return io.TextIOWrapper(binary, encoding="utf-8-sig", errors="surrogateescape", newline="")
 
 
-def _bounded_header(source: CsvSource) -> None:
-    """Refuse a header wider than MAX_COLUMNS or longer than MAX_HEADER_BYTES, reading no more than that."""
+def read_header(source: CsvSource) -> list[str] | None:
+    """The header record as the standard library reads it (None for a file with nothing but blank
+    lines or nothing at all), reading at most MAX_HEADER_BYTES; CsvFormatError for a header wider
+    than MAX_COLUMNS or longer than MAX_HEADER_BYTES."""
     if isinstance(source, (bytes, bytearray)):
         prefix = bytes(source[:MAX_HEADER_BYTES])
         whole = len(source) <= MAX_HEADER_BYTES
     else:
-        with open(source, "rb") as f:
+        path = Path(source)
+        if path.is_dir():
+            raise CsvFormatError(f"{path}: is a directory, not a CSV file")
+        if not path.is_file():
+            raise CsvFormatError(f"{path}: no such file")
+        with open(path, "rb") as f:
             prefix = f.read(MAX_HEADER_BYTES + 1)
         whole = len(prefix) <= MAX_HEADER_BYTES
         prefix = prefix[:MAX_HEADER_BYTES]
@@ -135,7 +142,7 @@ def _bounded_header(source: CsvSource) -> None:
         header = next((r for r in reader if r and not (len(r) == 1 and not r[0].strip())), None)
         complete = whole or next(reader, None) is not None
     except stdlib_csv.Error:
-        return  # the readers below report it
+        return []  # the readers report it
     if header is not None and len(header) > MAX_COLUMNS:
         raise CsvFormatError(
             f"the header has {len(header)}{'' if complete else '+'} columns; at most {MAX_COLUMNS} are read "
@@ -143,6 +150,7 @@ def _bounded_header(source: CsvSource) -> None:
         )
     if header is not None and not complete:
         raise CsvFormatError(f"the header line is longer than {MAX_HEADER_BYTES // 1024} KiB; is this a benchmark CSV?")
+    return header
 
 
 def _check_header(columns: list[str]) -> CsvHeader:
@@ -157,16 +165,23 @@ def _check_header(columns: list[str]) -> CsvHeader:
 
 
 class CsvReader:
-    """Iterate a benchmark CSV as chunks. `header` is known after construction (None for an empty file)."""
+    """Iterate a benchmark CSV as chunks. `header` is known after construction (None for an empty file).
+    Every CsvFormatError about a file given by path starts with its path."""
 
     def __init__(self, source: CsvSource, chunk_rows: int = DEFAULT_CHUNK_ROWS):
-        if not isinstance(source, (bytes, bytearray)):
-            path = Path(source)
-            if path.is_dir():
-                raise CsvFormatError(f"{path}: is a directory, not a CSV file")
-            if not path.is_file():
-                raise CsvFormatError(f"{path}: no such file")
-        _bounded_header(source)
+        self.label = None if isinstance(source, (bytes, bytearray)) else str(source)
+        try:
+            self._open(source, chunk_rows)
+        except CsvFormatError as exc:
+            raise self._labelled(exc) from None
+
+    def _labelled(self, exc: CsvFormatError) -> CsvFormatError:
+        if self.label is None or str(exc).startswith(f"{self.label}: "):
+            return exc
+        return CsvFormatError(f"{self.label}: {exc}")
+
+    def _open(self, source: CsvSource, chunk_rows: int) -> None:
+        read_header(source)  # first: it names a missing file or a directory, and bounds the header
         self.source = source
         self.chunk_rows = chunk_rows
         self.valid_utf8 = _is_utf8(source)
@@ -195,6 +210,12 @@ class CsvReader:
         return None
 
     def __iter__(self) -> Iterator[Chunk]:
+        try:
+            yield from self._chunks()
+        except CsvFormatError as exc:
+            raise self._labelled(exc) from None
+
+    def _chunks(self) -> Iterator[Chunk]:
         if self.header is None:
             return
         index = [self.header.columns.index(c) for c in UPSTREAM_COLUMNS]

@@ -96,7 +96,7 @@ def _sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
-def _check_version(version: str) -> str:
+def check_version(version: str) -> str:
     try:
         Version(version)
     except InvalidVersion:
@@ -106,7 +106,7 @@ def _check_version(version: str) -> str:
 
 def fetch_release(version: str, cache_dir: Path | str | None = None) -> ReleaseArtifact:
     """The `liger-kernel==version` sdist, from the cache when its bytes still match, else from the index."""
-    _check_version(version)
+    check_version(version)
     root = Path(cache_dir) if cache_dir else default_cache_dir()
     base = root / PACKAGE
     index_file = base / "versions" / f"{version}.json"
@@ -123,6 +123,16 @@ def fetch_release(version: str, cache_dir: Path | str | None = None) -> ReleaseA
     return _download(version, base, index_file)
 
 
+def _pip_error(proc: subprocess.CompletedProcess) -> str:
+    """pip's last `ERROR:` line (else its last line), cut to 200 characters: one sentence, not pip's
+    whole -vv stderr."""
+    lines = [line.strip() for line in (proc.stderr or proc.stdout or "").splitlines() if line.strip()]
+    errors = [line for line in lines if line.startswith("ERROR:")]
+    last = (errors or lines or [f"exit {proc.returncode}"])[-1]
+    last = last.removeprefix("ERROR:").strip().rstrip(".")
+    return last if len(last) <= 200 else last[:197] + "..."
+
+
 def _download(version: str, base: Path, index_file: Path) -> ReleaseArtifact:
     base.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="liger-sdist-", dir=base) as tmp:
@@ -136,11 +146,9 @@ def _download(version: str, base: Path, index_file: Path) -> ReleaseArtifact:
             raise ReleaseError(f"pip download of {PACKAGE}=={version} failed: {exc}") from None
         files = [p for p in Path(tmp).iterdir() if p.name.endswith((".tar.gz", ".zip"))]
         if proc.returncode != 0 or len(files) != 1:
-            tail = " ".join((proc.stderr or proc.stdout or "").strip().splitlines()[-3:])
             raise ReleaseError(
-                f"pip could not download the {PACKAGE}=={version} sdist (exit {proc.returncode}): {tail} "
-                "-- check the version exists (kernelindex-pipeline uses `pip index versions liger-kernel`) "
-                "and that the package index is reachable"
+                f"pip could not download the {PACKAGE}=={version} sdist ({_pip_error(proc)}); check that the "
+                f"version exists (`pip index versions {PACKAGE}`) and that the package index is reachable"
             )
         tmp_file = files[0]
         sha = _sha256_file(tmp_file)
