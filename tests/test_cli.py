@@ -58,9 +58,11 @@ def test_transform_full_profile_turns_the_memory_row_into_a_run(small_csv, tmp_p
 
 def test_transform_filters(small_csv, tmp_path):
     out = tmp_path / "out"
+    assert main(["transform", str(small_csv), "--out", str(tmp_path / "all")]) == 0
+    unfiltered = json.loads((tmp_path / "all" / "report.json").read_text())
     assert main(["transform", str(small_csv), "--liger-version", "0.5.0", "--gpu", "nvidia-h100-80gb-hbm3", "--out", str(out)]) == 0
     report = json.loads((out / "report.json").read_text())
-    assert report["runs"] == 3 and report["skipped"]["filteredOut"] == 0
+    assert report["runs"] == unfiltered["runs"] > 0 and report["skipped"]["filteredOut"] == 0
     (tmp_path / "other.csv").write_bytes(csv_bytes([BASE_ROW, row(gpu_name="NVIDIA B200", kernel_provider="torch")]))
     assert main(["transform", str(tmp_path / "other.csv"), "--gpu", "nvidia-b200", "--out", str(tmp_path / "o2")]) == 0
     report = json.loads((tmp_path / "o2" / "report.json").read_text())
