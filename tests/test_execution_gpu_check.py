@@ -45,8 +45,9 @@ def test_gpu_check_offline_through_its_bootstrap(site):
     assert completed.returncode == 0, completed.stderr[-3000:]
     assert completed.stdout.startswith("GPU check PASSED: nvidia-h200 x liger 0.0.1")
     assert "benchmark_rms_norm.py: ok, 24 rows" in completed.stdout
-    # 54 records of the speed rows, and (full profile) 6 peak-memory runs with their protocol
-    assert "catalogue (temporary SQLite): 61 new, 0 already present" in completed.stdout
+    # 54 records of the speed rows, (full profile) 6 peak-memory runs with their protocol, and the
+    # sentinel's 11 (2 operations, 2 cases, 2 implementations, 1 protocol, 4 runs)
+    assert "catalogue (temporary SQLite): 72 new, 0 already present" in completed.stdout
     # It ran from the bootstrap venv, the scripts from their own cached environment.
     assert (site["root"] / "bootstrap" / "bin" / "python").exists()
 
@@ -55,7 +56,7 @@ def test_gpu_check_offline_through_its_bootstrap(site):
     ]
     summary = json.loads((evidence / "summary.json").read_text())
     assert summary["passed"] is True
-    assert (summary["rows"], summary["runs"], summary["records"]) == (36, 36, 61)
+    assert (summary["rows"], summary["runs"], summary["records"]) == (36, 40, 72)
     assert summary["records_by_kind"]["ExecutionEnvironment"] == 1
     # The H200 is in the hardware table (the project's own extension), so no probe facts were needed.
     assert summary["catalogue_note"] is None

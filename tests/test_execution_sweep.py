@@ -70,6 +70,10 @@ def sweep(site):
     return {"result": result, "events": events, "before": before, "after": after}
 
 
+def liger_runs(imported):
+    return [r for r in imported.runs() if r["spec"]["sourceNative"]["source"] == "liger-kernel-bench"]
+
+
 def read_csv(path):
     with open(path, newline="") as handle:
         return list(csv.DictReader(handle))
@@ -175,7 +179,7 @@ def test_measured_rows_become_valid_records(sweep):
 
     result = sweep["result"]
     imported = import_csv(result.csv_path, gpu=H100, liger_version=VERSION, measured=MeasuredContext(**result.measured_context()))
-    runs = imported.runs()
+    runs = liger_runs(imported)
     # rms_norm: 2 providers x 3 modes x 3 sizes; tiled: 2 kernels x 2 providers x 3 lengths; and (full
     # profile) rms_norm's memory rows: 2 providers x 3 sizes of the full pass.
     assert len(runs) == 18 + 12 + 6
@@ -183,7 +187,7 @@ def test_measured_rows_become_valid_records(sweep):
     for manifest in imported.manifests.values():
         assert validate_manifest(manifest) == []
     environments = [m for m in imported.manifests.values() if m["kind"] == "ExecutionEnvironment"]
-    assert len(environments) == 1
+    assert len(environments) == 1  # the sentinel's runs share it
     assert environments[0]["spec"]["software"] == result.software
     assert environments[0]["spec"]["settings"] == result.settings
     logs = {run["spec"]["evidence"]["logs"]["uri"] for run in runs}
@@ -252,8 +256,8 @@ def test_measured_speed_runs_carry_their_raw_samples(sweep):
     assert outcomes["benchmark_layer_norm.py"].samples["calls"] == 0
 
     imported = import_csv(result.csv_path, gpu=H100, liger_version=VERSION, measured=MeasuredContext(**result.measured_context()))
-    runs = [run for run in imported.runs() if "timing" in run["spec"]]  # speed runs (memory runs have no samples)
-    assert len(runs) == 30 and len(imported.runs()) == 36
+    runs = [run for run in liger_runs(imported) if "timing" in run["spec"]]  # memory runs have no samples
+    assert len(runs) == 30 and len(liger_runs(imported)) == 36
     artifacts = set()
     for run in runs:
         assert validate_manifest(run) == []
@@ -273,3 +277,44 @@ def test_measured_speed_runs_carry_their_raw_samples(sweep):
         assert run["metadata"]["title"].endswith(f" · {case['kernel_provider']} · {case['kernel_operation_mode']}")
         artifacts.add(path)
     assert len(artifacts) == 30  # one call per run
+
+
+def test_the_sentinel_brackets_the_sweep_and_is_published(sweep):
+    import json
+
+    from kernelindex_pipeline.execution.sentinel import PLAN
+    from kernelindex_pipeline.liger import import_csv
+    from kernelindex_pipeline.liger.normalize import MeasuredContext
+    from kernelindex_pipeline.liger.samples import latency_statistics
+    from kernelindex_pipeline.records.schema import validate_manifest
+
+    result = sweep["result"]
+    names = [o["name"] for o in PLAN["operations"]]
+    assert [(m["position"], m["operation"], m["status"]) for m in result.sentinel] == [
+        (position, name, "ok") for position in ("start", "end") for name in names
+    ]
+    assert [line.split(":")[0] for line in result.summary_lines() if line.startswith("sentinel ")] == [f"sentinel {n}" for n in names]
+
+    imported = import_csv(result.csv_path, gpu=H100, liger_version=VERSION, measured=MeasuredContext(**result.measured_context()))
+    sentinel_runs = [r for r in imported.runs() if r["spec"]["sourceNative"]["source"] == "kernelindex-sentinel"]
+    assert sorted((r["metadata"]["labels"]["sentinel"], r["spec"]["sourceNative"]["benchmark"]) for r in sentinel_runs) == sorted(
+        (position, f"sentinel_{name}/{position}") for position in ("start", "end") for name in names
+    )
+    assert imported.report.sentinel_runs == 4 and imported.report.sentinel_problems == []
+    by_digest = imported.manifests
+    (liger_environment,) = {r["spec"]["environmentDigest"] for r in liger_runs(imported)}
+    operations = set()
+    for run in sentinel_runs:
+        assert validate_manifest(run) == []
+        assert run["spec"]["environmentDigest"] == liger_environment  # the same host, the same software
+        assert run["metadata"]["labels"]["liger_version"] == VERSION
+        case = by_digest[run["spec"]["workloadDigest"]]
+        operations.add(case["spec"]["operationSpecDigest"])
+        artifact = json.loads(Path(run["spec"]["timing"]["rawSamples"]["uri"].removeprefix("file://")).read_bytes())
+        assert artifact["case"] == {"sentinel": run["spec"]["sourceNative"]["benchmark"].split("/")[0].removeprefix("sentinel_")}
+        statistics = latency_statistics(artifact["samples"])
+        assert {k: run["spec"]["timing"]["latencyNs"][k] for k in statistics["latencyNs"]} == statistics["latencyNs"]
+    assert {by_digest[d]["metadata"]["name"] for d in operations} == {f"kernelindex-sentinel-{n.replace('_', '-')}" for n in names}
+    # The import report counts the sentinel's records with the rest.
+    for kind in ("OperationSpec", "WorkloadCase", "BenchmarkRun"):
+        assert imported.report.records[kind] == sum(1 for m in by_digest.values() if m["kind"] == kind)

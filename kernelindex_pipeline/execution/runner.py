@@ -30,6 +30,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ..liger.release import ReleaseError, extract_release, fetch_release
+from . import sentinel
 from .environment import ScriptEnvironment, prepare_environment
 from .host import HostCapture, check_host, probe_host
 from .outcomes import ConfigurationError, ScriptOutcome, ScriptStatus, SweepError, classify
@@ -104,6 +105,7 @@ class SweepResult:
     work_dir: str
     started_at: str
     finished_at: str
+    sentinel: list[dict] = field(default_factory=list)  # execution/sentinel.py measurements, start and end
 
     @property
     def failed(self) -> list[ScriptOutcome]:
@@ -116,6 +118,7 @@ class SweepResult:
             "settings": self.settings,
             "logs_by_kernel": self.logs_by_kernel,
             "raw_samples": self.raw_samples(),
+            "sentinel": self.sentinel,
         }
 
     def raw_samples(self) -> dict[str, dict]:
@@ -150,6 +153,7 @@ class SweepResult:
             f"{self.timings['overhead_s']:.1f} s orchestration overhead",
         ]
         lines += [f"  {outcome.summary()}" for outcome in self.outcomes]
+        lines += sentinel.summary_lines(self.sentinel)
         return lines
 
 
@@ -413,6 +417,23 @@ def logs_by_kernel(outcomes: list[ScriptOutcome]) -> dict[str, dict]:
     return logs
 
 
+def run_sentinel(position: str, workdir: WorkDir, python: Path, env: dict[str, str], gpu_name: str | None, liger_version: str) -> list[dict]:
+    """Time the sentinel's reference operations in the scripts' interpreter (see execution/sentinel.py)."""
+    logs = workdir.logs_dir
+    spool = spool_path(logs, f"sentinel-{position}")
+    out = sentinel.result_path(logs, position)
+    log_path = logs / f"sentinel-{position}.log"
+    exit_code, timed_out, _ = run_script(
+        sentinel.PROGRAM, python, {**env, **hook_environment(spool)}, log_path, sentinel.TIMEOUT_S,
+        [json.dumps(sentinel.PLAN), str(out.resolve())],
+    )
+    status, error = classify(exit_code, timed_out, log_path.read_text(encoding="utf-8", errors="replace"))
+    results = json.loads(out.read_text()) if status is ScriptStatus.OK and out.is_file() else {}
+    error = None if status is ScriptStatus.OK else f"{status.value}: {error}"
+    measurements = sentinel.collect_sentinel(position, spool, results, logs / "samples", gpu_name, error)
+    return [{**m, "liger_version": liger_version} for m in measurements]
+
+
 def _utc_now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
@@ -470,9 +491,15 @@ def run_sweep(request: SweepRequest, progress: Progress | None = None) -> SweepR
     check_host(capture, request.gpu)
     timings["probe_s"] = time.monotonic() - mark
 
+    mark = time.monotonic()
+    measurements = run_sentinel("start", workdir, environment.python, env, capture.device_name, request.liger_version)
+    timings["sentinel_s"] = time.monotonic() - mark
     outcomes = run_scripts(
         workdir, scripts, environment.python, env, timeout_s=request.script_timeout_s, args=request.script_args, progress=progress
     )
+    mark = time.monotonic()
+    measurements += run_sentinel("end", workdir, environment.python, env, capture.device_name, request.liger_version)
+    timings["sentinel_s"] += time.monotonic() - mark
 
     total = time.monotonic() - started
     scripts_s = sum(outcome.seconds for outcome in outcomes)
@@ -492,4 +519,5 @@ def run_sweep(request: SweepRequest, progress: Progress | None = None) -> SweepR
         work_dir=str(work_dir.resolve()),
         started_at=started_at,
         finished_at=_utc_now(),
+        sentinel=measurements,
     )

@@ -32,6 +32,7 @@ from kernelindex_pipeline.liger.csv import Chunk, CsvFormatError, CsvReader
 from kernelindex_pipeline.liger.normalize import InvalidRecord, MeasuredContext, Normalizer, RunRecord, schema_validator
 from kernelindex_pipeline.liger.release import SourceSnapshot, snapshot_of_bytes, snapshot_of_file
 from kernelindex_pipeline.liger.report import KIND_ORDER, CoverageTable, ImportReport
+from kernelindex_pipeline.records.canonical import digest_of
 
 __all__ = [
     "DEFAULT_PROFILE",
@@ -177,4 +178,20 @@ def import_chunks(
         if builder is not None:
             builder.close()
     normalizer.finish()
-    return ImportResult.of(normalizer, snapshot)
+    result = ImportResult.of(normalizer, snapshot)
+    if measured is not None and measured.sentinel:
+        from kernelindex_pipeline.liger.sentinel import sentinel_manifests  # (imports execution/: lazily)
+
+        manifests, problems = sentinel_manifests(measured, normalizer.catalogue)
+        check = schema_validator() if validate else None
+        for manifest in manifests:
+            if check is not None:
+                check(manifest)
+            digest = digest_of(manifest)
+            if digest not in result.manifests:
+                result.manifests[digest] = manifest
+                records = result.report.records
+                records[manifest["kind"]] = records.get(manifest["kind"], 0) + 1
+        result.report.sentinel_runs = sum(1 for m in manifests if m["kind"] == "BenchmarkRun")
+        result.report.sentinel_problems = problems
+    return result

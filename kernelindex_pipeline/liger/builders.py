@@ -45,13 +45,15 @@ class MeasuredContext:
     gets a digest of its own; its name carries a short digest suffix), and `logs_by_kernel[kernel]`
     (`{"uri", "digest"}`) becomes BenchmarkRun.spec.evidence.logs for that CSV kernel_name.
     `raw_samples[liger.samples.row_key(...)]` is the samples entry of that row's do_bench call; its run
-    goes through liger.samples.with_raw_samples (timing statistics, rawSamples artifact).
+    goes through liger.samples.with_raw_samples (timing statistics, rawSamples artifact). `sentinel`
+    holds the sweep's reference measurements, which become runs of their own (liger/sentinel.py).
     """
 
     software: dict[str, Any]
     settings: dict[str, Any] | None = None
     logs_by_kernel: dict[str, dict[str, str]] = field(default_factory=dict)
     raw_samples: dict[str, dict[str, Any]] = field(default_factory=dict)
+    sentinel: list[dict[str, Any]] = field(default_factory=list)  # execution/sentinel.py measurements
 
 
 @dataclass(frozen=True)

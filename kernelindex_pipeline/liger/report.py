@@ -64,6 +64,9 @@ class ImportReport:
     objects_by_name: dict[str, int] = field(default_factory=dict)  # objects the importer created, by kind
     operations_by_family: dict[str, int] = field(default_factory=dict)
     shared_digests: dict[str, list[str]] = field(default_factory=dict)
+    # A measured import: the sweep sentinel's runs (not rows) and the measurements that made none.
+    sentinel_runs: int = 0
+    sentinel_problems: list[str] = field(default_factory=list)
 
     def count_skip(self, reason: Any, detail: str) -> None:
         """One row skipped for `reason` (a liger.normalize.SkipReason), counted under `detail`."""
@@ -124,6 +127,7 @@ class ImportReport:
             "driftWarnings": list(self.drift_warnings),
             "operationsByFamily": dict(sorted(self.operations_by_family.items())),
             "sharedDigests": {d: list(names) for d, names in sorted(self.shared_digests.items())},
+            "sentinel": {"runs": self.sentinel_runs, "problems": list(self.sentinel_problems)},
             "conserved": self.conserved(),
         }
 

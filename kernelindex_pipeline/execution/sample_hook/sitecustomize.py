@@ -77,6 +77,22 @@ def current_case() -> dict | None:
     return _case.get()
 
 
+class measuring:
+    """`with sitecustomize.measuring({"sentinel": "copy"}):` tags the do_bench calls inside with a case
+    (the pipeline's own sentinel program uses it; Liger's scripts get theirs from run_benchmarks)."""
+
+    def __init__(self, case: dict):
+        self.case = case
+
+    def __enter__(self):
+        self.token = _case.set(dict(self.case))
+        return self
+
+    def __exit__(self, *exc):
+        _case.reset(self.token)
+        return False
+
+
 # --- triton.testing.do_bench -------------------------------------------------------------------------
 def _floats(values) -> list[float]:
     return [float(v) for v in values]

@@ -1,0 +1,93 @@
+"""The sweep's sentinel: fixed reference operations timed at the start and at the end of every sweep.
+
+A bf16 matrix product of fixed size and a fixed-size device memory copy, timed with the scripts' own
+harness (`triton.testing.do_bench` with Liger's quantiles, in the scripts' interpreter, with the sample
+hook). They tell how fast this host was during the sweep ("this H200 ran 12 % slow tonight") and let the
+regression detector tell a slow host from a slow kernel. liger/sentinel.py makes them BenchmarkRuns of
+their own OperationSpecs.
+
+PLAN is the one place the operations, their sizes and the do_bench arguments are written.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from kernelindex_pipeline.liger.samples import latency_statistics
+
+from .samples import read_spool, write_artifact
+
+PROGRAM = Path(__file__).resolve().parent / "sentinel_program.py"
+POSITIONS = ("start", "end")
+TIMEOUT_S = 300.0
+PLAN: dict[str, Any] = {
+    "warmup": 25,
+    "rep": 100,
+    "quantiles": [0.5, 0.2, 0.8],
+    "operations": [
+        # 2 * 4096^3 = 137 GFLOP per product: ~0.2 ms on an H100/H200, well past launch overhead.
+        {"name": "matmul_bf16", "kind": "matmul", "dtype": "bfloat16", "m": 4096, "n": 4096, "k": 4096},
+        # 1 GiB read + 1 GiB written, far beyond any L2.
+        {"name": "copy_1gib", "kind": "copy", "dtype": "float32", "elements": 2**28},
+    ],
+}
+
+
+def result_path(logs_dir: Path, position: str) -> Path:
+    return logs_dir / f"sentinel-{position}.json"
+
+
+def collect_sentinel(
+    position: str, spool: Path, results: dict[str, Any], artifacts_dir: Path, gpu_name: str | None, error: str | None
+) -> list[dict[str, Any]]:
+    """One measurement per planned operation: its samples' artifact and statistics when it ran, else
+    status `failed` with the program's error line (never silently absent)."""
+    calls, _ = read_spool(spool)
+    by_operation = {}
+    for call in calls:
+        name = (call.case or {}).get("sentinel")
+        if name and call.samples:
+            by_operation[name] = call
+    measurements = []
+    for operation in PLAN["operations"]:
+        name = operation["name"]
+        call, result = by_operation.get(name), results.get(name)
+        entry: dict[str, Any] = {"position": position, "operation": name, "gpu_name": gpu_name}
+        if call is None or result is None:
+            entry.update(status="failed", error=error or "the sentinel program measured nothing")
+        else:
+            entry.update(
+                status="ok",
+                returned=result["returned"],
+                observed_at=result["observed_at"],
+                artifact=write_artifact(call, PROGRAM.name, artifacts_dir),
+                **latency_statistics(call.samples),
+            )
+        measurements.append(entry)
+    return measurements
+
+
+def operation(name: str) -> dict[str, Any]:
+    return next(o for o in PLAN["operations"] if o["name"] == name)
+
+
+def summary_lines(measurements: list[dict[str, Any]]) -> list[str]:
+    """"sentinel matmul_bf16: start 0.1800 ms, end 0.1830 ms (+1.7 %)", one line per operation."""
+    lines = []
+    for planned in PLAN["operations"]:
+        name = planned["name"]
+        by_position = {m["position"]: m for m in measurements if m["operation"] == name}
+        if not by_position:
+            continue
+        parts = []
+        for position in POSITIONS:
+            m = by_position.get(position)
+            if m is not None:
+                parts.append(f"{position} {m['returned'][0]:.4f} ms" if m["status"] == "ok" else f"{position} {m['error']}")
+        line = f"sentinel {name}: " + ", ".join(parts)
+        start, end = by_position.get("start"), by_position.get("end")
+        if start and end and start["status"] == end["status"] == "ok":
+            line += f" ({100.0 * (end['returned'][0] / start['returned'][0] - 1.0):+.1f} %)"
+        lines.append(line)
+    return lines
