@@ -74,7 +74,11 @@ def test_sweep_publishes_the_good_scripts_rows_and_classifies_the_bad(site, tmp_
     finally:
         store.close()
     runs = [m for m in manifests if m["kind"] == "BenchmarkRun"]
-    assert runs and {r["spec"]["sourceNative"]["benchmark"].split("/")[0] for r in runs} <= {"rms_norm", "tiled_swiglu", "tiled_geglu"}
+    benchmarks = {r["spec"]["sourceNative"]["benchmark"].split("/")[0] for r in runs}
+    assert runs and benchmarks - {"sentinel_matmul_bf16", "sentinel_copy_1gib"} <= {"rms_norm", "tiled_swiglu", "tiled_geglu"}
+    # The sweep's sentinel is published with it: both reference operations, at its start and its end.
+    sentinel = sorted(r["metadata"]["labels"]["sentinel"] for r in runs if r["spec"]["sourceNative"]["source"] == "kernelindex-sentinel")
+    assert sentinel == ["end", "end", "start", "start"]
     assert all(r["spec"]["evidence"]["logs"]["digest"].startswith("sha256:") for r in runs)
     (environment,) = [m for m in manifests if m["kind"] == "ExecutionEnvironment"]
     assert environment["spec"]["software"], "a measured environment records its software"

@@ -431,7 +431,8 @@ def run_sentinel(position: str, workdir: WorkDir, python: Path, env: dict[str, s
     results = json.loads(out.read_text()) if status is ScriptStatus.OK and out.is_file() else {}
     error = None if status is ScriptStatus.OK else f"{status.value}: {error}"
     measurements = sentinel.collect_sentinel(position, spool, results, logs / "samples", gpu_name, error)
-    return [{**m, "liger_version": liger_version} for m in measurements]
+    log = {"uri": log_path.resolve().as_uri(), "digest": file_digest(log_path)}
+    return [{**m, "liger_version": liger_version, "log": log} for m in measurements]
 
 
 def _utc_now() -> str:

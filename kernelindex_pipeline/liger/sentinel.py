@@ -14,9 +14,9 @@ from __future__ import annotations
 from typing import Any
 
 from kernelindex_pipeline.execution.sentinel import PLAN, operation
+from kernelindex_pipeline.liger.builders import MeasuredContext, execution_environment
 from kernelindex_pipeline.liger.catalogue import Catalogue
 from kernelindex_pipeline.liger.jsnumber import ms_to_ns
-from kernelindex_pipeline.liger.builders import MeasuredContext, execution_environment
 from kernelindex_pipeline.liger.samples import with_raw_samples
 from kernelindex_pipeline.records.canonical import API_VERSION, digest_of
 from kernelindex_pipeline.records.names import kebab
@@ -119,6 +119,8 @@ def benchmark_run(entry: dict[str, Any], digests: dict[str, str], gpu_slug: str,
         },
         "observedAt": observed,
     }
+    if entry.get("log"):
+        spec["evidence"] = {"logs": {"uri": entry["log"]["uri"], "digest": entry["log"]["digest"]}}
     labels = {"sentinel": entry["position"]}
     if version is not None:
         labels["liger_version"] = version
