@@ -134,11 +134,11 @@ def test_literal_checks_are_type_strict_in_rows():
 
 
 def test_median_rounds_halves_up():
-    result = run_import([row(y_value_50="0.0000025", y_value_20="0.0025005", y_value_80="0.0000015")])
+    result = run_import([row(y_value_50="0.0000025", y_value_20="0.0000015", y_value_80="0.0025005")])
     (run,) = result.runs()
     assert run["spec"]["timing"]["latencyNs"]["median"] == 3  # Python's round(2.5) would say 2
-    assert [m["value"] for m in run["spec"]["measurements"]] == [2501, 2]
-    assert run["spec"]["sourceNative"]["metrics"] == {"ms_50": 0.0000025, "ms_20": 0.0025005, "ms_80": 0.0000015}
+    assert [m["value"] for m in run["spec"]["measurements"]] == [2, 2501]
+    assert run["spec"]["sourceNative"]["metrics"] == {"ms_50": 0.0000025, "ms_20": 0.0000015, "ms_80": 0.0025005}
 
 
 @pytest.mark.parametrize("p20, p80", [("nan", "0.1"), ("0.1", "Infinity"), ("x", "y")])
@@ -148,9 +148,11 @@ def test_spread_absent_unless_both_quantiles_are_finite(p20, p80):
     assert run["spec"]["sourceNative"]["metrics"] == {"ms_50": 0.125}
 
 
-def test_empty_quantiles_are_zero_like_javascript_number():
-    (run,) = run_import([row(y_value_20="", y_value_80="")]).runs()
-    assert run["spec"]["sourceNative"]["metrics"] == {"ms_50": 0.125, "ms_20": 0, "ms_80": 0}
+def test_empty_quantiles_are_zero_like_javascript_number_so_the_band_is_dropped():
+    result = run_import([row(y_value_20="", y_value_80="")])
+    (run,) = result.runs()
+    assert "measurements" not in run["spec"] and run["spec"]["sourceNative"]["metrics"] == {"ms_50": 0.125}
+    assert [(i.row, "not ordered" in i.problem) for i in result.report.dropped_bands] == [(1, True)]
 
 
 @pytest.mark.parametrize("median", ["0", "-1", "nan", "", "Infinity", "abc"])
@@ -298,3 +300,76 @@ def test_bounded_caches_do_not_change_results(monkeypatch):
     small = run_import(rows)
     assert small.report.to_dict() == full.report.to_dict()
     assert {d: canonical_bytes(m) for d, m in small.manifests.items()} == {d: canonical_bytes(m) for d, m in full.manifests.items()}
+
+
+# ---------------------------------------------------------------- issue 11: bad data that was accepted (items 18-20)
+
+
+@pytest.mark.parametrize("invalid", [{"timestamp": "2025-01-02 03:04:05 "}, {"y_value_50": "nan"}, {"y_value_50": "0.0000001"}])
+def test_run_identity_is_decided_on_valid_rows_only(invalid):
+    # The invalid copy shares the valid row's externalId (or would, but for its bad cell): either order
+    # gives the valid row's run and one issue, never a "duplicate".
+    for rows in ([row(**invalid), BASE_ROW], [BASE_ROW, row(**invalid)]):
+        report = run_import(rows).report
+        assert (report.runs, len(report.issues), report.duplicate_rows) == (1, 1, 0), rows
+
+
+def test_a_valid_copy_after_a_valid_row_is_still_a_duplicate():
+    report = run_import([row(y_value_50="nan"), BASE_ROW, row(y_value_50="0.2")]).report
+    assert (report.runs, len(report.issues), report.duplicate_rows) == (1, 1, 1)
+
+
+@pytest.mark.parametrize("profile", ["reference", "full"])
+@pytest.mark.parametrize("metric", ["speed ", " speed", "Speed", "", "latency"])
+def test_only_exact_known_metrics_are_classified(profile, metric):
+    report = run_import([row(metric_name=metric)], profile=profile).report
+    assert report.memory_rows == 0 and report.runs == 0
+    assert report.unknown_metric == {metric: 1}
+
+
+def test_a_memory_row_is_still_a_memory_row_in_the_reference_profile():
+    report = run_import([row(metric_name="memory", metric_unit="MB")]).report
+    assert report.memory_rows == 1 and not report.unknown_metric
+
+
+@pytest.mark.parametrize("profile", ["reference", "full"])
+def test_a_repeated_header_and_an_empty_row_are_issues(profile):
+    header = {c: c for c in BASE_ROW}
+    empty = {c: "" for c in BASE_ROW}
+    report = run_import([BASE_ROW, header, empty], profile=profile).report
+    assert [(i.row, i.problem) for i in report.issues] == [
+        (2, "a repeated header line, not a data row"), (3, "an empty row (every cell is empty)"),
+    ]
+    assert report.memory_rows == 0 and not report.unknown_metric and report.runs == 1
+
+
+@pytest.mark.parametrize(
+    ("p20", "p50", "p80"),
+    [("-1", "0.125", "0.13"), ("0.13", "0.125", "0.12"), ("0.12", "5", "0.13"), ("0.12", "0.125", "-1"),
+     ("0", "0.125", "0.13"), ("0.0000001", "0.125", "0.13")],
+    ids=["negative-p20", "p20-above-p80", "median-above-p80", "negative-p80", "zero-p20", "p20-rounds-to-0"],
+)
+def test_a_band_that_is_not_ordered_is_dropped_with_a_warning(p20, p50, p80):
+    result = run_import([row(y_value_20=p20, y_value_50=p50, y_value_80=p80)])
+    (run,) = result.runs()
+    assert "measurements" not in run["spec"]
+    assert set(run["spec"]["sourceNative"]["metrics"]) == {"ms_50"}
+    ((number, problem),) = [(i.row, i.problem) for i in result.report.dropped_bands]
+    assert number == 1 and "0 < p20 <= median <= p80" in problem
+    assert result.report.to_dict()["droppedBands"] == [{"row": 1, "problem": problem}]
+
+
+@pytest.mark.parametrize(("p20", "p80"), [("1e300", "1e300"), ("-1e300", "0.13"), ("0.12", "1e300")])
+def test_a_band_beyond_what_a_number_of_ns_holds_is_an_issue(p20, p80):
+    result = run_import([row(y_value_20=p20, y_value_80=p80)])
+    assert result.report.runs == 0 and "overflow a number in ns" in result.report.issues[0].problem
+
+
+def test_a_median_that_rounds_to_0_ns_is_an_issue():
+    result = run_import([row(y_value_50="0.0000004", y_value_20="0.0000001", y_value_80="0.0000004")])
+    assert result.report.runs == 0 and "rounds to 0 ns" in result.report.issues[0].problem
+
+
+def test_an_ordered_band_with_equal_values_is_kept():
+    (run,) = run_import([row(y_value_20="0.125", y_value_50="0.125", y_value_80="0.125")]).runs()
+    assert [m["value"] for m in run["spec"]["measurements"]] == [125000, 125000]

@@ -8,9 +8,16 @@ chunks (`liger/csv.py`); each row is decided in this order:
   -> config binding (unknown config) -> unknown GPU -> duplicate run id -> median / timestamp issue
   -> BenchmarkRun.
 
-Profile `reference` (RECORDS.md): every metric but `speed` skips as a memory row, and an unknown mode
-is folded into unknown config. Profile `full`: the catalogue's memory metric makes peak-memory runs,
-any other metric skips as an unknown metric, and an unknown mode is its own reason (`SkipReason`).
+Profile `reference` (RECORDS.md): a `memory` row skips as a memory row, and an unknown mode is
+folded into unknown config. Profile `full`: the catalogue's memory metric makes peak-memory runs, and
+an unknown mode is its own reason (`SkipReason`). In both, only exactly `speed` (and `memory`) are
+known metrics: any other (`speed ` with a space, ``) skips as an unknown metric, counted by its
+name, and a repeated header line or a row of nothing but empty cells is an issue.
+
+Bad data (README "What bad input gets"): run identity is decided on valid rows only, so an invalid
+copy of a row (bad timestamp, NaN median) is an issue and never makes the valid copy a duplicate.
+A median must round to a value > 0 (ns or bytes); a finite p20/p80 band must be ordered as published,
+0 < p20 <= median <= p80, or the run is published without it and listed under `droppedBands`.
 
 Speed: everything a row shares with other rows (its binding, case, implementation, environment,
 the constant text of its run's canonical JSON) is computed once per distinct `RowKey` and cached, so
@@ -67,6 +74,10 @@ _DAYS = (31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
 # Per-import caches (row key -> fate, timestamp -> parsed) start over beyond this many entries, so
 # an input of all-distinct rows cannot grow them without bound.
 _CACHE_LIMIT = 200_000
+
+# RECORDS.md step 1 counts every non-speed row as a memory row; only Liger's memory metric is one here,
+# anything else is an unknown metric (the records are the same, the report says what the rows were).
+REFERENCE_MEMORY_METRIC = "memory"
 
 # Upstream column positions (liger/csv.py UPSTREAM_COLUMNS) of the cells a row decision reads.
 COL_KERNEL, COL_PROVIDER, COL_MODE, COL_METRIC, COL_UNIT, COL_X_NAME, COL_X_LABEL, COL_X_VALUE = range(8)
@@ -126,6 +137,15 @@ def schema_validator() -> Callable[[dict[str, Any]], None]:
 
 
 def _no_validation(manifest: dict[str, Any]) -> None:
+    return None
+
+
+def _structural_problem(kernel: str, metric: str, cells: tuple[str, ...]) -> str | None:
+    """A row that is no measurement at all: the header line again, or nothing but empty cells."""
+    if kernel == "kernel_name" and metric == "metric_name":
+        return "a repeated header line, not a data row"
+    if not any(cells):
+        return "an empty row (every cell is empty)"
     return None
 
 
@@ -225,6 +245,11 @@ class Normalizer:
             if bad and j in bad:
                 report.issues.append(Issue(start + j, bad[j]))
                 continue
+            if metric != speed_metric and metric != memory_metric:  # the rare path: no cost for data rows
+                problem = _structural_problem(kernel, metric, (kernel, provider, mode, metric, x_name, x_value, y50, y20, y80, config, gpu, ts, version))
+                if problem:
+                    report.issues.append(Issue(start + j, problem))
+                    continue
             if gpu_filter is not None and self._gpu_slug(gpu) != gpu_filter:
                 report.filtered_out += 1
                 continue
@@ -263,7 +288,7 @@ class Normalizer:
         cat = self.catalogue
         memory = cat.memory_metric is not None and key.metric == cat.memory_metric
         if key.metric != cat.metric_name and not memory:
-            if cat.memory_metric is None:
+            if cat.memory_metric is None and key.metric == REFERENCE_MEMORY_METRIC:
                 return Skip(SkipReason.MEMORY_ROW, key.metric)
             return Skip(SkipReason.UNKNOWN_METRIC, key.metric)
         kernel = cat.kernels.get(key.kernel)
@@ -386,11 +411,8 @@ class Normalizer:
             parsed = self._timestamps[ts] = (parse_timestamp(ts), kebab(ts), identity.timestamp_name_part(ts))
         observed_at, ts_slug, ts_name = parsed
         external_id = t.external_prefix + ts_slug
-        seen = self._seen_runs
-        if external_id in seen:
-            report.duplicate_rows += 1
-            return SkipReason.DUPLICATE
-        seen.add(external_id)
+        # Every validity check comes before the run id is taken: an invalid copy of a row never makes
+        # the valid one a duplicate, whichever comes first.
         memory = t.metric == PEAK_MEMORY
         y50_value = cell_number(y50)
         if not (y50_value > 0 and y50_value != math.inf):  # NaN fails the comparison too
@@ -409,6 +431,9 @@ class Normalizer:
             if type(median) is not int:
                 report.issues.append(Issue(row, f"median y_value_50 {y50!r} ms is beyond 2^53 - 1 ns"))
                 return "issue"
+            if median == 0:
+                report.issues.append(Issue(row, f"median y_value_50 {y50!r} ms rounds to 0 ns (it must be > 0)"))
+                return "issue"
         version_json = self._versions.get(version)
         if version_json is None:
             if len(version) > 200:
@@ -416,13 +441,27 @@ class Normalizer:
                 return "issue"
             version_json = self._versions[version] = _json_text(version)
         y20_value, y80_value = cell_number(y20), cell_number(y80)
-        scale = 2**20 if memory else 1e6
-        if y20_value - y20_value == 0 and y80_value - y80_value == 0 and (
-            math.isinf(y20_value * scale) or math.isinf(y80_value * scale)
-        ):
-            unit = "MB overflow a number in bytes" if memory else "ms overflow a number in ns"
-            report.issues.append(Issue(row, f"y_value_20 {y20!r} / y_value_80 {y80!r} {unit}"))
-            return "issue"
+        if y20_value - y20_value == 0 and y80_value - y80_value == 0:  # both finite: a band to check
+            if memory:
+                low, high = mib_to_bytes(y20_value), mib_to_bytes(y80_value)
+                overflow = math.isinf(low) or math.isinf(high)
+            else:
+                low, high = _ns(y20_value), _ns(y80_value)
+                overflow = type(low) is not int or type(high) is not int
+            if overflow:
+                unit = "MB overflow a number in bytes" if memory else "ms overflow a number in ns (beyond 2^53 - 1)"
+                report.issues.append(Issue(row, f"y_value_20 {y20!r} / y_value_80 {y80!r} {unit}"))
+                return "issue"
+            if not 0 < low <= median <= high:  # as published (rounded); the median itself is fine
+                report.dropped_bands.append(Issue(row, (
+                    f"p20 {y20!r} / median {y50!r} / p80 {y80!r} are not ordered 0 < p20 <= median <= p80: "
+                    "published without the band"
+                )))
+                y20_value = y80_value = math.nan  # a band that is absent, as for non-finite quantiles
+        if external_id in self._seen_runs:
+            report.duplicate_rows += 1
+            return SkipReason.DUPLICATE
+        self._seen_runs.add(external_id)
         report.runs += 1
         if memory:
             report.memory_runs += 1

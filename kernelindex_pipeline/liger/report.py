@@ -44,7 +44,7 @@ class ImportReport:
     rows_read: int = 0
     speed_rows: int = 0
     runs: int = 0
-    memory_rows: int = 0  # skipped as memory rows (reference profile: every metric but speed)
+    memory_rows: int = 0  # skipped as memory rows (reference profile: exactly Liger's `memory` metric)
     filtered_out: int = 0
     duplicate_rows: int = 0
     uncurated_kernels: Counter = field(default_factory=Counter)
@@ -59,6 +59,7 @@ class ImportReport:
     # (kernel, provider, mode, gpu, liger_version, metric, fate) -> rows; fate: "run", "issue" or a SkipReason
     coverage: dict[tuple[Any, ...], int] = field(default_factory=dict)
     issues: list[Issue] = field(default_factory=list)
+    dropped_bands: list[Issue] = field(default_factory=list)  # runs published without their p20/p80 band
     drift_warnings: list[str] = field(default_factory=list)
     records: dict[str, int] = field(default_factory=dict)  # distinct digests by kind
     objects_by_name: dict[str, int] = field(default_factory=dict)  # objects the importer created, by kind
@@ -124,6 +125,7 @@ class ImportReport:
             },
             "coverage": {"byMetric": table.by_metric(), "cells": [c.to_dict() for c in table.cells]},
             "issues": [i.to_dict() for i in self.issues],
+            "droppedBands": [i.to_dict() for i in self.dropped_bands],
             "driftWarnings": list(self.drift_warnings),
             "operationsByFamily": dict(sorted(self.operations_by_family.items())),
             "sharedDigests": {d: list(names) for d, names in sorted(self.shared_digests.items())},
