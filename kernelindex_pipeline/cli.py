@@ -144,7 +144,11 @@ def _schema(args: argparse.Namespace) -> int:
 # ------------------------------------------------------------------------------------------ main
 
 
-# ---------------------------------------------------------------------------------- import-history
+# ------------------------------------------------------------------------------- import-history, import-ci
+
+
+def _verbose_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-v", "--verbose", action="store_true", help="also print Dagster's event log and the daemon's output")
 
 
 def _import_history_arguments(p: argparse.ArgumentParser) -> None:
@@ -152,6 +156,14 @@ def _import_history_arguments(p: argparse.ArgumentParser) -> None:
         "--partition", action="append", default=[], metavar="GPU|VERSION",
         help="only this partition, e.g. 'nvidia-h100-80gb-hbm3|0.8.0' (repeatable; default: every history partition)",
     )
+    _verbose_argument(p)
+
+
+def _import_ci_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("locators", nargs="+", metavar="LOCATOR",
+                   help="Liger CI results CSVs: https URLs (e.g. https://raw.githubusercontent.com/linkedin/Liger-Kernel/"
+                        "gh-pages/benchmarks/<dir>/benchmark.csv) or local paths")
+    _verbose_argument(p)
 
 
 def _checked_partitions(keys: list[str]) -> list[tuple[str, str]]:
@@ -173,37 +185,60 @@ def _checked_partitions(keys: list[str]) -> list[tuple[str, str]]:
     return partitions
 
 
-def _import_history(args: argparse.Namespace) -> int:
-    """Every partition of the newest history through Dagster, into the instance under DAGSTER_HOME."""
-    import os
+def _dagster_home() -> Path:
+    """DAGSTER_HOME (default ./.dagster_home), created with this repository's dagster.yaml when new."""
     import shutil
 
-    partitions = _checked_partitions(args.partition)  # all of them, before anything is read or created
     home = Path(os.environ.get("DAGSTER_HOME") or Path.cwd() / ".dagster_home").resolve()
     home.mkdir(parents=True, exist_ok=True)
     os.environ["DAGSTER_HOME"] = str(home)
     if not (home / "dagster.yaml").exists():
         shutil.copy(Path(__file__).resolve().parents[1] / "dagster.yaml", home / "dagster.yaml")
+    return home
 
+
+def _run_import(args: argparse.Namespace, run) -> int:
+    """Run one import command against the instance under DAGSTER_HOME and print its summary."""
+    import logging
     import warnings
 
     from dagster import BetaWarning, DagsterInstance, PreviewWarning
 
-    # Two deliberate choices (the release -> CSV partition mapping, partitioned checks) are marked
-    # beta/preview in Dagster 1.13; the operator of this command cannot act on those notices.
-    warnings.filterwarnings("ignore", category=BetaWarning)
-    warnings.filterwarnings("ignore", category=PreviewWarning)
-    from kernelindex_pipeline.defs.history_import import UnknownPartitions, import_history
+    home = _dagster_home()
+    if not args.verbose:
+        # Dagster's own notices are for the code's author; the operator's output is the summary.
+        warnings.filterwarnings("ignore", category=BetaWarning)
+        warnings.filterwarnings("ignore", category=PreviewWarning)
+        logging.getLogger("dagster").setLevel(logging.WARNING)
+    from kernelindex_pipeline.defs.launch import LaunchError, UnknownPartitions, ui_hint
 
     print(f"DAGSTER_HOME={home}", file=sys.stderr)
-    with DagsterInstance.get() as instance:
-        try:
-            summary = import_history(instance, partitions=partitions or None, log=lambda line: print(line, file=sys.stderr))
-        except UnknownPartitions as exc:  # checked against the history before any partition runs
-            raise UsageError(str(exc)) from None
+    try:
+        with DagsterInstance.get() as instance:
+            summary = run(instance, home, lambda line: print(line, file=sys.stderr))
+    except UnknownPartitions as error:  # checked against the history before any partition runs
+        raise UsageError(str(error)) from None
+    except LaunchError as error:
+        raise CommandError(str(error)) from None
     print("\n".join(summary.lines()))
-    print(f"open the UI on it: DAGSTER_HOME={home} dagster dev -w workspace.yaml", file=sys.stderr)
-    return 1 if summary.failed_partitions else 0
+    print(f"open the UI on it: {ui_hint(home)}", file=sys.stderr)
+    return 0 if summary.ok else 1
+
+
+def _import_history(args: argparse.Namespace) -> int:
+    """Every partition of the newest history through Dagster, into the instance under DAGSTER_HOME."""
+    partitions = _checked_partitions(args.partition)  # all of them, before anything is read or created
+    from kernelindex_pipeline.defs.launch import import_history
+
+    return _run_import(args, lambda instance, home, log: import_history(
+        instance, home, partitions=partitions or None, verbose=args.verbose, log=log))
+
+
+def _import_ci(args: argparse.Namespace) -> int:
+    """Liger CI result files through Dagster: partitions whose files changed are imported, others not."""
+    from kernelindex_pipeline.defs.launch import import_ci
+
+    return _run_import(args, lambda instance, home, log: import_ci(instance, home, args.locators, verbose=args.verbose, log=log))
 
 
 # ------------------------------------------------------------------------------------------ export
@@ -285,6 +320,7 @@ COMMANDS: dict[str, Command] = {
     "validate": ("validate manifests against the kernelindex.dev/v1alpha1 schemas", _validate_arguments, _validate),
     "schema": ("print the JSON Schema of one kind or all seven", _schema_arguments, _schema),
     "import-history": ("the main job: every history partition through Dagster into the catalogue", _import_history_arguments, _import_history),
+    "import-ci": ("Liger CI result CSVs (URLs or paths) through Dagster into the catalogue", _import_ci_arguments, _import_ci),
     "export": ("export the catalogue: JSON Lines + manifest file, and a YAML submission bundle", _export_arguments, _export),
     "report": ("the static HTML report (charts, coverage, regressions) of records files or a catalogue", _report_arguments, _report),
 }
@@ -302,9 +338,10 @@ def _expected_errors() -> tuple[type[BaseException], ...]:
     """Exceptions that mean bad input (exit 1), imported lazily so `--help` stays fast."""
     from kernelindex_pipeline.catalogue.store import CatalogueError as StoreError
     from kernelindex_pipeline.liger import CatalogueError, CsvFormatError, InvalidRecord
+    from kernelindex_pipeline.liger.ci import CiSourceError
     from kernelindex_pipeline.liger.release import ReleaseError
 
-    errors: list[type[BaseException]] = [CommandError, CatalogueError, CsvFormatError, InvalidRecord, ReleaseError, StoreError, OSError]
+    errors: list[type[BaseException]] = [CommandError, CatalogueError, CsvFormatError, InvalidRecord, ReleaseError, StoreError, OSError, CiSourceError]
     try:
         from kernelindex_pipeline.records.schema import InvalidRecords
 

@@ -4,10 +4,17 @@ from __future__ import annotations
 
 import os
 
-from dagster import Definitions, EnvVar
+from dagster import (
+    AssetSelection,
+    AutomationConditionSensorDefinition,
+    DefaultSensorStatus,
+    Definitions,
+    EnvVar,
+    in_process_executor,
+)
 
-from kernelindex_pipeline.defs import assets, catalogue_assets
-from kernelindex_pipeline.defs.jobs import gpu_sweep_job, history_import_job
+from kernelindex_pipeline.defs import catalogue_assets
+from kernelindex_pipeline.defs.chain import IO_MANAGER_KEY, ChainValuesIOManager
 from kernelindex_pipeline.defs.resources import (
     CATALOGUE_URL_ENV,
     BenchmarkRunnerResource,
@@ -16,7 +23,18 @@ from kernelindex_pipeline.defs.resources import (
     LigerReleaseResource,
 )
 from kernelindex_pipeline.defs.schedules import nightly_gpu_sweep
-from kernelindex_pipeline.defs.sensors import liger_history_sensor, liger_release_sensor
+from kernelindex_pipeline.defs.sensors import liger_ci_sensor, liger_history_sensor
+from kernelindex_pipeline.defs.sources import CHAINS, CI_FILES_ENV, LigerCiResource
+
+# On by default: after any chain publishes, the catalogue-wide assets refresh once `dagster dev` (its
+# daemon) runs; the import commands run the daemon too while they work.
+catalogue_automation = AutomationConditionSensorDefinition(
+    "catalogue_automation",
+    target=AssetSelection.assets(*catalogue_assets.ALL),
+    default_status=DefaultSensorStatus.RUNNING,
+    minimum_interval_seconds=15,
+    description="Refreshes the catalogue-wide assets (export, regressions, coverage, report) after publications.",
+)
 
 
 def _from_env(name: str):
@@ -26,19 +44,16 @@ def _from_env(name: str):
 
 def build_definitions() -> Definitions:
     return Definitions(
-        assets=[
-            assets.liger_release,
-            assets.benchmark_csv,
-            assets.benchmark_rows,
-            assets.kernelindex_records,
-            assets.catalogue_publication,
-            *catalogue_assets.ALL,
-        ],
+        assets=[*(asset for chain in CHAINS.values() for asset in chain.assets), *catalogue_assets.ALL],
         asset_checks=catalogue_assets.CHECKS,
-        jobs=[history_import_job, gpu_sweep_job],
-        sensors=[liger_release_sensor, liger_history_sensor],
+        jobs=[chain.job for chain in CHAINS.values()],
+        sensors=[liger_history_sensor, liger_ci_sensor, catalogue_automation],
         schedules=[nightly_gpu_sweep],
+        # One process per run: a run that imports many partitions pays Dagster's start-up once, not per step.
+        executor=in_process_executor,
         resources={
+            IO_MANAGER_KEY: ChainValuesIOManager(),
+            "ci": LigerCiResource(list_file=_from_env(CI_FILES_ENV)),
             "catalogue": CatalogueResource(url=_from_env(CATALOGUE_URL_ENV)),
             "releases": LigerReleaseResource(
                 cache_dir=_from_env("KERNELINDEX_CACHE_DIR"), history_release=_from_env("KERNELINDEX_HISTORY_RELEASE")

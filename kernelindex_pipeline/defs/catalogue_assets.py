@@ -1,4 +1,6 @@
-"""Catalogue-wide assets downstream of publication: exports, the HTML report and regressions."""
+"""Catalogue-wide assets downstream of the three chains' publications: exports, the HTML report and
+regressions. They refresh by themselves (declarative automation, CATALOGUE_AUTOMATION) once any
+chain has published, and never wait for a partition that has not run."""
 
 
 from pathlib import Path
@@ -7,6 +9,7 @@ from dagster import (
     AssetCheckResult,
     AssetCheckSeverity,
     AssetExecutionContext,
+    AutomationCondition,
     Config,
     MaterializeResult,
     MetadataValue,
@@ -16,8 +19,8 @@ from dagster import (
 from pydantic import Field
 
 from kernelindex_pipeline.catalogue.export import export_bundle, export_jsonl
-from kernelindex_pipeline.defs.assets import GROUP, catalogue_publication
 from kernelindex_pipeline.defs.resources import CatalogueResource, dagster_home
+from kernelindex_pipeline.defs.sources import CHAINS
 from kernelindex_pipeline.reporting import build_report, detect_regressions
 
 
@@ -29,13 +32,21 @@ class RegressionConfig(Config):
     threshold: float = Field(default=0.10, description="Relative slowdown beyond the old p20-p80 band that counts.")
 
 
+GROUP = "catalogue"
+PUBLICATIONS = [chain.publication for chain in CHAINS.values()]
+# Dagster's eager condition without "any dependency missing": the publications are partitioned and a
+# sweep partition may never have run, which must not hold back the catalogue-wide assets.
+CATALOGUE_AUTOMATION = AutomationCondition.eager().without(~AutomationCondition.any_deps_missing())
+CATALOGUE_WIDE = {"group_name": GROUP, "deps": PUBLICATIONS, "automation_condition": CATALOGUE_AUTOMATION}
+
+
 def _out(config: OutputDirConfig, name: str) -> Path:
     path = Path(config.out_dir) if config.out_dir else dagster_home() / name
     path.mkdir(parents=True, exist_ok=True)
     return path
 
 
-@asset(group_name=GROUP, deps=[catalogue_publication])
+@asset(**CATALOGUE_WIDE)
 def catalogue_export(context: AssetExecutionContext, config: OutputDirConfig, catalogue: CatalogueResource) -> MaterializeResult:
     """The whole catalogue as files: JSON Lines (one canonical manifest per line) with its small
     manifest file, and a multi-document YAML submission bundle that `validate` accepts."""
@@ -54,7 +65,7 @@ def catalogue_export(context: AssetExecutionContext, config: OutputDirConfig, ca
     )
 
 
-@asset(group_name=GROUP, deps=[catalogue_publication])
+@asset(**CATALOGUE_WIDE)
 def benchmark_regressions(context: AssetExecutionContext, config: RegressionConfig, catalogue: CatalogueResource) -> MaterializeResult:
     """Slowdowns between consecutive Liger versions of each comparable series (same kernel, mode,
     provider, workload, GPU and environment): the new median outside the old p20-p80 band by more
@@ -83,7 +94,7 @@ def no_regressions(catalogue: CatalogueResource) -> AssetCheckResult:
     )
 
 
-@asset(group_name=GROUP, deps=[catalogue_publication])
+@asset(**CATALOGUE_WIDE)
 def catalogue_report(context: AssetExecutionContext, config: OutputDirConfig, catalogue: CatalogueResource) -> MaterializeResult:
     """A static HTML report of the catalogue: per kernel and GPU, latency against the swept axis for
     every provider (median with p20-p80 band), Liger's speed-up over each baseline, the same kernel

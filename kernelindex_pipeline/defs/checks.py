@@ -1,8 +1,10 @@
-"""Blocking checks on a partition's records, evaluated in the step that builds them.
+"""Blocking checks on a chain's records, evaluated in the step that builds them.
 
-Each check recomputes from the records themselves rather than trusting the library's
-own validation, so a record corrupted anywhere between construction and publication is
-caught before it reaches the catalogue.
+Each check recomputes from the records themselves rather than trusting the library's own validation,
+so a record corrupted anywhere between construction and publication is caught before it reaches the
+catalogue. One step may build many partitions (a history or CI backfill runs as one run), so each check
+gathers its problems by partition and reports them once for the step; a failed blocking check stops
+that step's publication.
 """
 
 from __future__ import annotations
@@ -11,42 +13,49 @@ from collections.abc import Callable, Iterable, Mapping
 
 from dagster import AssetCheckResult, AssetCheckSeverity, AssetCheckSpec, AssetKey
 
-from kernelindex_pipeline.defs.partitions import benchmark_partitions
 from kernelindex_pipeline.records.canonical import digest_of
 from kernelindex_pipeline.records.schema import validate_manifest
 
-RECORDS_ASSET = AssetKey("kernelindex_records")
 RUN_REFERENCES = ("implementationDigest", "workloadDigest", "protocolDigest", "environmentDigest")
 _SHOWN = 20  # problems listed in metadata; the count is always complete
 
-RECORD_CHECK_SPECS = [
-    AssetCheckSpec("records_schema_valid", asset=RECORDS_ASSET, blocking=True, partitions_def=benchmark_partitions,
-                   description="Every manifest of the partition validates against the project's strict schema."),
-    AssetCheckSpec("record_digests_recompute", asset=RECORDS_ASSET, blocking=True, partitions_def=benchmark_partitions,
-                   description="Every record's digest equals sha256 over the RFC 8785 JSON of {apiVersion, kind, spec}."),
-    AssetCheckSpec("run_references_resolve", asset=RECORDS_ASSET, blocking=True, partitions_def=benchmark_partitions,
-                   description="Each run's four digests name records in this set or already in the catalogue."),
-    AssetCheckSpec("rows_conserved", asset=RECORDS_ASSET, blocking=True, partitions_def=benchmark_partitions,
-                   description="Rows read = runs + every skipped row + every issue: no row is lost."),
-]
+RECORD_CHECKS = {
+    "records_schema_valid": "Every manifest of the partition validates against the project's strict schema.",
+    "record_digests_recompute": "Every record's digest equals sha256 over the RFC 8785 JSON of {apiVersion, kind, spec}.",
+    "run_references_resolve": "Each run's four digests name records in this set or already in the catalogue.",
+    "rows_conserved": "Rows read = runs + every skipped row + every issue: no row is lost.",
+}
 
 
-def _result(name: str, problems: list[str], checked: int) -> AssetCheckResult:
+def record_check_specs(asset_key: AssetKey, partitions_def=None) -> list[AssetCheckSpec]:
+    return [
+        AssetCheckSpec(name, asset=asset_key, blocking=True, partitions_def=partitions_def, description=description)
+        for name, description in RECORD_CHECKS.items()
+    ]
+
+
+def check_result(asset_key: AssetKey, name: str, problems: Mapping[str, list[str]], checked: int) -> AssetCheckResult:
+    """One evaluation of check `name` over the problems found per partition."""
+    listed = [f"{partition}: {problem}" for partition, found in problems.items() for problem in found]
     return AssetCheckResult(
         check_name=name,
-        asset_key=RECORDS_ASSET,
-        passed=not problems,
+        asset_key=asset_key,
+        passed=not listed,
         severity=AssetCheckSeverity.ERROR,
-        metadata={"checked": checked, "problems": len(problems), "first_problems": "\n".join(problems[:_SHOWN]) or "none"},
+        metadata={
+            "checked": checked,
+            "problems": len(listed),
+            "partitions_with_problems": sorted(partition for partition, found in problems.items() if found),
+            "first_problems": "\n".join(listed[:_SHOWN]) or "none",
+        },
     )
 
 
-def check_schema(manifests: Mapping[str, dict]) -> AssetCheckResult:
-    problems = [str(problem) for manifest in manifests.values() for problem in validate_manifest(manifest)]
-    return _result("records_schema_valid", problems, len(manifests))
+def schema_problems(manifests: Mapping[str, dict]) -> list[str]:
+    return [str(problem) for manifest in manifests.values() for problem in validate_manifest(manifest)]
 
 
-def check_digests(manifests: Mapping[str, dict]) -> AssetCheckResult:
+def digest_problems(manifests: Mapping[str, dict]) -> list[str]:
     problems = []
     for digest, manifest in manifests.items():
         try:
@@ -55,10 +64,10 @@ def check_digests(manifests: Mapping[str, dict]) -> AssetCheckResult:
             actual = f"<{error}>"
         if actual != digest:
             problems.append(f"{manifest.get('kind')}/{manifest.get('metadata', {}).get('name')}: stored as {digest}, recomputes to {actual}")
-    return _result("record_digests_recompute", problems, len(manifests))
+    return problems
 
 
-def check_references(manifests: Mapping[str, dict], published: Callable[[Iterable[str]], set[str]]) -> AssetCheckResult:
+def reference_problems(manifests: Mapping[str, dict], published: Callable[[Iterable[str]], set[str]]) -> list[str]:
     runs = [m for m in manifests.values() if m.get("kind") == "BenchmarkRun"]
     wanted = {m["spec"].get(field) for m in runs for field in RUN_REFERENCES} - set(manifests) - {None}
     found = published(wanted) if wanted else set()
@@ -68,14 +77,13 @@ def check_references(manifests: Mapping[str, dict], published: Callable[[Iterabl
             ref = run["spec"].get(field)
             if ref not in manifests and ref not in found:
                 problems.append(f"BenchmarkRun/{run['metadata'].get('name')}: {field} {ref} resolves to no record")
-    return _result("run_references_resolve", problems, len(runs))
+    return problems
 
 
-def check_conservation(report: Mapping) -> AssetCheckResult:
+def conservation_problems(report: Mapping) -> list[str]:
     skipped = report["skipped"]
     skipped_rows = sum(v if isinstance(v, int) else sum(v.values()) for v in skipped.values())
     accounted = report["runs"] + skipped_rows + len(report["issues"])
-    problems = [] if accounted == report["rowsRead"] else [
-        f"rows read {report['rowsRead']} but runs {report['runs']} + skipped {skipped_rows} + issues {len(report['issues'])} = {accounted}"
-    ]
-    return _result("rows_conserved", problems, report["rowsRead"])
+    if accounted == report["rowsRead"]:
+        return []
+    return [f"rows read {report['rowsRead']} but runs {report['runs']} + skipped {skipped_rows} + issues {len(report['issues'])} = {accounted}"]

@@ -1,67 +1,29 @@
-"""Sensors: discover new Liger releases, and import the history partitions whose content changed."""
+"""Sensors: the history and CI sources turn new or changed rows into partition runs.
 
+Each sensor registers the (GPU, version) pairs its source has, in version order, and requests one run
+per partition whose content changed: the run key carries the partition's content digest, and Dagster
+launches a run key once, so re-evaluating unchanged input launches nothing.
+"""
 
-from dagster import (
-    AddDynamicPartitionsRequest,
-    DefaultSensorStatus,
-    RunRequest,
-    SensorEvaluationContext,
-    SensorResult,
-    SkipReason,
-    sensor,
-)
-from packaging.version import InvalidVersion, Version
+from __future__ import annotations
 
-from kernelindex_pipeline.defs.assets import HISTORY_RELEASE_TAG
-from kernelindex_pipeline.defs.jobs import history_import_job
-from kernelindex_pipeline.defs.partitions import (
-    GPU_DIMENSION,
-    VERSION_DIMENSION,
-    benchmark_partition_key,
-    checked_partition_value,
-)
+from dagster import DefaultSensorStatus, RunRequest, SensorEvaluationContext, SensorResult, sensor
+
+from kernelindex_pipeline.defs.partitions import benchmark_partition_key, register_partitions
 from kernelindex_pipeline.defs.resources import LigerReleaseResource
+from kernelindex_pipeline.defs.sources import CI, HISTORY, HISTORY_RELEASE_TAG, LigerCiResource
 from kernelindex_pipeline.liger.partition import slice_history
 from kernelindex_pipeline.liger.release import read_history_csv
-
-# Releases older than this ship no benchmark history worth a partition of their own.
-FIRST_TRACKED_RELEASE = Version("0.1.0")
-
-
-def _new_values(context: SensorEvaluationContext, dimension: str, values) -> list[str]:
-    existing = set(context.instance.get_dynamic_partitions(dimension))
-    return [value for value in values if value not in existing]
-
-
-@sensor(
-    name="liger_release_sensor",
-    minimum_interval_seconds=6 * 3600,
-    default_status=DefaultSensorStatus.STOPPED,
-    description="Adds a liger_version partition for every liger-kernel release the package index publishes.",
-)
-def liger_release_sensor(context: SensorEvaluationContext, releases: LigerReleaseResource):
-    versions = []
-    for version in releases.versions():
-        try:
-            if Version(version) >= FIRST_TRACKED_RELEASE:
-                versions.append(checked_partition_value(VERSION_DIMENSION, version))
-        except InvalidVersion:
-            context.log.warning(f"ignoring release {version!r}: not a PEP 440 version")
-    new = _new_values(context, VERSION_DIMENSION, versions)
-    if not new:
-        return SkipReason(f"no new release among {len(versions)} on the index")
-    context.log.info(f"new liger-kernel releases: {', '.join(new)}")
-    return SensorResult(dynamic_partitions_requests=[AddDynamicPartitionsRequest(VERSION_DIMENSION, new)])
 
 
 @sensor(
     name="liger_history_sensor",
-    job=history_import_job,
+    job=HISTORY.job,
     minimum_interval_seconds=3600,
     default_status=DefaultSensorStatus.STOPPED,
     description=(
-        "Reads the newest release's history CSV, adds the GPU and version partitions it names and requests "
-        "an import run for each partition whose rows changed (run keys are content digests)."
+        "Reads the newest release's history CSV, registers the GPU x version pairs it has and requests an "
+        "import run for each partition whose rows changed (run keys are content digests)."
     ),
 )
 def liger_history_sensor(context: SensorEvaluationContext, releases: LigerReleaseResource):
@@ -73,11 +35,7 @@ def liger_history_sensor(context: SensorEvaluationContext, releases: LigerReleas
             f"{len(slices.unattributable_rows)} rows of the {version} history name no usable GPU or version "
             f"(first rows: {slices.unattributable_rows[:10]}); they belong to no partition"
         )
-    requests = []
-    for dimension, values in ((GPU_DIMENSION, slices.gpus), (VERSION_DIMENSION, slices.versions)):
-        new = _new_values(context, dimension, values)
-        if new:
-            requests.append(AddDynamicPartitionsRequest(dimension, new))
+    added = register_partitions(context.instance, "history", slices.partitions)
     runs = [
         RunRequest(
             # Same rows, same key: Dagster launches a run key once, so re-evaluation launches nothing.
@@ -87,5 +45,26 @@ def liger_history_sensor(context: SensorEvaluationContext, releases: LigerReleas
         )
         for part in slices.partitions.values()
     ]
-    context.log.info(f"history of liger-kernel {version}: {slices.rows_read} rows in {len(runs)} partitions")
-    return SensorResult(run_requests=runs, dynamic_partitions_requests=requests)
+    context.log.info(f"history of liger-kernel {version}: {slices.rows_read} rows in {len(runs)} partitions ({len(added)} new)")
+    return SensorResult(run_requests=runs)
+
+
+@sensor(
+    name="liger_ci_sensor",
+    job=CI.job,
+    minimum_interval_seconds=3600,
+    default_status=DefaultSensorStatus.STOPPED,
+    description=(
+        "Reads every listed Liger CI results file, registers the GPU x version pairs they name and requests an "
+        "import run for each partition whose files changed (run keys are content digests of its parts)."
+    ),
+)
+def liger_ci_sensor(context: SensorEvaluationContext, ci: LigerCiResource):
+    gathered = ci.gather()
+    added = register_partitions(context.instance, "ci", gathered.parts)
+    runs = [
+        RunRequest(run_key=f"ci:{gpu}|{version}:{gathered.digest((gpu, version))}", partition_key=benchmark_partition_key(gpu, version))
+        for gpu, version in gathered.parts
+    ]
+    context.log.info(f"{len(gathered.files)} CI files: {len(runs)} partitions ({len(added)} new)")
+    return SensorResult(run_requests=runs)

@@ -6,8 +6,10 @@ request from the extras, logs one line per script (status, rows so far), and rep
   (the CSV travels inline, so a pod's files need not be reachable from the orchestrator);
 - unless extras say `report_materialization: false`, an asset materialization whose metadata carries
   the rows, the per-script outcomes and the orchestration overhead;
-- on a SweepError, a custom message {"type": "sweep_error", "error": {type, message, retryable}} before
-  the process fails, so the orchestrator can refuse to retry a host-check failure.
+- on a SweepError, a custom message {"type": "sweep_error", "error": {type, message, retryable}}, and the
+  process then ends normally: the message, not an exit code or a Dagster exception's text, is how the
+  orchestrator learns what went wrong and whether another try can help (`reply_from_messages`).
+  Any other exception fails the process as usual (Dagster then may retry it).
 
 Extras: {"sweep_request": {...SweepRequest fields...}, "result_path": optional path,
 "report_materialization": optional bool}; the request fields may also sit at the top level.
@@ -15,7 +17,8 @@ Extras: {"sweep_request": {...SweepRequest fields...}, "result_path": optional p
 Plain mode, without Dagster (gpu_check, tests):
     python -m kernelindex_pipeline.execution.pipes_entry --request request.json --result result.json
 Exit codes: 0 sweep ran (script failures are in the result), 2 bad request, 3 host check failed
-(never retry), 1 any other error; the result file then holds {"error": {...}}.
+(never retry), 1 any other error; the result file then holds {"error": {...}}. Under Pipes the exit
+code is 0 after a SweepError (the sweep_error message carries it) and 1 after any other error.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ import json
 import signal
 import sys
 import traceback
+from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 from .outcomes import ConfigurationError, HostCheckError, SweepError
@@ -47,6 +52,53 @@ def error_dict(error: BaseException) -> dict:
         "message": str(error),
         "retryable": getattr(error, "retryable", True),
     }
+
+
+@dataclass(frozen=True)
+class SweepErrorReport:
+    """A SweepError as the sweep process reported it: its class name, message and whether to retry."""
+
+    type: str
+    message: str
+    retryable: bool
+
+
+@dataclass(frozen=True)
+class SweepReply:
+    """What the sweep process sent back, rebuilt on the orchestrator's side: a result with its CSV, or an error."""
+
+    result: SweepResult | None = None
+    csv_bytes: bytes | None = None
+    error: SweepErrorReport | None = None
+
+
+def result_message(result: SweepResult, result_path: Path, csv_bytes: bytes) -> dict:
+    return {
+        "type": "sweep_result",
+        "result": result.to_dict(),
+        "result_path": str(result_path),
+        "csv_text": csv_bytes.decode("utf-8") if len(csv_bytes) <= CSV_INLINE_LIMIT_BYTES else None,
+    }
+
+
+def error_message(error: SweepError) -> dict:
+    return {"type": "sweep_error", "error": error_dict(error)}
+
+
+def reply_from_messages(messages: Iterable[object]) -> SweepReply:
+    """The typed reply among a Pipes session's custom messages (the last sweep message wins).
+
+    Raises ValueError naming what arrived when no usable message did."""
+    seen = []
+    for message in messages:
+        kind = message.get("type") if isinstance(message, dict) else None
+        seen.append(kind)
+        if kind == "sweep_error":
+            error = message["error"]
+            return SweepReply(error=SweepErrorReport(str(error["type"]), str(error["message"]), bool(error["retryable"])))
+        if kind == "sweep_result" and message.get("csv_text") is not None:
+            return SweepReply(result=SweepResult.from_dict(message["result"]), csv_bytes=message["csv_text"].encode("utf-8"))
+    raise ValueError(f"the sweep process sent no result with its CSV (messages: {seen})")
 
 
 def exit_code_for(error: BaseException) -> int:
@@ -119,37 +171,27 @@ def run_plain(request_path: Path, result_path: Path) -> int:
 def run_with_pipes() -> int:
     from dagster_pipes import open_dagster_pipes
 
-    try:
-        with open_dagster_pipes() as pipes:
-            extras = dict(pipes.extras or {})
-            request_data = extras.get("sweep_request") or {
-                k: v for k, v in extras.items() if k in SweepRequest.__dataclass_fields__
-            }
-            try:
-                request = SweepRequest.from_dict(request_data)
-                result = run_sweep(request, progress=lambda event: pipes.log.info(progress_line(event)))
-            except SweepError as error:
-                pipes.report_custom_message({"type": "sweep_error", "error": error_dict(error)})
-                pipes.log.error(f"sweep failed: {error}")
-                raise  # open_dagster_pipes reports the exception as the external process's failure
-            result_path = Path(extras.get("result_path") or Path(result.work_dir) / "result.json")
-            _write_json(result_path, result.to_dict())
-            csv_bytes = Path(result.csv_path).read_bytes()
-            pipes.report_custom_message(
-                {
-                    "type": "sweep_result",
-                    "result": result.to_dict(),
-                    "result_path": str(result_path),
-                    "csv_text": csv_bytes.decode("utf-8") if len(csv_bytes) <= CSV_INLINE_LIMIT_BYTES else None,
-                }
-            )
-            for line in result.summary_lines():
-                pipes.log.info(line)
-            if extras.get("report_materialization", True):
-                pipes.report_asset_materialization(metadata=materialization_metadata(result, result_path))
-    except SweepError as error:
-        print(f"sweep failed: {error}", file=sys.stderr)
-        return exit_code_for(error)
+    with open_dagster_pipes() as pipes:
+        extras = dict(pipes.extras or {})
+        request_data = extras.get("sweep_request") or {
+            k: v for k, v in extras.items() if k in SweepRequest.__dataclass_fields__
+        }
+        try:
+            request = SweepRequest.from_dict(request_data)
+            result = run_sweep(request, progress=lambda event: pipes.log.info(progress_line(event)))
+        except SweepError as error:
+            # The orchestrator decides from this message (reply_from_messages), so the process ends cleanly.
+            pipes.report_custom_message(error_message(error))
+            pipes.log.error(f"sweep failed: {error}")
+            print(f"sweep failed: {error}", file=sys.stderr)
+            return EXIT_OK
+        result_path = Path(extras.get("result_path") or Path(result.work_dir) / "result.json")
+        _write_json(result_path, result.to_dict())
+        pipes.report_custom_message(result_message(result, result_path, Path(result.csv_path).read_bytes()))
+        for line in result.summary_lines():
+            pipes.log.info(line)
+        if extras.get("report_materialization", True):
+            pipes.report_asset_materialization(metadata=materialization_metadata(result, result_path))
     return EXIT_OK
 
 

@@ -101,8 +101,9 @@ def slice_history(data: bytes) -> HistorySlices:
 class PartitionCsv:
     """One partition's raw benchmark CSV and where it came from.
 
-    `mode` is `history` (rows Liger-Kernel committed) or `execute` (rows our own GPU sweep
-    measured); `measured` then carries what the sweep knows that the CSV cannot say.
+    `mode` names the source: `history` (rows Liger-Kernel committed), `ci` (a Liger CI results file)
+    or `sweep` (rows our own GPU sweep measured); `measured` then carries what the sweep knows that the
+    CSV cannot say, and `sweep` the sweep's typed result.
     """
 
     gpu: str
@@ -111,11 +112,20 @@ class PartitionCsv:
     csv_bytes: bytes
     snapshot: dict
     measured: object | None = None  # liger.normalize.MeasuredContext for execute mode
-    sweep: dict | None = None  # per-script outcomes, environment capture, timings
+    sweep: object | None = None  # execution.runner.SweepResult of a sweep: outcomes, host, timings
 
     @property
     def content_digest(self) -> str:
         return "sha256:" + hashlib.sha256(self.csv_bytes).hexdigest()
+
+
+def parts_digest(parts: list[PartitionCsv]) -> str:
+    """Content digest of a partition made of parts (one per input file): changes when any part does."""
+    sha = hashlib.sha256()
+    for part in parts:
+        sha.update(part.csv_bytes)
+        sha.update(b"\0")
+    return "sha256:" + sha.hexdigest()
 
 
 @functools.lru_cache(maxsize=4)

@@ -1,0 +1,405 @@
+"""The import commands' Dagster side: real runs on the instance the UI reads, launched and waited for.
+
+`import-history` and `import-ci` register their source's partitions, then launch the source's job the
+way the UI does: `dagster job launch -w workspace.yaml` creates the run with the code location's
+origin (so it is listed under its job), the instance's queue runs it through `dagster-daemon` (the
+one `dagster dev` runs, else one started here for the duration), and this module follows the run's
+event log: a progress bar per partition and stage, the summary from the publication step's
+per-partition lines. History and CI partitions go in one run (the chains' single-run backfill policy).
+While the daemon runs, the catalogue automation refreshes the catalogue-wide assets; the command
+waits for that run too, so nothing is left half-done when it stops the daemon.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from dagster import AssetRecordsFilter, DagsterInstance, DagsterRunStatus, RunsFilter
+
+from kernelindex_pipeline.defs.chain import STAGES, parse_progress
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+LOCATION = "kernelindex_pipeline"  # workspace.yaml's location_name
+# Tag names Dagster gives a run over a range of partitions (dagster._core.storage.tags, not re-exported).
+RANGE_START_TAG, RANGE_END_TAG = "dagster/asset_partition_range_start", "dagster/asset_partition_range_end"
+PARTITION_TAG = "dagster/partition"
+TERMINAL = {DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED}
+ACTIVE = [DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED, DagsterRunStatus.STARTING, DagsterRunStatus.STARTED]
+DAEMON_FRESH_S = 30  # a daemon heartbeat younger than this: `dagster dev` (or another daemon) is running
+AUTOMATION_WAIT_S = 40  # how long to wait for the catalogue automation to pick up the publications
+
+
+class LaunchError(RuntimeError):
+    """A run could not be launched or did not end: names the run and where its log is."""
+
+
+class UnknownPartitions(ValueError):
+    """Partitions asked for that the history does not have; raised before any of them runs."""
+
+
+def workspace_file(home: Path) -> Path:
+    """The repository's workspace.yaml; for an installed package without it, an equivalent under DAGSTER_HOME."""
+    ours = REPO_ROOT / "workspace.yaml"
+    if ours.is_file():
+        return ours
+    generated = home / "workspace.yaml"
+    generated.write_text(
+        "load_from:\n  - python_module:\n      module_name: kernelindex_pipeline.definitions\n"
+        f"      attribute: defs\n      location_name: {LOCATION}\n"
+    )
+    return generated
+
+
+def dagster_tool(name: str) -> str:
+    """A Dagster executable of this environment, found next to the running interpreter."""
+    return str(Path(sys.executable).with_name(name))
+
+
+def ui_hint(home: Path) -> str:
+    return f"DAGSTER_HOME={home} {dagster_tool('dagster')} dev -w {workspace_file(home)}"
+
+
+def _daemon_running(instance: DagsterInstance) -> bool:
+    now = time.time()
+    return any(now - beat.timestamp < DAEMON_FRESH_S for beat in instance.get_daemon_heartbeats().values())
+
+
+class Daemon:
+    """`dagster-daemon run` for the duration of an import, unless a live one already serves the instance."""
+
+    def __init__(self, instance: DagsterInstance, home: Path, verbose: bool) -> None:
+        self.instance, self.home, self.verbose = instance, home, verbose
+        self.process: subprocess.Popen | None = None
+        self.log_path = home / "logs" / "import-daemon.log"
+
+    def __enter__(self) -> Daemon:
+        if not _daemon_running(self.instance):
+            self.start()
+        return self
+
+    def start(self) -> None:
+        if self.process is not None:
+            return
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        out = None if self.verbose else self.log_path.open("ab")
+        self.process = subprocess.Popen(
+            [dagster_tool("dagster-daemon"), "run", "-w", str(workspace_file(self.home))],
+            env={**os.environ, "DAGSTER_HOME": str(self.home)}, cwd=REPO_ROOT if (REPO_ROOT / "workspace.yaml").is_file() else self.home,
+            stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT if out else None,
+            start_new_session=True,  # its own process group: stopped as a whole, with its code server
+        )
+        if out:
+            out.close()
+
+    def __exit__(self, *exc_info) -> None:
+        if self.process is None:
+            return
+        try:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+        except ProcessLookupError:
+            pass
+
+
+def launch(home: Path, job: str, tags: dict[str, str], verbose: bool) -> str:
+    """Submit one run of `job` to the instance's queue; return its run id."""
+    run_id = str(uuid.uuid4())
+    command = [dagster_tool("dagster"), "job", "launch", "-w", str(workspace_file(home)), "-j", job,
+               "--tags", json.dumps(tags), "--run-id", run_id]
+    completed = subprocess.run(command, env={**os.environ, "DAGSTER_HOME": str(home)}, capture_output=True, text=True,
+                               cwd=REPO_ROOT, timeout=300)
+    if verbose:
+        sys.stderr.write(completed.stdout + completed.stderr)
+    if completed.returncode != 0:
+        tail = (completed.stderr or completed.stdout).strip().splitlines()[-5:]
+        raise LaunchError(f"dagster job launch {job} failed (exit {completed.returncode}): {' / '.join(tail)}")
+    return run_id
+
+
+@dataclass
+class PartitionOutcome:
+    key: str
+    info: dict = field(default_factory=dict)  # the publication step's progress info
+
+    def line(self) -> str:
+        info = self.info
+        text = f"{self.key}: {info['rows']} rows, {info['runs']} runs, {info['new']} new, {info['already_present']} already present"
+        if info.get("parts", 1) != 1:
+            text += f" ({info['parts']} files)"
+        if not info["runs"]:
+            text += f" - {info.get('why_no_runs', 'no runs')}"
+        return text
+
+
+@dataclass
+class ImportSummary:
+    source: str
+    detail: str  # e.g. "history of liger-kernel 0.8.5"
+    partitions: list[str]
+    run_ids: list[str] = field(default_factory=list)
+    outcomes: dict[str, PartitionOutcome] = field(default_factory=dict)
+    failed_runs: dict[str, str] = field(default_factory=dict)  # run id -> reason
+    catalogue_run: str = ""
+    catalogue_by_kind: dict = field(default_factory=dict)
+    catalogue_url: str = ""
+    seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed_runs and len(self.outcomes) == len(self.partitions)
+
+    def lines(self) -> list[str]:
+        done = list(self.outcomes.values())
+        total = lambda name: sum(o.info.get(name, 0) for o in done)  # noqa: E731
+        out = [
+            f"{self.detail}: {len(self.partitions)} partitions in {len(self.run_ids)} run(s) in {self.seconds:.1f}s "
+            f"({len(done)} published, {len(self.partitions) - len(done)} not)",
+            f"rows read {total('rows')}, runs {total('runs')}, issues {total('issues')}; "
+            f"publication: {total('new')} new, {total('already_present')} already present",
+        ]
+        empty = [o for o in done if not o.info["runs"]]
+        if empty:
+            out.append(f"{len(empty)} partitions made no runs:")
+            out += [f"  {o.line()}" for o in empty]
+        for run_id, reason in self.failed_runs.items():
+            out.append(f"run {run_id} failed: {reason}")
+        if self.catalogue_run:
+            out.append(f"catalogue-wide assets refreshed by run {self.catalogue_run}")
+        out += self.notes
+        out.append(
+            f"catalogue {self.catalogue_url}: {sum(self.catalogue_by_kind.values())} records ("
+            + ", ".join(f"{k} {v}" for k, v in self.catalogue_by_kind.items() if v) + ")"
+        )
+        return out
+
+
+class Progress:
+    """A bar per run over partition x stage on a terminal; one line per published partition otherwise."""
+
+    def __init__(self, partitions: int, label: str, stream=sys.stderr) -> None:
+        from tqdm import tqdm
+
+        self.tty = stream.isatty()
+        self.stream = stream
+        self.bar = tqdm(total=partitions * len(STAGES), desc=label, unit="step", file=stream, leave=True) if self.tty else None
+        self.published = 0
+        self.partitions = partitions
+
+    def step(self, stage: str, outcome: PartitionOutcome | None) -> None:
+        if self.bar is not None:
+            self.bar.set_postfix_str(stage, refresh=False)
+            self.bar.update(1)
+        elif outcome is not None:
+            self.published += 1
+            print(f"[{self.published}/{self.partitions}] {outcome.line()}", file=self.stream, flush=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def _failure_reason(instance: DagsterInstance, run_id: str) -> str:
+    for entry in reversed(instance.all_logs(run_id)):
+        event = entry.dagster_event
+        if event is not None and event.event_type_value == "STEP_FAILURE":
+            error = event.event_specific_data.error
+            return f"{event.step_key}: {error.message.strip().splitlines()[0] if error else 'failed'}"
+    return "see the run's event log in the UI"
+
+
+def follow(instance: DagsterInstance, run_id: str, summary: ImportSummary, progress: Progress, verbose: bool,
+           daemon: Daemon, log: Callable[[str], None]) -> None:
+    """Until the run ends: feed its progress lines to `progress` and `summary` (and print its events with -v)."""
+    seen = 0
+    queued_since = time.monotonic()
+    while True:
+        run = instance.get_run_by_id(run_id)
+        logs = instance.all_logs(run_id)
+        for entry in logs[seen:]:
+            if verbose:
+                log(f"  {entry.dagster_event.event_type_value if entry.dagster_event else 'LOG'}: {entry.message}")
+            parsed = parse_progress(entry.user_message or "")
+            if parsed:
+                stage, key, info = parsed
+                outcome = None
+                if stage == "catalogue_publication":
+                    outcome = summary.outcomes[key] = PartitionOutcome(key, info)
+                progress.step(stage, outcome)
+        seen = len(logs)
+        if run is not None and run.status in TERMINAL:
+            if run.status is not DagsterRunStatus.SUCCESS:
+                summary.failed_runs[run_id] = _failure_reason(instance, run_id)
+            return
+        if run is not None and run.status is DagsterRunStatus.QUEUED and time.monotonic() - queued_since > DAEMON_FRESH_S:
+            daemon.start()  # the daemon whose heartbeat we saw is gone: serve the queue ourselves
+        time.sleep(0.5)
+
+
+def wait_for_catalogue_refresh(instance: DagsterInstance, since: float, log: Callable[[str], None]) -> str:
+    """The run id of the automation's refresh of the catalogue-wide assets after `since`, once it ended."""
+    deadline = time.monotonic() + AUTOMATION_WAIT_S
+    while time.monotonic() < deadline:
+        records = instance.get_run_records(RunsFilter(created_after=_datetime(since)), limit=20)
+        for record in records:
+            run = record.dagster_run
+            if run.asset_selection and any(key.path[0] in ("catalogue_export", "catalogue_report") for key in run.asset_selection):
+                while instance.get_run_by_id(run.run_id).status not in TERMINAL:
+                    time.sleep(0.5)
+                return run.run_id
+        time.sleep(1)
+    log("the catalogue automation did not refresh the catalogue-wide assets yet; `dagster dev` will")
+    return ""
+
+
+def _datetime(timestamp: float):
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(timestamp, UTC)
+
+
+def run_import(
+    instance: DagsterInstance,
+    home: Path,
+    *,
+    summary: ImportSummary,
+    job: str,
+    run_tags: list[dict[str, str]],
+    verbose: bool = False,
+    log: Callable[[str], None] = print,
+) -> ImportSummary:
+    """Launch one run per entry of `run_tags`, follow them to the end, wait for the catalogue refresh."""
+    started_wall, started = time.time(), time.perf_counter()
+    with Daemon(instance, home, verbose) as daemon:
+        progress = Progress(len(summary.partitions), f"{summary.source} import")
+        try:
+            for tags in run_tags:
+                run_id = launch(home, job, tags, verbose)
+                summary.run_ids.append(run_id)
+                follow(instance, run_id, summary, progress, verbose, daemon, log)
+        finally:
+            progress.close()
+        summary.seconds = time.perf_counter() - started
+        if summary.outcomes:
+            summary.catalogue_run = wait_for_catalogue_refresh(instance, started_wall, log)
+        # Nothing this daemon launched may be cut off when it stops.
+        while instance.get_run_records(RunsFilter(statuses=ACTIVE, created_after=_datetime(started_wall)), limit=1):
+            time.sleep(0.5)
+    return summary
+
+
+def partition_runs(keys: list[str], registered: list[str], tags: dict[str, str]) -> list[dict[str, str]]:
+    """Run tags covering `keys`: one run per stretch of consecutive registered keys (a whole source: one run)."""
+    position = {key: index for index, key in enumerate(registered)}
+    ordered = sorted(keys, key=position.__getitem__)
+    stretches: list[list[str]] = []
+    for key in ordered:
+        if stretches and position[key] == position[stretches[-1][-1]] + 1:
+            stretches[-1].append(key)
+        else:
+            stretches.append([key])
+    return [
+        {**tags, PARTITION_TAG: stretch[0]} if len(stretch) == 1 else {**tags, RANGE_START_TAG: stretch[0], RANGE_END_TAG: stretch[-1]}
+        for stretch in stretches
+    ]
+
+
+# ------------------------------------------------------------------------------ the two commands
+
+
+def _resources(*names: str):
+    from dagster import build_resources
+
+    from kernelindex_pipeline.definitions import defs
+
+    return build_resources({name: defs.resources[name] for name in names})
+
+
+def _finish(summary: ImportSummary, catalogue) -> ImportSummary:
+    with catalogue.open() as store:
+        summary.catalogue_by_kind = store.counts_by_kind()
+    summary.catalogue_url = catalogue.safe_url
+    return summary
+
+
+def import_history(instance: DagsterInstance, home: Path, *, partitions: list[tuple[str, str]] | None = None,
+                   verbose: bool = False, log: Callable[[str], None] = print) -> ImportSummary:
+    """Every (or the given) partition of the newest history through `history_import_job`."""
+    from kernelindex_pipeline.defs.partitions import benchmark_partition_key, register_partitions, registered_keys
+    from kernelindex_pipeline.defs.sources import HISTORY, HISTORY_RELEASE_TAG
+    from kernelindex_pipeline.liger.partition import slice_history
+    from kernelindex_pipeline.liger.release import read_history_csv
+
+    with _resources("releases", "catalogue") as resources:
+        version = resources.releases.history_version()
+        data, _snapshot = read_history_csv(resources.releases.fetch(version))
+        slices = slice_history(data)
+        if slices.unattributable_rows:
+            log(f"{len(slices.unattributable_rows)} rows of the {version} history name no usable GPU or version "
+                f"(first rows: {slices.unattributable_rows[:10]}); they belong to no partition")
+        register_partitions(instance, "history", slices.partitions)
+        unknown = [f"{gpu}|{v}" for gpu, v in partitions or [] if (gpu, v) not in slices.partitions]
+        if unknown:
+            known = sorted(f"{gpu}|{v}" for gpu, v in slices.partitions)
+            raise UnknownPartitions(
+                f"--partition {', '.join(map(repr, unknown))}: not in the history of liger-kernel {version} "
+                f"({len(known)} partitions, e.g. {', '.join(known[:3])})"
+            )
+        keys = [benchmark_partition_key(*pair) for pair in (partitions or slices.partitions)]
+        summary = ImportSummary("history", f"history of liger-kernel {version}", keys)
+        tags = partition_runs(keys, registered_keys(instance, "history"), {HISTORY_RELEASE_TAG: version})
+        run_import(instance, home, summary=summary, job=HISTORY.job.name, run_tags=tags, verbose=verbose, log=log)
+        return _finish(summary, resources.catalogue)
+
+
+def import_ci(instance: DagsterInstance, home: Path, locators: list[str], *, verbose: bool = False,
+              log: Callable[[str], None] = print) -> ImportSummary:
+    """Add `locators` to the CI file list, then import every partition whose listed files changed."""
+    from kernelindex_pipeline.defs.partitions import benchmark_partition_key, register_partitions, registered_keys
+    from kernelindex_pipeline.defs.sources import CI
+    from kernelindex_pipeline.liger import ci as liger_ci
+
+    with _resources("ci", "catalogue") as resources:
+        # Fetch first: a locator that cannot be read never reaches the list.
+        named = liger_ci.gather(liger_ci.fetch(locator, max_bytes=resources.ci.max_bytes) for locator in locators)
+        added = liger_ci.add_to_locator_list(resources.ci.list_path(), locators)
+        gathered = resources.ci.gather()
+        pairs = [pair for pair in gathered.parts if pair in named.parts]
+        register_partitions(instance, "ci", pairs)
+        changed = []
+        for gpu, version in pairs:
+            key = benchmark_partition_key(gpu, version)
+            if _published_digest(instance, CI.publication, key) != gathered.digest((gpu, version)):
+                changed.append(key)
+        detail = f"{len(locators)} CI files ({len(added)} newly listed in {resources.ci.list_path()})"
+        summary = ImportSummary("ci", detail, changed)
+        unchanged = len(pairs) - len(changed)
+        if unchanged:
+            summary.notes.append(f"{unchanged} partitions unchanged since their last import: nothing to do for them")
+        for locator, rows in named.unattributable.items():
+            summary.notes.append(f"{locator}: {len(rows)} rows name no usable GPU or version; they belong to no partition")
+        if changed:
+            tags = partition_runs(changed, registered_keys(instance, "ci"), {})
+            run_import(instance, home, summary=summary, job=CI.job.name, run_tags=tags, verbose=verbose, log=log)
+        return _finish(summary, resources.catalogue)
+
+
+def _published_digest(instance: DagsterInstance, publication_key, partition: str) -> str | None:
+    """The content digest of what the last publication of `partition` published (from its metadata)."""
+    records = instance.fetch_materializations(AssetRecordsFilter(asset_key=publication_key, asset_partitions=[partition]), limit=1).records
+    if not records:
+        return None
+    digests = records[0].asset_materialization.metadata.get("content_digests")
+    return digests.value.get(partition) if digests is not None else None
