@@ -2,22 +2,26 @@
 
 from __future__ import annotations
 
+import shutil
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 from dagster import SensorResult, SkipReason, build_schedule_context, build_sensor_context, instance_for_test
 from dagster_support import HISTORY_PARTITIONS, LocalReleases, build_history_sdist, history_rows
 
 from kernelindex_pipeline.defs.partitions import (
-    GPU_DIMENSION,
-    VERSION_DIMENSION,
     InvalidPartitionValue,
     benchmark_partition_key,
+    registered_keys,
     split_partition_key,
 )
 from kernelindex_pipeline.defs.resources import GpuFleetResource
 from kernelindex_pipeline.defs.schedules import GPU_POOL_TAG, nightly_gpu_sweep
-from kernelindex_pipeline.defs.sensors import liger_history_sensor, liger_release_sensor
+from kernelindex_pipeline.defs.sensors import liger_ci_sensor, liger_history_sensor
+from kernelindex_pipeline.defs.sources import LigerCiResource
+
+CI_FIXTURES = Path(__file__).parent / "fixtures" / "liger-ci"
 
 
 @pytest.fixture
@@ -26,33 +30,26 @@ def instance():
         yield instance
 
 
-def _evaluate(sensor, instance, releases) -> SensorResult | SkipReason:
-    context = build_sensor_context(instance=instance, resources={"releases": releases})
-    return sensor(context)
+def _evaluate(sensor, instance, releases=None, ci=None) -> SensorResult | SkipReason:
+    resources = {"releases": releases} if releases is not None else {"ci": ci}
+    return sensor(build_sensor_context(instance=instance, resources=resources))
 
 
-def test_partition_keys_are_validated_and_built_with_multipartitionkey():
+def test_partition_keys_are_validated_and_split_back():
     key = benchmark_partition_key("nvidia-h100-80gb-hbm3", "0.8.0")
-    assert split_partition_key(str(key)) == ("nvidia-h100-80gb-hbm3", "0.8.0")
+    assert key == "nvidia-h100-80gb-hbm3|0.8.0" and split_partition_key(key) == ("nvidia-h100-80gb-hbm3", "0.8.0")
     for gpu in ("NVIDIA H100", "a|b", "a,b", ""):
         with pytest.raises(InvalidPartitionValue, match="gpu partition value"):
             benchmark_partition_key(gpu, "0.8.0")
-
-
-def test_release_sensor_adds_new_versions_once(instance, tmp_path):
-    releases = LocalReleases(sdist_path=str(build_history_sdist(tmp_path)))
-    first = _evaluate(liger_release_sensor, instance, releases)
-    (request,) = first.dynamic_partitions_requests
-    assert request.partitions_def_name == VERSION_DIMENSION and list(request.partition_keys) == ["0.5.0", "0.6.0"]
-    instance.add_dynamic_partitions(VERSION_DIMENSION, list(request.partition_keys))
-    assert isinstance(_evaluate(liger_release_sensor, instance, releases), SkipReason)
+    with pytest.raises(InvalidPartitionValue, match="GPU|VERSION"):
+        split_partition_key("nvidia-h100-80gb-hbm3")
 
 
 def test_history_sensor_requests_one_run_per_partition_with_content_run_keys(instance, tmp_path):
     releases = LocalReleases(sdist_path=str(build_history_sdist(tmp_path)))
     result = _evaluate(liger_history_sensor, instance, releases)
-    added = {(r.partitions_def_name, key) for r in result.dynamic_partitions_requests for key in r.partition_keys}
-    assert added == {(GPU_DIMENSION, g) for g, _ in HISTORY_PARTITIONS} | {(VERSION_DIMENSION, v) for _, v in HISTORY_PARTITIONS}
+    # Only the pairs the history has, in version order.
+    assert registered_keys(instance, "history") == ["nvidia-h100-80gb-hbm3|0.5.0", "nvidia-a100-sxm4-80gb|0.6.0", "nvidia-h100-80gb-hbm3|0.6.0"]
     keys = {split_partition_key(r.partition_key): r.run_key for r in result.run_requests}
     assert set(keys) == HISTORY_PARTITIONS
 
@@ -69,19 +66,33 @@ def test_history_sensor_requests_one_run_per_partition_with_content_run_keys(ins
     assert differing == {("nvidia-h100-80gb-hbm3", "0.5.0")}
 
 
-def test_nightly_sweep_requests_one_run_per_gpu_pool_on_the_newest_version(instance):
-    instance.add_dynamic_partitions(VERSION_DIMENSION, ["0.6.1", "0.8.0", "0.10.0", "0.9.2"])
+def test_ci_sensor_gathers_files_per_partition_with_content_run_keys(instance, tmp_path):
+    files = [shutil.copy(CI_FIXTURES / name, tmp_path / name) for name in ("7644a0f-v0.7.0.csv", "7644a0f.csv", "0701bab.csv")]
+    ci = LigerCiResource(locators=[str(f) for f in files])
+    result = _evaluate(liger_ci_sensor, instance, ci=ci)
+    keys = {r.partition_key: r.run_key for r in result.run_requests}
+    assert set(keys) == {"nvidia-h200|0.5.10", "nvidia-h100-80gb-hbm3|0.7.0"}  # two files, one partition
+    assert registered_keys(instance, "ci") == ["nvidia-h200|0.5.10", "nvidia-h100-80gb-hbm3|0.7.0"]
+    assert {r.run_key for r in _evaluate(liger_ci_sensor, instance, ci=ci).run_requests} == set(keys.values())
+    # Another weekly run of 0.7.0 changes that partition's key only.
+    Path(files[1]).write_text(Path(files[1]).read_text().replace("0.10491200163960457", "0.105"))
+    after = {r.partition_key: r.run_key for r in _evaluate(liger_ci_sensor, instance, ci=ci).run_requests}
+    assert {key for key in keys if keys[key] != after[key]} == {"nvidia-h100-80gb-hbm3|0.7.0"}
+
+
+def test_nightly_sweep_registers_and_requests_one_run_per_gpu_pool_on_the_newest_release(instance, tmp_path):
     fleet = GpuFleetResource(gpu_pools="nvidia-h100-80gb-hbm3, nvidia-b200")
+    releases = LocalReleases(sdist_path=str(build_history_sdist(tmp_path)), version="0.10.0")
     when = datetime(2026, 11, 30, 2, 0, tzinfo=UTC)
-    context = build_schedule_context(instance=instance, resources={"fleet": fleet}, scheduled_execution_time=when)
+    context = build_schedule_context(instance=instance, resources={"fleet": fleet, "releases": releases}, scheduled_execution_time=when)
     requests = list(nightly_gpu_sweep(context))
     assert [split_partition_key(r.partition_key) for r in requests] == [("nvidia-h100-80gb-hbm3", "0.10.0"), ("nvidia-b200", "0.10.0")]
     assert [r.run_key for r in requests] == ["sweep:2026-11-30:nvidia-h100-80gb-hbm3|0.10.0", "sweep:2026-11-30:nvidia-b200|0.10.0"]
     assert [r.tags[GPU_POOL_TAG] for r in requests] == ["nvidia-h100-80gb-hbm3", "nvidia-b200"]
-    assert set(instance.get_dynamic_partitions(GPU_DIMENSION)) == {"nvidia-h100-80gb-hbm3", "nvidia-b200"}
+    assert registered_keys(instance, "sweep") == ["nvidia-b200|0.10.0", "nvidia-h100-80gb-hbm3|0.10.0"]
 
 
 def test_nightly_sweep_without_pools_says_how_to_configure_them(instance):
-    context = build_schedule_context(instance=instance, resources={"fleet": GpuFleetResource()})
+    context = build_schedule_context(instance=instance, resources={"fleet": GpuFleetResource(), "releases": LocalReleases(sdist_path="unused")})
     result = nightly_gpu_sweep(context)
     assert isinstance(result, SkipReason) and "KERNELINDEX_GPU_POOLS" in result.skip_message

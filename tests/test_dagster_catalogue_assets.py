@@ -7,8 +7,7 @@ import json
 from pathlib import Path
 
 from dagster import DagsterInstance, materialize
-from dagster_support import HISTORY_PARTITIONS
-from test_dagster_history import _materialize, instance, resources  # noqa: F401 (fixtures)
+from test_dagster_history import _materialize_all, instance, resources  # noqa: F401 (fixtures)
 
 from kernelindex_pipeline.defs.catalogue_assets import (
     benchmark_regressions,
@@ -21,8 +20,7 @@ from kernelindex_pipeline.records.io import load_manifests
 
 
 def test_export_regressions_and_report_over_the_published_history(instance, resources, tmp_path, sqlite_url):  # noqa: F811
-    for gpu, version in sorted(HISTORY_PARTITIONS):
-        assert _materialize(instance, resources, gpu, version).success
+    assert _materialize_all(instance, resources).success
     out = tmp_path / "out"
     config = {"ops": {
         "catalogue_export": {"config": {"out_dir": str(out / "export")}},

@@ -37,16 +37,50 @@ def _graph(defs):
 
 
 def test_asset_graph_snapshot(defs):
+    publications = ["ci/catalogue_publication", "history/catalogue_publication", "sweep/catalogue_publication"]
     assert _graph(defs) == {
-        "liger_release": {"deps": [], "partitioned": True},
-        "benchmark_csv": {"deps": ["liger_release"], "partitioned": True},
-        "benchmark_rows": {"deps": ["benchmark_csv"], "partitioned": True},
-        "kernelindex_records": {"deps": ["benchmark_csv", "benchmark_rows"], "partitioned": True},
-        "catalogue_publication": {"deps": ["benchmark_csv", "kernelindex_records"], "partitioned": True},
-        "catalogue_export": {"deps": ["catalogue_publication"], "partitioned": False},
-        "benchmark_regressions": {"deps": ["catalogue_publication"], "partitioned": False},
-        "catalogue_report": {"deps": ["catalogue_publication"], "partitioned": False},
+        "history/benchmark_csv": {"deps": [], "partitioned": True},
+        "history/benchmark_rows": {"deps": ["history/benchmark_csv"], "partitioned": True},
+        "history/kernelindex_records": {"deps": ["history/benchmark_csv", "history/benchmark_rows"], "partitioned": True},
+        "history/catalogue_publication": {"deps": ["history/benchmark_csv", "history/kernelindex_records"], "partitioned": True},
+        "ci/benchmark_csv": {"deps": [], "partitioned": True},
+        "ci/benchmark_rows": {"deps": ["ci/benchmark_csv"], "partitioned": True},
+        "ci/kernelindex_records": {"deps": ["ci/benchmark_csv", "ci/benchmark_rows"], "partitioned": True},
+        "ci/catalogue_publication": {"deps": ["ci/benchmark_csv", "ci/kernelindex_records"], "partitioned": True},
+        "sweep/benchmark_csv": {"deps": [], "partitioned": True},
+        "sweep/benchmark_rows": {"deps": ["sweep/benchmark_csv"], "partitioned": True},
+        "sweep/kernelindex_records": {"deps": ["sweep/benchmark_csv", "sweep/benchmark_rows"], "partitioned": True},
+        "sweep/catalogue_publication": {"deps": ["sweep/benchmark_csv", "sweep/kernelindex_records"], "partitioned": True},
+        "catalogue_export": {"deps": publications, "partitioned": False},
+        "benchmark_regressions": {"deps": publications, "partitioned": False},
+        "catalogue_report": {"deps": publications, "partitioned": False},
     }
+
+
+def test_each_chain_has_its_own_partitions_group_and_backfill_policy(defs):
+    graph = defs.resolve_asset_graph()
+    for source, single_run in (("history", True), ("ci", True), ("sweep", False)):
+        nodes = [graph.get(key) for key in graph.get_all_asset_keys() if key.path[0] == source]
+        assert {node.partitions_def.name for node in nodes} == {f"{source}_partitions"}
+        assert {node.group_name for node in nodes} == {source}
+        policies = {node.backfill_policy.max_partitions_per_run if node.backfill_policy else 1 for node in nodes}
+        assert policies == ({None} if single_run else {1})  # None: every partition in one run
+
+
+def test_catalogue_wide_assets_refresh_by_automation_on_by_default(defs):
+    graph = defs.resolve_asset_graph()
+    wide = [key for key in graph.get_all_asset_keys() if graph.get(key).partitions_def is None]
+    assert wide and all(graph.get(key).automation_condition is not None for key in wide)
+    (sensor,) = [s for s in defs.sensors if s.name == "catalogue_automation"]
+    assert sensor.default_status.value == "RUNNING"
+
+
+def test_loading_the_code_location_prints_no_warning():
+    completed = subprocess.run(
+        [sys.executable, "-W", "always", "-c", "from kernelindex_pipeline.definitions import defs; defs.resolve_asset_graph()"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )
+    assert completed.returncode == 0 and "Warning" not in completed.stderr, completed.stderr
 
 
 def test_every_asset_has_a_docstring_description(defs):
@@ -66,11 +100,13 @@ def test_record_checks_are_blocking_and_the_sweep_check_is_not(defs):
         "sweep_scripts_succeeded": False,
         "no_regressions": False,
     }
+    per_asset = sorted(key.asset_key.to_user_string() for key in graph.asset_check_keys if key.name == "rows_conserved")
+    assert per_asset == ["ci/kernelindex_records", "history/kernelindex_records", "sweep/kernelindex_records"]
 
 
 def test_jobs_sensors_schedules(defs):
-    assert sorted(job.name for job in defs.jobs) == ["gpu_sweep_job", "history_import_job"]
-    assert sorted(sensor.name for sensor in defs.sensors) == ["liger_history_sensor", "liger_release_sensor"]
+    assert sorted(job.name for job in defs.jobs) == ["ci_import_job", "gpu_sweep_job", "history_import_job"]
+    assert sorted(sensor.name for sensor in defs.sensors) == ["catalogue_automation", "liger_ci_sensor", "liger_history_sensor"]
     (schedule,) = defs.schedules
     assert (schedule.name, schedule.cron_schedule, schedule.execution_timezone) == ("nightly_gpu_sweep", "0 2 * * *", "UTC")
 

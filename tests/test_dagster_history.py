@@ -1,26 +1,29 @@
-"""The history path through Dagster, in process: one partition, all partitions, re-materialization,
-and a corrupted record stopped by the blocking checks before publication."""
+"""The history chain through Dagster, in process: one partition, every partition in ONE run (the
+single-run backfill the UI and import-history use), re-materialization, a corrupted record stopped by
+the blocking checks before publication, and partitions registered in version order."""
 
 from __future__ import annotations
 
 import pytest
-from dagster import DagsterInstance, materialize
+from dagster import AssetKey, DagsterInstance, materialize
 from dagster_support import HISTORY_PARTITIONS, LocalReleases, build_history_sdist
 
 from kernelindex_pipeline.catalogue.store import CatalogueStore
-from kernelindex_pipeline.defs import assets
-from kernelindex_pipeline.defs.partitions import GPU_DIMENSION, VERSION_DIMENSION, benchmark_partition_key
+from kernelindex_pipeline.defs.chain import IO_MANAGER_KEY, ChainValuesIOManager
+from kernelindex_pipeline.defs.launch import RANGE_END_TAG, RANGE_START_TAG
+from kernelindex_pipeline.defs.partitions import benchmark_partition_key, register_partitions, registered_keys
 from kernelindex_pipeline.defs.resources import BenchmarkRunnerResource, CatalogueResource
+from kernelindex_pipeline.defs.sources import HISTORY
 from kernelindex_pipeline.liger import partition as liger_partition
 
-CHAIN = [assets.benchmark_csv, assets.benchmark_rows, assets.kernelindex_records, assets.catalogue_publication]
+CHAIN = HISTORY.assets
+PUBLICATION = AssetKey(["history", "catalogue_publication"])
 
 
 @pytest.fixture
 def instance():
     with DagsterInstance.ephemeral() as instance:
-        instance.add_dynamic_partitions(GPU_DIMENSION, sorted({gpu for gpu, _ in HISTORY_PARTITIONS}))
-        instance.add_dynamic_partitions(VERSION_DIMENSION, sorted({v for _, v in HISTORY_PARTITIONS}))
+        register_partitions(instance, "history", HISTORY_PARTITIONS)
         yield instance
 
 
@@ -31,6 +34,7 @@ def resources(tmp_path, sqlite_url):
         "catalogue": CatalogueResource(url=sqlite_url),
         "releases": LocalReleases(sdist_path=str(sdist)),
         "runner": BenchmarkRunnerResource(work_root=str(tmp_path / "sweeps")),
+        IO_MANAGER_KEY: ChainValuesIOManager(base_dir=str(tmp_path / "values")),
     }
 
 
@@ -38,80 +42,91 @@ def _materialize(instance, resources, gpu, version, **kwargs):
     return materialize(CHAIN, partition_key=benchmark_partition_key(gpu, version), instance=instance, resources=resources, **kwargs)
 
 
+def _materialize_all(instance, resources, **kwargs):
+    keys = registered_keys(instance, "history")
+    tags = {RANGE_START_TAG: keys[0], RANGE_END_TAG: keys[-1]}
+    return materialize(CHAIN, instance=instance, resources=resources, tags=tags, **kwargs)
+
+
 def _publication(result) -> dict:
-    (event,) = result.asset_materializations_for_node("catalogue_publication")
+    (event,) = result.asset_materializations_for_node("history__catalogue_publication")
     return {key: value.value for key, value in event.metadata.items()}
+
+
+def _catalogue(sqlite_url) -> dict:
+    with CatalogueStore.open(sqlite_url) as store:
+        return store.counts_by_kind()
 
 
 def test_one_partition_publishes_its_rows(instance, resources, sqlite_url):
     result = _materialize(instance, resources, "nvidia-h100-80gb-hbm3", "0.5.0")
     assert result.success
-    records = result.output_for_node("kernelindex_records")
+    (records,) = result.output_for_node("history__kernelindex_records")["nvidia-h100-80gb-hbm3|0.5.0"]
     report = records.report.to_dict()
     # Full profile (the default): 6 speed rows of rms_norm and its memory row become runs; the uncurated
     # kernel is skipped by reason.
     assert (report["profile"], report["rowsRead"], report["runs"], report["memoryRuns"]) == ("full", 8, 7, 1)
     assert report["skipped"]["memoryRows"] == 0 and report["skipped"]["uncuratedKernels"] == {"not_a_curated_kernel": 1}
-    evaluations = result.get_asset_check_evaluations()
-    # Partitioned checks: each evaluation belongs to this partition only.
-    assert {evaluation.partition for evaluation in evaluations} == {"nvidia-h100-80gb-hbm3|0.5.0"}
-    checks = {evaluation.check_name: evaluation.passed for evaluation in evaluations}
-    assert checks == {"sweep_scripts_succeeded": True, "records_schema_valid": True, "record_digests_recompute": True, "run_references_resolve": True, "rows_conserved": True}
+    checks = {evaluation.check_name: evaluation.passed for evaluation in result.get_asset_check_evaluations()}
+    assert checks == {"records_schema_valid": True, "record_digests_recompute": True, "run_references_resolve": True, "rows_conserved": True}
     publication = _publication(result)
     assert publication["inserted"] == len(records.manifests) and publication["already_present"] == 0
-    store = CatalogueStore.open(sqlite_url)
-    try:
-        assert store.counts_by_kind()["BenchmarkRun"] == 7
-    finally:
-        store.close()
+    assert publication["content_digests"] == {"nvidia-h100-80gb-hbm3|0.5.0": liger_partition.parts_digest(
+        result.output_for_node("history__benchmark_csv")["nvidia-h100-80gb-hbm3|0.5.0"])}
+    assert _catalogue(sqlite_url)["BenchmarkRun"] == 7
+
+
+def test_every_partition_in_one_run(instance, resources, sqlite_url):
+    result = _materialize_all(instance, resources)
+    assert result.success
+    outputs = result.output_for_node("history__kernelindex_records")
+    assert set(outputs) == {benchmark_partition_key(*pair) for pair in HISTORY_PARTITIONS}
+    # 18 speed rows and 3 memory rows (full profile, the default) become runs.
+    assert sum(r.report.runs for results in outputs.values() for r in results) == 21
+    counts = _catalogue(sqlite_url)
+    assert counts["BenchmarkRun"] == 21
+    # Two GPUs share one OperationSpec and the two protocols (speed and peak memory); each GPU has its own environment.
+    assert counts["OperationSpec"] == 1 and counts["ExecutionEnvironment"] == 2 and counts["BenchmarkProtocol"] == 2
+    # Each partition has its own materialization, and its own stored value for the next step.
+    assert instance.get_materialized_partitions(PUBLICATION) == set(outputs)
+    again = _materialize(instance, resources, "nvidia-a100-sxm4-80gb", "0.6.0", selection=CHAIN[1:])  # reads stored values
+    assert again.success and _publication(again)["inserted"] == 0
 
 
 def test_rematerializing_a_partition_inserts_nothing(instance, resources, sqlite_url):
     first = _publication(_materialize(instance, resources, "nvidia-h100-80gb-hbm3", "0.5.0"))
-    store = CatalogueStore.open(sqlite_url)
-    before = sorted(store.manifests(), key=lambda m: m["metadata"]["name"])
-    store.close()
+    with CatalogueStore.open(sqlite_url) as store:
+        before = sorted(store.manifests(), key=lambda m: m["metadata"]["name"])
     second = _publication(_materialize(instance, resources, "nvidia-h100-80gb-hbm3", "0.5.0"))
     assert second["inserted"] == 0 and second["already_present"] == first["inserted"]
-    assert second["summary"].startswith("0 new,")
-    store = CatalogueStore.open(sqlite_url)
-    assert sorted(store.manifests(), key=lambda m: m["metadata"]["name"]) == before
-    store.close()
+    with CatalogueStore.open(sqlite_url) as store:
+        assert sorted(store.manifests(), key=lambda m: m["metadata"]["name"]) == before
 
 
-def test_all_history_partitions(instance, resources, sqlite_url):
-    runs = 0
-    for gpu, version in sorted(HISTORY_PARTITIONS):
-        result = _materialize(instance, resources, gpu, version)
-        assert result.success
-        runs += result.output_for_node("kernelindex_records").report.runs
-    store = CatalogueStore.open(sqlite_url)
-    try:
-        counts = store.counts_by_kind()
-    finally:
-        store.close()
-    # 18 speed rows and 3 memory rows (full profile, the default) become runs.
-    assert runs == 21 and counts["BenchmarkRun"] == 21
-    # Two GPUs share one OperationSpec and the two protocols (speed and peak memory); each GPU has its own environment.
-    assert counts["OperationSpec"] == 1 and counts["ExecutionEnvironment"] == 2 and counts["BenchmarkProtocol"] == 2
-
-
-def test_a_corrupted_record_is_stopped_before_publication(instance, resources, sqlite_url, monkeypatch):
+def test_a_corrupted_record_stops_the_runs_publication(instance, resources, sqlite_url, monkeypatch):
     real_build = liger_partition.build_records
 
     def corrupting_build(parsed, partition_csv, **kwargs):
         result = real_build(parsed, partition_csv, **kwargs)
-        run_digest = next(d for d, m in result.manifests.items() if m["kind"] == "BenchmarkRun" and "timing" in m["spec"])
-        result.manifests[run_digest]["spec"]["timing"]["latencyNs"]["median"] = -1  # invalid, and no longer its digest
+        if (partition_csv.gpu, partition_csv.liger_version) == ("nvidia-h100-80gb-hbm3", "0.5.0"):
+            run_digest = next(d for d, m in result.manifests.items() if m["kind"] == "BenchmarkRun" and "timing" in m["spec"])
+            result.manifests[run_digest]["spec"]["timing"]["latencyNs"]["median"] = -1  # invalid, and no longer its digest
         return result
 
     monkeypatch.setattr(liger_partition, "build_records", corrupting_build)
-    result = _materialize(instance, resources, "nvidia-h100-80gb-hbm3", "0.5.0", raise_on_error=False)
-    checks = {evaluation.check_name: evaluation.passed for evaluation in result.get_asset_check_evaluations()}
-    assert checks["records_schema_valid"] is False and checks["record_digests_recompute"] is False
-    assert not result.asset_materializations_for_node("catalogue_publication")
-    store = CatalogueStore.open(sqlite_url)
-    try:
-        assert sum(store.counts_by_kind().values()) == 0
-    finally:
-        store.close()
+    result = _materialize_all(instance, resources, raise_on_error=False)
+    checks = {evaluation.check_name: evaluation for evaluation in result.get_asset_check_evaluations()}
+    assert not checks["records_schema_valid"].passed and not checks["record_digests_recompute"].passed
+    assert checks["rows_conserved"].passed
+    assert checks["records_schema_valid"].metadata["partitions_with_problems"].value == ["nvidia-h100-80gb-hbm3|0.5.0"]
+    assert not result.asset_materializations_for_node("history__catalogue_publication")
+    assert sum(_catalogue(sqlite_url).values()) == 0
+
+
+def test_partitions_are_registered_once_in_version_order():
+    with DagsterInstance.ephemeral() as instance:
+        added = register_partitions(instance, "ci", [("b", "0.5.10"), ("a", "0.5.4"), ("b", "0.5.4")])
+        assert added == ["a|0.5.4", "b|0.5.4", "b|0.5.10"]
+        assert register_partitions(instance, "ci", [("a", "0.5.4"), ("a", "0.6.0")]) == ["a|0.6.0"]
+        assert registered_keys(instance, "ci") == ["a|0.5.4", "b|0.5.4", "b|0.5.10", "a|0.6.0"]
+        assert registered_keys(instance, "history") == []  # each source has its own partitions

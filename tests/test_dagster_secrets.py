@@ -7,7 +7,8 @@ from dagster_support import LocalReleases, build_history_sdist
 from sqlalchemy.engine import make_url
 from test_dagster_history import CHAIN
 
-from kernelindex_pipeline.defs.partitions import GPU_DIMENSION, VERSION_DIMENSION, benchmark_partition_key
+from kernelindex_pipeline.defs.chain import IO_MANAGER_KEY, ChainValuesIOManager
+from kernelindex_pipeline.defs.partitions import benchmark_partition_key, register_partitions
 from kernelindex_pipeline.defs.resources import BenchmarkRunnerResource, CatalogueResource
 
 
@@ -18,10 +19,10 @@ def test_password_never_appears_in_events_or_metadata(tmp_path, postgres_url):
         "catalogue": CatalogueResource(url=postgres_url),
         "releases": LocalReleases(sdist_path=str(build_history_sdist(tmp_path))),
         "runner": BenchmarkRunnerResource(),
+        IO_MANAGER_KEY: ChainValuesIOManager(base_dir=str(tmp_path / "values")),
     }
     with DagsterInstance.ephemeral() as instance:
-        instance.add_dynamic_partitions(GPU_DIMENSION, ["nvidia-h100-80gb-hbm3"])
-        instance.add_dynamic_partitions(VERSION_DIMENSION, ["0.5.0"])
+        register_partitions(instance, "history", [("nvidia-h100-80gb-hbm3", "0.5.0")])
         result = materialize(CHAIN, partition_key=benchmark_partition_key("nvidia-h100-80gb-hbm3", "0.5.0"), instance=instance, resources=resources)
         assert result.success
         logs = instance.all_logs(result.run_id)

@@ -1,22 +1,24 @@
-"""Execute mode through Dagster: the stand-in release's scripts run in real subprocesses behind Pipes,
+"""The sweep chain through Dagster: the stand-in release's scripts run in real subprocesses behind Pipes,
 the good rows are published as measured records, the bad scripts are classified, and a host without
-CUDA fails at once naming the partition's GPU."""
+CUDA fails at once (its typed error says not to retry) naming the partition's GPU, without touching the
+history chain of the same GPU and version."""
 
 from __future__ import annotations
 
 import pytest
-from dagster import DagsterInstance, materialize
-from dagster_support import LocalReleases
+from dagster import AssetKey, DagsterInstance, materialize
+from dagster_support import LocalReleases, build_history_sdist
 from standin_release import build_fake_torch, build_site
-from test_dagster_history import CHAIN
 
 from kernelindex_pipeline.catalogue.store import CatalogueStore
-from kernelindex_pipeline.defs.partitions import GPU_DIMENSION, VERSION_DIMENSION, benchmark_partition_key
+from kernelindex_pipeline.defs.chain import IO_MANAGER_KEY, ChainValuesIOManager
+from kernelindex_pipeline.defs.partitions import benchmark_partition_key, register_partitions
 from kernelindex_pipeline.defs.resources import BenchmarkRunnerResource, CatalogueResource
+from kernelindex_pipeline.defs.sources import HISTORY, SWEEP
 
 VERSION = "0.5.0"
 GPU = "nvidia-h100-80gb-hbm3"
-EXECUTE = {"ops": {"benchmark_csv": {"config": {"mode": "execute"}}}}
+KEY = benchmark_partition_key(GPU, VERSION)
 
 
 @pytest.fixture(scope="module")
@@ -24,9 +26,10 @@ def site(tmp_path_factory):
     return build_site(tmp_path_factory.mktemp("sweep-site"), VERSION)
 
 
-def _run(site, tmp_path, sqlite_url, device_name):
+def _run(site, tmp_path, sqlite_url, device_name, instance=None):
     torch_dir = build_fake_torch(tmp_path / "torch", device_name)
     resources = {
+        IO_MANAGER_KEY: ChainValuesIOManager(base_dir=str(tmp_path / "values")),
         "catalogue": CatalogueResource(url=sqlite_url),
         "releases": LocalReleases(sdist_path=str(site["tarball"]), version=VERSION),
         "runner": BenchmarkRunnerResource(
@@ -38,24 +41,18 @@ def _run(site, tmp_path, sqlite_url, device_name):
             extra_env={"PATH": site["path"]},
         ),
     }
-    with DagsterInstance.ephemeral() as instance:
-        instance.add_dynamic_partitions(GPU_DIMENSION, [GPU])
-        instance.add_dynamic_partitions(VERSION_DIMENSION, [VERSION])
-        return materialize(
-            CHAIN,
-            partition_key=benchmark_partition_key(GPU, VERSION),
-            instance=instance,
-            resources=resources,
-            run_config=EXECUTE,
-            raise_on_error=False,
-        )
+    if instance is None:
+        with DagsterInstance.ephemeral() as ephemeral:
+            return _run(site, tmp_path, sqlite_url, device_name, ephemeral)
+    register_partitions(instance, "sweep", [(GPU, VERSION)])
+    return materialize(SWEEP.assets, partition_key=KEY, instance=instance, resources=resources, raise_on_error=False)
 
 
 def test_sweep_publishes_the_good_scripts_rows_and_classifies_the_bad(site, tmp_path, sqlite_url):
     result = _run(site, tmp_path, sqlite_url, "NVIDIA H100 80GB HBM3")
     assert result.success
-    partition_csv = result.output_for_node("benchmark_csv")
-    statuses = {o["script"]: o["status"] for o in partition_csv.sweep["outcomes"]}
+    (partition_csv,) = result.output_for_node("sweep__benchmark_csv")[KEY]
+    statuses = {o.script: o.status.value for o in partition_csv.sweep.outcomes}
     assert statuses["benchmark_rms_norm.py"] == "ok" and statuses["benchmark_tiled_mlp.py"] == "ok"
     assert statuses["benchmark_layer_norm.py"] == "failed"
     assert statuses["benchmark_cross_entropy.py"] == "out_of_memory"
@@ -65,7 +62,7 @@ def test_sweep_publishes_the_good_scripts_rows_and_classifies_the_bad(site, tmp_
     assert checks["sweep_scripts_succeeded"] is False  # a warning: the good rows still go through
     assert all(passed for name, passed in checks.items() if name != "sweep_scripts_succeeded")
 
-    (csv_event,) = result.asset_materializations_for_node("benchmark_csv")
+    (csv_event,) = result.asset_materializations_for_node("sweep__benchmark_csv")
     assert "orchestration_overhead_s" in csv_event.metadata and csv_event.metadata["scripts_failed"].value == 3
 
     store = CatalogueStore.open(sqlite_url)
@@ -91,10 +88,34 @@ def store_digest(manifest):
     return digest_of(manifest)
 
 
-def test_a_host_without_cuda_fails_naming_the_partition_gpu(site, tmp_path, sqlite_url):
-    result = _run(site, tmp_path, sqlite_url, None)
-    assert not result.success
-    failure = next(e for e in result.all_events if e.event_type_value == "STEP_FAILURE")
-    message = str(failure.event_specific_data.error)
-    assert GPU in message and "host check failed" in message
-    assert not result.asset_materializations_for_node("catalogue_publication")
+def test_a_host_without_cuda_fails_without_retry_and_leaves_history_alone(site, tmp_path, sqlite_url):
+    with DagsterInstance.ephemeral() as instance:
+        register_partitions(instance, "history", [(GPU, VERSION)])
+        history = materialize(HISTORY.assets, partition_key=KEY, instance=instance, resources={
+            "catalogue": CatalogueResource(url=sqlite_url),
+            "releases": LocalReleases(sdist_path=str(build_history_sdist(tmp_path)), version=VERSION),
+            IO_MANAGER_KEY: ChainValuesIOManager(base_dir=str(tmp_path / "values")),
+        })
+        assert history.success
+        result = _run(site, tmp_path, sqlite_url, None, instance)
+        assert not result.success
+        failure = next(e for e in result.all_events if e.event_type_value == "STEP_FAILURE")
+        error = str(failure.event_specific_data.error)
+        assert GPU in error and "HostCheckError" in error and "not retried" in error
+        assert not result.asset_materializations_for_node("sweep__catalogue_publication")
+        # The history chain of the same GPU and version keeps its materialization and its checks.
+        history_key = AssetKey(["history", "catalogue_publication"])
+        assert instance.get_materialized_partitions(history_key) == {KEY}
+        assert instance.get_latest_materialization_event(history_key).run_id == history.run_id
+        assert {event.asset_key.path[0] for event in result.get_asset_materialization_events()} <= {"sweep"}
+
+
+def test_the_sweep_reply_is_rebuilt_as_typed_objects():
+    from kernelindex_pipeline.execution.outcomes import HostCheckError, SweepError
+    from kernelindex_pipeline.execution.pipes_entry import SweepErrorReport, error_message, reply_from_messages
+
+    reply = reply_from_messages([{"type": "progress"}, error_message(HostCheckError("no CUDA device"))])
+    assert reply.result is None and reply.error == SweepErrorReport("HostCheckError", "no CUDA device", False)
+    assert reply_from_messages([error_message(SweepError("pip failed"))]).error.retryable is True
+    with pytest.raises(ValueError, match=r"no result with its CSV \(messages: \['progress', None\]\)"):
+        reply_from_messages([{"type": "progress"}, "not a dict"])

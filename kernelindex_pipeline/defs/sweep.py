@@ -70,12 +70,11 @@ def run_sweep_through_pipes(
     except ValueError as error:
         raise Failure(description=f"the sweep for {gpu} x {version}: {error}") from None
     if reply.error is not None:
-        advice = (
-            f" Another try cannot help: run this partition where a {gpu} is, or fix the request."
-            if not reply.error.retryable else ""
-        )
         raise Failure(
-            description=f"sweep of {gpu} x {version} failed ({reply.error.type}): {reply.error.message}.{advice}",
+            description=(
+                f"sweep of {gpu} x {version} failed ({reply.error.type}): {reply.error.message}"
+                + ("" if reply.error.retryable else " [not retried: another try cannot help]")
+            ),
             allow_retries=reply.error.retryable,
         )
     result = reply.result

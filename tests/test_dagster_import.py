@@ -1,0 +1,68 @@
+"""`import-ci` as an operator runs it: a real process that launches real runs on the instance under
+DAGSTER_HOME (through `dagster job launch` and the daemon), waits for them, and prints a summary.
+Runs the small CI fixture files: the catalogue then holds exactly what `transform` makes of each file,
+the runs carry the code location's origin (so the UI lists them under their job), and a second call
+publishes nothing new."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from dagster import AssetKey, DagsterInstance, RunsFilter
+
+from kernelindex_pipeline.catalogue.store import CatalogueStore
+from kernelindex_pipeline.liger import import_csv
+
+FIXTURES = Path(__file__).parent / "fixtures" / "liger-ci"
+FILES = [FIXTURES / name for name in ("7644a0f-v0.7.0.csv", "7644a0f.csv", "0701bab.csv")]
+
+
+def _cli(*args, home: Path):
+    return subprocess.run(
+        [sys.executable, "-m", "kernelindex_pipeline.cli", *args], capture_output=True, text=True, timeout=600,
+        env={**os.environ, "DAGSTER_HOME": str(home)}, stdin=subprocess.DEVNULL,
+    )
+
+
+def _catalogue(home: Path, expected: set[str]) -> tuple[set[str], int]:
+    """(the expected digests the catalogue holds, how many records it holds in all)."""
+    with CatalogueStore.open(None, home=home) as store:
+        return store.present_digests(expected), sum(store.counts_by_kind().values())
+
+
+def test_import_ci_publishes_what_transform_makes_then_nothing_new(tmp_path):
+    home = tmp_path / "home"
+    first = _cli("import-ci", *map(str, FILES), home=home)
+    assert first.returncode == 0, first.stdout + first.stderr[-3000:]
+    expected = set().union(*(import_csv(path).manifests for path in FILES))
+    assert _catalogue(home, expected) == (expected, len(expected))
+    assert "2 partitions in 1 run(s)" in first.stdout, first.stdout
+    # Without -v the operator sees a summary, not Dagster's event log.
+    assert "STEP_START" not in first.stdout + first.stderr and "DEBUG" not in first.stdout + first.stderr
+    assert "dagster dev -w" in first.stderr
+
+    with DagsterInstance.from_config(str(home)) as instance:
+        (run,) = instance.get_runs(RunsFilter(job_name="ci_import_job"))
+        assert run.status.value == "SUCCESS"
+        assert run.remote_job_origin is not None and run.remote_job_origin.location_name == "kernelindex_pipeline"
+        assert instance.get_dynamic_partitions("ci_partitions") == ["nvidia-h200|0.5.10", "nvidia-h100-80gb-hbm3|0.7.0"]
+        assert instance.get_materialized_partitions(AssetKey(["ci", "catalogue_publication"])) == set(
+            instance.get_dynamic_partitions("ci_partitions"))
+
+    second = _cli("import-ci", *map(str, FILES[:2]), home=home)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert "0 partitions in 0 run(s)" in second.stdout and "1 partitions unchanged" in second.stdout, second.stdout
+    assert _catalogue(home, expected) == (expected, len(expected))
+    with DagsterInstance.from_config(str(home)) as instance:
+        assert len(instance.get_runs(RunsFilter(job_name="ci_import_job"))) == 1
+
+
+def test_import_ci_names_a_bad_locator_and_lists_nothing(tmp_path):
+    home = tmp_path / "home"
+    completed = _cli("import-ci", str(tmp_path / "absent.csv"), "https://user:s3cret@example.invalid/x.csv", home=home)
+    assert completed.returncode == 1
+    assert "absent.csv: no such file" in completed.stderr and "s3cret" not in completed.stderr
+    assert not (home / "liger-ci-files.txt").exists()
