@@ -51,6 +51,6 @@ def test_import_history_runs_a_partition_through_dagster(tmp_path):
     completed = _cli("import-history", "--partition", "nvidia-b200|0.8.0", env=env)
     assert completed.returncode == 0, completed.stderr[-2000:]
     assert (home / "dagster.yaml").exists()
-    assert "1 partitions in 1 run(s)" in completed.stdout and "BenchmarkRun 24" in completed.stdout
+    assert "1 partitions in 1 run(s)" in completed.stdout and "BenchmarkRun 32" in completed.stdout
     again = _cli("import-history", "--partition", "nvidia-b200|0.8.0", env=env)
     assert "publication: 0 new" in again.stdout

@@ -53,10 +53,10 @@ def _materialize_with_url(tmp_path, monkeypatch, url: str):
         "catalogue": CatalogueResource(url=EnvVar("KERNELINDEX_CATALOGUE_URL")),
         "releases": LocalReleases(sdist_path=str(build_history_sdist(tmp_path))),
         "runner": BenchmarkRunnerResource(work_root=str(tmp_path / "sweeps")),
+        IO_MANAGER_KEY: ChainValuesIOManager(base_dir=str(home / "values")),
     }
     with DagsterInstance.local_temp(tempdir=str(home)) as instance:
-        instance.add_dynamic_partitions(GPU_DIMENSION, ["nvidia-h100-80gb-hbm3"])
-        instance.add_dynamic_partitions(VERSION_DIMENSION, ["0.5.0"])
+        register_partitions(instance, "history", [("nvidia-h100-80gb-hbm3", "0.5.0")])
         result = materialize(
             CHAIN, partition_key=benchmark_partition_key("nvidia-h100-80gb-hbm3", "0.5.0"), instance=instance,
             resources=resources, raise_on_error=False,
