@@ -273,7 +273,8 @@ def _export(args: argparse.Namespace) -> int:
 
 def _report_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--records", nargs="+", type=Path, metavar="FILE",
-                   help="records files (e.g. the records.jsonl of one or more transforms) instead of a catalogue")
+                   help="records files (e.g. the records.jsonl of one or more transforms) instead of a catalogue; "
+                   "a report.json next to a file adds its coverage to the report's coverage table")
     p.add_argument("--catalogue", metavar="URL", help="SQLAlchemy URL (default: $KERNELINDEX_CATALOGUE_URL, else the embedded catalogue under DAGSTER_HOME)")
     p.add_argument("--out", type=Path, required=True, metavar="DIR", help="writes DIR/index.html, DIR/charts/*.svg, regressions.json, summary.md")
 
@@ -286,9 +287,10 @@ def _report(args: argparse.Namespace) -> int:
     if args.records and args.catalogue:
         raise UsageError("give --records or --catalogue, not both")
     if args.records:
+        from kernelindex_pipeline.liger.report import CoverageTable
         from kernelindex_pipeline.records.io import load_manifests
 
-        manifests = []
+        manifests, import_reports = [], []
         for path in args.records:
             if not path.is_file():
                 raise CommandError(f"{path}: no such file")
@@ -296,7 +298,14 @@ def _report(args: argparse.Namespace) -> int:
                 manifests += [manifest for _, manifest in load_manifests(path)]
             except (OSError, ValueError) as exc:
                 raise CommandError(f"{path}: {exc}") from None
-        result = build_report(manifests, args.out)
+            report_path = path.with_name("report.json")  # transform writes it next to records.jsonl
+            if report_path.is_file():
+                try:
+                    import_reports.append(json.loads(report_path.read_text(encoding="utf-8")))
+                except (OSError, ValueError) as exc:
+                    raise CommandError(f"{report_path}: {exc}") from None
+        coverage = CoverageTable.of(import_reports).cells if import_reports else None
+        result = build_report(manifests, args.out, coverage=coverage)
     else:
         from kernelindex_pipeline.catalogue.store import CatalogueStore
 

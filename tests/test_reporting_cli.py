@@ -13,11 +13,15 @@ class Sections(HTMLParser):
     def __init__(self):
         super().__init__()
         self.kernels: dict[str, dict[str, str]] = {}
+        self.coverage: list[dict[str, str]] = []
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
-        if tag == "section" and "kernel" in (a.get("class") or "").split():
+        classes = (a.get("class") or "").split()
+        if tag == "section" and "kernel" in classes:
             self.kernels[a["data-kernel"]] = a
+        elif tag == "tr" and "coverage" in classes:
+            self.coverage.append(a)
 
 
 def test_report_of_two_transforms(tmp_path, capsys):
@@ -39,6 +43,10 @@ def test_report_of_two_transforms(tmp_path, capsys):
     # one kernel, 2 providers x 2 hidden sizes = 4 series, each followed across both versions
     assert page.kernels["rms_norm"]["data-series-count"] == "4"
     assert list((tmp_path / "report" / "charts").glob("rms-norm-*-versions.svg"))
+    # the report.json next to each records file gives the coverage table: one cell per provider and version
+    assert sorted((c["data-provider"], c["data-version"], c["data-rows"], c["data-runs"]) for c in page.coverage) == [
+        ("huggingface", "0.5.0", "2", "2"), ("huggingface", "0.5.1", "2", "2"),
+        ("liger", "0.5.0", "2", "2"), ("liger", "0.5.1", "2", "2")]
 
 
 def test_report_errors_are_one_line(tmp_path, capsys):

@@ -8,6 +8,7 @@ from html.parser import HTMLParser
 
 import pytest
 
+from kernelindex_pipeline.liger.report import CoverageCell
 from kernelindex_pipeline.reporting import build_report
 from kernelindex_pipeline.reporting.charts import (
     LATENCY,
@@ -20,7 +21,6 @@ from kernelindex_pipeline.reporting.charts import (
     provider_colors,
     render_chart,
 )
-from kernelindex_pipeline.reporting.html import CoverageRow
 from kernelindex_pipeline.reporting.samples import SampleCatalogue
 from kernelindex_pipeline.reporting.series import PEAK_MEMORY_METRIC, build_series, run_metric
 
@@ -72,7 +72,10 @@ def provider_of(label: str) -> str:
 
 
 def charts_of(catalogue: SampleCatalogue):
-    manifests = catalogue.manifests()
+    return charts_of_manifests(catalogue.manifests())
+
+
+def charts_of_manifests(manifests):
     latency, memory = build_series(manifests), build_series(manifests, PEAK_MEMORY_METRIC)
     planned = plan_charts(latency, memory)
     return [c for groups in planned.values() for g in groups for c in g.charts], provider_colors(latency, memory)
@@ -229,6 +232,37 @@ def test_model_order_follows_the_input_not_the_alphabet():
     assert chart.sweep.categories == list(reversed(MODELS))
 
 
+def test_memory_rows_imported_from_csv_make_memory_charts(tmp_path):
+    """The real path: Liger CSV rows (speed and memory, as run_benchmarks writes them) -> import_csv ->
+    report. Peak MB are MiB: the chart's values and the saving come from the CSV numbers."""
+    from liger_rows import csv_bytes, row
+
+    from kernelindex_pipeline.liger import import_csv
+
+    mb = {("liger", 1024): "12.5390625", ("liger", 2048): "25.0703125",
+          ("huggingface", 1024): "80.01953125", ("huggingface", 2048): "160.03125"}
+    rows = []
+    for (provider, hidden), value in mb.items():
+        common = dict(kernel_provider=provider, x_value=str(hidden), kernel_operation_mode="full")
+        rows.append(row(**common))
+        rows.append(row(**common, metric_name="memory", metric_unit="MB", y_value_50=value, y_value_20=value,
+                        y_value_80=value))
+    result = import_csv(csv_bytes(rows))
+    assert result.report.memory_runs == 4
+    manifests = list(result.manifests.values())
+    charts, colors = charts_of_manifests(manifests)
+    [memory] = [c for c in charts if c.kind == MEMORY]
+    lines = {provider_of(line.label): line for line in render_chart(memory, tmp_path / "m.svg", colors)}
+    assert set(lines) == {"liger", "huggingface"}
+    assert lines["liger"].xs == (1024, 2048)
+    assert lines["liger"].ys == (12.5390625, 25.0703125)  # MiB exactly: bytes / 2**20
+    [saving] = [c for c in charts if c.kind == SAVING]
+    [line] = render_chart(saving, tmp_path / "s.svg", colors)
+    assert line.ys == pytest.approx([(1 - 12.5390625 / 80.01953125) * 100, (1 - 25.0703125 / 160.03125) * 100])
+    page = parse(build_report(manifests, tmp_path / "report").path)
+    assert [f["data-chart-kind"] for f in page.figures] == [LATENCY, MEMORY, SAVING, SPEEDUP]
+
+
 def test_byte_units():
     assert bytes_unit([512 * MIB, 3 * MIB]) == (MIB, "MiB")
     assert bytes_unit([3 * 2**30]) == (2**30, "GiB")
@@ -240,12 +274,12 @@ def test_byte_units():
 def test_coverage_table(tmp_path):
     h100, nvl = "NVIDIA H100 80GB HBM3", "NVIDIA H100 NVL"
     coverage = [
-        CoverageRow("rms_norm", "liger", "full", h100, "0.6.0", "speed", rows=12, runs=12),
-        CoverageRow("dyt", "liger", "forward", h100, "0.6.0", "speed", rows=10, runs=5,
-                    skipped={"unknownConfig": 3, "duplicateRows": 1}, issues=1),
-        CoverageRow("rms_norm", "liger-fp32-accum", "full", nvl, "0.6.0", "memory", rows=4, runs=0,
-                    skipped={"unknownGpu": 4}),
-        CoverageRow("rms_norm", "liger", "full", h100, "0.6.0", "memory", rows=6, runs=6),
+        CoverageCell("rms_norm", "liger", "full", h100, "0.6.0", "speed", rows=12, runs=12, skipped={}, issues=0),
+        CoverageCell("dyt", "liger", "forward", h100, "0.6.0", "speed", rows=10, runs=5,
+                     skipped={"unknownConfig": 3, "duplicateRows": 1}, issues=1),
+        CoverageCell("rms_norm", "liger-fp32-accum", "full", nvl, "0.6.0", "memory", rows=4, runs=0,
+                     skipped={"unknownGpu": 4}, issues=0),
+        CoverageCell("rms_norm", "liger", "full", h100, "0.6.0", "memory", rows=6, runs=6, skipped={}, issues=0),
     ]
     result = build_report(memory_catalogue().manifests(), tmp_path, coverage=coverage)
     page = parse(result.path)

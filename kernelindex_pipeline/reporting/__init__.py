@@ -14,6 +14,6 @@ __all__ = [
     "build_series",
     "detect_regressions",
 ]
-from .html import CoverageRow, ReportResult, build_report  # noqa: E402
+from .html import ReportResult, build_report  # noqa: E402
 
-__all__ += ["CoverageRow", "ReportResult", "build_report"]
+__all__ += ["ReportResult", "build_report"]

@@ -25,12 +25,13 @@ import os
 import shutil
 import tempfile
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from kernelindex_pipeline.liger.report import CoverageCell
 from kernelindex_pipeline.records.names import kebab
 
 from .charts import (
@@ -61,29 +62,13 @@ class ReportResult:
     regressions: RegressionResult
 
 
-@dataclass(frozen=True)
-class CoverageRow:
-    """One cell of an import's coverage: the rows of one kernel, provider, mode, GPU, Liger version and
-    metric, the runs they became, the rest skipped (counted by reason) or issues."""
-
-    kernel: str
-    provider: str
-    mode: str
-    gpu: str
-    version: str
-    metric: str
-    rows: int
-    runs: int
-    skipped: Mapping[str, int] = field(default_factory=dict)
-    issues: int = 0
-
-
 def build_report(manifests: Iterable[dict[str, Any]], out_dir: str | os.PathLike, threshold: float = 0.10,
                  *, title: str = "Liger-Kernel benchmarks in the KernelIndex catalogue",
-                 coverage: Iterable[CoverageRow] | None = None) -> ReportResult:
+                 coverage: Iterable[CoverageCell] | None = None) -> ReportResult:
     """Write the report into `out_dir` (index.html, charts/*.svg, regressions.json, summary.md).
 
-    `coverage` (the import reports' coverage cells, when the caller has them) adds a coverage table.
+    `coverage` (the import reports' coverage cells, `liger.report.CoverageTable.of(reports).cells`, when the
+    caller has them) adds a coverage table.
     Everything is built in a staging folder first and moved into place at the end,
     so a failure leaves any previous report in `out_dir` untouched.
     """
@@ -182,6 +167,8 @@ nav#toc ol{columns:3;column-gap:2rem}nav#toc li{break-inside:avoid}
 div.sweep{display:flex;flex-wrap:wrap;gap:0 1rem;align-items:flex-start}
 figure.chart{margin:1rem 0;border:1px solid #d0d7de;border-radius:6px;padding:.5rem;background:#fff;flex:0 1 auto;
 max-width:100%;box-sizing:border-box}
+figure.chart[data-panels="1"]{max-width:calc(50% - .5rem)}
+@media (max-width:900px){figure.chart[data-panels="1"]{max-width:100%}}
 figure.chart.has-regression{border:2px solid #cf222e}
 figure.chart img{max-width:100%;height:auto;display:block}
 figcaption{font-size:.85rem;color:#57606a;width:0;min-width:100%}
@@ -191,7 +178,7 @@ figcaption{font-size:.85rem;color:#57606a;width:0;min-width:100%}
 
 def render_page(title: str, planned: dict[str, list[ChartGroup]], regressions: RegressionResult,
                 counts: dict[str, int], skipped_runs: list[tuple[str, str]], manifest_count: int,
-                coverage: list[CoverageRow] | None = None) -> str:
+                coverage: list[CoverageCell] | None = None) -> str:
     regressed_keys: dict[SeriesKey, list[Comparison]] = defaultdict(list)
     for item in regressions.regressions:
         regressed_keys[item.series_key].append(item)
@@ -347,14 +334,15 @@ def _figure(chart: Chart, regressed_keys: dict[SeriesKey, list[Comparison]]) -> 
     alt = f"{chart.kind} chart of {chart.kernel} on {chart.gpu}, {chart.sweep.label()}"
     return (f'<figure class="{css}" data-chart-kind="{chart.kind}" data-kernel="{_e(chart.kernel)}" '
             f'data-gpu="{_e(chart.gpu)}" data-series-count="{accounted}" data-drawn-series="{len(chart.series)}" '
+            f'data-panels="{len(chart.modes)}" '
             f'data-regression-count="{len(flagged)}">'
             f'<img src="{CHARTS_DIR}/{_e(chart.filename)}" alt="{_e(alt)}">'
             f"<figcaption>{_e(chart.caption)}{badge}</figcaption></figure>")
 
 
-def coverage_section(coverage: list[CoverageRow]) -> str:
+def coverage_section(coverage: list[CoverageCell]) -> str:
     """The coverage table: totals per metric, skips by reason, then every cell (cells that lost rows first)."""
-    def lost(c: CoverageRow) -> int:
+    def lost(c: CoverageCell) -> int:
         return c.rows - c.runs
 
     totals: dict[str, list[int]] = {}
@@ -398,5 +386,5 @@ def coverage_section(coverage: list[CoverageRow]) -> str:
     return "\n".join(out)
 
 
-__all__ = ["CoverageRow", "ReportResult", "build_report", "coverage_section", "summary_markdown", "VERSIONS",
+__all__ = ["ReportResult", "build_report", "coverage_section", "summary_markdown", "VERSIONS",
            "SPEEDUP", "LATENCY", "MEMORY", "SAVING"]

@@ -98,7 +98,8 @@ class SampleCatalogue:
             "tensors": {"x": {"shape": list(axes.values()), "dtype": dtype}},
             "correctness": {"comparator": "not_asserted"},
         }))
-        labels = {"role": "baseline"} if (provider_table().get(provider) or {}).get("role") == "baseline" else {}
+        facts = provider_table().get(provider)
+        labels = {"role": "baseline"} if facts is not None and facts.baseline else {}
         implementation_spec: dict[str, Any] = {
             "projectRevision": {}, "operation": {"specDigest": operation}, "callable": {"language": "python"},
             "support": {"hardwareArchitectures": [], "dtypes": []}, "licensing": {"declared": "BSD-3-Clause"},

@@ -9,8 +9,9 @@ ImplementationRevision digest (torch and torch_compile implementations have
 identical specs; only their metadata differs, and metadata is not identity).
 For the same reason a provider's role (baseline or not) is read from the
 ImplementationRevision *named* for that kernel and provider when present, else
-from the project's provider table (the source of those labels), and only then
-from whatever record holds the digest.
+from the loaded catalogue's providers (the source of those labels), and only then
+from whatever record holds the digest. Liger identities (externalIds, benchmarks,
+titles, case keys) are parsed by `liger.identity`, the module that builds them.
 
 A series holds one metric: latency (runs with ``spec.timing``) or peak memory (runs whose
 ``measurements[0]`` is ``peak_memory`` in bytes, the memory-run contract of issue 8).
@@ -28,29 +29,22 @@ number of runs folded into a point is kept so nothing disappears silently.
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from functools import lru_cache
-from importlib import resources
 from typing import Any
 
-import yaml
 from packaging.version import InvalidVersion, Version
 
+from kernelindex_pipeline.liger import identity
+from kernelindex_pipeline.liger.catalogue import Provider, default_catalogue
 from kernelindex_pipeline.records.canonical import digest_of
-from kernelindex_pipeline.records.names import kebab
 
 MODE_ORDER = ("forward", "backward", "full")
 LATENCY_METRIC, PEAK_MEMORY_METRIC = "latency", "peak_memory"
 CATEGORY_LABEL = "model_config"  # WorkloadCase label naming a categorical x value (the CSV x_name)
 METRIC_UNITS = {LATENCY_METRIC: "ns", PEAK_MEMORY_METRIC: "bytes"}
 LIGER_PACKAGE = "liger-kernel"
-FLOAT_DTYPES = ("bf16", "fp16", "fp32")
-
-# One `<axis><value>` part of a case key, e.g. "seq1024" or "H4096".
-_CASE_KEY_PART = re.compile(r"^([A-Za-z_]+?)(\d+)$")
 
 
 @dataclass(frozen=True, order=True)
@@ -211,21 +205,16 @@ def parse_version(text: Any) -> Version | None:
 
 
 def parse_case_key(case_key: str) -> tuple[dict[str, int], str | None]:
-    """Axes and dtype from a case key like ``batch8-seq1024-vocab128256-bf16``."""
-    parts = case_key.split("-") if case_key else []
-    dtype = parts.pop() if parts and parts[-1] in FLOAT_DTYPES else None
-    axes: dict[str, int] = {}
-    for part in parts:
-        match = _CASE_KEY_PART.match(part)
-        if match:
-            axes[match.group(1)] = int(match.group(2))
-    return axes, dtype
+    """Axes and dtype of a case key like ``batch8-seq1024-vocab128256-bf16`` (liger.identity's format);
+    no axes and no dtype for text that is not one."""
+    parsed = identity.parse_case_key(case_key)
+    return parsed if parsed is not None else ({}, None)
 
 
-def _title_tail(manifest: dict[str, Any] | None) -> str | None:
-    """The last ` · `-separated part of a title (provider title of an implementation)."""
-    title = ((manifest or {}).get("metadata") or {}).get("title")
-    return title.rsplit(" · ", 1)[-1] if title else None
+def _provider_title(implementation: dict[str, Any] | None) -> str | None:
+    """The provider title of an implementation's title (`<kernel title> · <provider title>`)."""
+    parsed = identity.parse_implementation_title(((implementation or {}).get("metadata") or {}).get("title") or "")
+    return parsed[1] if parsed else None
 
 
 def run_metric(spec: dict[str, Any]) -> str | None:
@@ -255,11 +244,9 @@ def _band(spec: dict[str, Any], metric: str = LATENCY_METRIC) -> tuple[int | Non
     return found.get("p20"), found.get("p80")
 
 
-@lru_cache(maxsize=1)
-def provider_table() -> dict[str, dict[str, Any]]:
-    """The project's provider table (kernelindex_pipeline/data/liger-providers.yaml), by CSV provider name."""
-    text = resources.files("kernelindex_pipeline").joinpath("data/liger-providers.yaml").read_text("utf-8")
-    return (yaml.safe_load(text) or {}).get("providers") or {}
+def provider_table() -> dict[str, Provider]:
+    """The providers of the loaded catalogue (full profile: every provider either profile knows), by CSV name."""
+    return default_catalogue().providers
 
 
 def _role(implementation: dict[str, Any] | None, provider: str) -> str:
@@ -269,13 +256,13 @@ def _role(implementation: dict[str, Any] | None, provider: str) -> str:
         labels = (implementation.get("metadata") or {}).get("labels") or {}
         baseline = labels.get("role") == "baseline"
     elif facts is not None:
-        baseline = facts.get("role") == "baseline"
+        baseline = facts.baseline
     else:
         baseline = False
     if baseline:
         return "baseline"
     if facts is not None:
-        return "liger" if facts.get("project") == LIGER_PACKAGE else "other"
+        return "liger" if facts.project == LIGER_PACKAGE else "other"
     packages = {
         (variant.get("install") or {}).get("package")
         for variant in ((implementation or {}).get("spec") or {}).get("buildVariants") or []
@@ -305,9 +292,6 @@ def _workload(index: RecordIndex, digest: str, case_key: str) -> Workload:
     spec = case["spec"]
     axes = {k: int(v) for k, v in (spec.get("axes") or {}).items()}
     scalars = tuple(sorted((k, v.get("value")) for k, v in (spec.get("scalars") or {}).items()))
-    if dtype is None:  # the title ends in " · <dtype>"
-        tail = _title_tail(case)
-        dtype = tail if tail in FLOAT_DTYPES else None
     return Workload(digest=digest, case_key=case_key or case["metadata"].get("name", ""), axes=axes,
                     dtype=dtype, scalars=scalars, category=workload_category(case),
                     position=index.position.get(digest, 0))
@@ -352,35 +336,16 @@ def _mode_rank(mode: str) -> tuple[int, str]:
     return (MODE_ORDER.index(mode) if mode in MODE_ORDER else len(MODE_ORDER), mode)
 
 
-_MEMORY_SEGMENT = "/memory"  # benchmark `<kernel>/<mode>/memory`, externalId `<kernel>/<mode>/memory/...`
-
-
-def _external_id_parts(spec: dict[str, Any]) -> list[str]:
-    """externalId = kernel/mode[/memory]/provider/gpu-slug/caseKey/timestamp (six parts, padded with "").
-
-    Until liger/identity.py (issue 8) lands on main, this and `_benchmark` are the only places that
-    split Liger identities here; swap them for its parsers then."""
-    parts = (((spec.get("sourceNative") or {}).get("externalId")) or "").split("/")
-    if len(parts) == 7 and parts[2] == _MEMORY_SEGMENT[1:]:
-        del parts[2]
-    return (parts + [""] * 6)[:6] if len(parts) <= 6 else parts[:5] + ["/".join(parts[5:])]
-
-
-def _benchmark(spec: dict[str, Any]) -> tuple[str, str]:
-    """(kernel, mode) of sourceNative.benchmark (`<kernel>/<mode>`, memory runs `<kernel>/<mode>/memory`)."""
-    text = (spec.get("sourceNative") or {}).get("benchmark") or ""
-    text = text.removesuffix(_MEMORY_SEGMENT)
-    kernel, _, mode = text.partition("/")
-    return kernel, mode
+def _external_id(spec: dict[str, Any]) -> identity.RunIdentity | None:
+    return identity.parse_external_id(((spec.get("sourceNative") or {}).get("externalId")) or "")
 
 
 def _run_identity(index: RecordIndex, spec: dict[str, Any]) -> tuple[str, str, str]:
     """(kernel, mode, provider) of a run: sourceNative first, the referenced records as a fallback."""
-    parts = _external_id_parts(spec)
-    kernel, mode = _benchmark(spec)
-    kernel = kernel or parts[0]
-    mode = mode or parts[1]
-    provider = parts[2]
+    ident = _external_id(spec)
+    benchmark = identity.parse_benchmark((spec.get("sourceNative") or {}).get("benchmark") or "")
+    kernel, mode = benchmark[:2] if benchmark else (ident.kernel, ident.mode) if ident else ("", "")
+    provider = ident.provider if ident else ""
     if not kernel:
         case = index.get(spec.get("workloadDigest"), "WorkloadCase")
         operation = index.get(((case or {}).get("spec") or {}).get("operationSpecDigest"), "OperationSpec")
@@ -396,7 +361,7 @@ def _run_identity(index: RecordIndex, spec: dict[str, Any]) -> tuple[str, str, s
 
 def _implementation_for(index: RecordIndex, key: SeriesKey) -> dict[str, Any] | None:
     """The ImplementationRevision named for this kernel and provider, if it has the run's digest."""
-    digest, named = index.implementations_by_name.get(kebab(f"liger-bench-{key.kernel}-{key.provider}"),
+    digest, named = index.implementations_by_name.get(identity.implementation_name(key.kernel, key.provider),
                                                       (None, None))
     return named if digest == key.implementation_digest else None
 
@@ -405,25 +370,24 @@ def _kernel_title(run: dict[str, Any], operation: dict[str, Any] | None, kernel:
     """The run's own title is "<kernel title> · <provider> · <mode>[ · peak memory]"; it is preferred over the
     OperationSpec found by digest because kernels with identical specs (GRPO sequence/token) share one
     OperationSpec digest."""
-    title = ((run.get("metadata") or {}).get("title") or "").removesuffix(" · peak memory")
-    parts = title.rsplit(" · ", 2)
-    if len(parts) == 3 and parts[0]:
-        return parts[0]
+    parsed = identity.parse_run_title((run.get("metadata") or {}).get("title") or "")
+    if parsed is not None:
+        return parsed[0]
     return ((operation or {}).get("metadata") or {}).get("title") or kernel
 
 
 def _make_series(index: RecordIndex, key: SeriesKey, runs: list[tuple[str, dict[str, Any]]]) -> Series:
-    id_parts = _external_id_parts(runs[0][1]["spec"])
+    ident = _external_id(runs[0][1]["spec"])
     by_digest = index.get(key.implementation_digest, "ImplementationRevision")
     implementation = _implementation_for(index, key)
-    workload = _workload(index, key.workload_digest, id_parts[4])
+    workload = _workload(index, key.workload_digest, ident.case_key if ident else "")
     case = index.get(key.workload_digest, "WorkloadCase")
     operation = index.get(((case or {}).get("spec") or {}).get("operationSpecDigest"), "OperationSpec")
     if operation is None and by_digest is not None:
         operation = index.get(by_digest["spec"].get("operation", {}).get("specDigest"), "OperationSpec")
     environment = index.get(key.environment_digest, "ExecutionEnvironment")
-    provider_facts = provider_table().get(key.provider) or {}
-    gpu_slug = id_parts[3] or key.environment_digest[7:19]
+    provider_facts = provider_table().get(key.provider)
+    gpu_slug = (ident.gpu_slug if ident else "") or key.environment_digest[7:19]
 
     series = Series(
         key=key,
@@ -431,7 +395,7 @@ def _make_series(index: RecordIndex, key: SeriesKey, runs: list[tuple[str, dict[
         kernel_title=_kernel_title(runs[0][1], operation, key.kernel),
         mode=key.mode,
         provider=key.provider,
-        provider_title=_title_tail(implementation) or provider_facts.get("title") or key.provider,
+        provider_title=_provider_title(implementation) or (provider_facts.title if provider_facts else key.provider),
         role=_role(implementation, key.provider),
         gpu=_gpu_name(environment, gpu_slug),
         gpu_slug=gpu_slug,
