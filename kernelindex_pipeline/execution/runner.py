@@ -31,11 +31,12 @@ from pathlib import Path
 
 from ..liger.release import ReleaseError, extract_release, fetch_release
 from . import sentinel
+from .coverage import SweepCoverage, expected_cases, read_rows, sweep_coverage
 from .environment import ScriptEnvironment, prepare_environment
 from .host import HostCapture, check_host, probe_host
 from .outcomes import ConfigurationError, ScriptOutcome, ScriptStatus, SweepError, classify
 from .samples import HOOK_DIR, collect_samples, hook_environment, spool_path
-from .workdir import UPSTREAM_COLUMNS, WorkDir, prepare_workdir
+from .workdir import DATA_CSV, UPSTREAM_COLUMNS, WorkDir, prepare_workdir
 
 DEFAULT_SCRIPT_TIMEOUT_S = 1800.0
 KILL_GRACE_S = 5.0
@@ -74,6 +75,9 @@ class SweepRequest:
     base_python: str | None = None  # interpreter with the host's torch/triton; default: this one
     extra_pythonpath: list[str] = field(default_factory=list)  # prepended for the scripts and the probe
     extra_env: dict[str, str] = field(default_factory=dict)
+    # Coverage: a CSV of the cases this sweep should measure (the previous successful sweep of the
+    # partition); None: the release's own history rows (execution/coverage.py).
+    expected_csv: str | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -106,6 +110,7 @@ class SweepResult:
     started_at: str
     finished_at: str
     sentinel: list[dict] = field(default_factory=list)  # execution/sentinel.py measurements, start and end
+    coverage: dict = field(default_factory=dict)  # execution/coverage.py SweepCoverage.to_dict()
 
     @property
     def failed(self) -> list[ScriptOutcome]:
@@ -154,6 +159,8 @@ class SweepResult:
         ]
         lines += [f"  {outcome.summary()}" for outcome in self.outcomes]
         lines += sentinel.summary_lines(self.sentinel)
+        if self.coverage:
+            lines.append(SweepCoverage.from_dict(self.coverage).summary())
         return lines
 
 
@@ -435,6 +442,26 @@ def run_sentinel(position: str, workdir: WorkDir, python: Path, env: dict[str, s
     return [{**m, "liger_version": liger_version, "log": log} for m in measurements]
 
 
+def coverage_of(request: SweepRequest, release_root: Path, workdir: WorkDir, outcomes: list[ScriptOutcome]) -> SweepCoverage:
+    """The sweep's coverage against the previous sweep's CSV (request.expected_csv) or the release's history."""
+    if request.expected_csv:
+        rows, expectation, source = read_rows(Path(request.expected_csv)), "previous_sweep", request.expected_csv
+    else:
+        source = f"{release_root.name}/{DATA_CSV}"
+        rows, expectation = read_rows(release_root / DATA_CSV), "release_history"
+    expected = expected_cases(rows)
+    available = benchmark_scripts(workdir.scripts_dir)
+    script_of_kernel = {}
+    for kernel in expected:
+        found = scripts_for_kernel(kernel, available)
+        if found:
+            script_of_kernel[kernel] = found[0].name
+    return sweep_coverage(
+        read_data_csv(workdir.data_csv).rows.values(), outcomes, expected, script_of_kernel,
+        expectation=expectation if rows else "none", source=source,
+    )
+
+
 def _utc_now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
@@ -521,4 +548,5 @@ def run_sweep(request: SweepRequest, progress: Progress | None = None) -> SweepR
         started_at=started_at,
         finished_at=_utc_now(),
         sentinel=measurements,
+        coverage=coverage_of(request, release_root, workdir, outcomes).to_dict(),
     )
