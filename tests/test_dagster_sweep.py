@@ -64,6 +64,10 @@ def test_sweep_publishes_the_good_scripts_rows_and_classifies_the_bad(site, tmp_
 
     (csv_event,) = result.asset_materializations_for_node("sweep__benchmark_csv")
     assert "orchestration_overhead_s" in csv_event.metadata and csv_event.metadata["scripts_failed"].value == 3
+    # Coverage against the release's history (its one rms_norm row, measured) and the sentinel, in the metadata.
+    assert csv_event.metadata["sweep_coverage_totals"].value["measured"] == csv_event.metadata["sweep_coverage_totals"].value["expected"] == 1
+    assert "| benchmark_layer_norm.py | failed |" in csv_event.metadata["sweep_coverage"].value
+    assert csv_event.metadata["sentinel"].value.startswith("sentinel matmul_bf16: start ")
 
     store = CatalogueStore.open(sqlite_url)
     try:

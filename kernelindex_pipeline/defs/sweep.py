@@ -14,6 +14,7 @@ import sys
 from dagster import AssetExecutionContext, Failure, MetadataValue
 
 from kernelindex_pipeline.defs.resources import BenchmarkRunnerResource, LigerReleaseResource
+from kernelindex_pipeline.execution.pipes_entry import coverage_metadata as pipes_coverage_metadata
 from kernelindex_pipeline.execution.pipes_entry import outcomes_table, reply_from_messages
 from kernelindex_pipeline.execution.runner import SweepResult
 from kernelindex_pipeline.liger.normalize import MeasuredContext
@@ -98,5 +99,11 @@ def sweep_metadata(result: SweepResult) -> dict:
         "scripts_s": round(result.timings["scripts_s"], 3),
         "environment_reused": bool(result.environment.get("reused")),
         "gpu_device": result.host.get("device_name") or "",
+        **coverage_metadata(result),
     }
 
+
+def coverage_metadata(result: SweepResult) -> dict:
+    """The sweep's coverage (per script: expected, measured, missing by reason) and its sentinel."""
+    wrap = {"md": MetadataValue.md, "json": MetadataValue.json}
+    return {key: wrap[value["type"]](value["raw_value"]) for key, value in pipes_coverage_metadata(result).items()}

@@ -32,6 +32,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import sentinel
+from .coverage import SweepCoverage
 from .outcomes import ConfigurationError, HostCheckError, SweepError
 from .runner import SweepRequest, SweepResult, run_sweep
 
@@ -128,7 +130,8 @@ def materialization_metadata(result: SweepResult, result_path: Path) -> dict:
         "scripts_not_ok": len(result.outcomes) - counts["ok"],
         "outcome_counts": {"raw_value": counts, "type": "json"},
         "outcomes": {"raw_value": outcomes_table(result), "type": "md"},
-        "script_outcomes": {"raw_value": [o.to_dict() for o in result.outcomes], "type": "json"},
+        # Per-row sample statistics stay in the result file, not in the metadata.
+        "script_outcomes": {"raw_value": [{**o.to_dict(), "raw_samples": len(o.raw_samples)} for o in result.outcomes], "type": "json"},
         "orchestration_overhead_s": round(result.timings["overhead_s"], 3),
         "scripts_s": round(result.timings["scripts_s"], 3),
         "total_s": round(result.timings["total_s"], 3),
@@ -139,7 +142,20 @@ def materialization_metadata(result: SweepResult, result_path: Path) -> dict:
         "settings": {"raw_value": result.settings or {}, "type": "json"},
         "csv_path": {"raw_value": result.csv_path, "type": "path"},
         "result_path": {"raw_value": str(result_path), "type": "path"},
+        **coverage_metadata(result),
     }
+
+
+def coverage_metadata(result: SweepResult) -> dict:
+    """The sweep's coverage and sentinel, as Pipes metadata (defs/sweep.py makes the same for benchmark_csv)."""
+    metadata = {}
+    if result.coverage:
+        coverage = SweepCoverage.from_dict(result.coverage)
+        metadata["sweep_coverage"] = {"raw_value": coverage.markdown(), "type": "md"}
+        metadata["sweep_coverage_totals"] = {"raw_value": coverage.totals(), "type": "json"}
+    if result.sentinel:
+        metadata["sentinel"] = {"raw_value": "\n".join(sentinel.summary_lines(result.sentinel)), "type": "md"}
+    return metadata
 
 
 def _write_json(path: Path, data: dict) -> None:
