@@ -10,6 +10,7 @@ from dagster import DagsterInstance, materialize
 from test_dagster_history import _materialize_all, instance, resources  # noqa: F401 (fixtures)
 
 from kernelindex_pipeline.defs.catalogue_assets import (
+    benchmark_coverage,
     benchmark_regressions,
     catalogue_export,
     catalogue_report,
@@ -29,7 +30,7 @@ def test_export_regressions_and_report_over_the_published_history(instance, reso
     }}
     with DagsterInstance.ephemeral() as fresh:
         result = materialize(
-            [catalogue_export, benchmark_regressions, catalogue_report, no_regressions],
+            [catalogue_export, benchmark_regressions, benchmark_coverage, catalogue_report, no_regressions],
             instance=fresh, resources={"catalogue": CatalogueResource(url=sqlite_url)}, run_config=config,
         )
     assert result.success
@@ -44,6 +45,16 @@ def test_export_regressions_and_report_over_the_published_history(instance, reso
     assert "0.5.0" in regressions.metadata["table"].value and "0.6.0" in regressions.metadata["table"].value
     (check,) = result.get_asset_check_evaluations()
     assert check.check_name == "no_regressions" and not check.passed and check.severity.value == "WARN"
+
+    # Coverage: every history row of the three partitions, once, even after a re-import of one of them.
+    assert _materialize_all(instance, resources).success
+    with DagsterInstance.ephemeral() as fresh:
+        again = materialize([benchmark_coverage], instance=fresh, resources={"catalogue": CatalogueResource(url=sqlite_url)})
+    (coverage,) = again.asset_materializations_for_node("benchmark_coverage")
+    by_metric = coverage.metadata["by_metric"].value
+    assert (by_metric["speed"]["rows"], by_metric["speed"]["runs"]) == (21, 18)  # the uncurated kernel's 3 rows are skipped
+    assert (by_metric["memory"]["rows"], by_metric["memory"]["runs"]) == (3, 3)
+    assert set(coverage.metadata["by_source"].value) == {"history"}
 
     (report,) = result.asset_materializations_for_node("catalogue_report")
     index = Path(report.metadata["path"].value)

@@ -53,6 +53,7 @@ def test_asset_graph_snapshot(defs):
         "sweep/catalogue_publication": {"deps": ["sweep/benchmark_csv", "sweep/kernelindex_records"], "partitioned": True},
         "catalogue_export": {"deps": publications, "partitioned": False},
         "benchmark_regressions": {"deps": publications, "partitioned": False},
+        "benchmark_coverage": {"deps": publications, "partitioned": False},
         "catalogue_report": {"deps": publications, "partitioned": False},
     }
 

@@ -21,6 +21,7 @@ from pydantic import Field
 from kernelindex_pipeline.catalogue.export import export_bundle, export_jsonl
 from kernelindex_pipeline.defs.resources import CatalogueResource, dagster_home
 from kernelindex_pipeline.defs.sources import CHAINS
+from kernelindex_pipeline.liger.report import CoverageTable
 from kernelindex_pipeline.reporting import build_report, detect_regressions
 
 
@@ -112,5 +113,38 @@ def catalogue_report(context: AssetExecutionContext, config: OutputDirConfig, ca
     )
 
 
-ALL = [catalogue_export, benchmark_regressions, catalogue_report]
+def _latest_reports(publications: list[dict]) -> dict[str, list[dict]]:
+    """Source -> the import report of the latest publication of each (partition, input file): a
+    re-import replaces its earlier report instead of counting twice."""
+    latest = {}
+    for publication in publications:  # oldest first
+        if publication["report"] is not None:
+            locator = (publication["snapshot"] or {}).get("locator")
+            latest[(publication["partition"], locator)] = publication["report"]
+    by_source: dict[str, list[dict]] = {}
+    for (partition, _locator), report in latest.items():
+        by_source.setdefault(partition.split(":", 1)[0] if ":" in partition else "other", []).append(report)
+    return by_source
+
+
+@asset(**CATALOGUE_WIDE)
+def benchmark_coverage(context: AssetExecutionContext, catalogue: CatalogueResource) -> MaterializeResult:
+    """What became of every upstream row, per kernel x provider x mode x GPU x version x metric: rows
+    seen, runs made, rows skipped by reason, over the latest import of each partition and file of
+    every source (the import report's coverage table, liger/report.py)."""
+    with catalogue.open() as store:
+        by_source = _latest_reports(store.publications())
+    table = CoverageTable.of(report for reports in by_source.values() for report in reports)
+    context.log.info(f"coverage: {len(table.cells)} cells from {sum(map(len, by_source.values()))} imports")
+    return MaterializeResult(
+        metadata={
+            "cells": len(table.cells),
+            "by_metric": MetadataValue.json(table.by_metric()),
+            "by_source": MetadataValue.json({source: CoverageTable.of(reports).by_metric() for source, reports in sorted(by_source.items())}),
+            "cells_losing_most_rows": MetadataValue.md(f"```\n{table.text(limit=40)}\n```"),
+        }
+    )
+
+
+ALL = [catalogue_export, benchmark_regressions, benchmark_coverage, catalogue_report]
 CHECKS = [no_regressions]
