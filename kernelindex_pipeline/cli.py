@@ -186,14 +186,14 @@ def _checked_partitions(keys: list[str]) -> list[tuple[str, str]]:
 
 
 def _dagster_home() -> Path:
-    """DAGSTER_HOME (default ./.dagster_home), created with this repository's dagster.yaml when new."""
+    """DAGSTER_HOME (default ./.dagster_home), created with the project's dagster.yaml when new."""
     import shutil
 
     home = Path(os.environ.get("DAGSTER_HOME") or Path.cwd() / ".dagster_home").resolve()
     home.mkdir(parents=True, exist_ok=True)
     os.environ["DAGSTER_HOME"] = str(home)
     if not (home / "dagster.yaml").exists():
-        shutil.copy(Path(__file__).resolve().parents[1] / "dagster.yaml", home / "dagster.yaml")
+        shutil.copy(Path(__file__).resolve().parent / "data" / "dagster.yaml", home / "dagster.yaml")
     return home
 
 

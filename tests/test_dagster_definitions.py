@@ -14,6 +14,7 @@ from dagster import instance_for_test
 from kernelindex_pipeline.definitions import build_definitions
 
 ROOT = Path(__file__).resolve().parents[1]
+INSTANCE_YAML = ROOT / "kernelindex_pipeline" / "data" / "dagster.yaml"
 
 
 @pytest.fixture(scope="module")
@@ -113,14 +114,14 @@ def test_jobs_sensors_schedules(defs):
 
 
 def test_dagster_yaml_limits_one_run_per_gpu_pool():
-    config = yaml.safe_load((ROOT / "dagster.yaml").read_text())
+    config = yaml.safe_load(INSTANCE_YAML.read_text())
     assert config["telemetry"]["enabled"] is False
     (limit,) = config["concurrency"]["runs"]["tag_concurrency_limits"]
     assert limit == {"key": "kernelindex/gpu_pool", "value": {"applyLimitPerUniqueValue": True}, "limit": 1}
 
 
 def test_workspace_yaml_loads_the_code_location(tmp_path):
-    (tmp_path / "dagster.yaml").write_text((ROOT / "dagster.yaml").read_text())
+    (tmp_path / "dagster.yaml").write_text(INSTANCE_YAML.read_text())
     completed = subprocess.run(
         [sys.executable, "-m", "dagster", "definitions", "validate", "-w", str(ROOT / "workspace.yaml")],
         cwd=ROOT, capture_output=True, text=True, timeout=300, env={**__import__("os").environ, "DAGSTER_HOME": str(tmp_path)},

@@ -113,7 +113,7 @@ def dagster_home(tmp_path) -> Path:
 
     home = tmp_path / "dagster_home"
     home.mkdir()
-    config = yaml.safe_load((REPO_ROOT / "dagster.yaml").read_text("utf-8")) or {}
+    config = yaml.safe_load((REPO_ROOT / "kernelindex_pipeline" / "data" / "dagster.yaml").read_text("utf-8")) or {}
     # No first-visit newsletter prompt: it pops up at a moment of its own, over whatever dialog is open.
     config["nux"] = {"enabled": False}
     (home / "dagster.yaml").write_text(yaml.safe_dump(config, sort_keys=False), "utf-8")
