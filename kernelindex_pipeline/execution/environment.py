@@ -11,6 +11,11 @@ Offline hosts pass a wheel directory: pip then runs with `--no-index --find-link
 The cache key is (Liger version, base interpreter, wheel directory and its file names, extra
 requirements); a finished environment carries a marker file, written last, so a half-built one is
 rebuilt, never reused. Concurrent sweeps on one host serialise on a lock file per key.
+
+Environment variables are allowlisted (`SCRIPT_ENV_ALLOWLIST`, `SWEEP_ENV_ALLOWLIST`): the scripts are
+third-party code and get only what they need to find the GPU stack, never the catalogue URL or any
+other credential of the host; the sweep process itself restarts with its own allowlist
+(`restart_with_sweep_environment`) so that no secret sits in its /proc/<pid>/environ either.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -46,6 +51,74 @@ DISTRIBUTION_OF_MODULE = {
     "megatron": "megatron-core",
 }
 PIP_TIMEOUT_S = 1800
+
+# --- environment variables --------------------------------------------------------------------------
+# What a benchmark script may see of our environment: these names (and LC_*), nothing else. Anything
+# not listed (KERNELINDEX_CATALOGUE_URL, cloud keys, HF_TOKEN, PIP_INDEX_URL with its credentials,
+# DAGSTER_PIPES_*, LIGER_BENCH_* redirections, PYTHONHOME, VIRTUAL_ENV) never reaches it. To let a new
+# variable through, add it here with the reason; `script_environment` sets TZ, PYTHONUNBUFFERED and
+# PYTHONPATH itself, and a request's `extra_env` (operator configuration) is added on top.
+SCRIPT_ENV_ALLOWLIST = frozenset(
+    {
+        "PATH",  # python, nvidia-smi
+        "HOME", "USER", "LOGNAME",  # per-user caches (~/.triton, ~/.cache/torch)
+        "LANG", "LANGUAGE", "TERM",
+        "TMPDIR",
+        "PYTHONPATH",  # some images reach their torch build through it (kept after the request's paths)
+        "LD_LIBRARY_PATH",  # CUDA libraries outside the loader's default path
+        "CUDA_HOME", "CUDA_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_MODULE_LOADING",
+        "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES",
+        "TRITON_CACHE_DIR", "TRITON_HOME",  # compiled-kernel cache
+        "TORCH_HOME", "TORCHINDUCTOR_CACHE_DIR", "PYTORCH_CUDA_ALLOC_CONF",
+        "XDG_CACHE_HOME", "HF_HOME", "HF_HUB_CACHE", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE",
+    }
+)
+SCRIPT_ENV_PREFIXES = ("LC_",)  # locale categories
+# The sweep process additionally builds environments and fetches releases (pip, proxies, CA bundles,
+# the release cache) and talks to Dagster Pipes; the scripts get none of that.
+SWEEP_ENV_ALLOWLIST = SCRIPT_ENV_ALLOWLIST | {
+    "KERNELINDEX_CACHE_DIR",
+    "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy",
+    "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "PIP_CERT",
+}
+SWEEP_ENV_PREFIXES = (*SCRIPT_ENV_PREFIXES, "PIP_", "DAGSTER_PIPES_")
+
+
+def allowlisted(env: Mapping[str, str], names: frozenset[str] | set[str], prefixes: tuple[str, ...]) -> dict[str, str]:
+    return {k: v for k, v in env.items() if k in names or k.startswith(prefixes)}
+
+
+def script_environment(
+    base: Mapping[str, str],
+    *,
+    extra_pythonpath: Iterable[str | Path] = (),
+    extra_env: Mapping[str, str] | None = None,
+    python: Path | None = None,
+) -> dict[str, str]:
+    """The environment of the scripts (and of the host probe, which runs in theirs): the allowlisted
+    part of `base`, then `extra_env`; TZ=UTC, unbuffered output; PYTHONPATH = `extra_pythonpath`, then
+    the host's own; the environment's interpreter first on PATH when `python` is given."""
+    env = allowlisted(base, SCRIPT_ENV_ALLOWLIST, SCRIPT_ENV_PREFIXES)
+    env.update(extra_env or {})
+    # Upstream timestamps are time.strftime() local time; ours are UTC by construction.
+    env["TZ"] = "UTC"
+    env["PYTHONUNBUFFERED"] = "1"
+    paths = [str(Path(p).resolve()) for p in extra_pythonpath] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if paths:
+        env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
+    if python is not None:
+        env["PATH"] = os.pathsep.join([str(python.parent), env.get("PATH", "")])
+    return env
+
+
+def restart_with_sweep_environment(module: str, argv: list[str]) -> None:
+    """Re-execute `python -m module argv` with only the sweep allowlist of this process's environment,
+    unless that is all it has already. Dropping variables from os.environ is not enough: the kernel
+    keeps the initial environment in /proc/<pid>/environ, which a script of the same user can read.
+    Same process id, same open files (Dagster Pipes keeps working); `exec` does not return."""
+    allowed = allowlisted(os.environ, SWEEP_ENV_ALLOWLIST, SWEEP_ENV_PREFIXES)
+    if allowed != dict(os.environ):
+        os.execve(sys.executable, [sys.executable, "-m", module, *argv], allowed)
 
 _BASE_INFO_SCRIPT = r"""
 import importlib.metadata as md, json, site, sys, sysconfig

@@ -78,6 +78,9 @@ class ScriptOutcome:
     # (liger.samples.row_key), the samples entry of each row they measured.
     samples: dict = field(default_factory=dict)
     raw_samples: dict[str, dict] = field(default_factory=dict)
+    # What else the runner found and dealt with: {"kind": ..., "message": one sentence}; kinds:
+    # leftover_processes, log_truncated, launcher_failed, data_csv, rows_lost, rows_rewritten.
+    problems: list[dict] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -98,6 +101,8 @@ class ScriptOutcome:
             text += f", exit code {self.exit_code}"
         if self.error_line:
             text += f" ({self.error_line})"
+        for problem in self.problems:
+            text += f"; {problem['message']}"
         return text
 
 

@@ -34,6 +34,7 @@ from pathlib import Path
 
 from . import sentinel
 from .coverage import SweepCoverage
+from .environment import restart_with_sweep_environment
 from .outcomes import ConfigurationError, HostCheckError, SweepError
 from .runner import SweepRequest, SweepResult, run_sweep
 
@@ -225,4 +226,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    restart_with_sweep_environment("kernelindex_pipeline.execution.pipes_entry", sys.argv[1:])  # secrets out
     sys.exit(main())

@@ -13,6 +13,8 @@ Everything returned is plain data (`SweepResult.to_dict()` is JSON).
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import csv
 import hashlib
 import io
@@ -20,26 +22,27 @@ import json
 import os
 import re
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
 from ..liger.release import ReleaseError, extract_release, fetch_release
-from . import sentinel
+from . import contain, sentinel
 from .coverage import SweepCoverage, expected_cases, read_rows, sweep_coverage
-from .environment import ScriptEnvironment, prepare_environment
+from .environment import ScriptEnvironment, prepare_environment, script_environment
 from .host import HostCapture, check_host, probe_host
-from .outcomes import ConfigurationError, ScriptOutcome, ScriptStatus, SweepError, classify
+from .outcomes import ConfigurationError, HostCheckError, ScriptOutcome, ScriptStatus, SweepError, classify
 from .samples import HOOK_DIR, collect_samples, hook_environment, spool_path
 from .workdir import DATA_CSV, UPSTREAM_COLUMNS, WorkDir, prepare_workdir
 
 DEFAULT_SCRIPT_TIMEOUT_S = 1800.0
-KILL_GRACE_S = 5.0
 # The columns utils.update_benchmark_data_csv uses as a row's identity.
 ROW_KEY_COLUMNS = (
     "kernel_name",
@@ -51,8 +54,6 @@ ROW_KEY_COLUMNS = (
     "extra_benchmark_config_str",
     "gpu_name",
 )
-# Environment variables that would make the scripts write elsewhere or import something else.
-_SCRUBBED_ENV = ("LIGER_BENCH_TARGET", "LIGER_BENCH_PROVIDER_TAG", "PYTHONHOME", "VIRTUAL_ENV")
 
 Progress = Callable[[dict], None]
 
@@ -246,86 +247,119 @@ def select_scripts(scripts_dir: Path, kernels: Iterable[str] | None = None, scri
 
 
 # --- the data CSV -------------------------------------------------------------------------------------
+# A sweep's data CSV holds a few thousand rows (a few MB); a script that makes it far larger is
+# not measuring, and the runner never reads more than this into memory.
+DATA_CSV_MAX_BYTES = 256 * 2**20
+
+
 @dataclass
 class CsvState:
     fieldnames: list[str]
     rows: dict[tuple, dict]  # row key -> row, in file order
     damaged: bool  # unreadable, or rows with missing/extra fields (a write cut short)
+    problem: str | None = None  # what is wrong with it, as "the data CSV <problem>"
+
+
+def _damaged(problem: str) -> CsvState:
+    return CsvState(fieldnames=list(UPSTREAM_COLUMNS), rows={}, damaged=True, problem=problem)
+
+
+def _read_regular_file(path: Path, limit: int) -> bytes:
+    """The bytes of `path` if it is a regular file of at most `limit` bytes (never following a
+    symbolic link, never blocking on a FIFO); else OSError saying what it is."""
+    kinds = {stat.S_IFDIR: "a directory", stat.S_IFLNK: "a symbolic link", stat.S_IFIFO: "a FIFO", stat.S_IFSOCK: "a socket"}
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        raise OSError("is missing") from None
+    if not stat.S_ISREG(mode):
+        raise OSError(f"was replaced by {kinds.get(stat.S_IFMT(mode), 'a device')}")
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # swapped between lstat and open
+            raise OSError("was replaced by something other than a file")
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise OSError(f"is larger than {limit} bytes")
+    return data
 
 
 def read_data_csv(path: Path) -> CsvState:
     """The data CSV's complete rows. A file the scripts' csv writer finished ends in a newline and has
     every upstream column; a rewrite cut short (a kill) shows as a missing newline, a short header or
-    short rows, and is `damaged`: only its complete rows count."""
+    short rows, and is `damaged`: only its complete rows count. Anything but a regular file of at
+    most DATA_CSV_MAX_BYTES (a directory, a link, a FIFO) is `damaged` with no rows."""
     try:
-        with path.open(encoding="utf-8", newline="") as handle:
-            text = handle.read()
-    except (OSError, UnicodeDecodeError):
-        return CsvState(fieldnames=list(UPSTREAM_COLUMNS), rows={}, damaged=True)
-    damaged = False
+        text = _read_regular_file(path, DATA_CSV_MAX_BYTES).decode("utf-8")
+    except OSError as error:
+        return _damaged(error.strerror or str(error))
+    except UnicodeDecodeError as error:
+        return _damaged(f"is not UTF-8 (byte {error.start})")
+    problem = None
     if text and not text.endswith("\n"):
-        damaged = True  # the last line was cut: its last cell may look complete but is not
+        problem = "was cut short (no newline at its end)"  # its last cell may look complete but is not
         text = text[: text.rfind("\n") + 1]
     try:
         reader = csv.DictReader(io.StringIO(text, newline=""))
         fieldnames = list(reader.fieldnames or [])
         if not set(UPSTREAM_COLUMNS) <= set(fieldnames):
-            return CsvState(fieldnames=list(UPSTREAM_COLUMNS), rows={}, damaged=True)
+            return _damaged("has lost its header")
         rows = {}
         for row in reader:
             if None in row or any(value is None for value in row.values()):
-                damaged = True  # a row with missing or extra cells is not a measurement
+                problem = f"has a row with missing or extra cells (line {reader.line_num})"  # not a measurement
                 continue
             rows[tuple(row[c] for c in ROW_KEY_COLUMNS)] = row
-    except csv.Error:
-        return CsvState(fieldnames=list(UPSTREAM_COLUMNS), rows={}, damaged=True)
-    return CsvState(fieldnames=fieldnames, rows=rows, damaged=damaged)
+    except csv.Error as error:
+        return _damaged(f"is not valid CSV ({error})")
+    return CsvState(fieldnames=fieldnames, rows=rows, damaged=problem is not None, problem=problem)
 
 
-def write_data_csv(path: Path, fieldnames: list[str], rows: Iterable[dict]) -> None:
-    temporary = path.with_suffix(".csv.tmp")
-    with temporary.open("w", newline="") as handle:
+def _move_aside(path: Path, quarantine: Path) -> str | None:
+    """Clear `path` for a file of ours: a directory a script put there is moved into `quarantine`
+    (cheap, whatever it holds, and kept for inspection), anything else is unlinked. Returns a note."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return None
+    if stat.S_ISDIR(mode):
+        quarantine.mkdir(parents=True, exist_ok=True)
+        target = quarantine / f"{path.name}.{len(list(quarantine.iterdir())) + 1}"
+        os.rename(path, target)
+        return f"moved the directory at {path.name} to {target}"
+    os.unlink(path)
+    return None
+
+
+def write_data_csv(path: Path, fieldnames: list[str], rows: Iterable[dict], quarantine: Path | None = None) -> list[str]:
+    """Write the data CSV atomically (through `<name>.tmp`), whatever a script left at either name.
+    Returns notes on what was moved aside (into `quarantine`, default: beside the CSV)."""
+    quarantine = quarantine or path.parent / "quarantine"
+    temporary = path.with_name(path.name + ".tmp")
+    notes = [note for note in [_move_aside(temporary, quarantine)] if note]
+    with temporary.open("x", newline="") as handle:  # "x": a fresh file, never through a link
         writer = csv.DictWriter(handle, fieldnames=fieldnames)  # the same dialect the scripts write
         writer.writeheader()
         writer.writerows(rows)
+    if os.path.isdir(path) and not os.path.islink(path):
+        notes.append(_move_aside(path, quarantine))
     os.replace(temporary, path)
+    return notes
+
+
+def row_digest(row: dict) -> str:
+    return hashlib.sha256(json.dumps(row, sort_keys=True).encode()).hexdigest()
 
 
 # --- running the scripts --------------------------------------------------------------------------------
 def scripts_environment(request: SweepRequest, environment_python: Path | None = None) -> dict[str, str]:
-    """The scripts' environment variables: ours minus redirections, TZ=UTC, unbuffered output."""
-    env = {k: v for k, v in os.environ.items() if k not in _SCRUBBED_ENV and not k.startswith("DAGSTER_PIPES_")}
-    env.update(request.extra_env)
-    # Upstream timestamps are time.strftime() local time; ours are UTC by construction.
-    env["TZ"] = "UTC"
-    env["PYTHONUNBUFFERED"] = "1"
-    # The host's own PYTHONPATH stays (some images reach torch through it), after the request's paths.
-    # The sample hook comes first: its sitecustomize wraps do_bench in every script (inert without
-    # its spool variable, which only run_scripts sets).
-    paths = [str(HOOK_DIR), *(str(Path(p).resolve()) for p in request.extra_pythonpath)]
-    paths += [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
-    if paths:
-        env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
-    if environment_python is not None:
-        env["PATH"] = os.pathsep.join([str(environment_python.parent), env.get("PATH", "")])
-    return env
-
-
-def _kill_process_group(process: subprocess.Popen) -> None:
-    """SIGTERM the script's whole process group, SIGKILL what is left after a grace period."""
-    try:
-        os.killpg(process.pid, signal.SIGTERM)
-    except ProcessLookupError:
-        pass
-    try:
-        process.wait(timeout=KILL_GRACE_S)
-    except subprocess.TimeoutExpired:
-        pass
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    process.wait()
+    """The scripts' environment variables: the allowlisted part of ours (environment.SCRIPT_ENV_ALLOWLIST)
+    plus the request's, TZ=UTC, unbuffered output. The sample hook comes first on PYTHONPATH: its
+    sitecustomize wraps do_bench in every script (inert without its spool variable, which only
+    run_scripts sets)."""
+    return script_environment(
+        os.environ, extra_pythonpath=[HOOK_DIR, *request.extra_pythonpath], extra_env=request.extra_env, python=environment_python
+    )
 
 
 def file_digest(path: Path) -> str:
@@ -333,33 +367,84 @@ def file_digest(path: Path) -> str:
         return "sha256:" + hashlib.file_digest(handle, "sha256").hexdigest()
 
 
-def run_script(script: Path, python: Path, env: dict[str, str], log_path: Path, timeout_s: float, args: list[str]) -> tuple[int | None, bool, float]:
-    """(exit code or None, timed out?, seconds) of one script run in its own process group."""
+def read_log_tail(path: Path, size: int = contain.LOG_TAIL_BYTES) -> str:
+    """The last `size` bytes of a log, decoded: what a script is classified by (bounded memory)."""
+    try:
+        with path.open("rb") as handle:
+            handle.seek(max(handle.seek(0, os.SEEK_END) - size, 0))
+            return handle.read(size).decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+@dataclass
+class ScriptRun:
+    exit_code: int | None  # None when it was stopped at its timeout
+    timed_out: bool
+    seconds: float
+    status: dict | None  # contain.read_status(); None when the launcher died without one
+
+
+def _stop_launcher(launcher: subprocess.Popen) -> None:
+    """SIGTERM the launcher (it stops the script, grace period included, and kills its descendants);
+    SIGKILL it if it does not finish (the script then dies by its parent-death signal)."""
+    try:
+        launcher.send_signal(signal.SIGTERM)
+        launcher.wait(timeout=contain.KILL_GRACE_S + 30)
+    except subprocess.TimeoutExpired:
+        launcher.kill()
+        launcher.wait()
+
+
+def run_script(script: Path, python: Path, env: dict[str, str], log_path: Path, timeout_s: float, args: list[str], control_dir: Path) -> ScriptRun:
+    """Run one script through the launcher (contain.py): contained, its log capped."""
+    control_dir.mkdir(parents=True, exist_ok=True)
+    status_path = control_dir / f"{script.stem}.status.json"
     started = time.monotonic()
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            [str(python), script.name, *args],
-            cwd=script.parent,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env=env,
-            start_new_session=True,  # its own process group: a timeout kills its workers too
+    with (control_dir / f"{script.stem}.launcher.log").open("wb") as launcher_log:
+        launcher = contain.launch(
+            [str(python), script.name, *args], cwd=script.parent, env=env, log_path=log_path, status_path=status_path, stderr=launcher_log
         )
-        try:
-            exit_code, timed_out = process.wait(timeout=timeout_s), False
-        except subprocess.TimeoutExpired:
-            _kill_process_group(process)
-            exit_code, timed_out = None, True
-        except BaseException:  # cancelled (SIGTERM, Ctrl-C): leave nothing running
-            _kill_process_group(process)
-            raise
-        else:
-            try:  # children it left behind
-                os.killpg(process.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-    return exit_code, timed_out, time.monotonic() - started
+    timed_out = False
+    try:
+        launcher.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        _stop_launcher(launcher)
+        timed_out = True
+    except BaseException:  # cancelled (SIGTERM, Ctrl-C): leave nothing running
+        _stop_launcher(launcher)
+        raise
+    status = contain.read_status(status_path)
+    exit_code = None if timed_out or status is None else status.get("exit_code")
+    return ScriptRun(exit_code, timed_out, time.monotonic() - started, status)
+
+
+def _run_problems(run: ScriptRun) -> list[dict]:
+    """What the launcher had to do beyond running the script, as outcome problems."""
+    if run.status is None or "launcher_error" in run.status:
+        why = (run.status or {}).get("launcher_error", "it wrote no status")
+        return [{"kind": "launcher_failed", "message": f"the script's launcher failed ({why}); its exit code is unknown"}]
+    problems = []
+    leftovers = run.status.get("leftover_processes") or []
+    if leftovers:
+        listed = ", ".join(f"{p['pid']} {p['name']}" for p in leftovers[:5]) + (", ..." if len(leftovers) > 5 else "")
+        problems.append(
+            {"kind": "leftover_processes", "message": f"{len(leftovers)} process(es) it started were still running when it ended and were killed ({listed})"}
+        )
+    if run.status.get("omitted_bytes"):
+        problems.append(
+            {
+                "kind": "log_truncated",
+                "message": f"it printed {run.status['output_bytes']} bytes; the log keeps the first {contain.LOG_HEAD_BYTES} "
+                f"and the last {contain.LOG_TAIL_BYTES} ({run.status['omitted_bytes']} omitted)",
+            }
+        )
+    return problems
+
+
+def control_dir(workdir: WorkDir) -> Path:
+    """The runner's own files of a sweep (launcher status files, quarantined CSV debris): not evidence."""
+    return workdir.logs_dir.parent / "runner"
 
 
 def run_scripts(
@@ -372,41 +457,65 @@ def run_scripts(
     args: list[str] | None = None,
     progress: Progress | None = None,
 ) -> list[ScriptOutcome]:
-    """Run `scripts` one after another against the work tree's data CSV; one outcome per script."""
+    """Run `scripts` one after another against the work tree's data CSV; one outcome per script.
+
+    After each script the CSV is read back and checked against what the earlier scripts left: each
+    row key belongs to the script that first wrote it, with that row's content digest. Rows of
+    earlier scripts that went missing or changed, and a CSV a script damaged or replaced (by a
+    directory, say), are restored from the runner's copy and named in that script's outcome."""
     outcomes: list[ScriptOutcome] = []
+    control = control_dir(workdir)
     state = read_data_csv(workdir.data_csv)
+    owners: dict[tuple, tuple[str, str]] = {key: ("(the work tree)", row_digest(row)) for key, row in state.rows.items()}
     for index, script in enumerate(scripts, start=1):
         log_path = workdir.logs_dir / f"{script.stem}.log"
         spool = spool_path(workdir.logs_dir, script.stem)
-        script_env = {**env, **hook_environment(spool)}
-        exit_code, timed_out, seconds = run_script(script, python, script_env, log_path, timeout_s, list(args or []))
-        log_text = log_path.read_text(encoding="utf-8", errors="replace")
-        status, error_line = classify(exit_code, timed_out, log_text)
+        run = run_script(script, python, {**env, **hook_environment(spool)}, log_path, timeout_s, list(args or []), control)
+        status, error_line = classify(run.exit_code, run.timed_out, read_log_tail(log_path))
+        problems = _run_problems(run)
 
         after = read_data_csv(workdir.data_csv)
-        new_keys = [key for key in after.rows if key not in state.rows]
+        new_keys = [key for key in after.rows if key not in owners]
         lost = [key for key in state.rows if key not in after.rows]
-        repaired = after.damaged or bool(lost)
+        changed = [key for key in state.rows if key in after.rows and row_digest(after.rows[key]) != owners[key][1]]
+        repaired = after.damaged or bool(lost) or bool(changed)
         if repaired:
-            # Earlier rows first, then whatever complete rows this script managed to write.
+            # Earlier rows as they were, then whatever complete rows this script managed to write.
             merged = {**state.rows, **{key: after.rows[key] for key in new_keys}}
-            write_data_csv(workdir.data_csv, state.fieldnames if state.rows else after.fieldnames, merged.values())
+            notes = write_data_csv(
+                workdir.data_csv, state.fieldnames if state.rows else after.fieldnames, merged.values(), control / "quarantine"
+            )
+            if after.problem:
+                problems.append(
+                    {"kind": "data_csv", "message": f"the data CSV {after.problem}; the runner rewrote it with the earlier rows kept"
+                     + "".join(f" ({note})" for note in notes)}
+                )  # fmt: skip
+            # Rows missing from a damaged file are that damage (said above); from a good one, a removal.
+            for kind, keys, what in (("rows_lost", [] if after.damaged else lost, "removed"), ("rows_rewritten", changed, "changed")):
+                if keys:
+                    by_owner = collections.Counter(owners[key][0] for key in keys)
+                    problems.append(
+                        {"kind": kind, "message": f"it {what} {len(keys)} row(s) that earlier scripts wrote ("
+                         + ", ".join(f"{name}: {n}" for name, n in sorted(by_owner.items())) + "); the runner restored them"}
+                    )  # fmt: skip
             after = read_data_csv(workdir.data_csv)
+        owners.update((key, (script.name, row_digest(after.rows[key]))) for key in new_keys if key in after.rows)
         kernels = sorted({after.rows[key]["kernel_name"] for key in new_keys if key in after.rows})
         samples = collect_samples(spool, workdir.logs_dir / "samples", script.name, [after.rows[k] for k in new_keys if k in after.rows])
         outcome = ScriptOutcome(
             script=script.name,
             status=status,
-            exit_code=exit_code,
+            exit_code=run.exit_code,
             error_line=error_line,
             rows=len(new_keys),
             kernels=kernels,
-            seconds=round(seconds, 3),
+            seconds=round(run.seconds, 3),
             log_path=str(log_path.resolve()),
             log_digest=file_digest(log_path),
             csv_repaired=repaired,
             samples=samples.summary(),
             raw_samples=samples.by_row,
+            problems=problems,
         )
         outcomes.append(outcome)
         state = after
@@ -430,11 +539,11 @@ def run_sentinel(position: str, workdir: WorkDir, python: Path, env: dict[str, s
     spool = spool_path(logs, f"sentinel-{position}")
     out = sentinel.result_path(logs, position)
     log_path = logs / f"sentinel-{position}.log"
-    exit_code, timed_out, _ = run_script(
+    run = run_script(
         sentinel.PROGRAM, python, {**env, **hook_environment(spool)}, log_path, sentinel.TIMEOUT_S,
-        [json.dumps(sentinel.PLAN), str(out.resolve())],
+        [json.dumps(sentinel.PLAN), str(out.resolve())], control_dir(workdir),
     )
-    status, error = classify(exit_code, timed_out, log_path.read_text(encoding="utf-8", errors="replace"))
+    status, error = classify(run.exit_code, run.timed_out, read_log_tail(log_path))
     results = json.loads(out.read_text()) if status is ScriptStatus.OK and out.is_file() else {}
     error = None if status is ScriptStatus.OK else f"{status.value}: {error}"
     measurements = sentinel.collect_sentinel(position, spool, results, logs / "samples", gpu_name, error)
@@ -480,9 +589,39 @@ def fresh_work_dir(requested: str | None) -> Path:
     return candidate
 
 
+@contextlib.contextmanager
+def _sigterm_tears_down() -> Iterator[None]:
+    """While a sweep runs in the main thread with SIGTERM's default action, SIGTERM raises SystemExit
+    (143), so the running script and its launcher are stopped on the way out (a handler the caller set,
+    e.g. pipes_entry's, stays as it is). If the process dies without unwinding, the launcher's
+    parent-death signal does the same teardown."""
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        yield
+        return
+
+    def exit_on_sigterm(signum, frame):
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, exit_on_sigterm)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def run_sweep(request: SweepRequest, progress: Progress | None = None) -> SweepResult:
     """Run one partition's sweep on this host. Raises HostCheckError (never retry) before running any script
-    when the host lacks the partition's GPU; script failures are outcomes, not exceptions."""
+    when the host lacks the partition's GPU or cannot contain the scripts (not Linux); script failures are
+    outcomes, not exceptions."""
+    try:
+        contain.check_available()
+    except contain.ContainmentUnavailable as error:
+        raise HostCheckError(f"this host cannot contain benchmark scripts: {error}") from None
+    with _sigterm_tears_down():
+        return _run_sweep(request, progress)
+
+
+def _run_sweep(request: SweepRequest, progress: Progress | None) -> SweepResult:
     started_at, started = _utc_now(), time.monotonic()
     timings: dict[str, float] = {}
 
