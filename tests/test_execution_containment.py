@@ -99,10 +99,13 @@ HOSTILE = {
         ''',
     "benchmark_sabotage_rewrite.py": '''
         import csv
+        import os
+        import shutil
 
         from utils import FIELDS, data_csv_path
 
         if __name__ == "__main__":
+            shutil.copyfile(data_csv_path(), os.path.join(os.environ["STANDIN_DIR"], "before-rewrite.csv"))
             with open(data_csv_path(), newline="") as handle:
                 rows = list(csv.DictReader(handle))
             for row in rows:
@@ -369,9 +372,7 @@ def test_rows_an_earlier_script_wrote_are_restored_when_a_later_one_rewrites_the
     (problem,) = rewrite.problems
     assert problem["kind"] == "rows_rewritten"
     assert problem["message"] == "it changed 24 row(s) that earlier scripts wrote (benchmark_rms_norm.py: 24); the runner restored them"
-    providers = {"liger": 1, "huggingface": 2}
-    for row in read_rows(result.csv_path):
-        if row["kernel_name"] == "rms_norm":  # the stand-in's median: scale x (provider index + 1) x x / 1000
-            scale = 1000.0 if row["metric_name"] == "memory" else 1.0
-            assert float(row["y_value_50"]) == pytest.approx(scale * providers[row["kernel_provider"]] * int(row["x_value"]) / 1000.0)
+    before = read_rows(site["dir"] / "before-rewrite.csv")  # what the rewriting script found
+    assert len(before) == 24
+    assert [r for r in read_rows(result.csv_path) if r["kernel_name"] == "rms_norm"] == before
     assert tiled.problems == []
