@@ -3,11 +3,15 @@
 Catalogue: `sqlite_url` (a fresh SQLite file), `postgres_url` (a fresh schema on the PostgreSQL server
 named by KERNELINDEX_TEST_POSTGRES_URL; on CI a missing server is a failure, never a skip),
 `catalogue_records` (the 21 seed manifests) and `synthetic_runs` (more BenchmarkRuns derived from them).
+
+Dagster: every test of a module that uses Dagster must leave Dagster's current defs-state storage as it
+found it, even after garbage collection (`_no_dagster_instance_context_leak`, see there).
 """
 
 from __future__ import annotations
 
 import copy
+import gc
 import json
 import os
 import uuid
@@ -18,6 +22,31 @@ import pytest
 
 FIXTURES = Path(__file__).parent / "fixtures"
 POSTGRES_URL_ENV = "KERNELINDEX_TEST_POSTGRES_URL"
+
+
+@pytest.fixture(autouse=True)
+def _no_dagster_instance_context_leak(request):
+    """Entering a DagsterInstance sets a context variable (the current defs-state storage) that its
+    exit resets to the value it had before. An evaluation context that opens an instance (e.g.
+    `build_schedule_context(instance=...)`, whose `context.instance` is a fresh instance from the
+    ref) and is not used as `with ...:` closes it only when garbage collection reaches it: after the
+    test's instance is gone, putting that dead instance's storage back as the current one. The next
+    definitions load then fails with "Attempted to resolve undefined DagsterInstance weakref", at
+    whatever moment the collector runs (the flaky `test_all_history_partitions` of issue 11).
+    gc.collect() here makes such a leak fail the test that caused it, every time."""
+    if "dagster" not in request.module.__name__ and "pipes" not in request.module.__name__:
+        yield
+        return
+    from dagster import UPathDefsStateStorage  # get() is the base class's: the current storage
+
+    before = UPathDefsStateStorage.get()
+    yield
+    gc.collect()
+    after = UPathDefsStateStorage.get()
+    assert after is before, (
+        "this test left a Dagster instance context open (the current defs-state storage changed "
+        "after garbage collection): use evaluation contexts as `with build_..._context(...) as context:`"
+    )
 
 
 def _on_ci() -> bool:

@@ -32,7 +32,10 @@ def instance():
 
 def _evaluate(sensor, instance, releases=None, ci=None) -> SensorResult | SkipReason:
     resources = {"releases": releases} if releases is not None else {"ci": ci}
-    return sensor(build_sensor_context(instance=instance, resources=resources))
+    # As a context manager: whatever the context opens is closed here, not whenever the collector
+    # reaches it (see conftest._no_dagster_instance_context_leak).
+    with build_sensor_context(instance=instance, resources=resources) as context:
+        return sensor(context)
 
 
 def test_partition_keys_are_validated_and_split_back():
@@ -84,8 +87,8 @@ def test_nightly_sweep_registers_and_requests_one_run_per_gpu_pool_on_the_newest
     fleet = GpuFleetResource(gpu_pools="nvidia-h100-80gb-hbm3, nvidia-b200")
     releases = LocalReleases(sdist_path=str(build_history_sdist(tmp_path)), version="0.10.0")
     when = datetime(2026, 11, 30, 2, 0, tzinfo=UTC)
-    context = build_schedule_context(instance=instance, resources={"fleet": fleet, "releases": releases}, scheduled_execution_time=when)
-    requests = list(nightly_gpu_sweep(context))
+    with build_schedule_context(instance=instance, resources={"fleet": fleet, "releases": releases}, scheduled_execution_time=when) as context:
+        requests = list(nightly_gpu_sweep(context))
     assert [split_partition_key(r.partition_key) for r in requests] == [("nvidia-h100-80gb-hbm3", "0.10.0"), ("nvidia-b200", "0.10.0")]
     assert [r.run_key for r in requests] == ["sweep:2026-11-30:nvidia-h100-80gb-hbm3|0.10.0", "sweep:2026-11-30:nvidia-b200|0.10.0"]
     assert [r.tags[GPU_POOL_TAG] for r in requests] == ["nvidia-h100-80gb-hbm3", "nvidia-b200"]
@@ -93,6 +96,6 @@ def test_nightly_sweep_registers_and_requests_one_run_per_gpu_pool_on_the_newest
 
 
 def test_nightly_sweep_without_pools_says_how_to_configure_them(instance):
-    context = build_schedule_context(instance=instance, resources={"fleet": GpuFleetResource(), "releases": LocalReleases(sdist_path="unused")})
-    result = nightly_gpu_sweep(context)
+    with build_schedule_context(instance=instance, resources={"fleet": GpuFleetResource(), "releases": LocalReleases(sdist_path="unused")}) as context:
+        result = nightly_gpu_sweep(context)
     assert isinstance(result, SkipReason) and "KERNELINDEX_GPU_POOLS" in result.skip_message
