@@ -1,11 +1,21 @@
 #!/usr/bin/env python3
-"""GPU check: sweep a small fixed set of Liger kernels on this NVIDIA host through the real execute path,
-build and validate the records, publish them into a temporary catalogue, print a summary and write the
-evidence. Run it as `scripts/gpu_check` (see --help); it takes a few minutes on one H100/H200.
+"""GPU check: sweep a small fixed set of Liger kernels for one or more releases on this NVIDIA host through
+the real execute path, build and validate the records, publish them into one temporary catalogue, run the
+regression detector across the releases, build the report, print a summary and write the evidence:
+
+    <evidence>/summary.txt, summary.json          every release: rows, runs, outcomes, coverage, sentinel,
+                                                  raw samples per run; the detector's counts
+    <evidence>/regressions.json, regressions.md   the detector's output over the releases
+    <evidence>/report/                            the report's pages and charts for those kernels
+    <evidence>/<version>/                         the CSV, environment capture, sweep result, records,
+                                                  logs.tar.gz and samples.tar.gz (raw-sample artifacts)
+
+Run it as `scripts/gpu_check` (see --help); --budget (default 480 s) bounds the whole check: each script
+gets a share of the time left.
 
 Offline hosts: `--wheels DIR` installs everything from DIR (pip --no-index --find-links DIR); the Liger
 sdist may sit in DIR too (liger_kernel-<V>.tar.gz). Fill DIR on a machine with network with
-`scripts/gpu_check --download-wheels DIR --python-version 3.12`.
+`scripts/gpu_check --download-wheels DIR --liger-version 0.8.5,0.8.4 --python-version 3.12`.
 
 Only the standard library is imported at the top: on a bare GPU host this script first makes a virtual
 environment (over the host's interpreter, so torch stays the host's) with what the record path needs,
@@ -28,13 +38,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-DEFAULT_VERSION = "0.8.5"
-# Small, quick scripts. The megatron_* scripts of 0.8.x still write the row format the catalogue's
-# binding rules know (x_name H / ffn_local with {B, S}), so their rows become records; rms_norm and
-# layer_norm use the newer sequence-length sweep (x_name T, {hidden_size, dtype, eps}) that the
-# reference rules do not bind: their rows show up as skipped (unknown config) in the import report.
-DEFAULT_KERNELS = ["megatron_rms_norm", "megatron_swiglu", "rms_norm", "layer_norm"]
+# Two releases on one GPU, so that the regression detector has a cross-version comparison.
+DEFAULT_VERSIONS = "0.8.5,0.8.4"
+# The fixed subset of issue 12: norms, an activation, the two cross entropies and one more loss. Rows in
+# a format the catalogue's binding rules do not know show up as skipped (unknown config) in the import
+# report and the coverage table, never silently.
+DEFAULT_KERNELS = ["rms_norm", "layer_norm", "swiglu", "cross_entropy", "fused_linear_cross_entropy", "kl_div"]
 DEFAULT_SCRIPT_TIMEOUT_S = 100
+# The whole check (all releases) stays within --budget seconds: each script gets a share of what is left.
+DEFAULT_BUDGET_S = 480.0
+RESERVE_PER_VERSION_S = 30.0  # environment, two sentinel runs, records and publication of one release
+MIN_SCRIPT_TIMEOUT_S = 15.0
 # What the record path (records/, liger/, catalogue/, execution/) imports beyond the standard library;
 # Dagster is not needed here. Module -> requirement.
 PIPELINE_REQUIREMENTS = {
@@ -44,7 +58,11 @@ PIPELINE_REQUIREMENTS = {
     "pydantic": "pydantic>=2.7",
     "sqlalchemy": "SQLAlchemy>=2.0",
     "pandas": "pandas>=2.2",
+    "numpy": "numpy>=1.26",
+    "matplotlib": "matplotlib>=3.8",
 }
+# What a CUDA torch image already has: never downloaded for offline hosts.
+HOST_IMAGE_MODULES = ("pandas", "packaging", "yaml", "numpy", "matplotlib")
 BOOTSTRAPPED = "KERNELINDEX_GPU_CHECK_BOOTSTRAPPED"
 BASE_PYTHON = "KERNELINDEX_GPU_CHECK_BASE_PYTHON"
 
@@ -119,7 +137,7 @@ def bootstrap(args: argparse.Namespace, argv: list[str]) -> None:
     os.execve(str(python), [str(python), str(Path(__file__).resolve()), *argv], env)
 
 
-def download_wheels(dest: Path, liger_version: str, python_version: str, with_transformers: bool) -> int:
+def download_wheels(dest: Path, liger_versions: list[str], python_version: str, with_transformers: bool) -> int:
     """On a machine with network: the wheels (and the Liger sdist) an offline GPU host needs."""
     dest.mkdir(parents=True, exist_ok=True)
     platforms = []
@@ -130,8 +148,9 @@ def download_wheels(dest: Path, liger_version: str, python_version: str, with_tr
         "--python-version", python_version, "--implementation", "cp", *platforms, "-d", str(dest),
     ]
     # liger-kernel without its torch/triton: the host has them.
-    subprocess.run(binary + ["--no-deps", f"liger-kernel=={liger_version}"], check=True)
-    requirements = [r for m, r in PIPELINE_REQUIREMENTS.items() if m not in ("pandas", "packaging", "yaml")]
+    for liger_version in liger_versions:
+        subprocess.run(binary + ["--no-deps", f"liger-kernel=={liger_version}"], check=True)
+    requirements = [r for m, r in PIPELINE_REQUIREMENTS.items() if m not in HOST_IMAGE_MODULES]
     if with_transformers:
         requirements.append("transformers")
     # With dependencies; pip resolves for the target Python/platform.
@@ -140,23 +159,27 @@ def download_wheels(dest: Path, liger_version: str, python_version: str, with_tr
     sys.path.insert(0, str(REPO))
     from kernelindex_pipeline.liger.release import fetch_release
 
-    artifact = fetch_release(liger_version)
-    shutil.copyfile(artifact.path, dest / Path(artifact.path).name)
+    for liger_version in liger_versions:
+        artifact = fetch_release(liger_version)
+        shutil.copyfile(artifact.path, dest / Path(artifact.path).name)
     for path in sorted(dest.glob("*")):
         print(path.name)
     return 0
 
 
 # --- the check ------------------------------------------------------------------------------------------
-def find_release(args: argparse.Namespace) -> str | None:
-    if args.release:
+def find_release(args: argparse.Namespace, version: str) -> str | None:
+    if args.release and len(versions_of(args)) == 1:
         return args.release
-    if args.wheels:
-        for name in (f"liger_kernel-{args.liger_version}.tar.gz", f"liger-kernel-{args.liger_version}.tar.gz"):
-            candidate = Path(args.wheels) / name
-            if candidate.is_file():
-                return str(candidate)
+    for directory in (args.release_dir, args.wheels):
+        for name in (f"liger_kernel-{version}.tar.gz", f"liger-kernel-{version}.tar.gz"):
+            if directory and (Path(directory) / name).is_file():
+                return str(Path(directory) / name)
     return None  # fetched from the package index
+
+
+def versions_of(args: argparse.Namespace) -> list[str]:
+    return [v.strip() for v in args.liger_version.split(",") if v.strip()]
 
 
 def catalogue_for(device_name: str, compute_capability: str | None):
@@ -174,11 +197,17 @@ def catalogue_for(device_name: str, compute_capability: str | None):
     return dataclasses.replace(catalogue, hardware={**catalogue.hardware, device_name: facts}), note
 
 
-def write_evidence(evidence: Path, result, imported, published, summary: dict, summary_lines: list[str]) -> None:
-    """At most six files (the device tool returns eight): summary.txt/.json, the CSV, the environment,
-    the records and the script logs as one tarball."""
-    evidence.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(result.csv_path, evidence / "all_benchmark_data.csv")
+def _tar(path: Path, root: Path, files: list[Path]) -> None:
+    with tarfile.open(path, "w:gz") as archive:
+        for file in files:
+            archive.add(file, arcname=f"{root.name}/{file.relative_to(root)}")
+
+
+def write_version_evidence(directory: Path, result, imported, lines: list[str]) -> None:
+    """<evidence>/<version>/: the CSV, the environment capture, the sweep result (outcomes, coverage,
+    sentinel), the records, the logs and the raw-sample artifacts (one tarball each)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(result.csv_path, directory / "all_benchmark_data.csv")
     logs_dir = Path(result.work_dir) / "logs"
     environment = {
         "host": result.host,
@@ -187,16 +216,55 @@ def write_evidence(evidence: Path, result, imported, published, summary: dict, s
         "environment": result.environment,
         "nvidia_smi_xml": (logs_dir / "nvidia-smi.xml").read_text() if (logs_dir / "nvidia-smi.xml").is_file() else None,
     }
-    (evidence / "environment.json").write_text(json.dumps(environment, indent=2, sort_keys=True))
-    if imported is not None:
-        with (evidence / "records.jsonl").open("w") as handle:
-            for manifest in imported.sorted_manifests():
-                handle.write(json.dumps(manifest, sort_keys=True, separators=(",", ":")) + "\n")
-    with tarfile.open(evidence / "logs.tar.gz", "w:gz") as archive:
-        for path in sorted(logs_dir.glob("*")):
-            archive.add(path, arcname=f"logs/{path.name}")
-    (evidence / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True))
-    (evidence / "summary.txt").write_text("\n".join(summary_lines) + "\n")
+    (directory / "environment.json").write_text(json.dumps(environment, indent=2, sort_keys=True))
+    (directory / "sweep.json").write_text(json.dumps(result.to_dict(), indent=1, sort_keys=True))
+    with (directory / "records.jsonl").open("w") as handle:
+        for manifest in imported.sorted_manifests():
+            handle.write(json.dumps(manifest, sort_keys=True, separators=(",", ":")) + "\n")
+    # The spools (*.samples.jsonl) hold the same calls as the artifacts: left out.
+    _tar(directory / "logs.tar.gz", logs_dir, sorted(p for p in logs_dir.glob("*") if p.is_file() and not p.name.endswith(".samples.jsonl")))
+    _tar(directory / "samples.tar.gz", logs_dir, sorted((logs_dir / "samples").glob("*.json")))
+    (directory / "summary.txt").write_text("\n".join(lines) + "\n")
+
+
+def sweep_one(args, version: str, gpu: str, base_python: str, work_root: Path, timeout_s: float):
+    """Sweep one release; its records built and validated (raises SweepError / InvalidRecords)."""
+    from kernelindex_pipeline.execution.runner import SweepRequest, run_sweep
+    from kernelindex_pipeline.liger import import_csv
+    from kernelindex_pipeline.liger.normalize import MeasuredContext
+    from kernelindex_pipeline.records.schema import ensure_valid
+
+    request = SweepRequest(
+        gpu=gpu,
+        liger_version=version,
+        release=find_release(args, version),
+        kernels=args.kernels.split(","),
+        script_timeout_s=timeout_s,
+        work_dir=str(work_root / version),
+        env_cache_dir=args.env_cache_dir,
+        wheel_dir=args.wheels,
+        base_python=base_python,
+        extra_pythonpath=list(args.extra_pythonpath or []),
+    )
+    log(f"liger {version}: scripts for {args.kernels} with {timeout_s:.0f} s each at most")
+    result = run_sweep(request, progress=lambda e: log(f"  [{e['index']}/{e['total']}] {e['script']}: {e['status']}, {e['rows']} rows ({e['rows_so_far']} so far), {e['seconds']:.1f} s"))
+    catalogue, note = catalogue_for(result.host["device_name"], result.host.get("compute_capability"))
+    imported = import_csv(result.csv_path, gpu=gpu, liger_version=version, measured=MeasuredContext(**result.measured_context()), catalogue=catalogue)
+    ensure_valid(imported.manifests.values())  # raises InvalidRecords naming record and field
+    return result, imported, note
+
+
+def raw_sample_counts(imported) -> dict:
+    """Speed runs with raw samples, and the samples per run (min / median / max)."""
+    import statistics
+
+    counts = [m["spec"]["timing"]["samples"] for m in imported.runs() if "samples" in (m["spec"].get("timing") or {})]
+    speed = sum(1 for m in imported.runs() if "timing" in m["spec"])
+    return {
+        "speed_runs": speed,
+        "runs_with_raw_samples": len(counts),
+        "samples_per_run": {"min": min(counts), "median": statistics.median(counts), "max": max(counts)} if counts else None,
+    }
 
 
 def run_check(args: argparse.Namespace) -> int:
@@ -204,17 +272,17 @@ def run_check(args: argparse.Namespace) -> int:
     from kernelindex_pipeline.catalogue.store import CatalogueStore
     from kernelindex_pipeline.execution.host import probe_host
     from kernelindex_pipeline.execution.outcomes import SweepError
-    from kernelindex_pipeline.execution.runner import SweepRequest, run_sweep
-    from kernelindex_pipeline.liger import import_csv
-    from kernelindex_pipeline.liger.normalize import MeasuredContext
+    from kernelindex_pipeline.liger.report import CoverageTable
     from kernelindex_pipeline.records.names import kebab
-    from kernelindex_pipeline.records.schema import ensure_valid
+    from kernelindex_pipeline.reporting.html import build_report
+    from kernelindex_pipeline.reporting.regressions import detect_regressions
 
     started = time.monotonic()
+    versions = versions_of(args)
     base_python = os.environ.get(BASE_PYTHON, sys.executable)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     evidence = Path(args.evidence or REPO / "evidence" / f"gpu-check-{stamp}")
-    work_dir = Path(tempfile.mkdtemp(prefix="kernelindex-gpu-check-"))
+    work_root = Path(tempfile.mkdtemp(prefix="kernelindex-gpu-check-"))
     extra_env = {}
     if args.extra_pythonpath:  # tests: stand-in torch on a CPU host
         extra_env["PYTHONPATH"] = os.pathsep.join(args.extra_pythonpath)
@@ -227,82 +295,98 @@ def run_check(args: argparse.Namespace) -> int:
         print(f"gpu_check: no CUDA device on this host ({first.summary()}); run it on an NVIDIA GPU host", file=sys.stderr)
         return 2
     gpu = args.gpu or kebab(first.device_name)
-    log(f"host: {first.summary()}; partition {gpu} x liger {args.liger_version}")
+    log(f"host: {first.summary()}; partition {gpu} x liger {', '.join(versions)}; budget {args.budget:.0f} s")
 
-    request = SweepRequest(
-        gpu=gpu,
-        liger_version=args.liger_version,
-        release=find_release(args),
-        kernels=args.kernels.split(","),
-        script_timeout_s=args.timeout,
-        work_dir=str(work_dir),
-        env_cache_dir=args.env_cache_dir,
-        wheel_dir=args.wheels,
-        base_python=base_python,
-        extra_pythonpath=list(args.extra_pythonpath or []),
-    )
+    store = CatalogueStore.open(f"sqlite:///{work_root / 'catalogue.sqlite'}")
+    swept, lines, notes = [], [], set()
+    kernels = len(args.kernels.split(","))
     try:
-        result = run_sweep(request, progress=lambda e: log(f"[{e['index']}/{e['total']}] {e['script']}: {e['status']}, {e['rows']} rows ({e['rows_so_far']} so far), {e['seconds']:.1f} s"))
-    except SweepError as error:
-        print(f"gpu_check: the sweep could not run: {error}", file=sys.stderr)
-        return 2
-
-    catalogue, catalogue_note = catalogue_for(result.host["device_name"], result.host.get("compute_capability"))
-    imported = import_csv(
-        result.csv_path,
-        gpu=gpu,
-        liger_version=args.liger_version,
-        measured=MeasuredContext(**result.measured_context()),
-        catalogue=catalogue,
-    )
-    ensure_valid(imported.manifests.values())  # raises InvalidRecords naming record and field
-    catalogue_path = work_dir / "catalogue.sqlite"
-    store = CatalogueStore.open(f"sqlite:///{catalogue_path}")
-    try:
-        published = store.publish(imported.manifests, partition=f"{gpu}|{args.liger_version}", source=imported.snapshot, report=imported.report)
-        present = store.present_digests(list(imported.manifests))
+        for index, version in enumerate(versions):
+            # The budget is shared: what is left, less a reserve per release for its environment, sentinel
+            # and records, split over the scripts still to run.
+            left = len(versions) - index
+            remaining = args.budget - (time.monotonic() - started) - RESERVE_PER_VERSION_S * left
+            timeout_s = max(MIN_SCRIPT_TIMEOUT_S, min(args.timeout, remaining / (kernels * left)))
+            try:
+                result, imported, note = sweep_one(args, version, gpu, base_python, work_root, timeout_s)
+            except SweepError as error:
+                print(f"gpu_check: the sweep of liger {version} could not run: {error}", file=sys.stderr)
+                return 2
+            if note:
+                notes.add(note)
+            published = store.publish(imported.manifests, partition=f"{gpu}|{version}", source=imported.snapshot, report=imported.report)
+            present = store.present_digests(list(imported.manifests))
+            report = imported.report.to_dict()
+            version_lines = [
+                *result.summary_lines(),
+                f"records: {len(imported.manifests)} ({', '.join(f'{k} {v}' for k, v in report['records'].items())}), {len(imported.runs())} runs, schema-valid",
+                f"import: {report['rowsRead']} rows read, {report['runs']} runs from rows, skipped {json.dumps(report['skipped'], sort_keys=True)}",
+                f"raw samples: {json.dumps(raw_sample_counts(imported), sort_keys=True)}",
+                f"catalogue (temporary SQLite): {published.summary()}",
+            ]
+            write_version_evidence(evidence / version, result, imported, version_lines)
+            swept.append({"version": version, "result": result, "imported": imported, "published": published, "present": present})
+            lines += version_lines
+        manifests = list(store.manifests())
         counts_by_kind = store.counts_by_kind()
     finally:
         store.close()
 
-    report = imported.report.to_dict()
-    records_by_kind = report.get("records", {})
-    all_ok = not result.failed
-    passed = all_ok and len(imported.runs()) > 0 and present == set(imported.manifests)
+    regressions = detect_regressions(manifests, args.threshold)
+    (evidence / "regressions.json").write_text(json.dumps(regressions.to_dict(), indent=1, default=str, sort_keys=True))
+    (evidence / "regressions.md").write_text(regressions.markdown() + "\n")
+    report = build_report(manifests, evidence / "report", args.threshold, title=f"GPU check: {gpu}, liger {' vs '.join(versions)}",
+                          coverage=CoverageTable.of(s["imported"].report for s in swept).cells)
+    judged = sum(1 for c in regressions.comparisons if c.verdict != "insufficient_data")
+
+    all_ok = all(not s["result"].failed for s in swept)
+    published_all = all(s["present"] == set(s["imported"].manifests) and s["imported"].runs() for s in swept)
+    compared = len(versions) < 2 or judged > 0
+    passed = all_ok and published_all and compared
     summary = {
         "passed": passed,
         "gpu": gpu,
-        "liger_version": args.liger_version,
-        "rows": result.rows,
-        "runs": len(imported.runs()),
-        "records": len(imported.manifests),
-        "records_by_kind": records_by_kind,
-        "published": published.to_dict(),
+        "liger_versions": versions,
+        "versions": {
+            s["version"]: {
+                "rows": s["result"].rows,
+                "runs": len(s["imported"].runs()),
+                "records": len(s["imported"].manifests),
+                "records_by_kind": s["imported"].report.to_dict()["records"],
+                "published": s["published"].to_dict(),
+                "import_report": s["imported"].report.to_dict(),
+                "outcomes": [{k: v for k, v in o.to_dict().items() if k != "raw_samples"} for o in s["result"].outcomes],
+                "coverage": s["result"].coverage,
+                "sentinel": [{k: v for k, v in m.items() if k not in ("artifact", "log")} for m in s["result"].sentinel],
+                "raw_samples": raw_sample_counts(s["imported"]),
+                "timings": s["result"].timings,
+                "environment": {k: s["result"].environment.get(k) for k in ("reused", "seconds", "offline", "installed", "path")},
+            }
+            for s in swept
+        },
+        "software": swept[0]["result"].software,
+        "settings": swept[0]["result"].settings,
+        "device": {k: swept[0]["result"].host.get(k) for k in ("device_name", "compute_capability", "memory_bytes", "sm_count", "driver", "cuda_runtime")},
         "catalogue_counts_by_kind": counts_by_kind,
-        "import_report": report,
-        "outcomes": [o.to_dict() for o in result.outcomes],
-        "software": result.software,
-        "settings": result.settings,
-        "device": {k: result.host.get(k) for k in ("device_name", "compute_capability", "memory_bytes", "sm_count", "driver", "cuda_runtime")},
-        "environment": {k: result.environment.get(k) for k in ("reused", "seconds", "offline", "installed", "path")},
-        "timings": result.timings,
+        "regressions": {"series": regressions.series_count, "judged_pairs": judged, "slowdowns": len(regressions.regressions),
+                        "speedups": len(regressions.improvements), "insufficient": len(regressions.insufficient)},
+        "report": {"path": str(report.path), **report.counts},
         "check_seconds": round(time.monotonic() - started, 1),
-        "catalogue_note": catalogue_note,
+        "catalogue_notes": sorted(notes),
     }
-    lines = [
-        f"GPU check {'PASSED' if passed else 'FAILED'}: {gpu} x liger {args.liger_version}",
-        *result.summary_lines(),
-        f"records: {len(imported.manifests)} ({', '.join(f'{k} {v}' for k, v in records_by_kind.items())}), {len(imported.runs())} runs, schema-valid",
-        f"import: {report.get('rowsRead')} rows read, {report.get('speedRows')} speed rows, skipped {json.dumps(report.get('skipped'), sort_keys=True)}",
-        f"catalogue (temporary SQLite): {published.summary()}",
-        f"environment: {json.dumps(result.software, sort_keys=True)}",
-        f"settings: {json.dumps(result.settings, sort_keys=True)}",
+    header = [
+        f"GPU check {'PASSED' if passed else 'FAILED'}: {gpu} x liger {', '.join(versions)}",
+        f"catalogue (temporary SQLite): {json.dumps(counts_by_kind, sort_keys=True)}",
+        f"regressions ({' vs '.join(versions)}): {regressions.series_count} series, {judged} judged pairs, "
+        f"{len(regressions.regressions)} slowdowns, {len(regressions.improvements)} speed-ups, {len(regressions.insufficient)} insufficient",
+        f"report: {report.path} ({report.counts['charts']} charts)",
         f"check took {summary['check_seconds']} s; evidence in {evidence}",
+        *(f"note: {note}" for note in sorted(notes)),
     ]
-    if catalogue_note:
-        lines.append(f"note: {catalogue_note}")
-    write_evidence(evidence, result, imported, published, summary, lines)
-    print("\n".join(lines))
+    evidence.mkdir(parents=True, exist_ok=True)
+    (evidence / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True, default=str))
+    (evidence / "summary.txt").write_text("\n".join(header + lines) + "\n")
+    print("\n".join(header + lines))
     return 0 if passed else 1
 
 
@@ -310,11 +394,14 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = argparse.ArgumentParser(prog="scripts/gpu_check", description=__doc__.split("\n\n")[0])
     parser.add_argument("--evidence", help="directory for the evidence (default: evidence/gpu-check-<UTC time>)")
-    parser.add_argument("--wheels", help="offline: install only from this directory of wheels (and take the sdist from it)")
-    parser.add_argument("--release", help="Liger sdist tarball or extracted release (default: from --wheels, else fetched)")
-    parser.add_argument("--liger-version", default=DEFAULT_VERSION)
+    parser.add_argument("--wheels", help="offline: install only from this directory of wheels (and take the sdists from it)")
+    parser.add_argument("--release", help="with one version: Liger sdist tarball or extracted release (default: from --wheels, else fetched)")
+    parser.add_argument("--release-dir", help="a directory holding liger_kernel-<V>.tar.gz for every version")
+    parser.add_argument("--liger-version", default=DEFAULT_VERSIONS, help="comma-separated releases, swept in this order")
     parser.add_argument("--kernels", default=",".join(DEFAULT_KERNELS), help="comma-separated CSV kernel names")
-    parser.add_argument("--timeout", type=float, default=DEFAULT_SCRIPT_TIMEOUT_S, help="seconds per script")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_SCRIPT_TIMEOUT_S, help="seconds per script at most")
+    parser.add_argument("--budget", type=float, default=DEFAULT_BUDGET_S, help="seconds for the whole check (all releases)")
+    parser.add_argument("--threshold", type=float, default=0.10, help="regression threshold (reporting/regressions.py)")
     parser.add_argument("--gpu", help="partition GPU slug (default: kebab of this host's CUDA device name)")
     parser.add_argument("--env-cache-dir", help="where the scripts' environments are cached")
     parser.add_argument("--bootstrap", action="store_true", help="always run from the bootstrap venv")
@@ -325,7 +412,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--with-transformers", action="store_true", help="with --download-wheels: also transformers (hosts without it)")
     args = parser.parse_args(argv)
     if args.download_wheels:
-        return download_wheels(Path(args.download_wheels), args.liger_version, args.python_version, args.with_transformers)
+        return download_wheels(Path(args.download_wheels), versions_of(args), args.python_version, args.with_transformers)
     bootstrap(args, argv)
     return run_check(args)
 

@@ -1,6 +1,7 @@
 """scripts/gpu_check end to end on a CPU host with stand-ins: offline (wheel directory holding the
-stand-in liger-kernel wheel and sdist), through its bootstrap venv, the real sweep, records,
-validation, a temporary catalogue and the evidence files."""
+stand-in liger-kernel wheels and sdists of two releases), through its bootstrap venv, the real sweeps,
+records, validation, one temporary catalogue, the regression detector over the two releases, the
+report and the evidence tree."""
 
 import json
 import os
@@ -13,24 +14,25 @@ import pytest
 from standin_release import build_fake_nvidia_smi, build_fake_torch, build_liger_wheel, build_release_tarball
 
 REPO = Path(__file__).resolve().parent.parent
-VERSION = "0.0.1"
+VERSION, OLDER = "0.0.2", "0.0.1"
 
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     root = tmp_path_factory.mktemp("gpu-check")
-    wheels = build_liger_wheel(root / "wheels", VERSION).parent
-    build_release_tarball(wheels, VERSION)  # the sdist travels in the wheel directory
+    for version in (VERSION, OLDER):
+        wheels = build_liger_wheel(root / "wheels", version).parent
+        build_release_tarball(wheels, version)  # the sdists travel in the wheel directory
     build_fake_nvidia_smi(root / "bin")
     return {"root": root, "wheels": wheels, "path": f"{root / 'bin'}{os.pathsep}{os.environ['PATH']}"}
 
 
-def gpu_check(site, *args, device="NVIDIA H200"):
+def gpu_check(site, *args, device="NVIDIA H200", versions=f"{VERSION},{OLDER}"):
     fake = build_fake_torch(site["root"] / f"torch-{device}", device)
     env = {**os.environ, "PATH": site["path"], "KERNELINDEX_GPU_PYTHON": sys.executable}
     env.pop("PYTHONPATH", None)
     return subprocess.run(
-        [str(REPO / "scripts" / "gpu_check"), "--wheels", str(site["wheels"]), "--liger-version", VERSION,
+        [str(REPO / "scripts" / "gpu_check"), "--wheels", str(site["wheels"]), "--liger-version", versions,
          "--env-cache-dir", str(site["root"] / "envs"), "--extra-pythonpath", str(fake), *args],
         capture_output=True, text=True, timeout=600, env=env,
     )
@@ -43,34 +45,58 @@ def test_gpu_check_offline_through_its_bootstrap(site):
         "--bootstrap", "--bootstrap-dir", str(site["root"] / "bootstrap"),
     )
     assert completed.returncode == 0, completed.stderr[-3000:]
-    assert completed.stdout.startswith("GPU check PASSED: nvidia-h200 x liger 0.0.1")
+    assert completed.stdout.startswith(f"GPU check PASSED: nvidia-h200 x liger {VERSION}, {OLDER}")
     assert "benchmark_rms_norm.py: ok, 24 rows" in completed.stdout
-    # 54 records of the speed rows, (full profile) 6 peak-memory runs with their protocol, and the
-    # sentinel's 11 (2 operations, 2 cases, 2 implementations, 1 protocol, 4 runs)
+    # Per release: 54 records of the speed rows, (full profile) 6 peak-memory runs with their protocol,
+    # and the sentinel's 11 (2 operations, 2 cases, 2 implementations, 1 protocol, 4 runs).
     assert "catalogue (temporary SQLite): 72 new, 0 already present" in completed.stdout
-    # It ran from the bootstrap venv, the scripts from their own cached environment.
+    # It ran from the bootstrap venv, the scripts from their own cached environments.
     assert (site["root"] / "bootstrap" / "bin" / "python").exists()
 
     assert sorted(p.name for p in evidence.iterdir()) == [
-        "all_benchmark_data.csv", "environment.json", "logs.tar.gz", "records.jsonl", "summary.json", "summary.txt",
+        OLDER, VERSION, "regressions.json", "regressions.md", "report", "summary.json", "summary.txt",
     ]
+    for version in (VERSION, OLDER):
+        assert sorted(p.name for p in (evidence / version).iterdir()) == [
+            "all_benchmark_data.csv", "environment.json", "logs.tar.gz", "records.jsonl", "samples.tar.gz", "summary.txt", "sweep.json",
+        ]
     summary = json.loads((evidence / "summary.json").read_text())
     assert summary["passed"] is True
-    assert (summary["rows"], summary["runs"], summary["records"]) == (36, 40, 72)
-    assert summary["records_by_kind"]["ExecutionEnvironment"] == 1
+    this = summary["versions"][VERSION]
+    assert (this["rows"], this["runs"], this["records"]) == (36, 40, 72)
+    assert this["records_by_kind"]["ExecutionEnvironment"] == 1
+    assert this["raw_samples"]["speed_runs"] == this["raw_samples"]["runs_with_raw_samples"] == 30 + 4  # Liger + sentinel
+    assert [m["status"] for m in this["sentinel"]] == ["ok"] * 4
+    assert this["coverage"]["totals"]["missing"] == {}
     # The H200 is in the hardware table (the project's own extension), so no probe facts were needed.
-    assert summary["catalogue_note"] is None
-    records = [json.loads(line) for line in (evidence / "records.jsonl").read_text().splitlines()]
-    (environment,) = [r for r in records if r["kind"] == "ExecutionEnvironment"]
+    assert summary["catalogue_notes"] == []
+
+    # Both releases ran on one environment: every series spans the two versions and is judged.
+    records = [json.loads(line) for v in (VERSION, OLDER) for line in (evidence / v / "records.jsonl").read_text().splitlines()]
+    environments = {json.dumps(r, sort_keys=True) for r in records if r["kind"] == "ExecutionEnvironment"}
+    assert len(environments) == 1
+    environment = json.loads(environments.pop())
     assert environment["spec"]["hardware"] == {"vendor": "nvidia", "product": "NVIDIA H200", "architecture": "sm_90"}
     assert environment["spec"]["software"]["framework"]["version"] == "2.5.1+standin"
     assert environment["spec"]["settings"]["powerLimitWatts"] == 700.0
-    with tarfile.open(evidence / "logs.tar.gz") as archive:
+    regressions = summary["regressions"]
+    assert regressions["judged_pairs"] == regressions["series"] > 0 and regressions["insufficient"] == 0
+    # The stand-in times both releases alike: every pair is judged, none changed (30 Liger + 4 sentinel series).
+    counts = json.loads((evidence / "regressions.json").read_text())["counts"]
+    assert counts["comparisons"] == counts["noSignificantChange"] == regressions["series"] == 34
+    assert (evidence / "report" / "index.html").is_file() and list((evidence / "report" / "charts").glob("*.svg"))
+
+    with tarfile.open(evidence / VERSION / "logs.tar.gz") as archive:
         names = archive.getnames()
-    assert {"logs/benchmark_rms_norm.log", "logs/benchmark_tiled_mlp.log", "logs/host.json"} <= set(names)
+    assert {"logs/benchmark_rms_norm.log", "logs/benchmark_tiled_mlp.log", "logs/host.json", "logs/sentinel-start.log"} <= set(names)
+    with tarfile.open(evidence / VERSION / "samples.tar.gz") as archive:
+        samples = archive.getnames()
+    runs = [r for r in records if r["kind"] == "BenchmarkRun" and r["metadata"]["labels"]["liger_version"] == VERSION]
+    artifacts = {r["spec"]["timing"]["rawSamples"]["digest"].removeprefix("sha256:") for r in runs if "rawSamples" in r["spec"].get("timing", {})}
+    assert {f"logs/samples/{digest}.json" for digest in artifacts} == set(samples)
 
 
 def test_gpu_check_without_cuda_says_so(site):
-    completed = gpu_check(site, device=None)
+    completed = gpu_check(site, device=None, versions=VERSION)
     assert completed.returncode == 2
     assert "no CUDA device on this host" in completed.stderr

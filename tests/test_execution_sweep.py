@@ -15,6 +15,7 @@ from standin_release import (
     build_site,
 )
 
+from kernelindex_pipeline.execution.host import HostCapture
 from kernelindex_pipeline.execution.outcomes import ConfigurationError, HostCheckError
 from kernelindex_pipeline.execution.runner import SweepRequest, run_sweep, select_scripts
 from kernelindex_pipeline.execution.workdir import UPSTREAM_COLUMNS, prepare_workdir
@@ -153,7 +154,11 @@ def test_host_capture_and_timings(sweep):
     result = sweep["result"]
     assert result.host["device_name"] == H100_NAME
     assert result.software["framework"] == {"name": "torch", "version": "2.5.1+standin"}
-    assert result.software["libraries"]["liger_kernel"] == VERSION  # read in the scripts' own environment
+    assert result.host["liger_kernel"] == VERSION  # read in the scripts' own environment
+    # ...and kept out of the ExecutionEnvironment: another release swept on this host shares it.
+    assert "liger_kernel" not in result.software["libraries"]
+    other = HostCapture.from_dict({**result.host, "liger_kernel": "9.9.9"})
+    assert other.software() == result.software and other.settings() == result.settings
     assert result.settings["powerLimitWatts"] == 700.0
     assert result.environment["reused"] is False
     assert result.environment["installed"] == [f"liger-kernel=={VERSION}"]

@@ -118,11 +118,14 @@ class HostCapture:
 
     # --- ExecutionEnvironment.spec ------------------------------------------------------------------
     def software(self) -> dict:
-        """ExecutionEnvironment.spec.software: only facts that stay fixed while the host does."""
+        """ExecutionEnvironment.spec.software: only facts that stay fixed while the host does.
+
+        The Liger release is not one of them: it is what a sweep measures (its runs' liger_version label
+        and ImplementationRevisions), so two releases swept on one host share one environment and their
+        runs form one series across versions."""
         libraries = {
             "python": self.python,
             "triton": self.triton,
-            "liger_kernel": self.liger_kernel,
             "transformers": self.transformers,
         }
         software = {
