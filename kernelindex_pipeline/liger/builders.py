@@ -15,11 +15,13 @@ from typing import Any
 
 from kernelindex_pipeline.liger import identity
 from kernelindex_pipeline.liger.catalogue import (
+    CATEGORY_LABEL,
     DTYPE_TOKENS,
     REFERENCE_MODE_PHRASES,
     Catalogue,
     ExpressionUndefined,
     Kernel,
+    Model,
     Provider,
     Rule,
 )
@@ -65,6 +67,8 @@ class Binding:
     dtype: str
     scalars: tuple[tuple[str, int | float], ...]
     case_key: str
+    category: str | None = None  # a categorical x value (model_config rows: the model name)
+    category_axis: str | None = None  # its CSV x_name
 
 
 class RowProblem(Exception):
@@ -81,16 +85,24 @@ def cell_number(text: str) -> float:
     return js_number(text)
 
 
-def bind(kernel: Kernel, x_name: str, x_value: str, config_text: str) -> Binding | None:
+def bind(
+    kernel: Kernel, x_name: str, x_value: str, config_text: str, models: dict[str, Model] | None = None
+) -> Binding | None:
     """The first rule of `kernel` that understands the row, or None (unknown config).
 
-    Raises RowProblem when a rule matches but its values cannot be valid records (beyond 2**53,
-    non-finite scalars, a derived division by zero).
+    A rule without `category` needs x_value to be a positive integer (`x`); a `category: model` rule
+    needs it to name a model of `models` (its dimensions become `model_<field>`), a `category: label`
+    rule only a plain name. Raises RowProblem when a rule matches but its values cannot be valid
+    records (beyond 2**53, non-finite scalars, a derived division by zero).
     """
+    categorical = kernel.categorical
     x = cell_number(x_value)
-    if not is_positive_integer(x):
+    if is_positive_integer(x):
+        x = whole(x)
+    elif not categorical:
         return None
-    x = whole(x)
+    else:
+        x = None
     try:
         config = js_json_parse(config_text)
     except JSParseError:
@@ -102,22 +114,35 @@ def bind(kernel: Kernel, x_name: str, x_value: str, config_text: str) -> Binding
     for rule in kernel.rules:
         if not rule.accepts_x_name(x_name):
             continue
+        model = None
+        if rule.category is None:
+            if x is None:
+                continue
+        elif rule.category == "model":
+            model = (models or {}).get(x_value)
+            if model is None:
+                continue
+        elif not CATEGORY_LABEL.match(x_value):
+            continue
         if not all(check.passes(config) for check in rule.checks):
             continue
-        binding = _apply_rule(kernel, rule, x, config)
+        binding = _apply_rule(kernel, rule, x, config, model, x_name, x_value)
         if binding is not None:
             return binding
     return None
 
 
-def _apply_rule(kernel: Kernel, rule: Rule, x: int | float, config: dict[str, Any]) -> Binding | None:
-    env: dict[str, Any] = {"x": x}
+def _apply_rule(
+    kernel: Kernel, rule: Rule, x: int | None, config: dict[str, Any], model: Model | None, x_name: str, x_value: str
+) -> Binding | None:
+    env: dict[str, Any] = {"x": x} if rule.category is None else dict(model.dims) if model is not None else {}
     for key in rule.int_keys:
         env[key] = whole(config[key])
     try:
         axes = [(name, whole(expr.evaluate(env))) for name, expr in rule.axes]
         where_env = dict(axes)
-        where_env["x"] = x
+        if rule.category is None:
+            where_env["x"] = x
         if not all(cond.holds(where_env) for cond in rule.where):
             return None
     except ExpressionUndefined:
@@ -137,17 +162,18 @@ def _apply_rule(kernel: Kernel, rule: Rule, x: int | float, config: dict[str, An
             v = dim if isinstance(dim, int) else values[dim]
             if type(v) is not int or not 0 <= v <= MAX_SAFE_INTEGER:
                 raise RowProblem(f"tensor {tensor.name} dimension {dim} = {v!r} is not an integer in 0..2^53 - 1")
-    dtype = rule.dtype_fixed or DTYPE_TOKENS[config[rule.dtype_key]]
+    dtype = model.dtype if rule.dtype_model else rule.dtype_fixed or DTYPE_TOKENS[config[rule.dtype_key]]
     scalars = []
     for name, source in rule.scalars:
         value = whole(config[source]) if isinstance(source, str) else source
         if not math.isfinite(value):
             raise RowProblem(f"scalar {name} = {value!r} is not a finite number")
         scalars.append((name, value))
-    case_key = identity.case_key(axes, dtype)
-    if len(identity.case_title(kernel.title, tuple(axes), dtype)) > 200:
+    category = None if rule.category is None else x_value
+    case_key = identity.case_key(axes, dtype, category)
+    if len(identity.case_title(kernel.title, tuple(axes), dtype, category)) > 200:
         raise RowProblem("the workload case title would exceed 200 characters (axis values too long)")
-    return Binding(tuple(axes), values, dtype, tuple(scalars), case_key)
+    return Binding(tuple(axes), values, dtype, tuple(scalars), case_key, category, None if category is None else x_name)
 
 
 # --------------------------------------------------------------------------------- shared objects
@@ -194,8 +220,11 @@ def workload_case(kernel: Kernel, binding: Binding, operation_digest: str) -> di
     if binding.scalars:
         spec["scalars"] = {name: {"dtype": "fp32", "value": value} for name, value in binding.scalars}
     spec["correctness"] = {"comparator": "not_asserted"}
-    title = identity.case_title(kernel.title, binding.axes, binding.dtype)
-    return _manifest("WorkloadCase", {"name": identity.case_name(kernel.slug, binding.case_key), "title": title}, spec)
+    title = identity.case_title(kernel.title, binding.axes, binding.dtype, binding.category)
+    metadata: dict[str, Any] = {"name": identity.case_name(kernel.slug, binding.case_key), "title": title}
+    if binding.category is not None:
+        metadata["labels"] = {identity.category_label(binding.category_axis): binding.category}
+    return _manifest("WorkloadCase", metadata, spec)
 
 
 def software_project(catalogue: Catalogue, slug: str) -> dict[str, Any]:

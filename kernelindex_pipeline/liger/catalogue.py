@@ -232,6 +232,11 @@ class Rule:
     dtype_fixed: str | None
     dtype_key: str | None
     scalars: tuple[tuple[str, str | int | float], ...]  # name -> config key (str) or constant
+    # Categorical x (model_config rows, full profile): None (x is a positive integer), "model" (x names
+    # a model of the catalogue's model table; its dimensions are `model_<field>`) or "label" (x is only
+    # a name; every axis comes from the config).
+    category: str | None = None
+    dtype_model: bool = False  # dtype: model (the model's dtype)
 
     def accepts_x_name(self, x_name: str) -> bool:
         if self.x_names is None:
@@ -257,6 +262,11 @@ class Kernel:
     derived: tuple[tuple[str, Expression], ...]
     rules: tuple[Rule, ...]
 
+    @property
+    def categorical(self) -> bool:
+        """Whether a rule takes a categorical x (a model name): then a non-numeric x_value may bind."""
+        return any(rule.category is not None for rule in self.rules)
+
 
 @dataclass(frozen=True)
 class Provider:
@@ -278,6 +288,25 @@ class Project:
     host_kind: str
     host_id: str
     kind: str
+
+
+# The integer fields of benchmark_model_configs.ModelConfig a `category: model` rule may read, as
+# `model_<field>` (the model table itself is data: liger-extensions.yaml `models`).
+MODEL_INT_FIELDS = (
+    "hidden_size", "intermediate_size", "vocab_size", "num_attention_heads", "num_key_value_heads", "head_dim",
+    "max_position_embeddings", "num_experts", "topk", "moe_intermediate_size",
+)
+MODEL_FIELDS = tuple(f"model_{f}" for f in MODEL_INT_FIELDS)
+CATEGORY_LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")  # a categorical x value (a model name)
+
+
+@dataclass(frozen=True)
+class Model:
+    """One model of the model table: its integer dimensions (as `model_<field>`) and dtype token."""
+
+    name: str
+    dims: dict[str, int]
+    dtype: str
 
 
 PROFILES = ("reference", "full")
@@ -304,6 +333,7 @@ class Catalogue:
     mode_phrases: dict[str, str] = field(default_factory=lambda: dict(REFERENCE_MODE_PHRASES))
     memory_modes: tuple[str, ...] = ()  # passes a peak-memory row may name (full profile)
     ab_config_keys: tuple[str, ...] = ()  # config keys that mark an A/B comparison row (full profile)
+    models: dict[str, Model] = field(default_factory=dict)  # model_config x values (full profile)
 
 
 _EXPR_OPS = re.compile(r"^(.*?)\s*(==|!=)\s*(.*)$")
@@ -311,7 +341,7 @@ _EXPR_OPS = re.compile(r"^(.*?)\s*(==|!=)\s*(.*)$")
 
 def _compile_rule(index: int, raw: dict[str, Any], kernel: str, derived_names: set[str], input_axis_names: set[str]) -> Rule:
     where = f"kernel {kernel!r} rule {index + 1}"
-    unknown = set(raw) - {"x_name", "require", "where", "axes", "dtype", "scalars"}
+    unknown = set(raw) - {"x_name", "require", "where", "axes", "dtype", "scalars", "category"}
     if unknown:
         raise CatalogueError(f"{where}: unknown keys {sorted(unknown)}")
     x_name = raw.get("x_name")
@@ -337,7 +367,10 @@ def _compile_rule(index: int, raw: dict[str, Any], kernel: str, derived_names: s
     if not isinstance(axes_raw, dict) or not axes_raw:
         raise CatalogueError(f"{where}: axes must be a non-empty mapping")
     axes = tuple((str(name), compile_expression(expr)) for name, expr in axes_raw.items())
-    allowed = set(int_keys) | {"x"}
+    category = raw.get("category")
+    if category not in (None, "model", "label"):
+        raise CatalogueError(f"{where}: category must be model or label")
+    allowed = set(int_keys) | ({"x"} if category is None else set(MODEL_FIELDS) if category == "model" else set())
     for name, expr in axes:
         missing = set(expr.names) - allowed
         if missing:
@@ -350,21 +383,24 @@ def _compile_rule(index: int, raw: dict[str, Any], kernel: str, derived_names: s
         if not m:
             raise CatalogueError(f"{where}: where {text!r} must be '<expr> == <expr>' or '<expr> != <expr>'")
         cond = Condition(compile_expression(m.group(1)), m.group(2) == "==", compile_expression(m.group(3)))
-        missing = (set(cond.left.names) | set(cond.right.names)) - axis_names - {"x"}
+        missing = (set(cond.left.names) | set(cond.right.names)) - axis_names - ({"x"} if category is None else set())
         if missing:
             raise CatalogueError(f"{where}: where {text!r} uses {sorted(missing)}, which are not axes of the rule")
         conditions.append(cond)
 
     dtype = raw.get("dtype")
     dtype_fixed = dtype_key = None
+    dtype_model = False
     if isinstance(dtype, str) and dtype.startswith("config."):
         dtype_key = dtype[len("config."):]
         if not any(c.key == dtype_key and c.kind == "dtype" for c in checks):
             raise CatalogueError(f"{where}: dtype {dtype!r} needs require.{dtype_key}: dtype")
+    elif dtype == "model" and category == "model":
+        dtype_model = True
     elif isinstance(dtype, str) and dtype in DTYPE_TOKENS.values():
         dtype_fixed = dtype
     else:
-        raise CatalogueError(f"{where}: dtype must be bf16, fp16, fp32 or config.<key>")
+        raise CatalogueError(f"{where}: dtype must be bf16, fp16, fp32, config.<key> or (category: model) model")
 
     scalars = []
     for name, source in (raw.get("scalars") or {}).items():
@@ -380,7 +416,10 @@ def _compile_rule(index: int, raw: dict[str, Any], kernel: str, derived_names: s
     missing_shape = input_axis_names - axis_names - derived_names
     if missing_shape:
         raise CatalogueError(f"{where}: input shapes use {sorted(missing_shape)}, which the rule does not bind")
-    return Rule(index, x_names, negated, checks, int_keys, axes, tuple(conditions), dtype_fixed, dtype_key, tuple(scalars))
+    return Rule(
+        index, x_names, negated, checks, int_keys, axes, tuple(conditions), dtype_fixed, dtype_key, tuple(scalars),
+        category, dtype_model,
+    )
 
 
 def _tensor(raw: dict[str, Any], where: str) -> TensorSpec:
@@ -473,7 +512,9 @@ def _providers(raw: Any, projects: dict[str, Project]) -> dict[str, Provider]:
 
 def _extend(base: Catalogue, doc: dict[str, Any], where: Any) -> Catalogue:
     """The full profile: `base` plus the extensions document, which may add but never change."""
-    unknown = set(doc) - {"memory_metric", "memory_modes", "modes", "ab_config_keys", "kernels", "rules", "providers", "projects", "hardware"}
+    unknown = set(doc) - {
+        "memory_metric", "memory_modes", "modes", "ab_config_keys", "models", "kernels", "rules", "providers", "projects", "hardware",
+    }
     if unknown:
         raise CatalogueError(f"{where}: unknown keys {sorted(unknown)}")
     modes = dict(base.mode_phrases)
@@ -483,6 +524,12 @@ def _extend(base: Catalogue, doc: dict[str, Any], where: Any) -> Catalogue:
         modes[str(mode)] = str(phrase)
     kernels = dict(base.kernels)
     for raw in doc.get("kernels") or []:
+        if isinstance(raw, dict) and "same_as" in raw:
+            # another CSV name of an operation already catalogued (a renamed kernel): its facts, own rules
+            same = kernels.get(raw["same_as"])
+            if same is None:
+                raise CatalogueError(f"{where}: kernel {raw.get('kernel')!r}: same_as {raw['same_as']!r} is not catalogued above it")
+            raw = {**_kernel_facts(same), **{k: v for k, v in raw.items() if k != "same_as"}}
         k = _kernel(raw)
         if k.kernel in kernels:
             raise CatalogueError(f"{where}: kernel {k.kernel!r} is already in the catalogue (extend it under `rules`)")
@@ -517,8 +564,30 @@ def _extend(base: Catalogue, doc: dict[str, Any], where: Any) -> Catalogue:
         base.metric_name, base.modes + tuple(m for m in modes if m not in base.modes), kernels, providers,
         projects, hardware, profile="full", memory_metric=doc.get("memory_metric"), mode_phrases=modes,
         memory_modes=tuple(doc.get("memory_modes") or ()) or tuple(modes),
-        ab_config_keys=tuple(doc.get("ab_config_keys") or ()),
+        ab_config_keys=tuple(doc.get("ab_config_keys") or ()), models=_models(doc.get("models"), where),
     )
+
+
+def _models(raw: Any, where: Any) -> dict[str, Model]:
+    models = {}
+    for name, facts in (raw or {}).items():
+        name = str(name)
+        if not CATEGORY_LABEL.match(name) or not isinstance(facts, dict):
+            raise CatalogueError(f"{where}: model {name!r} needs a plain name and a mapping of facts")
+        unknown = set(facts) - set(MODEL_INT_FIELDS) - {"dtype", "hidden_act"}
+        if unknown:
+            raise CatalogueError(f"{where}: model {name!r}: unknown fields {sorted(unknown)}")
+        dims = {}
+        for key in MODEL_INT_FIELDS:
+            if key in facts:
+                if not is_positive_integer(facts[key]):
+                    raise CatalogueError(f"{where}: model {name!r}: {key} must be a positive integer")
+                dims[f"model_{key}"] = whole(facts[key])
+        dtype = facts.get("dtype", "torch.bfloat16")
+        if dtype not in DTYPE_TOKENS:
+            raise CatalogueError(f"{where}: model {name!r}: dtype must be one of {sorted(DTYPE_TOKENS)}")
+        models[name] = Model(name, dims, DTYPE_TOKENS[dtype])
+    return models
 
 
 # Kernel facts a rule compiles against: shapes and derived axes (for `rules:` extending a kernel).

@@ -2,12 +2,15 @@
 
 Formats (RECORDS.md section 4 for speed runs; the memory run contract of this project for peak memory):
 
-  case key      `<axis><value>-...-<dtype>`, axes sorted by name: `hidden4096-rows2048-bf16`
+  case key      `<axis><value>-...-<dtype>`, axes sorted by name: `hidden4096-rows2048-bf16`; a
+                categorical row (model_config) appends `~<model>`: `hidden4096-rows1024-bf16~llama_3_8b`
   benchmark     `<kernel>/<mode>` (speed), `<kernel>/<mode>/memory` (peak memory)
   externalId    `<benchmark>/<provider>/<gpu slug>/<case key>/<timestamp slug>`
   run name      kebab of `liger-<kernel>-<mode>[-memory]-<provider>-<gpu>-<case key>-<timestamp>`, cut at 100
   run title     `<kernel title> · <provider> · <mode>` (speed), `... · <mode> · peak memory` (memory)
   case name     kebab of `<operation slug>-<case key>`; case title `<kernel title> · a=1, b=2 · <dtype>`
+                (` · <model>` after it for a categorical row, whose case also has the label
+                `model_config: <model>`)
   implementation name / title   `liger-bench-<kernel>-<provider>` / `<kernel title> · <provider title>`
   environment name / title      `liger-bench-<gpu name>` / `Liger benchmark host · <gpu name without NVIDIA>`
 
@@ -30,18 +33,23 @@ MEMORY_TITLE = "peak memory"
 TITLE_SEPARATOR = " · "
 _NAME_RUNS = re.compile(r"[^a-z0-9]+")  # kebab's substitution, applied in pieces for run names
 _CASE_PART = re.compile(r"([A-Za-z_]+)([0-9]+)\Z")
+_LABEL_KEY = re.compile(r"[a-z][a-z0-9_]*\Z")
+CATEGORY_SEPARATOR = "~"  # never in an axis name, a dtype or a model name
 
 
 # ------------------------------------------------------------------------------------ case keys
 
 
-def case_key(axes: tuple[tuple[str, int], ...] | dict[str, int], dtype: str) -> str:
+def case_key(axes: tuple[tuple[str, int], ...] | dict[str, int], dtype: str, category: str | None = None) -> str:
+    """`category`: a categorical x value (model_config rows: the model name), after CATEGORY_SEPARATOR."""
     items = axes.items() if isinstance(axes, dict) else axes
-    return "-".join(f"{name}{value}" for name, value in sorted(items)) + "-" + dtype
+    key = "-".join(f"{name}{value}" for name, value in sorted(items)) + "-" + dtype
+    return key + CATEGORY_SEPARATOR + category if category is not None else key
 
 
 def parse_case_key(text: str) -> tuple[dict[str, int], str] | None:
-    """(axes, dtype) of a case key, or None when `text` is not one."""
+    """(axes, dtype) of a case key, or None when `text` is not one (see `case_category` for the rest)."""
+    text = text.partition(CATEGORY_SEPARATOR)[0] if text else text
     parts = text.split("-") if text else []
     if len(parts) < 2 or parts[-1] not in FLOAT_DTYPES:
         return None
@@ -54,8 +62,20 @@ def parse_case_key(text: str) -> tuple[dict[str, int], str] | None:
     return axes, parts[-1]
 
 
-def case_title(kernel_title: str, axes: tuple[tuple[str, int], ...], dtype: str) -> str:
-    return f"{kernel_title}{TITLE_SEPARATOR}{', '.join(f'{a}={v}' for a, v in axes)}{TITLE_SEPARATOR}{dtype}"
+def case_category(text: str) -> str | None:
+    """The categorical x value of a case key (a model name), or None."""
+    head, sep, category = (text or "").partition(CATEGORY_SEPARATOR)
+    return category if sep and category else None
+
+
+def case_title(kernel_title: str, axes: tuple[tuple[str, int], ...], dtype: str, category: str | None = None) -> str:
+    title = f"{kernel_title}{TITLE_SEPARATOR}{', '.join(f'{a}={v}' for a, v in axes)}{TITLE_SEPARATOR}{dtype}"
+    return title + TITLE_SEPARATOR + category if category is not None else title
+
+
+def category_label(x_name: str | None) -> str:
+    """The WorkloadCase label key that names a categorical x value: the CSV x_name (`model_config`)."""
+    return x_name if x_name and _LABEL_KEY.match(x_name) else "category"
 
 
 def case_name(operation_slug: str, key: str) -> str:

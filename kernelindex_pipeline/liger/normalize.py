@@ -302,7 +302,7 @@ class Normalizer:
         if provider is None:
             return Skip(SkipReason.UNKNOWN_PROVIDER, key.provider)
         try:
-            binding = bind(kernel, key.x_name, key.x_value, key.config)
+            binding = bind(kernel, key.x_name, key.x_value, key.config, cat.models)
         except RowProblem as exc:
             return RowIssue(str(exc))
         if binding is None:
