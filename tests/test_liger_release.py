@@ -121,15 +121,39 @@ def test_list_versions_oldest_first(monkeypatch):
 def test_release_0_8_5_history_matches_the_catalogue_counts(tmp_path):
     artifact = fetch_release("0.8.5", tmp_path)
     data, snapshot = read_history_csv(artifact)
-    result = import_csv(data, snapshot=snapshot)
+    result = import_csv(data, snapshot=snapshot, profile="reference")
     report = result.report.to_dict()
-    # CATALOGUE.md: the importer creates 35 / 241 / 80; a digest-keyed store keeps 31 / 237 / 63.
+    # CATALOGUE.md (the reference profile): the importer creates 35 / 241 / 80; a digest-keyed store keeps 31 / 237 / 63.
     assert [report["objectsByName"][k] for k in ("OperationSpec", "WorkloadCase", "ImplementationRevision")] == [35, 241, 80]
     assert [report["records"][k] for k in ("OperationSpec", "WorkloadCase", "ImplementationRevision")] == [31, 237, 63]
     assert report["conserved"] and report["rowsRead"] == data.count(b"\n") - 1
     assert all(validate_manifest(m) == [] for m in result.manifests.values())
     assert report["runs"] == len(result.runs()) > 0
     assert "0.8.5" in list_release_versions()
+
+
+@pytest.fixture(scope="module")
+def release_cache(tmp_path_factory):
+    return tmp_path_factory.mktemp("releases")
+
+
+@pytest.mark.network
+@pytest.mark.parametrize("version", ["0.6.1", "0.8.0", "0.8.5"])
+def test_history_under_the_full_profile_adds_valid_records_and_names_every_skip(version, release_cache):
+    data, snapshot = read_history_csv(fetch_release(version, release_cache))
+    reference = import_csv(data, snapshot=snapshot, profile="reference")
+    full = import_csv(data, snapshot=snapshot, profile="full")
+    report = full.report.to_dict()
+    assert report["profile"] == "full" and report["conserved"]
+    for digest, manifest in full.manifests.items():  # the extras validate; reference objects are unchanged
+        assert validate_manifest(manifest) == [], manifest["metadata"]["name"]
+        if digest in reference.manifests:
+            assert manifest == reference.manifests[digest]
+    assert set(reference.manifests) <= set(full.manifests)
+    assert report["memoryRuns"] > 0 and full.report.runs > reference.report.runs
+    # every row that made no run is counted under a named reason in the coverage table
+    for cell in report["coverage"]["cells"]:
+        assert cell["rows"] == cell["runs"] + sum(cell["skipped"].values()) + cell["issues"]
 
 
 # ---------------------------------------------------------------- hostile archives (issue 11, items 1-3)
