@@ -319,6 +319,43 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
+# ------------------------------------------------------------------------------------- regressions
+
+
+def _regressions_arguments(p: argparse.ArgumentParser) -> None:
+    source = p.add_mutually_exclusive_group()
+    source.add_argument("--catalogue", metavar="URL", help="SQLAlchemy URL (default: $KERNELINDEX_CATALOGUE_URL, else the embedded catalogue under DAGSTER_HOME)")
+    source.add_argument("--records", nargs="+", type=Path, metavar="FILE", help="records.jsonl files that `transform` wrote, each one source run")
+    p.add_argument("--out", type=Path, required=True, metavar="DIR", help="writes DIR/regressions.json and the page DIR/regressions.html")
+    p.add_argument("--alpha", type=float, default=0.001, help="significance level per series (default 0.001)")
+    p.add_argument("--min-effect", type=float, default=0.05, help="smallest change reported, as a fraction (default 0.05 = 5%%)")
+
+
+def _regressions(args: argparse.Namespace) -> int:
+    from kernelindex_pipeline.reporting.changepoints import Settings
+    from kernelindex_pipeline.reporting.regressions import RegressionInputError, detect_in_record_files, detect_regressions
+    from kernelindex_pipeline.reporting.regressions_page import write_regressions
+
+    try:
+        settings = Settings(alpha=args.alpha, min_effect=args.min_effect)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        if args.records:
+            report = detect_in_record_files(args.records, settings)
+        else:
+            from kernelindex_pipeline.catalogue.store import CatalogueStore
+
+            with CatalogueStore.open(args.catalogue or os.environ.get("KERNELINDEX_CATALOGUE_URL") or None) as store:
+                report = detect_regressions(store.manifests(), settings)
+    except (RegressionInputError, ValueError) as exc:
+        raise CommandError(str(exc)) from None
+    paths = write_regressions(report, args.out)
+    print(report.summary())
+    print(f"wrote {paths.json} and {paths.page}")
+    return 0
+
+
 class UsageError(Exception):
     """Wrong arguments: exit code 2."""
 
@@ -332,6 +369,7 @@ COMMANDS: dict[str, Command] = {
     "import-ci": ("Liger CI result CSVs (URLs or paths) through Dagster into the catalogue", _import_ci_arguments, _import_ci),
     "export": ("export the catalogue: JSON Lines + manifest file, and a YAML submission bundle", _export_arguments, _export),
     "report": ("the static HTML report (charts, coverage, regressions) of records files or a catalogue", _report_arguments, _report),
+    "regressions": ("change points over every run, host effects taken out: regressions.json + a page", _regressions_arguments, _regressions),
 }
 
 

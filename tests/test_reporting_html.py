@@ -58,16 +58,19 @@ def parse(path) -> ReportParser:
 
 
 def small_catalogue() -> SampleCatalogue:
-    """rms_norm swept over seq on H100 (Liger, torch baseline, torch.compile; two versions, Liger forward 30%
-    slower in 0.8.1), plus swiglu on A100 at one version only with a single workload."""
+    """rms_norm swept over seq on H100 (Liger, torch baseline, torch.compile; two versions measured three
+    times each with 1 % noise, Liger forward 30% slower in 0.8.1), plus swiglu on A100 at one version only
+    with a single workload."""
     catalogue = SampleCatalogue()
-    for version, month, liger_factor in (("0.8.0", 8, 1.0), ("0.8.1", 9, 1.3)):
+    for run, (version, month, liger_factor) in enumerate((("0.8.0", 3, 1.0), ("0.8.0", 4, 1.0), ("0.8.0", 5, 1.0),
+                                                          ("0.8.1", 6, 1.3), ("0.8.1", 7, 1.3), ("0.8.1", 8, 1.3))):
         for mode in ("forward", "backward"):
             for provider, cost in (("liger", 1.0), ("torch", 2.0), ("torch_compile", 1.5)):
                 for seq in (512, 1024, 2048, 4096):
                     slower = liger_factor if (provider, mode) == ("liger", "forward") else 1.0
+                    noise = 1 + 0.01 * ((run * 7 + seq // 512) % 3 - 1)
                     catalogue.run(kernel="rms_norm", mode=mode, provider=provider, axes={"seq": seq, "hidden": 4096},
-                                  version=version, median_ns=int(seq * 1000 * cost * slower),
+                                  version=version, median_ns=int(seq * 1000 * cost * slower * noise),
                                   timestamp=f"2025-{month:02d}-01 00:00:00")
     for provider in ("liger", "huggingface"):
         catalogue.run(kernel="swiglu", mode="full", provider=provider, gpu="NVIDIA A100-SXM4-80GB",
@@ -86,9 +89,9 @@ def test_counts_and_summary(report):
     assert report.counts["kernels"] == 2
     assert report.counts["series"] == 26
     assert report.counts["regressions"] == 4  # Liger forward at each of the four seq values
-    assert report.counts["runs"] == 50
+    assert report.counts["runs"] == 24 * 6 + 2
     assert "| 2 | 26 |" in report.summary_markdown
-    assert "0.8.0 → 0.8.1" in report.summary_markdown
+    assert "0.8.0 (2025-05-01) → 0.8.1 (2025-06-01)" in report.summary_markdown
 
 
 def test_html_structure_matches_the_input(report):
@@ -121,9 +124,11 @@ def test_regressions_are_highlighted(report):
     flagged = [f for f in page.figures if "has-regression" in f["class"]]
     assert {f["data-chart-kind"] for f in flagged} == {"latency", "versions"}
     saved = json.loads((report.path.parent / "regressions.json").read_text())
-    assert saved["counts"]["regressions"] == 4
-    assert {(r["provider"], r["oldVersion"], r["newVersion"], r["magnitudePct"]) for r in saved["regressions"]} == {
-        ("liger", "0.8.0", "0.8.1", 30.0)}
+    assert saved["counts"]["slowdowns"] == 4 and saved["series"] == 24 and saved["insufficient"] == 2
+    assert {(r["provider"], r["mode"], r["before"]["ligerVersion"], r["after"]["ligerVersion"], r["cause"])
+            for r in saved["changes"]} == {("liger", "forward", "0.8.0", "0.8.1", "liger")}
+    assert all(abs(r["magnitude"] - 1.3) < 0.03 and r["ci95"][0] < r["magnitude"] < r["ci95"][1] for r in saved["changes"])
+    assert (report.path.parent / "regressions.html").exists()
 
 
 def test_charts_are_svg_plots_next_to_the_page(report):
@@ -151,7 +156,7 @@ def test_version_chart_draws_every_liger_version(report):
 def test_single_version_kernel_says_insufficient(report):
     text = report.path.read_text(encoding="utf-8")
     assert "Only Liger 0.2.1 measured for this kernel on NVIDIA A100 SXM4-80GB" in text
-    assert report.regressions.counts()["insufficientSeries"] == 2
+    assert report.regressions.counts()["insufficient"] == 2
 
 
 def test_rebuild_replaces_the_previous_report(tmp_path):

@@ -23,6 +23,7 @@ from kernelindex_pipeline.defs.resources import CatalogueResource, dagster_home
 from kernelindex_pipeline.defs.sources import CHAINS
 from kernelindex_pipeline.liger.report import CoverageTable
 from kernelindex_pipeline.reporting import build_report, detect_regressions
+from kernelindex_pipeline.reporting.changepoints import Settings
 
 
 class OutputDirConfig(Config):
@@ -30,7 +31,8 @@ class OutputDirConfig(Config):
 
 
 class RegressionConfig(Config):
-    threshold: float = Field(default=0.10, description="Relative slowdown beyond the old p20-p80 band that counts.")
+    alpha: float = Field(default=Settings.alpha, description="Significance level per series.")
+    min_effect: float = Field(default=Settings.min_effect, description="Smallest change reported (fraction, 0.05 = 5 %).")
 
 
 GROUP = "catalogue"
@@ -68,18 +70,20 @@ def catalogue_export(context: AssetExecutionContext, config: OutputDirConfig, ca
 
 @asset(**CATALOGUE_WIDE)
 def benchmark_regressions(context: AssetExecutionContext, config: RegressionConfig, catalogue: CatalogueResource) -> MaterializeResult:
-    """Slowdowns between consecutive Liger versions of each comparable series (same kernel, mode,
-    provider, workload, GPU and environment): the new median outside the old p20-p80 band by more
-    than the threshold. Series without enough data are listed as such, never as 'no regression'."""
+    """Change points over every run of each series (kernel, mode, provider, workload, GPU, metric), with
+    whole-run host effects taken out, and a cause per change (reporting/regressions.py). Series without
+    enough runs are counted as insufficient, never as 'no regression'."""
     with catalogue.open() as store:
-        result = detect_regressions(store.manifests(), threshold=config.threshold)
+        result = detect_regressions(store.manifests(), Settings(alpha=config.alpha, min_effect=config.min_effect))
     context.log.info(result.summary())
     return MaterializeResult(
         metadata={
-            "regressions": len(result.regressions),
-            "series_compared": result.compared,
+            "regressions": len(result.slowdowns),
+            "speedups": len(result.speedups),
+            "series_judged": len(result.trends),
+            "host_effects": len(result.host_effects),
             "insufficient_data": len(result.insufficient),
-            "table": MetadataValue.md(result.to_markdown()),
+            "table": MetadataValue.md(result.markdown()),
         }
     )
 
@@ -89,9 +93,9 @@ def no_regressions(catalogue: CatalogueResource) -> AssetCheckResult:
     with catalogue.open() as store:
         result = detect_regressions(store.manifests())
     return AssetCheckResult(
-        passed=not result.regressions,
+        passed=not result.slowdowns,
         severity=AssetCheckSeverity.WARN,
-        metadata={"regressions": len(result.regressions), "insufficient_data": len(result.insufficient)},
+        metadata={"regressions": len(result.slowdowns), "insufficient_data": len(result.insufficient)},
     )
 
 

@@ -1,17 +1,18 @@
 """Catalogue report: comparable series, regression detection, charts and a static HTML report."""
 
-from .regressions import Comparison, InsufficientSeries, RegressionResult, detect_regressions
+from .regressions import Change, HostEffect, RegressionReport, detect_in_record_files, detect_regressions
 from .series import Point, Series, SeriesKey, SeriesSet, build_series
 
 __all__ = [
-    "Comparison",
-    "InsufficientSeries",
+    "Change",
+    "HostEffect",
     "Point",
-    "RegressionResult",
+    "RegressionReport",
     "Series",
     "SeriesKey",
     "SeriesSet",
     "build_series",
+    "detect_in_record_files",
     "detect_regressions",
 ]
 from .html import ReportResult, build_report  # noqa: E402

@@ -20,7 +20,6 @@ Readable from the file system without a server. Machine-checkable structure
 from __future__ import annotations
 
 import html
-import json
 import os
 import shutil
 import tempfile
@@ -47,8 +46,12 @@ from .charts import (
     provider_colors,
     render_chart,
 )
-from .regressions import Comparison, RegressionResult, detect_regressions, format_ns
-from .series import PEAK_MEMORY_METRIC, RecordIndex, SeriesKey, build_series
+from .regressions import Change, RegressionReport, detect_regressions
+from .regressions_page import CHARTS_DIR as REGRESSION_CHARTS_DIR
+from .regressions_page import JSON_NAME as REGRESSIONS_JSON
+from .regressions_page import PAGE_NAME as REGRESSIONS_PAGE
+from .regressions_page import write_regressions
+from .series import PEAK_MEMORY_METRIC, RecordIndex, build_series
 
 INDEX_NAME = "index.html"
 CHARTS_DIR = "charts"
@@ -59,13 +62,14 @@ class ReportResult:
     path: Path  # the report's index.html
     summary_markdown: str
     counts: dict[str, int]  # kernels, series, charts, regressions (+ runs, improvements, insufficientSeries)
-    regressions: RegressionResult
+    regressions: RegressionReport
 
 
-def build_report(manifests: Iterable[dict[str, Any]], out_dir: str | os.PathLike, threshold: float = 0.10,
+def build_report(manifests: Iterable[dict[str, Any]], out_dir: str | os.PathLike,
                  *, title: str = "Liger-Kernel benchmarks in the KernelIndex catalogue",
                  coverage: Iterable[CoverageCell] | None = None) -> ReportResult:
-    """Write the report into `out_dir` (index.html, charts/*.svg, regressions.json, summary.md).
+    """Write the report into `out_dir` (index.html, charts/*.svg, summary.md, and the regressions page:
+    regressions.html, regressions.json, regression-charts/*.svg).
 
     `coverage` (the import reports' coverage cells, `liger.report.CoverageTable.of(reports).cells`, when the
     caller has them) adds a coverage table.
@@ -77,7 +81,7 @@ def build_report(manifests: Iterable[dict[str, Any]], out_dir: str | os.PathLike
     index = RecordIndex(manifests)
     series_set = build_series(index)
     memory_set = build_series(index, PEAK_MEMORY_METRIC)
-    regressions = detect_regressions(series_set, threshold)
+    regressions = detect_regressions(index.by_digest.values())
     planned = plan_charts(series_set, memory_set)
     charts = [c for groups in planned.values() for g in groups for c in g.charts]
     every_series = [*series_set, *memory_set]
@@ -90,12 +94,14 @@ def build_report(manifests: Iterable[dict[str, Any]], out_dir: str | os.PathLike
         "memorySeries": len(memory_set),
         "charts": len(charts),
         "memoryCharts": sum(1 for c in charts if c.kind in (MEMORY, SAVING)),
-        "regressions": len(regressions.regressions),
+        "regressions": len(regressions.slowdowns),
         "runs": series_set.runs,
-        "improvements": len(regressions.improvements),
-        "judgedPairs": sum(1 for c in regressions.comparisons if c.verdict != "insufficient_data"),
-        "insufficientSeries": len(regressions.insufficient_series),
-        # runs not shown because a later run of the same series and Liger version exists
+        "improvements": len(regressions.speedups),
+        "judgedSeries": len(regressions.trends),
+        "insufficientSeries": len(regressions.insufficient),
+        "hostEffects": len(regressions.host_effects),
+        # runs the version charts do not draw because a later run of the same series and Liger version
+        # exists (regression detection uses every run)
         "supersededRuns": sum(p.runs_for_version - 1 for s in every_series for p in s.points),
         "unversionedRuns": sum(len(s.unversioned_runs) for s in every_series),
     }
@@ -110,8 +116,7 @@ def build_report(manifests: Iterable[dict[str, Any]], out_dir: str | os.PathLike
         page = render_page(title, planned, regressions, counts, skipped, len(index.by_digest),
                            coverage=None if coverage is None else list(coverage))
         (staging / INDEX_NAME).write_text(page, encoding="utf-8")
-        (staging / "regressions.json").write_text(json.dumps(regressions.to_dict(), indent=1, default=str),
-                                                  encoding="utf-8")
+        write_regressions(regressions, staging)
         (staging / "summary.md").write_text(summary + "\n", encoding="utf-8")
         _move_into_place(staging, out_dir)
     finally:
@@ -126,18 +131,20 @@ def _move_into_place(staging: Path, out_dir: Path) -> None:
         retired = staging / "previous-charts"
         old_charts.rename(retired)
     (staging / CHARTS_DIR).rename(old_charts)
-    for name in ("regressions.json", "summary.md", INDEX_NAME):  # index last: it is what readers open
+    shutil.rmtree(out_dir / REGRESSION_CHARTS_DIR, ignore_errors=True)
+    (staging / REGRESSION_CHARTS_DIR).rename(out_dir / REGRESSION_CHARTS_DIR)
+    for name in (REGRESSIONS_JSON, REGRESSIONS_PAGE, "summary.md", INDEX_NAME):  # index last: it is what readers open
         os.replace(staging / name, out_dir / name)
 
 
-def summary_markdown(counts: dict[str, int], regressions: RegressionResult, limit: int = 20) -> str:
+def summary_markdown(counts: dict[str, int], regressions: RegressionReport, limit: int = 20) -> str:
     lines = [
-        "| kernels | series | charts | regressions | improvements | judged version pairs | series with insufficient data |",
+        "| kernels | series | charts | slowdowns | speed-ups | judged series | series with insufficient data |",
         "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
         f"| {counts['kernels']} | {counts['series']} | {counts['charts']} | {counts['regressions']} | "
-        f"{counts['improvements']} | {counts['judgedPairs']} | {counts['insufficientSeries']} |",
+        f"{counts['improvements']} | {counts['judgedSeries']} | {counts['insufficientSeries']} |",
         "",
-        regressions.markdown(limit=limit) if regressions.regressions else regressions.summary() + ".",
+        regressions.markdown(limit=limit) if regressions.changes else regressions.summary() + ".",
     ]
     return "\n".join(lines)
 
@@ -176,15 +183,20 @@ figcaption{font-size:.85rem;color:#57606a;width:0;min-width:100%}
 """
 
 
-def render_page(title: str, planned: dict[str, list[ChartGroup]], regressions: RegressionResult,
+def _chart_key(kernel: str, mode: str, provider: str, workload_digest: str, gpu_slug: str, metric: str) -> tuple:
+    """What a chart's series and a change have in common (the chart's series also fixes the environment)."""
+    return (kernel, mode, provider, workload_digest, gpu_slug, metric)
+
+
+def render_page(title: str, planned: dict[str, list[ChartGroup]], regressions: RegressionReport,
                 counts: dict[str, int], skipped_runs: list[tuple[str, str]], manifest_count: int,
                 coverage: list[CoverageCell] | None = None) -> str:
-    regressed_keys: dict[SeriesKey, list[Comparison]] = defaultdict(list)
-    for item in regressions.regressions:
-        regressed_keys[item.series_key].append(item)
-    by_kernel: dict[str, list[Comparison]] = defaultdict(list)
-    for item in regressions.regressions:
-        by_kernel[item.kernel].append(item)
+    regressed_keys: dict[tuple, list[Change]] = defaultdict(list)
+    by_kernel: dict[str, list[Change]] = defaultdict(list)
+    for item in regressions.slowdowns:
+        k = item.key
+        regressed_keys[_chart_key(k.kernel, k.mode, k.provider, k.workload_digest, k.gpu, k.metric)].append(item)
+        by_kernel[k.kernel].append(item)
 
     built = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     out = [
@@ -217,71 +229,54 @@ def render_page(title: str, planned: dict[str, list[ChartGroup]], regressions: R
     return "\n".join(out)
 
 
-def _summary_section(counts: dict[str, int], regressions: RegressionResult) -> str:
+def _summary_section(counts: dict[str, int], regressions: RegressionReport) -> str:
     rows = [("Kernels with data", counts["kernels"]), ("Benchmark runs", counts["runs"]),
             ("Comparable series", counts["series"]), ("Latency series", counts["latencySeries"]),
             ("Peak-memory series", counts["memorySeries"]), ("Charts", counts["charts"]),
-            ("Version pairs judged", counts["judgedPairs"]), ("Regressions", counts["regressions"]),
-            ("Improvements", counts["improvements"]),
+            ("Series judged for changes (every run)", counts["judgedSeries"]), ("Slowdowns", counts["regressions"]),
+            ("Speed-ups", counts["improvements"]), ("Host effects taken out", counts["hostEffects"]),
             ("Series with insufficient data", counts["insufficientSeries"]),
-            ("Runs superseded by a later run of the same series and version", counts["supersededRuns"]),
+            ("Runs the version charts do not draw (a later run of the same series and version exists)",
+             counts["supersededRuns"]),
             ("Runs without a Liger version label", counts["unversionedRuns"])]
     body = "".join(f'<tr><th>{_e(k)}</th><td class="num">{v}</td></tr>' for k, v in rows)
     return f'<section id="summary"><h2>Summary</h2><table>{body}</table></section>'
 
 
-def _comparison_rows(items: list[Comparison], css: str) -> str:
+def _change_rows(items: list[Change]) -> str:
     rows = []
     for c in items:
+        d = c.to_dict()
         rows.append(
-            f'<tr class="{css}" data-kernel="{_e(c.kernel)}"><td>{_e(c.kernel)}</td><td>{_e(c.mode)}</td>'
-            f"<td>{_e(c.provider)}</td><td>{_e(c.gpu)}</td><td>{_e(c.case_key)}</td>"
-            f"<td>{_e(c.old_version)} → {_e(c.new_version)}</td>"
-            f'<td class="num">{_e(format_ns(c.old_median_ns))}</td><td class="num">{_e(format_ns(c.new_median_ns))}</td>'
-            f'<td class="num">{_e(format_ns(c.old_p20_ns))} – {_e(format_ns(c.old_p80_ns))}</td>'
-            f'<td class="num">{c.change_pct:+.1f}%</td>'
-            f'<td class="num">{"" if c.beyond_band_pct is None else f"{c.beyond_band_pct:+.1f}%"}</td></tr>'
+            f'<tr class="regression" data-kernel="{_e(d["kernel"])}"><td>{_e(d["kernel"])}</td><td>{_e(d["mode"])}</td>'
+            f"<td>{_e(d['provider'])}</td><td>{_e(d['gpu'])}</td><td>{_e(d['caseKey'])}</td><td>{_e(d['metric'])}</td>"
+            f"<td>{_e(d['before']['ligerVersion'])} → {_e(d['after']['ligerVersion'])}</td>"
+            f'<td class="num">×{d["magnitude"]:.3g}</td><td class="num">{d["ci95"][0]:.3g}–{d["ci95"][1]:.3g}</td>'
+            f"<td>{_e(d['cause'])}</td></tr>"
         )
-    head = ("<tr><th>kernel</th><th>pass</th><th>provider</th><th>GPU</th><th>workload</th><th>versions</th>"
-            "<th>old median</th><th>new median</th><th>old p20–p80</th><th>change</th><th>beyond band</th></tr>")
+    head = ("<tr><th>kernel</th><th>pass</th><th>provider</th><th>GPU</th><th>workload</th><th>metric</th><th>versions</th>"
+            "<th>after / before</th><th>95 % CI</th><th>cause</th></tr>")
     return f"<table>{head}{''.join(rows)}</table>"
 
 
-def _regressions_section(regressions: RegressionResult) -> str:
-    out = ['<section id="regressions"><h2>Regressions between consecutive Liger versions</h2>',
-           f'<p class="note">A slowdown is flagged when the new median is above the old p80 by more than '
-           f"{regressions.threshold:.0%}; a speed-up below the old p20 by more than {regressions.threshold:.0%} "
-           "is an improvement.</p>"]
-    if regressions.regressions:
-        out.append(f'<div class="alert"><strong>{len(regressions.regressions)} regression(s)</strong>. '
+def _regressions_section(regressions: RegressionReport) -> str:
+    out = ['<section id="regressions"><h2>Regressions</h2>',
+           '<p class="note">Change points over every run of each series, whole-run host effects taken out; causes, '
+           f'trend charts and the host effects are on the <a href="{REGRESSIONS_PAGE}">regressions page</a>.</p>']
+    if regressions.slowdowns:
+        out.append(f'<div class="alert"><strong>{len(regressions.slowdowns)} slowdown(s)</strong>. '
                    f"{_e(regressions.summary())}.</div>")
-        out.append(_comparison_rows(regressions.regressions, "regression"))
+        out.append(_change_rows(regressions.slowdowns))
     elif regressions.data_sufficient:
-        out.append(f'<div class="ok">No regressions. {_e(regressions.summary())}.</div>')
+        out.append(f'<div class="ok">No slowdowns. {_e(regressions.summary())}.</div>')
     else:
-        out.append('<div class="caution"><strong>Insufficient data:</strong> no series has two Liger versions '
-                   f"with a p20–p80 band to compare, so nothing can be said about regressions. "
-                   f"{_e(regressions.summary())}.</div>")
-    if regressions.improvements:
-        out.append(f"<details><summary>{len(regressions.improvements)} improvement(s)</summary>"
-                   + _comparison_rows(regressions.improvements, "improvement") + "</details>")
-    if regressions.insufficient_series or regressions.insufficient_pairs:
-        grouped: Counter = Counter()
-        for s in regressions.insufficient_series:
-            grouped[(s.kernel, s.gpu, ", ".join(s.versions) or "none", s.reason)] += 1
-        for c in regressions.insufficient_pairs:
-            grouped[(c.kernel, c.gpu, f"{c.old_version} → {c.new_version}", c.reason)] += 1
-        rows = "".join(f"<tr><td>{_e(k)}</td><td>{_e(g)}</td><td>{_e(v)}</td><td>{_e(r)}</td>"
-                       f'<td class="num">{n}</td></tr>' for (k, g, v, r), n in sorted(grouped.items()))
-        out.append(f'<details id="insufficient"><summary>Insufficient data: {len(regressions.insufficient_series)} '
-                   f"series, {len(regressions.insufficient_pairs)} version pairs</summary><table>"
-                   "<tr><th>kernel</th><th>GPU</th><th>Liger versions</th><th>why</th><th>series</th></tr>"
-                   f"{rows}</table></details>")
+        out.append('<div class="caution"><strong>Insufficient data:</strong> no series has enough runs to judge, so '
+                   f"nothing can be said about regressions. {_e(regressions.summary())}.</div>")
     out.append("</section>")
     return "\n".join(out)
 
 
-def _toc(planned: dict[str, list[ChartGroup]], by_kernel: dict[str, list[Comparison]]) -> str:
+def _toc(planned: dict[str, list[ChartGroup]], by_kernel: dict[str, list[Change]]) -> str:
     items = []
     for kernel, groups in planned.items():
         series = sum(len(g.series) for g in groups)
@@ -294,8 +289,8 @@ def _toc(planned: dict[str, list[ChartGroup]], by_kernel: dict[str, list[Compari
     return f'<nav id="toc"><h2>Kernels</h2><ol>{"".join(items)}</ol></nav>'
 
 
-def _kernel_section(kernel: str, groups: list[ChartGroup], regressions: list[Comparison],
-                    regressed_keys: dict[SeriesKey, list[Comparison]]) -> str:
+def _kernel_section(kernel: str, groups: list[ChartGroup], regressions: list[Change],
+                    regressed_keys: dict[tuple, list[Change]]) -> str:
     series = sum(len(g.series) for g in groups)
     charts = sum(len(g.charts) for g in groups)
     out = [f'<section class="kernel" id="{_anchor(kernel)}" data-kernel="{_e(kernel)}" data-series-count="{series}" '
@@ -303,7 +298,7 @@ def _kernel_section(kernel: str, groups: list[ChartGroup], regressions: list[Com
            f"<h2>{_e(groups[0].kernel_title)} <small>({_e(kernel)})</small></h2>"]
     if regressions:
         out.append(f'<div class="alert"><strong>{len(regressions)} regression(s)</strong> for this kernel.</div>')
-        out.append(_comparison_rows(regressions, "regression"))
+        out.append(_change_rows(regressions))
     for group in groups:
         providers = sorted({(s.role, s.provider) for s in group.series})
         provider_text = ", ".join(f"{p}{' (baseline)' if r == 'baseline' else ''}" for r, p in providers)
@@ -324,9 +319,10 @@ def _kernel_section(kernel: str, groups: list[ChartGroup], regressions: list[Com
     return "\n".join(out)
 
 
-def _figure(chart: Chart, regressed_keys: dict[SeriesKey, list[Comparison]]) -> str:
+def _figure(chart: Chart, regressed_keys: dict[tuple, list[Change]]) -> str:
     accounted = len(chart.owned_series) if chart.kind in ACCOUNTING_KINDS else 0
-    flagged = [c for s in chart.series for c in regressed_keys.get(s.key, [])]
+    flagged = [c for s in chart.series for c in regressed_keys.get(
+        _chart_key(s.kernel, s.mode, s.provider, s.key.workload_digest, s.gpu_slug, s.key.metric), [])]
     if chart.kind in (SPEEDUP, SAVING):
         flagged = []  # regressions are marked on the charts of the series' own values, where they are visible
     css = "chart has-regression" if flagged else "chart"

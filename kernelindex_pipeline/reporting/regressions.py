@@ -1,193 +1,299 @@
-"""Regression detection between consecutive Liger versions of each comparable series.
+"""Regression detection over every run: series in time order, host effects taken out, change points
+with statistics, and a verdict with a cause for each change.
 
-Rule (issue 5): compare each pair of consecutive versions a series has. The old
-version's p20-p80 band is the noise band. With threshold t (default 0.10):
+The one domain API is `detect_regressions(manifests)` (a catalogue: source runs are found from the
+runs' own times) and `detect_in_record_files(paths)` (each file one source run, as `transform` wrote
+it); the CLI's `regressions` subcommand, the Dagster `benchmark_regressions` asset, its warning check
+and the report all call them.
 
-- slowdown (regression): new median > old p80 x (1 + t)
-- speed-up (improvement): new median < old p20 x (1 - t)
-- otherwise: no significant change
+**Series.** A series is one kernel, timed pass (mode), provider, implementation revision, workload
+case, benchmark protocol and GPU (hardware), and one metric (``latency`` or ``peak_memory``), followed
+through every run in ``observedAt`` order. The Liger version is a label on each run: a version is a
+stretch of the series, and a version change between two runs is a possible cause of a change there.
+The *software* environment (torch, triton, CUDA, driver: part of ExecutionEnvironment, so of its
+digest) is deliberately not part of the identity either: torch and triton are not pinned by Liger's
+CI, so a new toolchain is exactly the kind of cause a reader wants named (``environment``), not a new
+series that starts with no history. The hardware is part of the identity (the GPU slug of the run's
+external id), so an H100 and an H200 are never compared. An implementation revision of its own (an
+A/B variant) is a series of its own.
 
-A series measured at a single version, or a pair whose old point has no p20/p80
-band, is *insufficient data* -- never counted as "no regression".
+**Source runs.** A source run is one sweep: with ``--records`` each file (per GPU); in a catalogue,
+the runs of one GPU and one software environment in ``observedAt`` order, split where two runs are
+more than ``SESSION_GAP`` apart or a case repeats (a sweep measures each case once).
+
+**Per series**, values are log-scale; the run-level host effects (`host_effects.py`) are subtracted;
+the noise is the MAD of successive differences shrunk to the pooled noise of its class; change points
+come from `changepoints.py` (significance level ``alpha``, minimum effect ``min_effect``, two runs on
+each side). Series with fewer than ``2 * min_segment`` runs are *insufficient*, never "no change".
+
+**Cause** of a change between the last run before and the first run after: ``liger`` when their Liger
+version labels differ, else ``environment`` when their environment digests differ (software), else
+``host`` when at least half of the kernel groups of that latency class changed the same way at the
+same run (a lasting move of the whole run, e.g. another host type under the same GPU name), else
+``unknown`` (rows of one Liger version are often different commits of its main branch).
 """
 
 from __future__ import annotations
 
 import math
-from collections import Counter
-from collections.abc import Iterable
+import os
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
 from typing import Any
 
-from .series import RecordIndex, Series, SeriesKey, SeriesSet, build_series
+import numpy as np
 
+from . import host_effects
+from .changepoints import Settings, Split, find_changes, raw_noise, shrunk_noise
+
+LATENCY = "latency"
+PEAK_MEMORY = "peak_memory"
 SLOWDOWN = "slowdown"
 SPEEDUP = "speedup"
-NO_CHANGE = "no_significant_change"
-INSUFFICIENT = "insufficient_data"
+CAUSES = ("liger", "environment", "host", "unknown")
+SESSION_GAP_S = 30 * 60  # a sweep's rows are at most minutes apart (160 s on Liger's CI); runs are hours apart
+HOST_CAUSE_SHARE = 0.5
+
+
+class RegressionInputError(ValueError):
+    """Input the detector cannot use (names the input and what to do)."""
+
+
+# ------------------------------------------------------------------------------------ identities
+
+
+def run_identity(spec: dict[str, Any]) -> tuple[str, str, str, str, str] | None:
+    """(kernel, mode, provider, gpu slug, case key) of a Liger run, from sourceNative (speed runs:
+    ``kernel/mode/provider/gpu/caseKey/timestamp``; memory runs carry ``/memory`` after the mode).
+
+    The one place this module reads a Liger identity; to be replaced by liger/identity.py (issue 8).
+    """
+    native = spec.get("sourceNative") or {}
+    parts = str(native.get("externalId") or "").split("/")
+    if len(parts) >= 7 and parts[2] == "memory":  # memory runs: kernel/mode/memory/provider/gpu/caseKey/timestamp
+        del parts[2]
+    if len(parts) < 5:
+        return None
+    kernel, _, mode = str(native.get("benchmark") or "").removesuffix("/memory").partition("/")
+    return kernel or parts[0], mode or parts[1], parts[2], parts[3], parts[4]
+
+
+def metric_value(spec: dict[str, Any]) -> tuple[str, float] | None:
+    """("latency", median ns) when the run has timing, ("peak_memory", bytes) for a memory run (the
+    memory-run contract: no timing, measurements[0] is the peak_memory median)."""
+    timing = spec.get("timing")
+    if timing:
+        value = (timing.get("latencyNs") or {}).get("median")
+        return (LATENCY, float(value)) if _positive(value) else None
+    measurements = spec.get("measurements") or []
+    if measurements and measurements[0].get("metric") == PEAK_MEMORY:
+        value = measurements[0].get("value")
+        return (PEAK_MEMORY, float(value)) if _positive(value) else None
+    return None
+
+
+def _positive(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+
+
+# ------------------------------------------------------------------------------------- results
 
 
 @dataclass(frozen=True)
-class Comparison:
-    """One pair of consecutive versions of one series, and the verdict."""
-
-    verdict: str
+class SeriesKey:
     kernel: str
     mode: str
     provider: str
+    implementation_digest: str
+    workload_digest: str
+    protocol_digest: str
+    gpu: str  # GPU slug (hardware)
+    metric: str
+
+
+@dataclass
+class SourceRun:
+    label: str
     gpu: str
+    observed_at: str  # its first run's observedAt
+    versions: Counter = field(default_factory=Counter)
+
+
+@dataclass
+class Trend:
+    """One judged series: what the page draws (raw values, values with host effects out, noise)."""
+
+    key: SeriesKey
     case_key: str
-    old_version: str
-    new_version: str
-    old_median_ns: int
-    new_median_ns: int
-    old_p20_ns: int | None
-    old_p80_ns: int | None
-    change_pct: float  # new median vs old median, + is slower
-    beyond_band_pct: float | None  # how far outside the old band, relative to the band edge crossed; None inside
-    old_run: str
-    new_run: str
-    series_key: SeriesKey
-    reason: str = ""  # for insufficient data
+    observed_at: list[str]
+    versions: list[str]
+    sources: list[str]
+    environments: list[str]
+    values: np.ndarray  # raw (ns or bytes)
+    corrected: np.ndarray  # host effects taken out
+    noise: float  # sigma of log values
+    splits: list[Split]
+    run_index: np.ndarray  # source run of each value (index into RegressionReport.sources)
+    cls: int  # latency class (host_effects.CLASS_LABELS)
+    group: int  # kernel group (kernel, provider, metric)
+
+
+@dataclass
+class Change:
+    trend: Trend
+    split: Split
+    cause: str
 
     @property
-    def magnitude_pct(self) -> float:
-        return self.change_pct
+    def key(self) -> SeriesKey:
+        return self.trend.key
+
+    @property
+    def magnitude(self) -> float:
+        return math.exp(self.split.log_ratio)
+
+    @property
+    def ci95(self) -> tuple[float, float]:
+        return (math.exp(self.split.log_ratio - self.split.half_width), math.exp(self.split.log_ratio + self.split.half_width))
+
+    @property
+    def direction(self) -> str:
+        return SLOWDOWN if self.split.log_ratio > 0 else SPEEDUP
+
+    def side(self, index: int) -> dict[str, Any]:
+        t = self.trend
+        return {"observedAt": t.observed_at[index], "ligerVersion": t.versions[index], "source": t.sources[index],
+                "environmentDigest": t.environments[index]}
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-able, camelCase like the project's other reports."""
+        k, s = self.key, self.split
+        low, high = self.ci95
         return {
-            "verdict": self.verdict, "kernel": self.kernel, "mode": self.mode, "provider": self.provider,
-            "gpu": self.gpu, "caseKey": self.case_key, "oldVersion": self.old_version,
-            "newVersion": self.new_version, "oldMedianNs": self.old_median_ns, "newMedianNs": self.new_median_ns,
-            "oldP20Ns": self.old_p20_ns, "oldP80Ns": self.old_p80_ns, "magnitudePct": round(self.change_pct, 3),
-            "beyondBandPct": None if self.beyond_band_pct is None else round(self.beyond_band_pct, 3),
-            "oldRun": self.old_run, "newRun": self.new_run, "reason": self.reason,
+            "kernel": k.kernel, "mode": k.mode, "provider": k.provider, "gpu": k.gpu,
+            "workloadDigest": k.workload_digest, "caseKey": self.trend.case_key,
+            "implementationDigest": k.implementation_digest,
+            "environmentDigest": self.trend.environments[s.index], "metric": k.metric,
+            "direction": self.direction, "magnitude": round(self.magnitude, 4), "ci95": [round(low, 4), round(high, 4)],
+            "pValue": float(f"{s.p_value:.3g}"), "noise": round(math.expm1(self.trend.noise), 4),
+            "runsBefore": s.index - s.start, "runsAfter": s.stop - s.index,
+            "before": self.side(s.index - 1), "after": self.side(s.index), "cause": self.cause,
         }
 
 
 @dataclass(frozen=True)
-class InsufficientSeries:
-    """A series that cannot be compared at all."""
-
-    kernel: str
-    mode: str
-    provider: str
+class HostEffect:
+    source: str
     gpu: str
-    case_key: str
-    versions: tuple[str, ...]
-    reason: str
+    observed_at: str
+    latency_class: str
+    factor: float
+    ci95: tuple[float, float]
+    kernel_groups: int  # kernel groups (kernel, provider) the estimate rests on
+    kernel: str | None = None  # set for an effect on one benchmark script (kernel) of the run only
+    series: int | None = None  # series of that script
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kernel": self.kernel, "mode": self.mode, "provider": self.provider, "gpu": self.gpu,
-                "caseKey": self.case_key, "versions": list(self.versions), "reason": self.reason}
+        return {"source": self.source, "gpu": self.gpu, "observedAt": self.observed_at, "factor": round(self.factor, 3),
+                "ci95": [round(self.ci95[0], 3), round(self.ci95[1], 3)], "latencyClass": self.latency_class,
+                "kernel": self.kernel, "kernelGroups": self.kernel_groups, "series": self.series}
+
+
+@dataclass(frozen=True)
+class Insufficient:
+    key: SeriesKey
+    runs: int
 
 
 @dataclass
-class RegressionResult:
-    threshold: float
-    series_count: int
-    comparisons: list[Comparison] = field(default_factory=list)
-    insufficient_series: list[InsufficientSeries] = field(default_factory=list)
-
-    def _with(self, verdict: str) -> list[Comparison]:
-        return [c for c in self.comparisons if c.verdict == verdict]
-
-    @property
-    def regressions(self) -> list[Comparison]:
-        """Slowdowns, largest first."""
-        return sorted(self._with(SLOWDOWN), key=lambda c: -c.change_pct)
+class RegressionReport:
+    settings: Settings
+    runs: int  # runs read that have a value
+    sources: list[SourceRun]
+    trends: list[Trend]  # judged series
+    insufficient: list[Insufficient]
+    host_effects: list[HostEffect]
+    all_host_effects: list[tuple[SourceRun, int, float, float, int]]  # (run, class, log factor, se, groups)
+    changes: list[Change]
+    skipped: Counter = field(default_factory=Counter)  # runs without a usable value, by reason
 
     @property
-    def improvements(self) -> list[Comparison]:
-        return sorted(self._with(SPEEDUP), key=lambda c: c.change_pct)
+    def slowdowns(self) -> list[Change]:
+        return [c for c in self.changes if c.direction == SLOWDOWN]
 
     @property
-    def unchanged(self) -> list[Comparison]:
-        return self._with(NO_CHANGE)
-
-    @property
-    def insufficient_pairs(self) -> list[Comparison]:
-        return self._with(INSUFFICIENT)
-
-    @property
-    def compared(self) -> int:
-        """Series with at least one version pair that could be judged."""
-        return len({c.series_key for c in self.comparisons if c.verdict != INSUFFICIENT})
-
-    @property
-    def insufficient(self) -> list[InsufficientSeries | Comparison]:
-        """Everything reported as insufficient data: whole series, then version pairs without a band."""
-        return [*self.insufficient_series, *self.insufficient_pairs]
-
-    def to_markdown(self, limit: int | None = None) -> str:
-        return self.markdown(limit)
+    def speedups(self) -> list[Change]:
+        return [c for c in self.changes if c.direction == SPEEDUP]
 
     @property
     def has_regressions(self) -> bool:
-        return any(c.verdict == SLOWDOWN for c in self.comparisons)
+        return bool(self.slowdowns)
 
     @property
     def data_sufficient(self) -> bool:
-        """True when at least one pair of versions could actually be judged."""
-        return any(c.verdict != INSUFFICIENT for c in self.comparisons)
+        return bool(self.trends)
 
-    def counts(self) -> dict[str, int]:
-        verdicts = Counter(c.verdict for c in self.comparisons)
+    def by_cause(self) -> dict[str, list[Change]]:
+        grouped: dict[str, list[Change]] = {cause: [] for cause in CAUSES}
+        for change in self.changes:
+            grouped[change.cause].append(change)
+        return grouped
+
+    def counts(self) -> dict[str, Any]:
         return {
-            "series": self.series_count,
-            "comparisons": len(self.comparisons),
-            "regressions": verdicts[SLOWDOWN],
-            "improvements": verdicts[SPEEDUP],
-            "noSignificantChange": verdicts[NO_CHANGE],
-            "insufficientPairs": verdicts[INSUFFICIENT],
-            "insufficientSeries": len(self.insufficient_series),
+            "series": len(self.trends), "insufficient": len(self.insufficient), "sources": len(self.sources),
+            "runs": self.runs, "changes": len(self.changes), "slowdowns": len(self.slowdowns),
+            "speedups": len(self.speedups), "hostEffects": len(self.host_effects),
+            "byCause": {cause: len(items) for cause, items in self.by_cause().items()},
         }
 
     def summary(self) -> str:
         c = self.counts()
-        judged = c["comparisons"] - c["insufficientPairs"]
-        reasons = Counter(s.reason for s in self.insufficient_series)
-        reason_text = "; ".join(f"{n} {r}" for r, n in sorted(reasons.items()))
-        text = (f"{c['regressions']} regressions, {c['improvements']} improvements, "
-                f"{c['noSignificantChange']} without significant change, out of {judged} judged version pairs "
-                f"(threshold {self.threshold:.0%} beyond the old p20-p80 band)")
-        if c["insufficientPairs"]:
-            text += f"; {c['insufficientPairs']} version pairs with insufficient data (old point has no band)"
-        if c["insufficientSeries"]:
-            text += f"; {c['insufficientSeries']} of {c['series']} series with insufficient data ({reason_text})"
-        if judged == 0:
+        causes = ", ".join(f"{n} {cause}" for cause, n in c["byCause"].items() if n)
+        text = (f"{c['slowdowns']} slowdowns and {c['speedups']} speed-ups ({causes or 'none'}) in {c['series']} judged "
+                f"series over {c['sources']} source runs; {len(self.host_effects)} host effects taken out; "
+                f"{c['insufficient']} series with insufficient data (fewer than {self.settings.min_runs} runs)")
+        if not self.trends:
             text += "; NOTHING could be judged, so this is not evidence of 'no regression'"
         return text
 
-    def markdown(self, limit: int | None = None) -> str:
-        """A markdown table of the regressions (largest first)."""
-        rows = self.regressions[:limit] if limit else self.regressions
+    def markdown(self, limit: int | None = 20) -> str:
+        rows = self.changes[:limit] if limit else self.changes
         if not rows:
-            return f"_No regressions found. {self.summary()}._"
-        lines = [
-            "| kernel | mode | provider | GPU | workload | versions | old median | new median | old p20-p80 | change |",
-            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
-        ]
+            return f"_No changes found. {self.summary()}._"
+        lines = ["| cause | kernel | mode | provider | GPU | workload | metric | change | 95 % CI | before → after |",
+                 "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
         for c in rows:
-            lines.append(
-                f"| {c.kernel} | {c.mode} | {c.provider} | {c.gpu} | {c.case_key} | "
-                f"{c.old_version} → {c.new_version} | {format_ns(c.old_median_ns)} | {format_ns(c.new_median_ns)} | "
-                f"{format_ns(c.old_p20_ns)}–{format_ns(c.old_p80_ns)} | +{c.change_pct:.1f}% |"
-            )
-        if limit and len(self.regressions) > limit:
-            lines.append(f"\n… and {len(self.regressions) - limit} more.")
+            d = c.to_dict()
+            lines.append(f"| {c.cause} | {d['kernel']} | {d['mode']} | {d['provider']} | {d['gpu']} | {d['caseKey']} | "
+                         f"{d['metric']} | ×{d['magnitude']:.3g} {d['direction']} | {d['ci95'][0]:.3g}–{d['ci95'][1]:.3g} | "
+                         f"{d['before']['ligerVersion']} ({d['before']['observedAt'][:10]}) → "
+                         f"{d['after']['ligerVersion']} ({d['after']['observedAt'][:10]}) |")
+        if limit and len(self.changes) > limit:
+            lines.append(f"\n… and {len(self.changes) - limit} more.")
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
+        """The documented shape of regressions.json (README, "Regression detection")."""
+        s = self.settings
         return {
-            "threshold": self.threshold,
+            "series": len(self.trends), "insufficient": len(self.insufficient),
+            "settings": {"alpha": s.alpha, "minEffect": s.min_effect, "minSegment": s.min_segment},
             "counts": self.counts(),
-            "regressions": [c.to_dict() for c in self.regressions],
-            "improvements": [c.to_dict() for c in self.improvements],
-            "insufficientPairs": [c.to_dict() for c in self.insufficient_pairs],
-            "insufficientSeries": [s.to_dict() for s in self.insufficient_series],
+            "sources": [{"source": r.label, "gpu": r.gpu, "observedAt": r.observed_at,
+                         "ligerVersions": sorted(r.versions)} for r in self.sources],
+            "hostEffects": [h.to_dict() for h in self.host_effects],
+            "changes": [c.to_dict() for c in self.changes],
+            "insufficientSeries": _insufficient_summary(self.insufficient),
+            "skippedRuns": dict(self.skipped),
         }
+
+
+def _insufficient_summary(items: list[Insufficient]) -> list[dict[str, Any]]:
+    grouped = Counter((i.key.kernel, i.key.gpu, i.key.metric, i.runs) for i in items)
+    return [{"kernel": k, "gpu": g, "metric": m, "runs": r, "series": n} for (k, g, m, r), n in sorted(grouped.items())]
 
 
 def format_ns(ns: float | None) -> str:
@@ -200,57 +306,307 @@ def format_ns(ns: float | None) -> str:
     return f"{ns:.0f} ns"
 
 
-def check_threshold(threshold: float) -> float:
-    if not isinstance(threshold, (int, float)) or not math.isfinite(threshold) or not 0 <= threshold < 1:
-        raise ValueError(f"regression threshold must be a fraction in [0, 1), e.g. 0.10 for 10%; got {threshold!r}")
-    return float(threshold)
+def format_value(value: float, metric: str) -> str:
+    if metric == PEAK_MEMORY:
+        return f"{value / 2**20:.1f} MiB"
+    return format_ns(value)
 
 
-def compare_series(series: Series, threshold: float) -> tuple[list[Comparison], InsufficientSeries | None]:
-    points = series.points
-    if len(points) < 2:
-        if not points:
-            reason = "no run with a valid liger_version label"
+# ------------------------------------------------------------------------------------ collection
+
+
+class _Observations:
+    """Column lists of every usable run (one pass over the manifests)."""
+
+    def __init__(self) -> None:
+        self.series: dict[SeriesKey, int] = {}
+        self.case_keys: list[str] = []
+        self.sid: list[int] = []
+        self.value: list[float] = []
+        self.observed: list[str] = []
+        self.version: list[str] = []
+        self.environment: list[str] = []
+        self.source: list[str | None] = []
+        self.skipped: Counter = Counter()
+
+    def add(self, manifests: Iterable[dict[str, Any]], source: str | None = None) -> None:
+        for manifest in manifests:
+            if not isinstance(manifest, dict) or manifest.get("kind") != "BenchmarkRun":
+                continue
+            spec = manifest.get("spec") or {}
+            if spec.get("status", "passed") != "passed":
+                self.skipped["not passed"] += 1
+                continue
+            identity = run_identity(spec)
+            measured = metric_value(spec)
+            observed = spec.get("observedAt")
+            digests = [spec.get(f) for f in ("implementationDigest", "workloadDigest", "protocolDigest", "environmentDigest")]
+            if identity is None:
+                self.skipped["no Liger external id (sourceNative.externalId)"] += 1
+                continue
+            if measured is None:
+                self.skipped["no positive latency median or peak memory"] += 1
+                continue
+            if not isinstance(observed, str) or not all(digests):
+                self.skipped["no observedAt or a missing referenced digest"] += 1
+                continue
+            kernel, mode, provider, gpu, case_key = identity
+            key = SeriesKey(kernel, mode, provider, digests[0], digests[1], digests[2], gpu, measured[0])
+            sid = self.series.get(key)
+            if sid is None:
+                sid = self.series[key] = len(self.series)
+                self.case_keys.append(case_key)
+            self.sid.append(sid)
+            self.value.append(measured[1])
+            self.observed.append(observed)
+            labels = (manifest.get("metadata") or {}).get("labels") or {}
+            self.version.append(str(labels.get("liger_version") or "unlabelled"))
+            self.environment.append(digests[3])
+            self.source.append(source)
+
+
+def _epoch_seconds(stamps: list[str]) -> np.ndarray:
+    try:
+        return np.array([s.rstrip("Z") for s in stamps], dtype="datetime64[ms]").astype(np.int64) / 1000.0
+    except ValueError:  # unusual but valid ISO forms (offsets): the slow path names the bad one
+        out = []
+        for s in stamps:
+            try:
+                out.append(datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp())
+            except ValueError:
+                raise RegressionInputError(f"observedAt {s!r} is not an ISO 8601 time") from None
+        return np.array(out)
+
+
+def _source_runs(obs: _Observations, keys: list[SeriesKey], t: np.ndarray) -> tuple[np.ndarray, list[SourceRun]]:
+    """Source run index of every observation, runs ordered by GPU then time."""
+    gpu_of = [k.gpu for k in keys]
+    sid = np.array(obs.sid)
+    order = np.lexsort((t, np.array([gpu_of[s] for s in obs.sid])))
+    labels: list[tuple[str, str]] = []
+    run_of = np.empty(len(sid), dtype=np.int64)
+    if any(s is None for s in obs.source):
+        current: dict[str, tuple[int, float, set, str]] = {}  # gpu -> (run, last time, cases seen, env)
+        for i in order:
+            gpu, env, s = gpu_of[obs.sid[i]], obs.environment[i], obs.sid[i]
+            state = current.get(gpu)
+            if state is None or t[i] - state[1] > SESSION_GAP_S or s in state[2] or env != state[3]:
+                labels.append((gpu, ""))
+                state = (len(labels) - 1, t[i], set(), env)
+            state[2].add(s)
+            current[gpu] = (state[0], t[i], state[2], env)
+            run_of[i] = state[0]
+    else:
+        index: dict[tuple[str, str], int] = {}
+        for i in order:
+            k = (gpu_of[obs.sid[i]], obs.source[i])
+            if k not in index:
+                index[k] = len(labels)
+                labels.append(k)
+            run_of[i] = index[k]
+    first_time = np.full(len(labels), np.inf)
+    np.minimum.at(first_time, run_of, t)
+    first_obs: dict[int, int] = {}
+    for i in order:
+        first_obs.setdefault(int(run_of[i]), int(i))
+    runs = []
+    for r, (gpu, label) in enumerate(labels):
+        stamp = obs.observed[first_obs[r]]
+        runs.append(SourceRun(label=label or f"{gpu} {stamp}", gpu=gpu, observed_at=stamp))
+    # renumber by (gpu, first time) so neighbouring runs are neighbours in time
+    ranked = sorted(range(len(runs)), key=lambda r: (runs[r].gpu, first_time[r], runs[r].label))
+    new_index = np.empty(len(runs), dtype=np.int64)
+    new_index[ranked] = np.arange(len(runs))
+    runs = [runs[r] for r in ranked]
+    run_of = new_index[run_of]
+    for i, r in enumerate(run_of):
+        runs[r].versions[obs.version[i]] += 1
+    return run_of, runs
+
+
+# -------------------------------------------------------------------------------------- detection
+
+
+def detect_regressions(manifests: Iterable[dict[str, Any]], settings: Settings | None = None) -> RegressionReport:
+    """Every BenchmarkRun of a catalogue (any kinds may be mixed in); source runs from the runs' times."""
+    obs = _Observations()
+    obs.add(manifests)
+    return _detect(obs, settings or Settings())
+
+
+def detect_in_record_files(paths: Sequence[str | os.PathLike[str]], settings: Settings | None = None) -> RegressionReport:
+    """Each file one source run (a records.jsonl that `transform` wrote), labelled by its folder name
+    when the file is called records.jsonl, else by the file name."""
+    from kernelindex_pipeline.records.io import load_manifests
+
+    obs = _Observations()
+    seen: dict[str, Path] = {}
+    for raw in paths:
+        path = Path(raw)
+        if not path.is_file():
+            raise RegressionInputError(f"{path}: no such file (give records.jsonl files that `transform` wrote)")
+        label = path.parent.name if path.name == "records.jsonl" and path.parent.name else path.name
+        if label in seen:
+            label = str(path)
+        seen[label] = path
+        before = len(obs.sid)
+        obs.add((manifest for _, manifest in load_manifests(path)), source=label)
+        if len(obs.sid) == before:
+            raise RegressionInputError(f"{path}: no BenchmarkRun with a latency or peak memory value in it")
+    return _detect(obs, settings or Settings())
+
+
+def _detect(obs: _Observations, settings: Settings) -> RegressionReport:
+    keys = list(obs.series)
+    n = len(obs.sid)
+    if n == 0:
+        return RegressionReport(settings, 0, [], [], [], [], [], [], obs.skipped)
+    t = _epoch_seconds(obs.observed)
+    run_of, sources = _source_runs(obs, keys, t)
+    sid = np.array(obs.sid, dtype=np.int64)
+    logv = np.log(np.array(obs.value))
+
+    # one value per (series, source run): the median of repeats, then sorted by series and run time
+    pair = sid * len(sources) + run_of
+    uniq, inverse = np.unique(pair, return_inverse=True)
+    order = np.argsort(inverse, kind="stable")
+    cuts = np.flatnonzero(np.diff(inverse[order])) + 1
+    if len(uniq) < n:  # repeats of a case within one source run
+        x = np.array([np.median(g) for g in np.split(logv[order], cuts)])
+    else:
+        x = logv[order]
+    first = order[np.r_[0, cuts]]  # the first observation of each (series, run), for labels
+    p_sid = uniq // len(sources)
+    p_run = uniq % len(sources)  # uniq is sorted by series then run index, i.e. time within the GPU
+
+    # latency class of each series by its typical (median) value; memory is a class of its own
+    starts = np.flatnonzero(np.r_[True, p_sid[1:] != p_sid[:-1]])
+    bounds = np.r_[starts, len(p_sid)]
+    typical = np.array([np.median(x[a:b]) for a, b in zip(bounds[:-1], bounds[1:], strict=True)])
+    series_ids = p_sid[starts]
+    is_memory = np.array([keys[s].metric == PEAK_MEMORY for s in series_ids])
+    series_class = np.where(is_memory, host_effects.MEMORY_CLASS, host_effects.latency_class(typical))
+    lengths = np.diff(bounds)
+    p_cls = np.repeat(series_class, lengths)
+    group_ids: dict[tuple, int] = {}
+    series_group = np.array([group_ids.setdefault((keys[s].kernel, keys[s].provider, keys[s].metric), len(group_ids))
+                             for s in series_ids])
+    script_ids: dict[str, int] = {}
+    series_script = np.array([script_ids.setdefault(keys[s].kernel, len(script_ids)) for s in series_ids])
+    fit = host_effects.estimate(p_sid, p_run, p_cls, np.repeat(series_group, lengths), np.repeat(series_script, lengths),
+                                x, settings.min_log_effect, _z_for(settings.alpha))
+    corrected = x - fit.correction
+
+    # pooled noise per (GPU, metric class)
+    own_noise = np.array([raw_noise(corrected[a:b]) for a, b in zip(bounds[:-1], bounds[1:], strict=True)])
+    pool_key = [(keys[s].gpu, int(c)) for s, c in zip(series_ids, series_class, strict=True)]
+    pooled_lists: dict[tuple, list[float]] = defaultdict(list)
+    for i, k in enumerate(pool_key):
+        if lengths[i] >= settings.min_runs:
+            pooled_lists[k].append(own_noise[i])
+    pooled = {k: float(np.median(v)) for k, v in pooled_lists.items()}
+
+    trends: list[Trend] = []
+    insufficient: list[Insufficient] = []
+    pending: list[tuple[Trend, Split]] = []  # changes without a version or environment difference
+    changes: list[Change] = []
+    for i, s in enumerate(series_ids):
+        a, b = bounds[i], bounds[i + 1]
+        key = keys[s]
+        if lengths[i] < settings.min_runs:
+            insufficient.append(Insufficient(key, int(lengths[i])))
+            continue
+        sigma = shrunk_noise(own_noise[i], int(lengths[i]), pooled.get(pool_key[i], own_noise[i]))
+        splits = find_changes(corrected[a:b], sigma, settings, fit.extra[a:b])
+        idx = first[a:b]
+        trend = Trend(key=key, case_key=obs.case_keys[s], observed_at=[obs.observed[j] for j in idx],
+                      versions=[obs.version[j] for j in idx], sources=[sources[r].label for r in p_run[a:b]],
+                      environments=[obs.environment[j] for j in idx], values=np.exp(x[a:b]),
+                      corrected=np.exp(corrected[a:b]), noise=sigma, splits=splits, run_index=p_run[a:b],
+                      cls=int(series_class[i]), group=int(series_group[i]))
+        trends.append(trend)
+        for split in splits:
+            before, after = split.index - 1, split.index
+            if trend.versions[before] != trend.versions[after]:
+                changes.append(Change(trend, split, "liger"))
+            elif trend.environments[before] != trend.environments[after]:
+                changes.append(Change(trend, split, "environment"))
+            else:
+                pending.append((trend, split))
+    changes += _host_or_unknown(pending, trends)
+    changes.sort(key=lambda c: (CAUSES.index(c.cause), -abs(c.split.log_ratio), c.split.p_value))
+    reported, every = _host_effect_entries(fit, sources, settings, list(script_ids))
+    return RegressionReport(settings=settings, runs=n, sources=sources, trends=trends, insufficient=insufficient,
+                            host_effects=reported, all_host_effects=every, changes=changes, skipped=obs.skipped)
+
+
+def _host_or_unknown(pending: list[tuple[Trend, Split]], trends: list[Trend]) -> list[Change]:
+    """A change without a version or environment difference is `host` when at least HOST_CAUSE_SHARE
+    of the kernel groups judged across that run, in that latency class, changed the same way there."""
+    moved: dict[tuple[int, int, str], set[int]] = defaultdict(set)
+    for trend, split in pending:
+        direction = SLOWDOWN if split.log_ratio > 0 else SPEEDUP
+        moved[(int(trend.run_index[split.index]), trend.cls, direction)].add(trend.group)
+    present: dict[tuple[int, int], set[int]] = defaultdict(set)  # groups judged with a run before and at each run
+    for trend in trends:
+        for r in trend.run_index[1:]:
+            present[(int(r), trend.cls)].add(trend.group)
+    out = []
+    for trend, split in pending:
+        run = int(trend.run_index[split.index])
+        groups = len(moved[(run, trend.cls, SLOWDOWN if split.log_ratio > 0 else SPEEDUP)])
+        host = groups >= host_effects.MIN_GROUPS and groups >= HOST_CAUSE_SHARE * len(present[(run, trend.cls)])
+        out.append(Change(trend, split, "host" if host else "unknown"))
+    return out
+
+
+def _host_effect_entries(fit: host_effects.HostFit, sources: list[SourceRun], settings: Settings, scripts: list[str]):
+    """Significant effects (|z| >= the settings' level and at least min_effect), adjacent latency classes
+    of one run with agreeing factors merged into one entry."""
+    z_needed = _z_for(settings.alpha)
+    every = []
+    per_run: dict[int, list[tuple[int, float, float, int]]] = defaultdict(list)
+    for (run, cls), row in fit.effects.iterrows():
+        lf, se, groups = float(row["log_factor"]), float(row["se"]), int(row["groups"])
+        every.append((sources[int(run)], int(cls), lf, se, groups))
+        if groups >= host_effects.MIN_GROUPS and abs(lf) >= settings.min_log_effect and abs(lf) >= z_needed * max(se, 1e-12):
+            per_run[int(run)].append((int(cls), lf, se, groups))
+    entries = []
+    tolerance = settings.min_log_effect
+    for run, items in sorted(per_run.items()):
+        items.sort()
+        merged: list[list] = []
+        for cls, lf, se, groups in items:
+            last = merged[-1] if merged else None
+            if (last is not None and cls == last[1] + 1 and cls != host_effects.MEMORY_CLASS
+                    and abs(lf - last[2]) <= tolerance and np.sign(lf) == np.sign(last[2])):
+                weight = last[4] + groups
+                last[2] = (last[2] * last[4] + lf * groups) / weight
+                last[3] = math.sqrt(last[3] ** 2 * last[4] ** 2 + se**2 * groups**2) / weight
+                last[1], last[4] = cls, weight
+            else:
+                merged.append([cls, cls, lf, se, groups])
+        src = sources[run]
+        for first, last, lf, se, groups in merged:
+            entries.append(HostEffect(source=src.label, gpu=src.gpu, observed_at=src.observed_at,
+                                      latency_class=host_effects.class_range_label(first, last), factor=math.exp(lf),
+                                      ci95=(math.exp(lf - 1.96 * se), math.exp(lf + 1.96 * se)), kernel_groups=groups))
+    for (run, script), row in fit.scripts.iterrows():
+        src, lf, se = sources[int(run)], float(row["log_factor"]), float(row["se"])
+        entries.append(HostEffect(source=src.label, gpu=src.gpu, observed_at=src.observed_at, latency_class="every latency",
+                                  factor=math.exp(lf), ci95=(math.exp(lf - 1.96 * se), math.exp(lf + 1.96 * se)),
+                                  kernel_groups=1, kernel=scripts[int(script)], series=int(row["series"])))
+    entries.sort(key=lambda h: (h.gpu, h.observed_at, h.kernel or "", h.latency_class))
+    return entries, every
+
+
+def _z_for(alpha: float) -> float:
+    """Two-sided normal quantile for alpha (bisection on erfc; no scipy needed for one number)."""
+    low, high = 0.0, 40.0
+    for _ in range(100):
+        mid = (low + high) / 2
+        if math.erfc(mid / math.sqrt(2)) > alpha:
+            low = mid
         else:
-            reason = "measured at a single Liger version"
-        return [], InsufficientSeries(series.kernel, series.mode, series.provider, series.gpu, series.case_key,
-                                      tuple(series.versions), reason)
-    comparisons = []
-    for old, new in zip(points, points[1:], strict=False):
-        change = (new.median_ns - old.median_ns) / old.median_ns * 100
-        beyond: float | None = None
-        reason = ""
-        if not old.has_band:
-            verdict, reason = INSUFFICIENT, f"Liger {old.version} run has no p20/p80 band"
-        elif new.median_ns > old.p80_ns * (1 + threshold):
-            verdict, beyond = SLOWDOWN, (new.median_ns - old.p80_ns) / old.p80_ns * 100
-        elif new.median_ns < old.p20_ns * (1 - threshold):
-            verdict, beyond = SPEEDUP, (new.median_ns - old.p20_ns) / old.p20_ns * 100
-        else:
-            verdict = NO_CHANGE
-        comparisons.append(Comparison(
-            verdict=verdict, kernel=series.kernel, mode=series.mode, provider=series.provider, gpu=series.gpu,
-            case_key=series.case_key, old_version=old.version, new_version=new.version,
-            old_median_ns=old.median_ns, new_median_ns=new.median_ns, old_p20_ns=old.p20_ns,
-            old_p80_ns=old.p80_ns, change_pct=change, beyond_band_pct=beyond,
-            old_run=old.run_name, new_run=new.run_name, series_key=series.key, reason=reason,
-        ))
-    return comparisons, None
-
-
-def detect_regressions(manifests: Iterable[dict[str, Any]] | SeriesSet | RecordIndex,
-                       threshold: float = 0.10) -> RegressionResult:
-    """Compare consecutive Liger versions of every comparable series (rule in the module docstring).
-
-    `manifests` are kernelindex.dev manifests of any kinds (non-runs resolve names);
-    an already built SeriesSet is accepted too.
-    """
-    threshold = check_threshold(threshold)
-    series_set = manifests if isinstance(manifests, SeriesSet) else build_series(manifests)
-    result = RegressionResult(threshold=threshold, series_count=len(series_set))
-    for series in series_set:
-        comparisons, insufficient = compare_series(series, threshold)
-        result.comparisons.extend(comparisons)
-        if insufficient is not None:
-            result.insufficient_series.append(insufficient)
-    return result
+            high = mid
+    return high

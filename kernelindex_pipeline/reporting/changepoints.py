@@ -1,0 +1,248 @@
+"""Change points in one series of log-scale measurements, with a significance level and a minimum effect.
+
+Plain numerics (numpy), no record knowledge; `regressions.py` feeds it one series at a time after the
+run-level host effects are taken out (`host_effects.py`).
+
+Hand-written rather than Apache Otava (``apache-otava``, the E-Divisive detector of Hunter/MongoDB)
+because Otava pins ``numpy==2.2.*`` and ``scipy<1.17`` (the project runs on newer numpy), pulls in
+BigQuery, Slack, PostgreSQL and gRPC clients, is pure Python per series, and its t-test has no noise
+model shared across series, which short series (ten CI runs) need. ``bench/otava_compare.py`` runs
+both on the same data; the numbers are in the README.
+
+The model, per series (values ``x`` are log latency or log peak memory, so shifts are ratios):
+
+- **Noise** ``sigma``: the MAD of successive differences (``1.4826 * median|dx| / sqrt(2)``), which a
+  single step barely moves, shrunk towards the pooled noise of comparable series (same GPU, metric and
+  latency class) with ``PRIOR_DF`` degrees of freedom, so a series of five runs that happened to agree
+  closely does not get a tiny noise. Never the p20-p80 band of one run: that band is the spread of one
+  sweep's repetitions, often zero (p20 = p50 = p80 for long kernels and every memory row).
+- **Run uncertainty**: a value of a run whose host effect was large and uneven across kernels carries
+  that unevenness as extra variance (``extra``, from `host_effects.py`), so it weighs less.
+- **Outlier guard**: each value is clipped to its running median (window 5) +- ``CLIP`` sd. A median
+  filter keeps the edge of a step where it is and removes an isolated spike, so one bad run cannot
+  look like a shift.
+- **Binary segmentation**: in a segment, the split that maximises the weighted z of
+  ``mean_after - mean_before`` (weights 1 / variance) with at least ``min_segment`` runs on each side (two: a
+  persistent shift, not a one-run excursion); accepted when its two-sided normal p-value times the number
+  of candidate splits (Bonferroni) is below ``alpha`` AND the shift is at least ``min_effect``; then each
+  side is searched again.
+- **Verdict figures** of an accepted change: the ratio of the weighted segment means (between the
+  neighbouring accepted changes) with its 95 % interval; a change that is no longer significant or large
+  enough between its final neighbours is dropped.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+PRIOR_DF = 4.0  # weight of the pooled noise, in degrees of freedom of the series' own estimate
+CLIP = 3.0  # outlier guard, in sigma around the running median
+MEDIAN_WINDOW = 5
+SIGMA_FLOOR = 1e-3  # 0.1 %: memory series repeat exactly; a zero noise would make any change infinite
+_MAD = 1.4826  # MAD -> standard deviation of a normal distribution
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The statistical policy (documented in the README; the CLI exposes it)."""
+
+    alpha: float = 0.001  # significance level per series (Bonferroni over candidate splits)
+    min_effect: float = 0.05  # smallest reported shift: |after/before - 1| (or before/after - 1) >= 5 %
+    min_segment: int = 2  # runs on each side of a change
+
+    def __post_init__(self) -> None:
+        if not 0 < self.alpha < 1:
+            raise ValueError(f"significance level must be in (0, 1), e.g. 0.001; got {self.alpha!r}")
+        if not 0 <= self.min_effect < 10:
+            raise ValueError(f"minimum effect must be a fraction >= 0, e.g. 0.05 for 5 %; got {self.min_effect!r}")
+        if self.min_segment < 1:
+            raise ValueError(f"minimum segment must be at least one run; got {self.min_segment!r}")
+
+    @property
+    def min_log_effect(self) -> float:
+        return math.log1p(self.min_effect)
+
+    @property
+    def min_runs(self) -> int:
+        """Runs a series needs before it can be judged at all."""
+        return 2 * self.min_segment
+
+
+@dataclass(frozen=True)
+class Split:
+    """An accepted change point: values[index:] differ from values[:index] (nearest neighbouring changes
+    bound the two segments)."""
+
+    index: int  # first run after the change
+    start: int  # first run of the segment before
+    stop: int  # end (exclusive) of the segment after
+    log_ratio: float  # median(after) - median(before), raw values
+    half_width: float  # 95 % half-width of log_ratio
+    p_value: float  # Bonferroni-adjusted
+
+
+def raw_noise(x: np.ndarray) -> float:
+    """MAD of successive differences, as a standard deviation of one value (0 for fewer than 2 values)."""
+    if len(x) < 2:
+        return 0.0
+    return float(_MAD * np.median(np.abs(np.diff(x))) / math.sqrt(2.0))
+
+
+def shrunk_noise(own: float, runs: int, pooled: float) -> float:
+    """The series' noise shrunk towards the pooled noise of comparable series."""
+    df = max(runs - 1, 0)
+    value = math.sqrt((PRIOR_DF * pooled**2 + df * own**2) / (PRIOR_DF + df)) if PRIOR_DF + df else pooled
+    return max(value, SIGMA_FLOOR)
+
+
+def guarded(x: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """Values clipped to their running median +- CLIP x their own scale (window MEDIAN_WINDOW). The first
+    and last values are left as they are: their window would be mostly one side, and a run that returns
+    to the old level after a two-run excursion must not be pulled towards the excursion."""
+    n = len(x)
+    if n < 3:
+        return x
+    half = MEDIAN_WINDOW // 2
+    padded = np.concatenate([np.full(half, np.nan), x, np.full(half, np.nan)])
+    windows = np.lib.stride_tricks.sliding_window_view(padded, MEDIAN_WINDOW)
+    centre = np.nanmedian(windows, axis=1)
+    out = np.clip(x, centre - CLIP * scale, centre + CLIP * scale)
+    out[0], out[-1] = x[0], x[-1]
+    return out
+
+
+def t_sf2(t: float, df: float) -> float:
+    """Two-sided tail probability of Student's t: I_{df/(df+t^2)}(df/2, 1/2).
+
+    Hand-written (a continued fraction for the incomplete beta function, as in Numerical Recipes'
+    betacf) because the project does not otherwise need scipy for one distribution function."""
+    if not math.isfinite(t):
+        return 0.0
+    x = df / (df + t * t)
+    a, b = df / 2.0, 0.5
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
+    if x < (a + 1.0) / (a + b + 2.0):
+        return min(1.0, front * _betacf(a, b, x) / a)
+    return min(1.0, 1.0 - front * _betacf(b, a, 1.0 - x) / b)
+
+
+def _betacf(a: float, b: float, x: float) -> float:
+    tiny = 1e-300
+    c, d = 1.0, 1.0 - (a + b) * x / (a + 1.0)
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 300):
+        m2 = 2 * m
+        for numerator in (m * (b - m) * x / ((a + m2 - 1) * (a + m2)), -(a + m) * (a + b + m) * x / ((a + m2) * (a + m2 + 1))):
+            d = 1.0 + numerator * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + numerator / c
+            c = c if abs(c) > tiny else tiny
+            h *= d * c
+        if abs(d * c - 1.0) < 1e-12:
+            break
+    return h
+
+
+def _split_statistics(y: np.ndarray, w: np.ndarray, k: np.ndarray, scatter_df: float | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For splits before positions k of y (weights w = 1 / variance): (shift, its standard error, degrees
+    of freedom). With `scatter_df` (the merge step) the scale of the model variance is re-estimated from
+    the scatter around the two segment means, with `scatter_df` degrees of freedom on the model itself, so
+    a segment that disagrees with itself (an excursion that returns) weakens its own evidence, as in a
+    t-test; without it (the split step) the model variance is taken as known."""
+    n = len(y)
+    wy, ws = np.cumsum(w * y), np.cumsum(w)
+    w_left, w_right = ws[k - 1], ws[-1] - ws[k - 1]
+    s_left, s_right = wy[k - 1], wy[-1] - wy[k - 1]
+    mean_left, mean_right = s_left / w_left, s_right / w_right
+    if scatter_df is None:
+        return mean_right - mean_left, np.sqrt(1.0 / w_left + 1.0 / w_right), np.full(len(k), np.inf)
+    wyy = np.cumsum(w * y * y)
+    scatter = (wyy[k - 1] - s_left * mean_left) + (wyy[-1] - wyy[k - 1] - s_right * mean_right)
+    df = scatter_df + n - 2
+    scale = (scatter_df + np.maximum(scatter, 0.0)) / df
+    return mean_right - mean_left, np.sqrt(scale * (1.0 / w_left + 1.0 / w_right)), np.full(len(k), float(df))
+
+
+def _p_value(z: float, df: float) -> float:
+    return math.erfc(abs(z) / math.sqrt(2.0)) if math.isinf(df) else t_sf2(z, df)
+
+
+def _best_split(y: np.ndarray, w: np.ndarray, start: int, stop: int, m: int) -> tuple[int, float, float] | None:
+    """(index, Bonferroni-adjusted p, shift) of the strongest split of y[start:stop] with the model
+    variance, or None when the segment is too short."""
+    n = stop - start
+    if n < 2 * m:
+        return None
+    k = np.arange(m, n - m + 1)  # runs before the split
+    shift, se, _ = _split_statistics(y[start:stop], w[start:stop], k, None)
+    z = np.abs(shift) / se
+    best = int(np.argmax(z))
+    return start + int(k[best]), min(1.0, len(k) * _p_value(float(z[best]), math.inf)), float(shift[best])
+
+
+def _judge(y: np.ndarray, w: np.ndarray, a: int, index: int, b: int, settings: Settings) -> Split:
+    """The change at `index` between its neighbouring cuts a and b, with the scatter-aware test."""
+    shift, se, df = _split_statistics(y[a:b], w[a:b], np.array([index - a]), PRIOR_DF)
+    log_ratio, se_, dof = float(shift[0]), float(se[0]), float(df[0])
+    p = min(1.0, _p_value(log_ratio / se_, dof) * max(1, b - a - 2 * settings.min_segment + 1))
+    return Split(index=index, start=a, stop=b, log_ratio=log_ratio, half_width=t_quantile(0.05, dof) * se_, p_value=p)
+
+
+def _passes(split: Split, settings: Settings) -> bool:
+    return split.p_value < settings.alpha and abs(split.log_ratio) >= settings.min_log_effect
+
+
+def find_changes(x: np.ndarray, sigma: float, settings: Settings, extra: np.ndarray | None = None) -> list[Split]:
+    """Accepted change points of `x` (log values in time order), in time order. `sigma` is the series'
+    noise; `extra` an additional standard deviation per value (the uncertainty of the host effect taken
+    out of that run), so values of a run whose host moved every kernel differently weigh less.
+
+    Split, then merge (the two steps of Hunter/Otava): binary segmentation with the model variance and a
+    ten times looser level proposes cuts; then, repeatedly, each cut is judged between its neighbouring
+    cuts with the scatter-aware test, and the weakest failing one is removed, until every cut passes."""
+    variance = sigma**2 + (extra**2 if extra is not None else 0.0)
+    scale = np.sqrt(variance) * np.ones(len(x))
+    w = 1.0 / scale**2
+    y = guarded(x, scale)
+    m = settings.min_segment
+    cuts: list[int] = []
+    pending = [(0, len(x))]
+    while pending:
+        start, stop = pending.pop()
+        found = _best_split(y, w, start, stop, m)
+        if found is None:
+            continue
+        index, p, shift = found
+        if p < min(10 * settings.alpha, 0.5) and abs(shift) >= settings.min_log_effect:
+            cuts.append(index)
+            pending += [(start, index), (index, stop)]
+    cuts.sort()
+    while cuts:
+        bounds = [0, *cuts, len(x)]
+        judged = [_judge(y, w, bounds[i - 1], c, bounds[i + 1], settings) for i, c in enumerate(cuts, start=1)]
+        failing = [s for s in judged if not _passes(s, settings)]
+        if not failing:
+            return judged
+        weakest = max(failing, key=lambda s: (s.p_value, -abs(s.log_ratio)))
+        cuts.remove(weakest.index)
+    return []
+
+
+def t_quantile(alpha: float, df: float) -> float:
+    """Two-sided quantile of Student's t (t with t_sf2(t, df) == alpha), by bisection."""
+    low, high = 0.0, 1e3
+    for _ in range(80):
+        mid = (low + high) / 2
+        if t_sf2(mid, df) > alpha:
+            low = mid
+        else:
+            high = mid
+    return high
