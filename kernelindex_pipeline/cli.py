@@ -333,7 +333,11 @@ def _regressions_arguments(p: argparse.ArgumentParser) -> None:
 
 def _regressions(args: argparse.Namespace) -> int:
     from kernelindex_pipeline.reporting.changepoints import Settings
-    from kernelindex_pipeline.reporting.regressions import RegressionInputError, detect_in_record_files, detect_regressions
+    from kernelindex_pipeline.reporting.regressions import (
+        RegressionInputError,
+        detect_in_record_files,
+        detect_regressions,
+    )
     from kernelindex_pipeline.reporting.regressions_page import write_regressions
 
     try:

@@ -1,175 +1,294 @@
-"""Series grouping and regression detection on constructed series."""
+"""Regression detection: synthetic series with known answers (property tests), causes, source runs,
+memory series, and a slice of Liger's real CI runs (tests/fixtures/liger-ci-slice: the runs of 23
+kernels of the ten H100 files in ../shared/data/liger-ci, made by tests/fixtures/liger-ci-slice/make_slice.py)."""
 
 from __future__ import annotations
 
+import gzip
+import json
+import math
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from kernelindex_pipeline.reporting import detect_regressions
-from kernelindex_pipeline.reporting.regressions import INSUFFICIENT, NO_CHANGE, SLOWDOWN, SPEEDUP
+from kernelindex_pipeline.cli import main
+from kernelindex_pipeline.reporting.changepoints import Settings, find_changes, t_quantile, t_sf2
+from kernelindex_pipeline.reporting.regressions import (
+    RegressionInputError,
+    detect_in_record_files,
+    detect_regressions,
+)
 from kernelindex_pipeline.reporting.samples import SampleCatalogue
-from kernelindex_pipeline.reporting.series import build_series, find_sweeps, parse_case_key
+
+SLICE = Path(__file__).parent / "fixtures" / "liger-ci-slice"
+START = datetime(2025, 1, 3, tzinfo=UTC)
+PROPERTY = settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 
 
-def two_versions(old_median, new_median, *, old_band=0.02, versions=("0.8.0", "0.8.1"), **kw):
+def run(kernel: str, provider: str, case: str, when: datetime, value: float, *, version: str = "0.8.0",
+        mode: str = "forward", environment: str = "sha256:" + "e" * 64, memory: bool = False) -> dict:
+    """A BenchmarkRun shaped like the Liger import's (only what detection reads); digests stand in."""
+    stamp = when.strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    digest = "sha256:" + format(abs(hash((kernel, provider, case))) % 16**64, "064x")
+    spec = {"implementationDigest": digest, "workloadDigest": digest, "protocolDigest": "sha256:" + "p" * 64,
+            "environmentDigest": environment, "status": "passed", "observedAt": stamp,
+            "sourceNative": {"source": "liger-kernel-bench", "benchmark": f"{kernel}/{mode}" + ("/memory" if memory else ""),
+                             "externalId": f"{kernel}/{mode}/" + ("memory/" if memory else "")
+                             + f"{provider}/nvidia-h100-80gb-hbm3/{case}/{stamp}"}}
+    if memory:
+        spec["measurements"] = [{"metric": "peak_memory", "unit": "bytes", "statistic": "median", "value": value}]
+    else:
+        spec["timing"] = {"primaryStatistic": "median", "latencyNs": {"median": round(value)}}
+    return {"apiVersion": "kernelindex.dev/v1alpha1", "kind": "BenchmarkRun",
+            "metadata": {"name": f"{kernel}-{provider}-{case}-{stamp}", "labels": {"liger_version": version}}, "spec": spec}
+
+
+def panel(levels: np.ndarray, *, versions=None, environments=None, kernels: int = 6, cases: int = 4) -> list[dict]:
+    """Runs of kernels x cases series over len(levels[0]) weekly sweeps; levels[i, j] is the value of series
+    i at sweep j (ns)."""
+    out = []
+    for i, row in enumerate(levels):
+        kernel, case = f"kernel{i // cases}", f"case{i % cases}"
+        for j, value in enumerate(row):
+            when = START + timedelta(days=7 * j, minutes=i % 50)
+            out.append(run(kernel, "liger", case, when, float(value),
+                           version=versions[j] if versions else "0.8.0",
+                           environment=environments[j] if environments else "sha256:" + "e" * 64))
+    assert kernels * cases == len(levels)
+    return out
+
+
+# ----------------------------------------------------------------------------- properties (synthetic)
+
+
+@PROPERTY
+@given(n=st.integers(8, 40), data=st.data(), seed=st.integers(0, 2**32 - 1), up=st.booleans())
+def test_a_20_percent_step_on_3_percent_noise_is_found_at_the_right_run(n, data, seed, up):
+    # Gaussian log noise of sd 3 %, cut at 2.5 sd: an untruncated draw of 3 sd right after the step can
+    # honestly move the best estimate of where it happened by one run. Three runs on each side: with two,
+    # two extreme draws on the short side can leave the change below the significance level.
+    at = data.draw(st.integers(3, n - 3), label="first run after the step")
+    rng = np.random.default_rng(seed)
+    base = 200_000 * np.exp(np.clip(rng.normal(0, 0.03, size=(24, n)), -0.075, 0.075))
+    factor = 1.2 if up else 1 / 1.2
+    base[0, at:] *= factor  # one series steps; the other 23 are pure noise
+    report = detect_regressions(panel(base))
+    stepped = [c for c in report.changes if c.key.kernel == "kernel0" and c.trend.case_key == "case0"]
+    assert len(stepped) == 1, [c.to_dict() for c in report.changes]
+    change = stepped[0].to_dict()
+    assert change["after"]["observedAt"] == stepped[0].trend.observed_at[at]
+    assert change["before"]["observedAt"] == stepped[0].trend.observed_at[at - 1]
+    assert change["direction"] == ("slowdown" if up else "speedup")
+    assert change["ci95"][0] < change["magnitude"] < change["ci95"][1]
+    assert abs(math.log(change["magnitude"] / factor)) < 0.08
+    assert change["runsBefore"] == at and change["runsAfter"] == n - at
+
+
+@PROPERTY
+@given(n=st.integers(5, 30), data=st.data(), seed=st.integers(0, 2**32 - 1))
+def test_pure_10_percent_noise_with_a_whole_run_factor_of_1_8_gives_no_change(n, data, seed):
+    slow = data.draw(st.integers(0, n - 1), label="the slow run")
+    rng = np.random.default_rng(seed)
+    levels = rng.choice([20_000.0, 300_000.0, 5_000_000.0], size=(24, 1)) * np.exp(rng.normal(0, 0.10, size=(24, n)))
+    levels[:, slow] *= 1.8
+    report = detect_regressions(panel(levels))
+    assert report.changes == [], [c.to_dict() for c in report.changes]
+    assert len(report.trends) == 24 and not report.insufficient
+    # the slow run is reported as run-wide host effects (per latency class, merged where they agree), and
+    # it is the largest effect reported (with four kernel groups per class, a 6 % wobble of another run
+    # can pass as an effect; it is not a change either way)
+    # (the first and the last run have one side only: there the deviation only lowers the run's weight)
+    if 0 < slow < n - 1:
+        day = (START + timedelta(days=7 * slow)).strftime("%Y-%m-%d")
+        at_slow = [h for h in report.host_effects if h.kernel is None and h.observed_at[:10] == day]
+        assert at_slow and all(1.4 < h.factor < 2.3 for h in at_slow)
+        assert max(report.host_effects, key=lambda h: abs(math.log(h.factor))).observed_at[:10] == day
+
+
+def test_a_series_of_two_runs_is_insufficient_not_unchanged():
+    report = detect_regressions(panel(np.array([[1e6, 3e6]] * 4), kernels=1))
+    assert report.trends == [] and len(report.insufficient) == 4 and report.changes == []
+    assert not report.data_sufficient
+    assert "not evidence of 'no regression'" in report.summary()
+    assert report.to_dict()["insufficientSeries"] == [{"kernel": "kernel0", "gpu": "nvidia-h100-80gb-hbm3",
+                                                       "metric": "latency", "runs": 2, "series": 4}]
+
+
+def test_a_one_run_excursion_in_the_middle_is_not_a_change():
+    values = np.full((24, 10), 1e6)
+    values[0, 5] = 2e6  # one series, one run: an outlier, not a persistent shift
+    assert detect_regressions(panel(values)).changes == []
+
+
+def test_student_t_tail_and_quantile():
+    # reference values of Student's t distribution
+    assert t_sf2(2.0, 10) == pytest.approx(0.07339, abs=1e-5)
+    assert t_sf2(1.0, 1) == pytest.approx(0.5, abs=1e-9)
+    assert t_quantile(0.05, 10) == pytest.approx(2.228, abs=1e-3)
+    assert t_sf2(0.0, 5) == pytest.approx(1.0)
+
+
+def test_settings_are_checked():
+    with pytest.raises(ValueError, match="significance level.*1.5"):
+        Settings(alpha=1.5)
+    with pytest.raises(ValueError, match="minimum effect.*-0.1"):
+        Settings(min_effect=-0.1)
+
+
+def test_min_effect_and_alpha_are_honoured():
+    x = np.log(np.r_[np.full(6, 1.0), np.full(6, 1.04)]) + np.tile([0.001, -0.001], 6)
+    assert find_changes(x, 0.002, Settings()) == []  # 4 %: below the 5 % minimum
+    assert [s.index for s in find_changes(x, 0.002, Settings(min_effect=0.02))] == [6]
+
+
+# -------------------------------------------------------------------------------------------- causes
+
+
+def test_causes_liger_environment_unknown_and_host():
+    n = 8
+    levels = np.full((24, n), 100_000.0) * np.exp(np.tile([0.01, -0.01], (24, n // 2)))
+    versions = ["0.8.0"] * 4 + ["0.9.0"] * 4
+    environments = ["sha256:" + "a" * 64] * 6 + ["sha256:" + "b" * 64] * 2
+    levels[0, 4:] *= 1.5  # at the version change
+    levels[1, 6:] *= 0.6  # at the environment change
+    levels[2, 2:] *= 1.3  # nothing changes there
+    report = detect_regressions(panel(levels, versions=versions, environments=environments))
+    causes = {(c.key.kernel, c.trend.case_key): (c.cause, c.direction) for c in report.changes}
+    assert causes == {("kernel0", "case0"): ("liger", "slowdown"), ("kernel0", "case1"): ("environment", "speedup"),
+                      ("kernel0", "case2"): ("unknown", "slowdown")}
+    [liger] = [c.to_dict() for c in report.changes if c.cause == "liger"]
+    assert (liger["before"]["ligerVersion"], liger["after"]["ligerVersion"]) == ("0.8.0", "0.9.0")
+
+    # every kernel of the class moves at run 5 and stays: the whole host moved, not 24 regressions of Liger
+    levels = np.full((24, n), 100_000.0) * np.exp(np.tile([0.01, -0.01], (24, n // 2)))
+    levels[:, 5:] *= 1.4
+    report = detect_regressions(panel(levels))
+    assert {c.cause for c in report.changes} == {"host"} and len(report.changes) == 24
+
+
+# --------------------------------------------------------------------------------- inputs and shapes
+
+
+def test_source_runs_in_a_catalogue_are_sweeps_split_by_gaps_and_repeats():
+    runs = []
+    for sweep in range(6):
+        t0 = START + timedelta(hours=2 * sweep)  # two hours apart, like the two 7644a0f runs
+        for i in range(12):
+            runs.append(run(f"k{i % 4}", "liger", f"c{i}", t0 + timedelta(minutes=3 * i), 1e5 * (1 + 0.01 * (sweep % 2))))
+    report = detect_regressions(runs)
+    assert len(report.sources) == 6
+    assert [s.observed_at for s in report.sources] == sorted(s.observed_at for s in report.sources)
+    # the same case twice within minutes: two sweeps, not one
+    twice = [run("k", "liger", "c", START, 1e5), run("k", "liger", "c", START + timedelta(minutes=1), 1e5)]
+    assert len(detect_regressions(twice).sources) == 2
+
+
+def test_memory_series_are_judged_and_kept_apart_from_latency():
+    runs = []
+    for j in range(8):
+        when = START + timedelta(days=7 * j)
+        for case in ("a", "b", "c"):
+            runs.append(run("rms_norm", "liger", case, when, 1e6))
+            mib = 300 if (case == "a" and j >= 4) else 200
+            runs.append(run("rms_norm", "liger", case, when, mib * 2**20, memory=True, version="0.8.0" if j < 4 else "0.9.0"))
+    report = detect_regressions(runs)
+    assert len(report.trends) == 6
+    [change] = report.changes
+    d = change.to_dict()
+    assert (d["metric"], d["direction"], d["cause"], d["caseKey"]) == ("peak_memory", "slowdown", "liger", "a")
+    assert d["magnitude"] == pytest.approx(1.5)
+
+
+def test_sample_catalogue_runs_with_all_their_records():
     catalogue = SampleCatalogue()
-    catalogue.run(version=versions[0], median_ns=old_median, band=old_band, timestamp="2025-08-01 10:00:00", **kw)
-    catalogue.run(version=versions[1], median_ns=new_median, timestamp="2025-09-01 10:00:00", **kw)
-    return catalogue
+    for j in range(6):
+        for provider in ("liger", "torch", "huggingface"):
+            slower = 1.25 if provider == "liger" and j >= 3 else 1.0
+            catalogue.run(provider=provider, median_ns=int(1_000_000 * slower * (1 + 0.004 * (j % 2))),
+                          version="0.8.0" if j < 3 else "0.8.1", timestamp=f"2025-0{j + 1}-01 00:00:00")
+    report = detect_regressions(catalogue.manifests())
+    [change] = report.changes
+    assert (change.key.provider, change.cause, change.direction) == ("liger", "liger", "slowdown")
+    assert report.has_regressions and "| liger | rms_norm |" in report.markdown()
 
 
-def test_clear_slowdown_is_a_regression_with_figures():
-    # old band 0.98-1.02 ms; new median 1.5 ms is 47% beyond p80, far past the 10% threshold
-    result = detect_regressions(two_versions(1_000_000, 1_500_000, kernel="swiglu", provider="liger").manifests())
-    assert result.has_regressions
-    [item] = result.regressions
-    assert item.verdict == SLOWDOWN
-    assert (item.kernel, item.mode, item.provider) == ("swiglu", "forward", "liger")
-    assert item.gpu == "NVIDIA H100 80GB HBM3"
-    assert item.case_key == "batch8-hidden4096-bf16"
-    assert (item.old_version, item.new_version) == ("0.8.0", "0.8.1")
-    assert (item.old_median_ns, item.new_median_ns) == (1_000_000, 1_500_000)
-    assert (item.old_p20_ns, item.old_p80_ns) == (980_000, 1_020_000)
-    assert item.change_pct == pytest.approx(50.0)
-    assert item.beyond_band_pct == pytest.approx((1_500_000 / 1_020_000 - 1) * 100)
-    assert "0.8.0 → 0.8.1" in result.markdown() and "+50.0%" in result.to_markdown()
-    assert result.counts()["regressions"] == 1
-    assert result.compared == 1 and result.insufficient == []
+def test_record_files_must_exist_and_hold_runs(tmp_path):
+    with pytest.raises(RegressionInputError, match="nope.jsonl: no such file"):
+        detect_in_record_files([tmp_path / "nope.jsonl"])
+    empty = tmp_path / "empty" / "records.jsonl"
+    empty.parent.mkdir()
+    empty.write_text(json.dumps({"apiVersion": "kernelindex.dev/v1alpha1", "kind": "BenchmarkProtocol",
+                                 "metadata": {"name": "p"}, "spec": {}}) + "\n")
+    with pytest.raises(RegressionInputError, match="no BenchmarkRun"):
+        detect_in_record_files([empty])
 
 
-def test_change_inside_the_noise_band_is_not_flagged():
-    # old band 0.9-1.1 ms (p20/p80 given explicitly); new 1.05 ms lies inside it
-    catalogue = SampleCatalogue()
-    catalogue.run(version="0.8.0", median_ns=1_000_000, p20_ns=900_000, p80_ns=1_100_000, band=None)
-    catalogue.run(version="0.8.1", median_ns=1_050_000, timestamp="2025-09-01 10:00:00")
-    result = detect_regressions(catalogue.manifests())
-    assert not result.has_regressions
-    assert [c.verdict for c in result.comparisons] == [NO_CHANGE]
-    assert result.data_sufficient
+# ------------------------------------------------------------------------------ Liger's real CI runs
 
 
-def test_threshold_is_relative_to_the_band_edge():
-    # new median 1.15 ms is 12.7% beyond p80 = 1.02 ms: a regression at 10%, not at 20%
-    manifests = two_versions(1_000_000, 1_150_000).manifests()
-    assert detect_regressions(manifests, threshold=0.10).has_regressions
-    assert not detect_regressions(manifests, threshold=0.20).has_regressions
-    # 1.12 ms is only 9.8% beyond p80: within a 10% threshold
-    assert not detect_regressions(two_versions(1_000_000, 1_120_000).manifests()).has_regressions
+@pytest.fixture(scope="module")
+def ci_slice(tmp_path_factory) -> list[Path]:
+    """The slice as `transform` lays it out: <source>/records.jsonl."""
+    root = tmp_path_factory.mktemp("liger-ci")
+    paths = []
+    for gz in sorted(SLICE.glob("*.jsonl.gz")):
+        target = root / gz.name.removesuffix(".jsonl.gz") / "records.jsonl"
+        target.parent.mkdir()
+        target.write_bytes(gzip.decompress(gz.read_bytes()))
+        paths.append(target)
+    return paths
 
 
-def test_speedup_beyond_p20_is_an_improvement_not_a_regression():
-    result = detect_regressions(two_versions(1_000_000, 600_000).manifests())
-    assert not result.has_regressions
-    [item] = result.improvements
-    assert item.verdict == SPEEDUP and item.change_pct == pytest.approx(-40.0)
+@pytest.fixture(scope="module")
+def ci_result(ci_slice, tmp_path_factory) -> dict:
+    out = tmp_path_factory.mktemp("regressions")
+    assert main(["regressions", "--records", *map(str, ci_slice), "--out", str(out)]) == 0
+    assert (out / "regressions.html").exists()
+    return json.loads((out / "regressions.json").read_text())
 
 
-def test_single_version_is_insufficient_data_not_no_regression():
-    catalogue = SampleCatalogue()
-    catalogue.run(version="0.8.5", median_ns=1_000_000)
-    result = detect_regressions(catalogue.manifests())
-    assert result.comparisons == []
-    assert not result.data_sufficient
-    [insufficient] = result.insufficient_series
-    assert result.insufficient == [insufficient] and result.compared == 0
-    assert insufficient.reason == "measured at a single Liger version"
-    assert insufficient.versions == ("0.8.5",)
-    assert "not evidence of 'no regression'" in result.summary()
+def test_real_runs_same_code_pair_has_almost_no_changes(ci_result):
+    pair = [c for c in ci_result["changes"] if (c["before"]["source"], c["after"]["source"]) == ("7644a0f-v0.7.0", "7644a0f")]
+    assert ci_result["series"] > 200
+    assert len(pair) <= 0.005 * ci_result["series"]
 
 
-def test_missing_band_on_the_old_version_is_insufficient():
-    result = detect_regressions(two_versions(1_000_000, 3_000_000, old_band=None).manifests())
-    assert not result.has_regressions
-    [pair] = result.comparisons
-    assert pair.verdict == INSUFFICIENT and "no p20/p80 band" in pair.reason
+def test_real_runs_slow_host_is_a_host_effect(ci_result):
+    # both 7644a0f runs were on a slow host: kernels of 10-100 us 1.5-2.5x slower, reported per run
+    slow = [h for h in ci_result["hostEffects"] if h["source"] in ("7644a0f-v0.7.0", "7644a0f") and h["kernel"] is None]
+    assert {h["source"] for h in slow} == {"7644a0f-v0.7.0", "7644a0f"}
+    assert all(h["factor"] > 1.05 for h in slow) and max(h["factor"] for h in slow) > 1.4
+    assert not [c for c in ci_result["changes"] if c["after"]["source"] in ("7644a0f-v0.7.0", "7644a0f") and c["cause"] != "liger"]
 
 
-def test_versions_are_ordered_by_packaging_not_by_text():
-    # 0.10.0 is newer than 0.9.0 (text order says otherwise); 0.9.0 -> 0.10.0 got slower
-    catalogue = SampleCatalogue()
-    catalogue.run(version="0.10.0", median_ns=2_000_000, timestamp="2025-01-01 00:00:00")
-    catalogue.run(version="0.9.0", median_ns=1_000_000, timestamp="2025-02-01 00:00:00")
-    catalogue.run(version="0.2.1", median_ns=1_000_000, timestamp="2025-03-01 00:00:00")
-    result = detect_regressions(catalogue.manifests())
-    assert [(c.old_version, c.new_version, c.verdict) for c in result.comparisons] == [
-        ("0.2.1", "0.9.0", NO_CHANGE), ("0.9.0", "0.10.0", SLOWDOWN)]
+def test_real_runs_layer_norm_945_speedup_between_0_6_3_and_0_6_4(ci_result):
+    found = [c for c in ci_result["changes"] if c["kernel"] == "layer_norm" and c["mode"] == "backward"
+             and c["provider"] == "liger" and c["before"]["ligerVersion"] == "0.6.3" and c["after"]["ligerVersion"] == "0.6.4"]
+    assert found and all(c["cause"] == "liger" and c["direction"] == "speedup" for c in found)
+    assert any("hidden8192" in c["caseKey"] and 0.55 <= c["magnitude"] <= 0.82 for c in found)
 
 
-def test_latest_observation_wins_within_one_version():
-    catalogue = SampleCatalogue()
-    catalogue.run(version="0.8.0", median_ns=1_000_000, timestamp="2025-08-01 10:00:00")
-    catalogue.run(version="0.8.1", median_ns=9_000_000, timestamp="2025-09-01 10:00:00")  # superseded
-    catalogue.run(version="0.8.1", median_ns=1_010_000, timestamp="2025-09-02 10:00:00")
-    [series] = build_series(catalogue.manifests()).series
-    assert [(p.version, p.median_ns, p.runs_for_version) for p in series.points] == [
-        ("0.8.0", 1_000_000, 1), ("0.8.1", 1_010_000, 2)]
-    assert not detect_regressions(catalogue.manifests()).has_regressions
+def test_real_runs_cpo_and_simpo_forward_drop_at_0_6_1(ci_result):
+    for kernel in ("fused_linear_cpo_loss", "fused_linear_simpo_loss"):
+        found = [c for c in ci_result["changes"] if c["kernel"] == kernel and c["mode"] == "forward"
+                 and c["after"]["ligerVersion"] == "0.6.1" and c["before"]["ligerVersion"] == "0.6.0"]
+        assert found and all(c["cause"] == "liger" and c["magnitude"] < 0.05 for c in found)
 
 
-def test_series_are_kept_apart_by_provider_mode_gpu_and_workload():
-    catalogue = SampleCatalogue()
-    base = dict(version="0.8.0", median_ns=1_000_000)
-    catalogue.run(**base)
-    catalogue.run(**{**base, "version": "0.8.1", "median_ns": 5_000_000, "provider": "torch"})
-    catalogue.run(**{**base, "version": "0.8.1", "median_ns": 5_000_000, "mode": "backward"})
-    catalogue.run(**{**base, "version": "0.8.1", "median_ns": 5_000_000, "gpu": "NVIDIA A100-SXM4-80GB"})
-    catalogue.run(**{**base, "version": "0.8.1", "median_ns": 5_000_000, "axes": {"batch": 16, "hidden": 4096}})
-    series = build_series(catalogue.manifests())
-    assert len(series) == 5
-    result = detect_regressions(catalogue.manifests())
-    assert not result.has_regressions and len(result.insufficient_series) == 5
-    torch = next(s for s in series if s.provider == "torch")
-    assert torch.role == "baseline"
-    assert next(s for s in series if s.provider == "liger").role == "liger"
+def test_cli_usage_errors(tmp_path, capsys):
+    assert main(["regressions", "--records", str(tmp_path / "missing.jsonl"), "--out", str(tmp_path)]) == 1
+    assert "missing.jsonl: no such file" in capsys.readouterr().err
+    assert main(["regressions", "--records", str(tmp_path / "x"), "--alpha", "2", "--out", str(tmp_path)]) == 2
+    assert "significance level" in capsys.readouterr().err
 
 
-def test_bad_threshold_is_rejected_with_its_value():
-    with pytest.raises(ValueError, match="threshold.*-0.5"):
-        detect_regressions([], threshold=-0.5)
-
-
-def test_case_key_parsing_and_sweeps():
-    assert parse_case_key("batch8-seq1024-vocab128256-bf16") == ({"batch": 8, "seq": 1024, "vocab": 128256}, "bf16")
-    catalogue = SampleCatalogue()
-    # a sweep over seq at hidden=4096, a sweep over hidden at seq=512, and one lone fp32 case
-    for seq in (512, 1024, 2048):
-        catalogue.run(axes={"seq": seq, "hidden": 4096})
-    for hidden in (1024, 2048):
-        catalogue.run(axes={"seq": 512, "hidden": hidden})
-    catalogue.run(axes={"seq": 512, "hidden": 4096}, dtype="fp32")
-    workloads = [s.workload for s in build_series(catalogue.manifests())]
-    sweeps = find_sweeps(workloads)
-    described = sorted((s.x_axis, tuple(sorted(s.fixed.items())), s.dtype, len(s.workloads), len(s.owned))
-                       for s in sweeps)
-    # the crossing point seq=512/hidden=4096 is drawn on both lines, owned by one (tie: axis name order)
-    assert described == [
-        ("hidden", (("seq", 512),), "bf16", 3, 3),
-        ("hidden", (("seq", 512),), "fp32", 1, 1),
-        ("seq", (("hidden", 4096),), "bf16", 3, 2),
-    ]
-    owned = [d for s in sweeps for d in s.owned]
-    assert sorted(owned) == sorted(w.digest for w in workloads)
-
-
-def test_runs_without_their_referenced_records_still_form_series():
-    # a partial catalogue export: only the runs; names come from sourceNative, roles from the provider table
-    catalogue = SampleCatalogue()
-    catalogue.run(provider="liger", version="0.8.0", median_ns=1_000_000)
-    catalogue.run(provider="liger", version="0.8.1", median_ns=2_000_000, timestamp="2025-09-01 00:00:00")
-    catalogue.run(provider="huggingface", version="0.8.1", median_ns=3_000_000)
-    runs = [m for m in catalogue.manifests() if m["kind"] == "BenchmarkRun"]
-    series = build_series(runs)
-    assert {(s.provider, s.role, s.case_key) for s in series} == {
-        ("liger", "liger", "batch8-hidden4096-bf16"), ("huggingface", "baseline", "batch8-hidden4096-bf16")}
-    assert next(s for s in series if s.provider == "liger").workload.axes == {"batch": 8, "hidden": 4096}
-    assert [c.verdict for c in detect_regressions(runs).comparisons] == [SLOWDOWN]
-
-
-def test_providers_sharing_an_implementation_digest_stay_apart():
-    # torch and torch_compile implementations have identical specs (one digest); torch is the baseline
-    catalogue = SampleCatalogue()
-    catalogue.run(provider="torch", median_ns=1_000_000)
-    catalogue.run(provider="torch_compile", median_ns=5_000_000)
-    series = build_series(catalogue.manifests())
-    assert len({s.key.implementation_digest for s in series}) == 1
-    assert {(s.provider, s.role, s.latest.median_ns) for s in series} == {
-        ("torch", "baseline", 1_000_000), ("torch_compile", "other", 5_000_000)}
+def test_changes_are_grouped_by_cause_and_sorted_by_magnitude(ci_result):
+    order = ["liger", "environment", "host", "unknown"]
+    causes = [order.index(c["cause"]) for c in ci_result["changes"]]
+    assert causes == sorted(causes)
+    liger = [abs(math.log(c["magnitude"])) for c in ci_result["changes"] if c["cause"] == "liger"]
+    assert liger == sorted(liger, reverse=True)

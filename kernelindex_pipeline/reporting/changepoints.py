@@ -12,8 +12,10 @@ both on the same data; the numbers are in the README.
 The model, per series (values ``x`` are log latency or log peak memory, so shifts are ratios):
 
 - **Noise** ``sigma``: the MAD of successive differences (``1.4826 * median|dx| / sqrt(2)``), which a
-  single step barely moves, shrunk towards the pooled noise of comparable series (same GPU, metric and
-  latency class) with ``PRIOR_DF`` degrees of freedom, so a series of five runs that happened to agree
+  single step barely moves (once changes are found, a second pass uses the differences within the
+  segments), shrunk towards the pooled noise of comparable series (same GPU, metric and
+  latency class) with ``NOISE_PRIOR_DF`` degrees of freedom (the series' own MAD counts as 0.37 per
+  difference, its efficiency), so a series of five runs that happened to agree
   closely does not get a tiny noise. Never the p20-p80 band of one run: that band is the spread of one
   sweep's repetitions, often zero (p20 = p50 = p80 for long kernels and every memory row).
 - **Run uncertainty**: a value of a run whose host effect was large and uneven across kernels carries
@@ -34,11 +36,14 @@ The model, per series (values ``x`` are log latency or log peak memory, so shift
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
-PRIOR_DF = 4.0  # weight of the pooled noise, in degrees of freedom of the series' own estimate
+PRIOR_DF = 10.0  # weight of the model noise when the merge step re-estimates it from a segment's scatter
+NOISE_PRIOR_DF = 8.0  # weight of the pooled noise of comparable series, in degrees of freedom
+MAD_EFFICIENCY = 0.37  # a MAD-based scale uses n values about as well as a variance uses 0.37 n
 CLIP = 3.0  # outlier guard, in sigma around the running median
 MEDIAN_WINDOW = 5
 SIGMA_FLOOR = 1e-3  # 0.1 %: memory series repeat exactly; a zero noise would make any change infinite
@@ -91,26 +96,39 @@ def raw_noise(x: np.ndarray) -> float:
     return float(_MAD * np.median(np.abs(np.diff(x))) / math.sqrt(2.0))
 
 
-def shrunk_noise(own: float, runs: int, pooled: float) -> float:
-    """The series' noise shrunk towards the pooled noise of comparable series."""
-    df = max(runs - 1, 0)
-    value = math.sqrt((PRIOR_DF * pooled**2 + df * own**2) / (PRIOR_DF + df)) if PRIOR_DF + df else pooled
+def within_noise(x: np.ndarray, cuts: list[int]) -> float:
+    """Noise from the successive differences inside the segments between `cuts` (root mean square: once
+    the steps are known there is nothing left to be robust against, and a mean of squares uses few
+    values far better than a median does)."""
+    bounds = [0, *cuts, len(x)]
+    diffs = np.concatenate([np.diff(x[a:b]) for a, b in zip(bounds[:-1], bounds[1:], strict=True)])
+    if len(diffs) == 0:
+        return 0.0
+    return float(math.sqrt(np.mean(diffs**2) / 2.0))
+
+
+def shrunk_noise(own: float, df: float, pooled: float) -> float:
+    """The series' noise (an estimate worth `df` degrees of freedom) shrunk towards the pooled noise of
+    comparable series (worth NOISE_PRIOR_DF)."""
+    df = max(df, 0.0)
+    value = math.sqrt((NOISE_PRIOR_DF * pooled**2 + df * own**2) / (NOISE_PRIOR_DF + df))
     return max(value, SIGMA_FLOOR)
 
 
 def guarded(x: np.ndarray, scale: np.ndarray) -> np.ndarray:
-    """Values clipped to their running median +- CLIP x their own scale (window MEDIAN_WINDOW). The first
-    and last values are left as they are: their window would be mostly one side, and a run that returns
-    to the old level after a two-run excursion must not be pulled towards the excursion."""
+    """Values clipped to their running median +- CLIP x their own scale, where the whole window of
+    MEDIAN_WINDOW values exists. Values nearer the ends are left as they are: a shortened window is not
+    edge-preserving (its median of four is a mean of two), and a run that returns to the old level after a
+    two-run excursion must not be pulled towards the excursion; the merge step's scatter-aware test is
+    what weighs them."""
     n = len(x)
-    if n < 3:
+    if n < MEDIAN_WINDOW:
         return x
     half = MEDIAN_WINDOW // 2
-    padded = np.concatenate([np.full(half, np.nan), x, np.full(half, np.nan)])
-    windows = np.lib.stride_tricks.sliding_window_view(padded, MEDIAN_WINDOW)
-    centre = np.nanmedian(windows, axis=1)
-    out = np.clip(x, centre - CLIP * scale, centre + CLIP * scale)
-    out[0], out[-1] = x[0], x[-1]
+    centre = np.median(np.lib.stride_tricks.sliding_window_view(x, MEDIAN_WINDOW), axis=1)
+    out = x.copy()
+    inner = slice(half, n - half)
+    out[inner] = np.clip(x[inner], centre - CLIP * scale[inner], centre + CLIP * scale[inner])
     return out
 
 
@@ -200,16 +218,18 @@ def _passes(split: Split, settings: Settings) -> bool:
     return split.p_value < settings.alpha and abs(split.log_ratio) >= settings.min_log_effect
 
 
-def find_changes(x: np.ndarray, sigma: float, settings: Settings, extra: np.ndarray | None = None) -> list[Split]:
+def find_changes(x: np.ndarray, sigma: float, settings: Settings, extra: np.ndarray | None = None,
+                 refine: Callable[[list[int]], float] | None = None) -> list[Split]:
     """Accepted change points of `x` (log values in time order), in time order. `sigma` is the series'
     noise; `extra` an additional standard deviation per value (the uncertainty of the host effect taken
     out of that run), so values of a run whose host moved every kernel differently weigh less.
+    `refine(cuts)` gives the noise again once the split step has proposed cuts (see `within_noise`).
 
     Split, then merge (the two steps of Hunter/Otava): binary segmentation with the model variance and a
     ten times looser level proposes cuts; then, repeatedly, each cut is judged between its neighbouring
     cuts with the scatter-aware test, and the weakest failing one is removed, until every cut passes."""
-    variance = sigma**2 + (extra**2 if extra is not None else 0.0)
-    scale = np.sqrt(variance) * np.ones(len(x))
+    extra2 = extra**2 if extra is not None else 0.0
+    scale = np.sqrt(sigma**2 + extra2) * np.ones(len(x))
     w = 1.0 / scale**2
     y = guarded(x, scale)
     m = settings.min_segment
@@ -225,6 +245,10 @@ def find_changes(x: np.ndarray, sigma: float, settings: Settings, extra: np.ndar
             cuts.append(index)
             pending += [(start, index), (index, stop)]
     cuts.sort()
+    if cuts and refine is not None:
+        scale = np.sqrt(refine(cuts) ** 2 + extra2) * np.ones(len(x))
+        w = 1.0 / scale**2
+        y = guarded(x, scale)
     while cuts:
         bounds = [0, *cuts, len(x)]
         judged = [_judge(y, w, bounds[i - 1], c, bounds[i + 1], settings) for i, c in enumerate(cuts, start=1)]

@@ -11,14 +11,16 @@ Estimate (all in log scale, per latency class; pandas group-bys, so a million ru
    median of the ``NEIGHBOURS`` previous values, ``d_right`` from the median of the next ones. A host
    effect is a *transient*: the run deviates from both sides in the same direction, and the smaller of
    the two deviations is taken; a persistent change (a step) deviates from one side only and counts 0.
-   The first and last runs of a series have one side only; the newest run's effect is therefore
-   provisional (a step in every kernel at the newest run looks like a host effect until the next run).
+   The first and last runs of a series have one side only: a step at the newest run may be real, so there
+   the run's one-sided deviation (over kernel groups) is not taken out but counted as uncertainty of those
+   values; the newest run's host effect is judged once a later run exists.
 2. Robust over the run: the median over *kernel groups* (kernel and provider) of each group's median
    deviation, so a kernel with forty workloads is one voice, not forty; needs ``MIN_GROUPS`` groups.
 3. Repeated ``ITERATIONS`` times on the values with the current effects removed, so two slow runs in a
    row (each the other's neighbour) are both found in full.
 
-The effect's standard error is ``1.2533 * 1.4826 * MAD / sqrt(groups)`` over the group medians; how
+The effect's standard error is ``1.2533 * 1.4826 * MAD / sqrt(groups)`` over the group medians (at least
+what the class's usual spread gives); effects within ``TAKE_OUT_Z`` standard errors of 0 are left in; how
 unevenly it hit the kernels (that spread beyond the class's usual spread) is kept per run and class as
 extra variance of that run's values (`changepoints.find_changes`).
 """
@@ -34,6 +36,7 @@ import pandas as pd
 
 NEIGHBOURS = 3
 MIN_GROUPS = 3
+TAKE_OUT_Z = 2.0  # an estimated effect is taken out of the series when at least this many standard errors
 MIN_SERIES = 3  # series of one script in one run needed for an effect of that script
 _MAD = 1.4826
 ITERATIONS = 3
@@ -126,14 +129,17 @@ def _side_medians(series: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, n
     return left, right
 
 
-def _deviations(series: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Transient deviation of each value from its series' neighbours on both sides (NaN at a series'
-    first and last value: one side cannot tell a host effect from a step)."""
+def _deviations(series: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(two-sided, with one side) deviations of each value from its series' neighbours. Two-sided: the
+    transient part (NaN at a series' first and last value); with one side: the same, and at the first
+    and last value the deviation from the one side there is."""
     left, right = _side_medians(series, y)
     d_left, d_right = y - left, y - right
     same_side = np.sign(d_left) == np.sign(d_right)
     transient = np.where(same_side, np.sign(d_left) * np.minimum(np.abs(d_left), np.abs(d_right)), 0.0)
-    return np.where(np.isfinite(d_left) & np.isfinite(d_right), transient, np.nan)
+    both = np.isfinite(d_left) & np.isfinite(d_right)
+    two_sided = np.where(both, transient, np.nan)
+    return two_sided, np.where(both, transient, np.where(np.isfinite(d_left), d_left, d_right))
 
 
 def _robust_stats(values: pd.Series, keys: list[pd.Series]) -> pd.DataFrame:
@@ -160,19 +166,33 @@ def estimate(series: np.ndarray, run: np.ndarray, cls: np.ndarray, group: np.nda
     script_corr = np.zeros(len(x))
     run_s, cls_s, script_s = pd.Series(run), pd.Series(cls), pd.Series(script)
     for _ in range(ITERATIONS):
-        d = pd.Series(_deviations(series, x - run_corr - script_corr))
+        two_sided, _ = _deviations(series, x - run_corr - script_corr)
+        d = pd.Series(two_sided)
         ok = d.notna()
         per_group = d[ok].groupby([run_s[ok], cls_s[ok], pd.Series(group)[ok]]).median()
         level = per_group.index.droplevel(2)
         stats = _robust_stats(pd.Series(per_group.to_numpy()), [pd.Series(level.get_level_values(0)), pd.Series(level.get_level_values(1))])
-        step = stats["median"].where(stats["count"] >= MIN_GROUPS, 0.0)
+        # the standard error is at least what the class's usual spread over groups gives (a MAD of four
+        # values can be nearly zero by chance); an effect within two standard errors of 0 is not taken out
+        usual = stats["sd"].groupby(level=1).transform("median")
+        stats["se"] = np.maximum(stats["se"], 1.2533 * usual / np.sqrt(stats["count"]))
+        taken = (stats["count"] >= MIN_GROUPS) & (stats["median"].abs() >= TAKE_OUT_Z * stats["se"])
+        step = stats["median"].where(taken, 0.0)
         run_step = _lookup(step, [run, cls])
         run_corr += run_step
-        # what the class effect leaves, per (run, script): one script hit by a hiccup of the host
-        rest = (d - run_step)[ok]
-        script_stats = _robust_stats(rest, [run_s[ok], script_s[ok]])
+        # what the class effect leaves, per (run, script): one script hit by a hiccup of the host. Two-sided
+        # only: at a series' newest run one side cannot tell a script's hiccup from its own real change.
+        rest = pd.Series(two_sided - run_step)
+        ok2 = rest.notna()
+        script_stats = _robust_stats(rest[ok2], [run_s[ok2], script_s[ok2]])
+        # the standard error is at least what the usual scatter of deviations in the members' classes gives
+        # (a MAD of four values can be nearly zero by chance)
+        usual_sd = _MAD * rest[ok2].abs().groupby(cls_s[ok2]).median()
+        member_sd = pd.Series(cls_s[ok2].map(usual_sd).to_numpy()).groupby([run_s[ok2].to_numpy(), script_s[ok2].to_numpy()]).median()
+        se = np.maximum(script_stats["se"], 1.2533 * member_sd.reindex(script_stats.index).to_numpy() / np.sqrt(script_stats["count"]))
+        script_stats["se"] = se
         size = script_stats["median"].abs()
-        keep = (script_stats["count"] >= MIN_SERIES) & (size >= min_log_effect) & (size >= z_needed * script_stats["se"])
+        keep = (script_stats["count"] >= MIN_SERIES) & (size >= min_log_effect) & (size >= z_needed * se)
         script_corr += _lookup(script_stats["median"].where(keep, 0.0), [run, script])
     run_table = stats.rename(columns={"count": "groups"})
     run_table["log_factor"] = _lookup(pd.Series(run_corr, index=pd.MultiIndex.from_arrays([run, cls])).groupby(level=[0, 1]).first(),
@@ -182,6 +202,17 @@ def estimate(series: np.ndarray, run: np.ndarray, cls: np.ndarray, group: np.nda
     usual = run_table["sd"].groupby(level=1).transform("median")
     run_table["extra"] = np.sqrt(np.maximum(run_table["sd"] ** 2 - usual**2, 0.0))
     extra = _lookup(run_table["extra"], [run, cls])
+    # A series' first and last values have one side only: how far the run stood out there, over its kernel
+    # groups, is not taken out (a step in every kernel at the newest run may be real) but counted as
+    # uncertainty of those values, so a slow newest (or oldest) run cannot make a change on its own.
+    two_sided, with_one_side = _deviations(series, x - run_corr - script_corr)
+    edge = np.isnan(two_sided) & np.isfinite(with_one_side)
+    if edge.any():
+        one = pd.Series(with_one_side[edge])
+        per_group = one.groupby([run_s[edge].to_numpy(), cls_s[edge].to_numpy(), np.asarray(group)[edge]]).median()
+        grouped = per_group.groupby(level=[0, 1])
+        edge_effect = grouped.median().where(grouped.size() >= MIN_GROUPS, 0.0)
+        extra = np.where(edge, np.hypot(extra, _lookup(edge_effect, [run, cls])), extra)
     totals = pd.DataFrame({"run": run, "script": script, "log_factor": script_corr, "d": 0.0})
     counts = totals.groupby(["run", "script"]).size()
     script_table = totals.groupby(["run", "script"])["log_factor"].first().to_frame()

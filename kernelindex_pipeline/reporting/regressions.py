@@ -47,7 +47,7 @@ from typing import Any
 import numpy as np
 
 from . import host_effects
-from .changepoints import Settings, Split, find_changes, raw_noise, shrunk_noise
+from .changepoints import MAD_EFFICIENCY, Settings, Split, find_changes, raw_noise, shrunk_noise, within_noise
 
 LATENCY = "latency"
 PEAK_MEMORY = "peak_memory"
@@ -487,10 +487,11 @@ def _detect(obs: _Observations, settings: Settings) -> RegressionReport:
     is_memory = np.array([keys[s].metric == PEAK_MEMORY for s in series_ids])
     series_class = np.where(is_memory, host_effects.MEMORY_CLASS, host_effects.latency_class(typical))
     lengths = np.diff(bounds)
-    p_cls = np.repeat(series_class, lengths)
     group_ids: dict[tuple, int] = {}
     series_group = np.array([group_ids.setdefault((keys[s].kernel, keys[s].provider, keys[s].metric), len(group_ids))
                              for s in series_ids])
+    series_class = _merge_sparse_classes(series_class, series_group, np.array([keys[s].gpu for s in series_ids]))
+    p_cls = np.repeat(series_class, lengths)
     script_ids: dict[str, int] = {}
     series_script = np.array([script_ids.setdefault(keys[s].kernel, len(script_ids)) for s in series_ids])
     fit = host_effects.estimate(p_sid, p_run, p_cls, np.repeat(series_group, lengths), np.repeat(series_script, lengths),
@@ -516,8 +517,18 @@ def _detect(obs: _Observations, settings: Settings) -> RegressionReport:
         if lengths[i] < settings.min_runs:
             insufficient.append(Insufficient(key, int(lengths[i])))
             continue
-        sigma = shrunk_noise(own_noise[i], int(lengths[i]), pooled.get(pool_key[i], own_noise[i]))
-        splits = find_changes(corrected[a:b], sigma, settings, fit.extra[a:b])
+        prior = pooled.get(pool_key[i], own_noise[i])
+        sigma = shrunk_noise(own_noise[i], MAD_EFFICIENCY * (int(lengths[i]) - 1), prior)
+        values, runs = corrected[a:b], int(lengths[i])
+        refined: list[float] = []
+
+        def refine(cuts: list[int], values=values, runs=runs, prior=prior, refined=refined) -> float:
+            # the noise inside the proposed segments: a mean of squares of runs - 1 - len(cuts) differences
+            refined.append(shrunk_noise(within_noise(values, cuts), runs - 1 - len(cuts), prior))
+            return refined[-1]
+
+        splits = find_changes(values, sigma, settings, fit.extra[a:b], refine)
+        sigma = refined[-1] if refined else sigma
         idx = first[a:b]
         trend = Trend(key=key, case_key=obs.case_keys[s], observed_at=[obs.observed[j] for j in idx],
                       versions=[obs.version[j] for j in idx], sources=[sources[r].label for r in p_run[a:b]],
@@ -538,6 +549,26 @@ def _detect(obs: _Observations, settings: Settings) -> RegressionReport:
     reported, every = _host_effect_entries(fit, sources, settings, list(script_ids))
     return RegressionReport(settings=settings, runs=n, sources=sources, trends=trends, insufficient=insufficient,
                             host_effects=reported, all_host_effects=every, changes=changes, skipped=obs.skipped)
+
+
+def _merge_sparse_classes(classes: np.ndarray, groups: np.ndarray, gpus: np.ndarray) -> np.ndarray:
+    """Latency classes with kernel groups, but fewer than host_effects.MIN_GROUPS of them on a GPU, merged
+    into the neighbouring class with more groups, so every series gets a run effect estimated over enough
+    kernels (a series whose class is too small would otherwise be judged with its run's host effect in)."""
+    classes = classes.copy()
+    for gpu in np.unique(gpus):
+        on_gpu = gpus == gpu
+        while True:
+            counts = {int(c): len(set(groups[on_gpu & (classes == c)])) for c in np.unique(classes[on_gpu])
+                      if c != host_effects.MEMORY_CLASS}
+            sparse = [c for c, n in counts.items() if n < host_effects.MIN_GROUPS]
+            if not sparse or len(counts) < 2:
+                break
+            c = sparse[0]
+            neighbours = [d for d in counts if d != c]
+            target = min(neighbours, key=lambda d: (abs(d - c), -counts[d]))
+            classes[on_gpu & (classes == c)] = target
+    return classes
 
 
 def _host_or_unknown(pending: list[tuple[Trend, Split]], trends: list[Trend]) -> list[Change]:
