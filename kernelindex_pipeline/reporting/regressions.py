@@ -46,6 +46,8 @@ from typing import Any
 
 import numpy as np
 
+from kernelindex_pipeline.liger import identity
+
 from . import host_effects
 from .changepoints import MAD_EFFICIENCY, Settings, Split, find_changes, raw_noise, shrunk_noise, within_noise
 
@@ -65,20 +67,10 @@ class RegressionInputError(ValueError):
 # ------------------------------------------------------------------------------------ identities
 
 
-def run_identity(spec: dict[str, Any]) -> tuple[str, str, str, str, str] | None:
-    """(kernel, mode, provider, gpu slug, case key) of a Liger run, from sourceNative (speed runs:
-    ``kernel/mode/provider/gpu/caseKey/timestamp``; memory runs carry ``/memory`` after the mode).
-
-    The one place this module reads a Liger identity; to be replaced by liger/identity.py (issue 8).
-    """
-    native = spec.get("sourceNative") or {}
-    parts = str(native.get("externalId") or "").split("/")
-    if len(parts) >= 7 and parts[2] == "memory":  # memory runs: kernel/mode/memory/provider/gpu/caseKey/timestamp
-        del parts[2]
-    if len(parts) < 5:
-        return None
-    kernel, _, mode = str(native.get("benchmark") or "").removesuffix("/memory").partition("/")
-    return kernel or parts[0], mode or parts[1], parts[2], parts[3], parts[4]
+def run_identity(spec: dict[str, Any]) -> identity.RunIdentity | None:
+    """What a Liger run's sourceNative.externalId says (kernel, mode, provider, GPU slug, case key, metric),
+    parsed by liger/identity.py, where it is built."""
+    return identity.parse_external_id(str((spec.get("sourceNative") or {}).get("externalId") or ""))
 
 
 def metric_value(spec: dict[str, Any]) -> tuple[str, float] | None:
@@ -337,11 +329,11 @@ class _Observations:
             if spec.get("status", "passed") != "passed":
                 self.skipped["not passed"] += 1
                 continue
-            identity = run_identity(spec)
+            found = run_identity(spec)
             measured = metric_value(spec)
             observed = spec.get("observedAt")
             digests = [spec.get(f) for f in ("implementationDigest", "workloadDigest", "protocolDigest", "environmentDigest")]
-            if identity is None:
+            if found is None:
                 self.skipped["no Liger external id (sourceNative.externalId)"] += 1
                 continue
             if measured is None:
@@ -350,8 +342,12 @@ class _Observations:
             if not isinstance(observed, str) or not all(digests):
                 self.skipped["no observedAt or a missing referenced digest"] += 1
                 continue
-            kernel, mode, provider, gpu, case_key = identity
-            key = SeriesKey(kernel, mode, provider, digests[0], digests[1], digests[2], gpu, measured[0])
+            if found.metric != measured[0]:
+                self.skipped["externalId and measurement disagree on the metric"] += 1
+                continue
+            key = SeriesKey(found.kernel, found.mode, found.provider, digests[0], digests[1], digests[2], found.gpu_slug,
+                            measured[0])
+            case_key = found.case_key
             sid = self.series.get(key)
             if sid is None:
                 sid = self.series[key] = len(self.series)
