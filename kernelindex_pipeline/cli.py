@@ -186,15 +186,39 @@ def _checked_partitions(keys: list[str]) -> list[tuple[str, str]]:
 
 
 def _dagster_home() -> Path:
-    """DAGSTER_HOME (default ./.dagster_home), created with the project's dagster.yaml when new."""
-    import shutil
-
+    """DAGSTER_HOME (default ./.dagster_home), created when new (see _local_instance)."""
     home = Path(os.environ.get("DAGSTER_HOME") or Path.cwd() / ".dagster_home").resolve()
     home.mkdir(parents=True, exist_ok=True)
     os.environ["DAGSTER_HOME"] = str(home)
-    if not (home / "dagster.yaml").exists():
-        shutil.copy(Path(__file__).resolve().parent / "data" / "dagster.yaml", home / "dagster.yaml")
     return home
+
+
+def _local_instance(home: Path):
+    """DAGSTER_HOME's instance (home given a copy of the project's dagster.yaml when new).
+
+    Dagster creates and migrates its SQLite storage when an instance is first made; two processes
+    doing that at once on a fresh home break it ("table runs already exists", "more than one head
+    present"), sometimes for good. So that step is serialised across processes with a file lock in
+    DAGSTER_HOME (filelock: released when the holder dies), and ends only once every storage database
+    exists (some are created on first use)."""
+    import shutil
+    import tempfile
+
+    from dagster import DagsterInstance
+    from filelock import FileLock
+
+    with FileLock(home / ".kernelindex-instance.lock"):
+        config = home / "dagster.yaml"
+        if not config.exists():  # written whole, never seen half-copied by another process
+            with tempfile.NamedTemporaryFile("wb", dir=home, prefix=".dagster.yaml.", delete=False) as tmp:
+                with open(Path(__file__).resolve().parent / "data" / "dagster.yaml", "rb") as source:
+                    shutil.copyfileobj(source, tmp)
+            os.replace(tmp.name, config)
+        instance = DagsterInstance.get()
+        instance.get_runs_count()
+        instance.get_dynamic_partitions("kernelindex-instance-check")
+        instance.all_instigator_state()
+    return instance
 
 
 def _run_import(args: argparse.Namespace, run) -> int:
@@ -202,7 +226,7 @@ def _run_import(args: argparse.Namespace, run) -> int:
     import logging
     import warnings
 
-    from dagster import BetaWarning, DagsterInstance, PreviewWarning
+    from dagster import BetaWarning, PreviewWarning
 
     home = _dagster_home()
     if not args.verbose:
@@ -214,7 +238,7 @@ def _run_import(args: argparse.Namespace, run) -> int:
 
     print(f"DAGSTER_HOME={home}", file=sys.stderr)
     try:
-        with DagsterInstance.get() as instance:
+        with _local_instance(home) as instance:
             summary = run(instance, home, lambda line: print(line, file=sys.stderr))
     except UnknownPartitions as error:  # checked against the history before any partition runs
         raise UsageError(str(error)) from None

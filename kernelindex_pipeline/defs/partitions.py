@@ -13,6 +13,7 @@ from collections.abc import Iterable
 
 from dagster import DagsterInstance, DynamicPartitionsDefinition
 from packaging.version import InvalidVersion, Version
+from sqlalchemy.exc import IntegrityError
 
 from kernelindex_pipeline.liger.partition import PARTITION_VALUE
 
@@ -62,11 +63,21 @@ def version_order(pair: tuple[str, str]) -> tuple:
 
 def register_partitions(instance: DagsterInstance, source: str, pairs: Iterable[tuple[str, str]]) -> list[str]:
     """Add the keys of `pairs` that `source` does not have yet, in version order; return the new keys."""
-    existing = set(instance.get_dynamic_partitions(source_partitions[source].name))
-    new = [benchmark_partition_key(gpu, version) for gpu, version in sorted(set(pairs), key=version_order)]
-    new = [key for key in new if key not in existing]
+    name = source_partitions[source].name
+    wanted = [benchmark_partition_key(gpu, version) for gpu, version in sorted(set(pairs), key=version_order)]
+    existing = set(instance.get_dynamic_partitions(name))
+    new = [key for key in wanted if key not in existing]
     if new:
-        instance.add_dynamic_partitions(source_partitions[source].name, new)
+        try:
+            instance.add_dynamic_partitions(name, new)
+        except IntegrityError:  # another process (an import, a sensor) added some of them meanwhile
+            existing = set(instance.get_dynamic_partitions(name))
+            new = [key for key in wanted if key not in existing]
+            for key in new:
+                try:
+                    instance.add_dynamic_partitions(name, [key])
+                except IntegrityError:
+                    pass  # added by the other process after all
     return new
 
 
