@@ -87,6 +87,27 @@ HOSTILE = {
             while True:
                 time.sleep(1)
         ''',
+    "benchmark_kill_launcher.py": '''
+        import os
+        import signal
+        import time
+
+        if __name__ == "__main__":
+            if os.fork() == 0:
+                os.setsid()
+                if os.fork() == 0:
+                    with open(os.path.join(os.environ["STANDIN_DIR"], "orphan.pid"), "w") as handle:
+                        handle.write(str(os.getpid()))
+                    while True:
+                        time.sleep(1)
+                os._exit(0)
+            os.wait()
+            while not os.path.exists(os.path.join(os.environ["STANDIN_DIR"], "orphan.pid")):
+                time.sleep(0.05)
+            os.kill(os.getppid(), signal.SIGKILL)  # the launcher, which would have killed the daemon
+            while True:
+                time.sleep(1)
+        ''',
     "benchmark_sabotage_csv_dir.py": '''
         import os
 
@@ -264,6 +285,18 @@ def test_a_double_forked_daemon_dies_with_its_script_and_credits_no_rows(site):
     assert (rms.kernels, rms.rows, rms.problems) == (["rms_norm"], 24, [])
     rows = read_rows(result.csv_path)
     assert len(rows) == result.rows == daemon.rows + 24
+
+
+def test_a_script_that_kills_its_launcher_still_leaves_nothing_behind(site):
+    (site["dir"] / "orphan.pid").unlink(missing_ok=True)
+    result = sweep(site, "kill-launcher", ["benchmark_kill_launcher.py", "benchmark_rms_norm.py"])
+    orphan_pid = int((site["dir"] / "orphan.pid").read_text())
+    assert gone(orphan_pid), "the daemon of a script that killed its launcher outlived it"
+    killer, rms = result.outcomes
+    assert (killer.status.value, killer.exit_code) == ("failed", None)
+    kinds = {p["kind"]: p["message"] for p in killer.problems}
+    assert "launcher_failed" in kinds and f"{orphan_pid} python" in kinds["leftover_processes"]
+    assert (rms.status.value, rms.rows, rms.problems) == ("ok", 24, [])
 
 
 # --- item 11: the scripts die with the sweep -------------------------------------------------------------

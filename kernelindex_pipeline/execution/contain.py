@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import ctypes
 import json
 import os
@@ -33,12 +34,14 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
+PR_GET_CHILD_SUBREAPER = 37
 LOG_HEAD_BYTES = 4 * 2**20
 LOG_TAIL_BYTES = 4 * 2**20
 KILL_GRACE_S = 5.0
@@ -57,6 +60,7 @@ def prctl(option: int, value: int) -> None:
         raise ContainmentUnavailable(f"benchmark scripts are contained with Linux prctl(); this is {sys.platform}")
     if _libc is None:
         _libc = ctypes.CDLL(None, use_errno=True)
+        _libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
     if _libc.prctl(option, value, 0, 0, 0) != 0:
         errno = ctypes.get_errno()
         raise ContainmentUnavailable(errno, f"prctl({option}, {value}) failed: {os.strerror(errno)}")
@@ -110,13 +114,13 @@ class CappedLog:
             self.write(chunk)
 
 
-def kill_descendants() -> list[dict]:
-    """SIGKILL and reap every process below this one (as subreaper, all orphans of the script are
-    its children); returns {pid, name} of each. Repeats until none is left: a child killed while it
+def kill_descendants(keep: frozenset[int] = frozenset()) -> list[dict]:
+    """SIGKILL and reap every child of this process but `keep` (as subreaper, every orphan below it
+    is its child); returns {pid, name} of each. Repeats until none is left: a child killed while it
     forked leaves its own children, re-parented here, for the next round."""
     killed = []
     me = psutil.Process()
-    while children := me.children():
+    while children := [child for child in me.children() if child.pid not in keep]:
         for child in children:
             try:
                 killed.append({"pid": child.pid, "name": child.name()})
@@ -129,6 +133,18 @@ def kill_descendants() -> list[dict]:
             except ChildProcessError:
                 pass
     return killed
+
+
+@contextlib.contextmanager
+def subreaper() -> Iterator[None]:
+    """This process is a child subreaper inside the block (as it was before, after it)."""
+    was = ctypes.c_int(0)
+    prctl(PR_GET_CHILD_SUBREAPER, ctypes.addressof(was))
+    prctl(PR_SET_CHILD_SUBREAPER, 1)
+    try:
+        yield
+    finally:
+        prctl(PR_SET_CHILD_SUBREAPER, was.value)
 
 
 class _Stop(BaseException):

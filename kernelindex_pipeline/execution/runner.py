@@ -33,6 +33,8 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+import psutil
+
 from ..liger.release import ReleaseError, extract_release, fetch_release
 from . import contain, sentinel
 from .coverage import SweepCoverage, expected_cases, read_rows, sweep_coverage
@@ -382,7 +384,7 @@ class ScriptRun:
     exit_code: int | None  # None when it was stopped at its timeout
     timed_out: bool
     seconds: float
-    status: dict | None  # contain.read_status(); None when the launcher died without one
+    status: dict  # contain.read_status(), or {"launcher_error": ..., "leftover_processes": ...} when there was none
 
 
 def _stop_launcher(launcher: subprocess.Popen) -> None:
@@ -397,34 +399,45 @@ def _stop_launcher(launcher: subprocess.Popen) -> None:
 
 
 def run_script(script: Path, python: Path, env: dict[str, str], log_path: Path, timeout_s: float, args: list[str], control_dir: Path) -> ScriptRun:
-    """Run one script through the launcher (contain.py): contained, its log capped."""
+    """Run one script through the launcher (contain.py): contained, its log capped.
+
+    While it runs this process is a child subreaper too: if the script kills its own launcher (same
+    user), what it forked is re-parented here instead of to init, and is killed when the launcher
+    is found dead (children of this process that appeared meanwhile; a caller that starts processes
+    from other threads at the same time would lose those too)."""
     control_dir.mkdir(parents=True, exist_ok=True)
     status_path = control_dir / f"{script.stem}.status.json"
     started = time.monotonic()
-    with (control_dir / f"{script.stem}.launcher.log").open("wb") as launcher_log:
+    existing = frozenset(child.pid for child in psutil.Process().children())
+    timed_out, orphans = False, []
+    with contain.subreaper(), (control_dir / f"{script.stem}.launcher.log").open("wb") as launcher_log:
         launcher = contain.launch(
             [str(python), script.name, *args], cwd=script.parent, env=env, log_path=log_path, status_path=status_path, stderr=launcher_log
         )
-    timed_out = False
-    try:
-        launcher.wait(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        _stop_launcher(launcher)
-        timed_out = True
-    except BaseException:  # cancelled (SIGTERM, Ctrl-C): leave nothing running
-        _stop_launcher(launcher)
-        raise
-    status = contain.read_status(status_path)
-    exit_code = None if timed_out or status is None else status.get("exit_code")
+        try:
+            launcher.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            _stop_launcher(launcher)
+            timed_out = True
+        except BaseException:  # cancelled (SIGTERM, Ctrl-C): leave nothing running
+            _stop_launcher(launcher)
+            raise
+        status = contain.read_status(status_path)
+        if status is None:
+            orphans = contain.kill_descendants(keep=existing)
+    if status is None:
+        status = {"launcher_error": f"it ended with exit code {launcher.returncode} and wrote no status", "leftover_processes": orphans}
+    exit_code = None if timed_out or "launcher_error" in status else status.get("exit_code")
     return ScriptRun(exit_code, timed_out, time.monotonic() - started, status)
 
 
 def _run_problems(run: ScriptRun) -> list[dict]:
     """What the launcher had to do beyond running the script, as outcome problems."""
-    if run.status is None or "launcher_error" in run.status:
-        why = (run.status or {}).get("launcher_error", "it wrote no status")
-        return [{"kind": "launcher_failed", "message": f"the script's launcher failed ({why}); its exit code is unknown"}]
     problems = []
+    if "launcher_error" in run.status:
+        problems.append(
+            {"kind": "launcher_failed", "message": f"the script's launcher failed ({run.status['launcher_error']}); its exit code is unknown"}
+        )
     leftovers = run.status.get("leftover_processes") or []
     if leftovers:
         listed = ", ".join(f"{p['pid']} {p['name']}" for p in leftovers[:5]) + (", ..." if len(leftovers) > 5 else "")
