@@ -118,6 +118,18 @@ HOSTILE = {
             os.mkdir(data_csv_path())
             open(os.path.join(data_csv_path(), "inside.txt"), "w").write("not a CSV")
         ''',
+    "benchmark_sabotage_csv_link.py": '''
+        import os
+        import shutil
+
+        from utils import data_csv_path
+
+        if __name__ == "__main__":
+            outside = os.path.join(os.environ["STANDIN_DIR"], "outside.csv")
+            shutil.copyfile(data_csv_path(), outside)  # a good-looking CSV, but elsewhere
+            os.remove(data_csv_path())
+            os.symlink(outside, data_csv_path())  # the next script would write through it
+        ''',
     "benchmark_sabotage_rewrite.py": '''
         import csv
         import os
@@ -322,8 +334,9 @@ def test_a_killed_sweep_takes_its_script_and_the_scripts_daemon_along(site, how)
 
 
 # --- item 12: a data CSV (or its .tmp) replaced by a directory --------------------------------------------
-def test_a_csv_replaced_by_a_directory_keeps_earlier_rows_and_later_scripts_run(site):
-    scripts = ["benchmark_rms_norm.py", "benchmark_sabotage_csv_dir.py", "benchmark_sabotage_tmp_dir.py", "benchmark_tiled_mlp.py"]
+def test_a_csv_replaced_by_a_directory_or_a_link_keeps_earlier_rows_and_later_scripts_run(site):
+    scripts = ["benchmark_rms_norm.py", "benchmark_sabotage_csv_dir.py", "benchmark_sabotage_csv_link.py",
+               "benchmark_sabotage_tmp_dir.py", "benchmark_tiled_mlp.py"]  # fmt: skip
     result = sweep(site, "csv-dir", scripts)
     outcomes = {o.script: o for o in result.outcomes}
     assert [o.script for o in result.outcomes] == scripts
@@ -332,15 +345,21 @@ def test_a_csv_replaced_by_a_directory_keeps_earlier_rows_and_later_scripts_run(
     assert len(rows) == result.rows == 36
     assert {r["kernel_name"] for r in rows} == {"rms_norm", "tiled_swiglu", "tiled_geglu"}
 
-    replaced = outcomes["benchmark_sabotage_csv_dir.py"]
-    assert replaced.csv_repaired and replaced.rows == 0
-    (problem,) = replaced.problems
-    assert problem["kind"] == "data_csv"
-    assert "the data CSV was replaced by a directory" in problem["message"] and "moved the directory" in problem["message"]
-    tmp = outcomes["benchmark_sabotage_tmp_dir.py"]
-    (problem,) = tmp.problems
-    assert "cut short" in problem["message"] or "lost its header" in problem["message"]
-    assert "all_benchmark_data.csv.tmp" in problem["message"]
+    def problem_of(script):
+        outcome = outcomes[script]
+        assert outcome.csv_repaired and outcome.rows == 0
+        (problem,) = outcome.problems
+        assert problem["kind"] == "data_csv"
+        return problem["message"]
+
+    message = problem_of("benchmark_sabotage_csv_dir.py")
+    assert "the data CSV was replaced by a directory" in message and "moved the directory" in message
+    assert "the data CSV was replaced by a symbolic link" in problem_of("benchmark_sabotage_csv_link.py")
+    message = problem_of("benchmark_sabotage_tmp_dir.py")
+    assert "lost its header" in message and "all_benchmark_data.csv.tmp" in message
+    # The link was replaced, not written through: its target still holds what the script copied there.
+    assert len(read_rows(site["dir"] / "outside.csv")) == 24
+    assert not os.path.islink(result.csv_path)
     # The directories are kept aside for inspection, out of the evidence logs.
     quarantined = sorted(p.name for p in (Path(result.work_dir) / "runner" / "quarantine").iterdir())
     assert quarantined == ["all_benchmark_data.csv.1", "all_benchmark_data.csv.tmp.2"]
