@@ -428,3 +428,12 @@ def test_rows_an_earlier_script_wrote_are_restored_when_a_later_one_rewrites_the
     assert len(before) == 24
     assert [r for r in read_rows(result.csv_path) if r["kernel_name"] == "rms_norm"] == before
     assert tiled.problems == []
+
+
+def test_a_host_without_prctl_refuses_the_sweep_clearly(site, monkeypatch):
+    from kernelindex_pipeline.execution.outcomes import HostCheckError
+
+    monkeypatch.setattr(contain.sys, "platform", "darwin")
+    with pytest.raises(HostCheckError, match="cannot contain benchmark scripts: benchmark scripts are contained with Linux prctl"):
+        sweep(site, "not-linux", ["benchmark_rms_norm.py"])
+    assert not (site["root"] / "not-linux").exists()  # refused before anything was made
