@@ -181,7 +181,7 @@ RUNS_QUERY = """
 query Runs {
   runsOrError(limit: 100) {
     __typename
-    ... on Runs { results { runId status tags { key value } } }
+    ... on Runs { results { runId jobName status tags { key value } } }
     ... on PythonError { message }
   }
 }
@@ -217,7 +217,7 @@ BACKFILL_TERMINAL = {"COMPLETED", "COMPLETED_SUCCESS", "COMPLETED_FAILED", "FAIL
 
 
 def runs(server: DagsterDevServer) -> list[dict[str, Any]]:
-    """Every run of the instance as {runId, status, tags: {key: value}}."""
+    """Every run of the instance as {runId, jobName, status, tags: {key: value}}."""
     result = server.graphql(RUNS_QUERY)["runsOrError"]
     if result["__typename"] != "Runs":
         raise ServerError(f"runsOrError: {result}")
@@ -231,16 +231,20 @@ def backfills(server: DagsterDevServer) -> list[dict[str, Any]]:
     return result["results"]
 
 
-def materialized_partitions(server: DagsterDevServer, asset: str) -> list[str]:
-    """The partition of every materialization event of `asset` (one entry per event)."""
-    result = server.graphql(MATERIALIZATIONS_QUERY, {"assetKey": {"path": [asset]}})["assetOrError"]
+def _path(asset: str | list[str]) -> list[str]:
+    return [asset] if isinstance(asset, str) else list(asset)
+
+
+def materialized_partitions(server: DagsterDevServer, asset: str | list[str]) -> list[str]:
+    """The partition of every materialization event of `asset` (a name or a key path; one entry per event)."""
+    result = server.graphql(MATERIALIZATIONS_QUERY, {"assetKey": {"path": _path(asset)}})["assetOrError"]
     if result["__typename"] != "Asset":
         return []  # AssetNotFoundError: never materialized
     return [event["partition"] for event in result["assetMaterializations"]]
 
 
-def check_executions(server: DagsterDevServer, asset: str, check: str) -> list[dict[str, Any]]:
-    return server.graphql(CHECK_EXECUTIONS_QUERY, {"assetKey": {"path": [asset]}, "checkName": check})["assetCheckExecutions"]
+def check_executions(server: DagsterDevServer, asset: str | list[str], check: str) -> list[dict[str, Any]]:
+    return server.graphql(CHECK_EXECUTIONS_QUERY, {"assetKey": {"path": _path(asset)}, "checkName": check})["assetCheckExecutions"]
 
 
 class Screenshots:

@@ -294,8 +294,11 @@ def run_import(
         summary.seconds = time.perf_counter() - started
         if summary.outcomes:
             summary.catalogue_run = wait_for_catalogue_refresh(instance, started_wall, log)
-        # Nothing this daemon launched may be cut off when it stops.
-        while instance.get_run_records(RunsFilter(statuses=ACTIVE, created_after=_datetime(started_wall)), limit=1):
+        # Nothing our own daemon launched may be cut off when it stops (a run it started would be left
+        # "started" forever); a daemon of `dagster dev` keeps running, so its runs need no waiting for.
+        while daemon.process is not None and instance.get_run_records(
+            RunsFilter(statuses=ACTIVE, created_after=_datetime(started_wall)), limit=1
+        ):
             time.sleep(0.5)
     return summary
 
