@@ -332,16 +332,19 @@ def run_check(args: argparse.Namespace) -> int:
     finally:
         store.close()
 
-    regressions = detect_regressions(manifests, args.threshold)
+    regressions = detect_regressions(manifests)
     (evidence / "regressions.json").write_text(json.dumps(regressions.to_dict(), indent=1, default=str, sort_keys=True))
     (evidence / "regressions.md").write_text(regressions.markdown() + "\n")
-    report = build_report(manifests, evidence / "report", args.threshold, title=f"GPU check: {gpu}, liger {' vs '.join(versions)}",
+    report = build_report(manifests, evidence / "report", title=f"GPU check: {gpu}, liger {' vs '.join(versions)}",
                           coverage=CoverageTable.of(s["imported"].report for s in swept).cells)
-    judged = sum(1 for c in regressions.comparisons if c.verdict != "insufficient_data")
+    judged = len(regressions.trends)
+    accounted = judged + len(regressions.insufficient)
 
     all_ok = all(not s["result"].failed for s in swept)
     published_all = all(s["present"] == set(s["imported"].manifests) and s["imported"].runs() for s in swept)
-    compared = len(versions) < 2 or judged > 0
+    # every series is judged or reported as insufficient (two releases are two runs per series: a change
+    # needs two runs on each side, so a two-release check accounts for the series without judging them)
+    compared = len(versions) < 2 or accounted > 0
     passed = all_ok and published_all and compared
     summary = {
         "passed": passed,
@@ -368,8 +371,9 @@ def run_check(args: argparse.Namespace) -> int:
         "settings": swept[0]["result"].settings,
         "device": {k: swept[0]["result"].host.get(k) for k in ("device_name", "compute_capability", "memory_bytes", "sm_count", "driver", "cuda_runtime")},
         "catalogue_counts_by_kind": counts_by_kind,
-        "regressions": {"series": regressions.series_count, "judged_pairs": judged, "slowdowns": len(regressions.regressions),
-                        "speedups": len(regressions.improvements), "insufficient": len(regressions.insufficient)},
+        "regressions": {"series": accounted, "judged": judged, "slowdowns": len(regressions.slowdowns),
+                        "speedups": len(regressions.speedups), "insufficient": len(regressions.insufficient),
+                        "host_effects": len(regressions.host_effects)},
         "report": {"path": str(report.path), **report.counts},
         "check_seconds": round(time.monotonic() - started, 1),
         "catalogue_notes": sorted(notes),
@@ -377,8 +381,8 @@ def run_check(args: argparse.Namespace) -> int:
     header = [
         f"GPU check {'PASSED' if passed else 'FAILED'}: {gpu} x liger {', '.join(versions)}",
         f"catalogue (temporary SQLite): {json.dumps(counts_by_kind, sort_keys=True)}",
-        f"regressions ({' vs '.join(versions)}): {regressions.series_count} series, {judged} judged pairs, "
-        f"{len(regressions.regressions)} slowdowns, {len(regressions.improvements)} speed-ups, {len(regressions.insufficient)} insufficient",
+        f"regressions ({' vs '.join(versions)}): {accounted} series, {judged} judged, "
+        f"{len(regressions.slowdowns)} slowdowns, {len(regressions.speedups)} speed-ups, {len(regressions.insufficient)} insufficient",
         f"report: {report.path} ({report.counts['charts']} charts)",
         f"check took {summary['check_seconds']} s; evidence in {evidence}",
         *(f"note: {note}" for note in sorted(notes)),
@@ -401,7 +405,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kernels", default=",".join(DEFAULT_KERNELS), help="comma-separated CSV kernel names")
     parser.add_argument("--timeout", type=float, default=DEFAULT_SCRIPT_TIMEOUT_S, help="seconds per script at most")
     parser.add_argument("--budget", type=float, default=DEFAULT_BUDGET_S, help="seconds for the whole check (all releases)")
-    parser.add_argument("--threshold", type=float, default=0.10, help="regression threshold (reporting/regressions.py)")
     parser.add_argument("--gpu", help="partition GPU slug (default: kebab of this host's CUDA device name)")
     parser.add_argument("--env-cache-dir", help="where the scripts' environments are cached")
     parser.add_argument("--bootstrap", action="store_true", help="always run from the bootstrap venv")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 import pytest
@@ -119,15 +119,17 @@ def test_full_history_report_renders_in_chromium(history_manifests, tmp_path):
         finally:
             browser.close()
 
-    # every series measured at a single Liger version is reported as insufficient data, not as "no regression"
-    versions_by_series: dict[tuple, set] = defaultdict(set)
+    # every series with too few runs for a change (two on each side) is reported as insufficient data, not as
+    # "no regression"; the others are judged
+    from kernelindex_pipeline.liger.identity import parse_external_id
+
+    runs_by_series: Counter = Counter()
     for m in history_manifests:
-        if m["kind"] == "BenchmarkRun" and "timing" in m["spec"]:  # regressions are judged on latency
-            spec = m["spec"]
-            key = tuple(spec["sourceNative"]["externalId"].split("/")[:5]) + (spec["environmentDigest"],)
-            versions_by_series[key].add(m["metadata"]["labels"]["liger_version"])
-    single = sum(1 for versions in versions_by_series.values() if len(versions) == 1)
-    assert sum(1 for s in result.regressions.insufficient_series
-               if s.reason == "measured at a single Liger version") == single
-    if single == len(versions_by_series):
+        if m["kind"] == "BenchmarkRun":
+            found = parse_external_id(m["spec"]["sourceNative"]["externalId"])
+            runs_by_series[(found.kernel, found.mode, found.provider, found.gpu_slug, found.case_key, found.memory)] += 1
+    short = sum(1 for n in runs_by_series.values() if n < result.regressions.settings.min_runs)
+    assert len(result.regressions.insufficient) == short
+    assert len(result.regressions.trends) == len(runs_by_series) - short
+    if short == len(runs_by_series):
         assert "Insufficient data" in result.path.read_text(encoding="utf-8")

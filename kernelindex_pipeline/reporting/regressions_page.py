@@ -25,7 +25,7 @@ matplotlib.use("Agg")
 import matplotlib.dates as mdates  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 
-from .host_effects import CLASS_LABELS, MEMORY_CLASS  # noqa: E402
+from .host_effects import CLASS_LABELS, MEMORY_CLASS, MIN_GROUPS  # noqa: E402
 from .regressions import CAUSES, PEAK_MEMORY, Change, RegressionReport, format_value  # noqa: E402
 
 PAGE_NAME = "regressions.html"
@@ -117,8 +117,7 @@ def _host_section(report: RegressionReport, charts_dir: Path) -> str:
            '<p class="note">How much slower (above 1) or faster the whole source run was than its neighbours, per '
            "latency class (robust over kernel groups), and single benchmark scripts of a run that moved on their own. "
            "Taken out of every series before changes are judged.</p>"]
-    if report.all_host_effects:
-        _host_chart(report, charts_dir / "host-effects.svg")
+    if _host_chart(report, charts_dir / "host-effects.svg"):
         out.append(f'<figure id="host-effects"><img src="{CHARTS_DIR}/host-effects.svg" alt="host effect per run and '
                    'latency class"><figcaption>Run-level factor per latency class; filled markers are reported '
                    "effects.</figcaption></figure>")
@@ -139,13 +138,16 @@ def _host_section(report: RegressionReport, charts_dir: Path) -> str:
     return "\n".join(out)
 
 
-def _host_chart(report: RegressionReport, path: Path) -> None:
+def _host_chart(report: RegressionReport, path: Path) -> bool:
+    """The run factor per latency class over time; False (and no file) when no run had enough groups."""
     reported = {(h.source, h.gpu) for h in report.host_effects if not h.kernel}
-    fig, ax = plt.subplots(figsize=(9, 2.8), dpi=100)
     by_class: dict[int, list] = {}
     for run, cls, log_factor, _se, groups in report.all_host_effects:
-        if groups >= 3:
+        if groups >= MIN_GROUPS:
             by_class.setdefault(cls, []).append((_time(run.observed_at), math.exp(log_factor), (run.label, run.gpu) in reported))
+    if not by_class:
+        return False
+    fig, ax = plt.subplots(figsize=(9, 2.8), dpi=100)
     cmap = plt.get_cmap("viridis")
     for cls, points in sorted(by_class.items()):
         points.sort()
@@ -161,6 +163,7 @@ def _host_chart(report: RegressionReport, path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, format="svg")
     plt.close(fig)
+    return True
 
 
 def _cause_section(cause: str, changes: list[Change], charts_dir: Path) -> str:
