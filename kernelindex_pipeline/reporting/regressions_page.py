@@ -24,6 +24,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.dates as mdates  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker  # noqa: E402
 
 from .host_effects import CLASS_LABELS, MEMORY_CLASS, MIN_GROUPS  # noqa: E402
 from .regressions import CAUSES, PEAK_MEMORY, Change, RegressionReport, format_value  # noqa: E402
@@ -94,10 +95,10 @@ def render_page(report: RegressionReport, charts_dir: Path) -> str:
            f"needs {s.min_segment} runs on each side, significance {s.alpha:g} and at least {s.min_effect:.0%}. "
            f"Magnitude is after / before with its 95 % interval. "
            f'<a href="{JSON_NAME}">regressions.json</a> · <a href="index.html">catalogue report</a></p>']
-    out.append(_host_section(report, charts_dir))
     by_cause = report.by_cause()
-    out.append("<nav><ul>" + "".join(f'<li><a href="#cause-{c}">{c}: {len(by_cause[c])} changes</a></li>' for c in CAUSES)
-               + "</ul></nav>")
+    out.append('<nav id="causes">Changes by cause: ' + " · ".join(
+        f'<a href="#cause-{c}">{c}: {len(by_cause[c])}</a>' for c in CAUSES) + "</nav>")
+    out.append(_host_section(report, charts_dir))
     for cause in CAUSES:
         out.append(_cause_section(cause, by_cause[cause], charts_dir))
     if report.insufficient:
@@ -122,7 +123,8 @@ def _host_section(report: RegressionReport, charts_dir: Path) -> str:
                    'latency class"><figcaption>Run-level factor per latency class; filled markers are reported '
                    "effects.</figcaption></figure>")
     if report.host_effects:
-        out.append("<table><tr><th>source run</th><th>observed</th><th>GPU</th><th>scope</th><th>factor</th><th>95 % CI</th>"
+        out.append(f"<details><summary>{len(report.host_effects)} host effects reported (table)</summary>"
+                   "<table><tr><th>source run</th><th>observed</th><th>GPU</th><th>scope</th><th>factor</th><th>95 % CI</th>"
                    "<th>evidence</th></tr>")
         for h in report.host_effects:
             scope = f"script {h.kernel}" if h.kernel else f"every kernel {h.latency_class}"
@@ -131,7 +133,7 @@ def _host_section(report: RegressionReport, charts_dir: Path) -> str:
             out.append(f"<tr><td>{_e(h.source)}</td><td>{_e(h.observed_at[:16])}</td><td>{_e(h.gpu)}</td><td>{_e(scope)}</td>"
                        f'<td class="num {css}">×{h.factor:.2f}</td><td class="num">{h.ci95[0]:.2f}–{h.ci95[1]:.2f}</td>'
                        f"<td>{_e(evidence)}</td></tr>")
-        out.append("</table>")
+        out.append("</table></details>")
     else:
         out.append('<p class="note">No run stood out.</p>')
     out.append("</section>")
@@ -147,7 +149,7 @@ def _host_chart(report: RegressionReport, path: Path) -> bool:
             by_class.setdefault(cls, []).append((_time(run.observed_at), math.exp(log_factor), (run.label, run.gpu) in reported))
     if not by_class:
         return False
-    fig, ax = plt.subplots(figsize=(9, 2.8), dpi=100)
+    fig, ax = plt.subplots(figsize=(9, 2.2), dpi=100)
     cmap = plt.get_cmap("viridis")
     for cls, points in sorted(by_class.items()):
         points.sort()
@@ -156,6 +158,11 @@ def _host_chart(report: RegressionReport, path: Path) -> bool:
         ax.scatter([p[0] for p in points if p[2]], [p[1] for p in points if p[2]], color=color, s=18, zorder=3)
     ax.axhline(1.0, color="#444", lw=0.8, ls=":")
     ax.set_yscale("log")
+    factors = [p[1] for points in by_class.values() for p in points]
+    ticks = [t for t in (0.5, 0.8, 1.0, 1.5, 2, 3, 5, 8) if min(factors) * 0.9 <= t <= max(factors) * 1.1]
+    ax.yaxis.set_major_locator(matplotlib.ticker.FixedLocator(ticks or [1.0]))
+    ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"×{v:g}"))
+    ax.yaxis.set_minor_locator(matplotlib.ticker.NullLocator())
     ax.set_ylabel("run factor")
     ax.legend(fontsize=6, ncol=5, loc="upper left", frameon=False)
     ax.xaxis.set_major_formatter(mdates.DateFormatter("%Y-%m-%d"))
@@ -224,6 +231,8 @@ def _trend_chart(change: Change, path: Path) -> None:
         ax.plot([times[a], times[b - 1]], [level, level], color="#0969da", lw=0.8, alpha=0.6)
     at = times[split.index - 1] + (times[split.index] - times[split.index - 1]) / 2
     ax.axvline(at, color="#cf222e" if change.direction == "slowdown" else "#1a7f37", lw=1.6)
+    if max(t.values) / min(t.values) > 5:  # a change of more than 5x: on a linear axis the rest is flat
+        ax.set_yscale("log")
     ax.set_ylabel("MiB" if t.key.metric == PEAK_MEMORY else "ms")
     ax.xaxis.set_major_formatter(mdates.DateFormatter("%y-%m"))
     ax.tick_params(labelsize=7)
