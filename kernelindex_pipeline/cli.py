@@ -239,12 +239,13 @@ def _run_import(args: argparse.Namespace, run) -> int:
     print(f"DAGSTER_HOME={home}", file=sys.stderr)
     try:
         with _local_instance(home) as instance:
-            summary = run(instance, home, lambda line: print(line, file=sys.stderr))
+            # The summary is printed as soon as the import's runs are done, before the catalogue refresh.
+            summary = run(instance, home, lambda line: print(line, file=sys.stderr, flush=True),
+                          lambda done: print("\n".join(done.lines()), flush=True))
     except UnknownPartitions as error:  # checked against the history before any partition runs
         raise UsageError(str(error)) from None
     except LaunchError as error:
         raise CommandError(str(error)) from None
-    print("\n".join(summary.lines()))
     print(f"open the UI on it: {ui_hint(home)}", file=sys.stderr)
     return 0 if summary.ok else 1
 
@@ -254,15 +255,16 @@ def _import_history(args: argparse.Namespace) -> int:
     partitions = _checked_partitions(args.partition)  # all of them, before anything is read or created
     from kernelindex_pipeline.defs.launch import import_history
 
-    return _run_import(args, lambda instance, home, log: import_history(
-        instance, home, partitions=partitions or None, verbose=args.verbose, log=log))
+    return _run_import(args, lambda instance, home, log, report: import_history(
+        instance, home, partitions=partitions or None, verbose=args.verbose, log=log, report=report))
 
 
 def _import_ci(args: argparse.Namespace) -> int:
     """Liger CI result files through Dagster: partitions whose files changed are imported, others not."""
     from kernelindex_pipeline.defs.launch import import_ci
 
-    return _run_import(args, lambda instance, home, log: import_ci(instance, home, args.locators, verbose=args.verbose, log=log))
+    return _run_import(args, lambda instance, home, log, report: import_ci(
+        instance, home, args.locators, verbose=args.verbose, log=log, report=report))
 
 
 # ------------------------------------------------------------------------------------------ export

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -176,8 +177,6 @@ class ImportSummary:
             out += [f"  {o.line()}" for o in empty]
         for run_id, reason in self.failed_runs.items():
             out.append(f"run {run_id} failed: {reason}")
-        if self.catalogue_run:
-            out.append(f"catalogue-wide assets refreshed by run {self.catalogue_run}")
         out += self.notes
         out.append(
             f"catalogue {self.catalogue_url}: {sum(self.catalogue_by_kind.values())} records ("
@@ -194,7 +193,10 @@ class Progress:
 
         self.tty = stream.isatty()
         self.stream = stream
-        self.bar = tqdm(total=partitions * len(STAGES), desc=label, unit="step", file=stream, leave=True) if self.tty else None
+        # A terminal that reports no size (a pty nobody sized) still gets a bar: tqdm hides bars below its last row.
+        size = shutil.get_terminal_size(fallback=(100, 24))
+        self.bar = tqdm(total=partitions * len(STAGES), desc=label, unit="step", file=stream, leave=True,
+                        ncols=size.columns, nrows=size.lines) if self.tty else None
         self.published = 0
         self.partitions = partitions
 
@@ -279,8 +281,10 @@ def run_import(
     run_tags: list[dict[str, str]],
     verbose: bool = False,
     log: Callable[[str], None] = print,
+    report: Callable[[ImportSummary], None] = lambda summary: None,
 ) -> ImportSummary:
-    """Launch one run per entry of `run_tags`, follow them to the end, wait for the catalogue refresh."""
+    """Launch one run per entry of `run_tags`, follow them to the end, `report` the summary, then wait
+    for the catalogue automation's refresh of the catalogue-wide assets."""
     started_wall, started = time.time(), time.perf_counter()
     with Daemon(instance, home, verbose) as daemon:
         progress = Progress(len(summary.partitions), f"{summary.source} import")
@@ -292,8 +296,13 @@ def run_import(
         finally:
             progress.close()
         summary.seconds = time.perf_counter() - started
+        report(summary)
         if summary.outcomes:
+            log("waiting for the catalogue automation to refresh export, regressions, coverage and report ...")
+            refresh_started = time.perf_counter()
             summary.catalogue_run = wait_for_catalogue_refresh(instance, started_wall, log)
+            if summary.catalogue_run:
+                log(f"catalogue-wide assets refreshed by run {summary.catalogue_run} in {time.perf_counter() - refresh_started:.1f}s")
         # Nothing our own daemon launched may be cut off when it stops (a run it started would be left
         # "started" forever); a daemon of `dagster dev` keeps running, so its runs need no waiting for.
         while daemon.process is not None and instance.get_run_records(
@@ -338,7 +347,8 @@ def _finish(summary: ImportSummary, catalogue) -> ImportSummary:
 
 
 def import_history(instance: DagsterInstance, home: Path, *, partitions: list[tuple[str, str]] | None = None,
-                   verbose: bool = False, log: Callable[[str], None] = print) -> ImportSummary:
+                   verbose: bool = False, log: Callable[[str], None] = print,
+                   report: Callable[[ImportSummary], None] = lambda summary: None) -> ImportSummary:
     """Every (or the given) partition of the newest history through `history_import_job`."""
     from kernelindex_pipeline.defs.partitions import benchmark_partition_key, register_partitions, registered_keys
     from kernelindex_pipeline.defs.sources import HISTORY, HISTORY_RELEASE_TAG
@@ -363,12 +373,14 @@ def import_history(instance: DagsterInstance, home: Path, *, partitions: list[tu
         keys = [benchmark_partition_key(*pair) for pair in (partitions or slices.partitions)]
         summary = ImportSummary("history", f"history of liger-kernel {version}", keys)
         tags = partition_runs(keys, registered_keys(instance, "history"), {HISTORY_RELEASE_TAG: version})
-        run_import(instance, home, summary=summary, job=HISTORY.job.name, run_tags=tags, verbose=verbose, log=log)
-        return _finish(summary, resources.catalogue)
+        run_import(instance, home, summary=summary, job=HISTORY.job.name, run_tags=tags, verbose=verbose, log=log,
+                   report=lambda done: report(_finish(done, resources.catalogue)))
+        return summary
 
 
 def import_ci(instance: DagsterInstance, home: Path, locators: list[str], *, verbose: bool = False,
-              log: Callable[[str], None] = print) -> ImportSummary:
+              log: Callable[[str], None] = print,
+              report: Callable[[ImportSummary], None] = lambda summary: None) -> ImportSummary:
     """Add `locators` to the CI file list, then import every partition whose listed files changed."""
     from kernelindex_pipeline.defs.partitions import benchmark_partition_key, register_partitions, registered_keys
     from kernelindex_pipeline.defs.sources import CI
@@ -395,8 +407,11 @@ def import_ci(instance: DagsterInstance, home: Path, locators: list[str], *, ver
             summary.notes.append(f"{locator}: {len(rows)} rows name no usable GPU or version; they belong to no partition")
         if changed:
             tags = partition_runs(changed, registered_keys(instance, "ci"), {})
-            run_import(instance, home, summary=summary, job=CI.job.name, run_tags=tags, verbose=verbose, log=log)
-        return _finish(summary, resources.catalogue)
+            run_import(instance, home, summary=summary, job=CI.job.name, run_tags=tags, verbose=verbose, log=log,
+                       report=lambda done: report(_finish(done, resources.catalogue)))
+        else:
+            report(_finish(summary, resources.catalogue))
+        return summary
 
 
 def _published_digest(instance: DagsterInstance, publication_key, partition: str) -> str | None:
