@@ -177,15 +177,24 @@ def test_a_run_of_no_known_metric_is_listed_once(tmp_path):
         "1 runs: neither spec.timing nor a peak_memory first measurement") == 1
 
 
-MODELS = ("qwen2.5_7b", "llama_3_8b", "deepseek_v3", "llama_2_7b")  # the data's order, not alphabetical
+MODELS = ("qwen2.5_7b", "llama_3_8b", "deepseek_v3", "llama_2_7b")  # input order: neither alphabetical nor the table's
 MODEL_DIMS = {"qwen2.5_7b": (3584, 152064), "llama_3_8b": (4096, 128256), "deepseek_v3": (7168, 129280),
               "llama_2_7b": (4096, 32000)}
 
 
-def model_config_catalogue() -> SampleCatalogue:
+def registry_order(models) -> list[str]:
+    """The models in the order of the catalogue's model table (benchmark_model_configs.MODEL_REGISTRY's)."""
+    from kernelindex_pipeline.liger.catalogue import default_catalogue
+
+    table = list(default_catalogue().models)
+    assert set(models) <= set(table)
+    return sorted(models, key=table.index)
+
+
+def model_config_catalogue(models=MODELS) -> SampleCatalogue:
     catalogue = SampleCatalogue()
-    for model in MODELS:
-        hidden, vocab = MODEL_DIMS[model]
+    for model in models:
+        hidden, vocab = MODEL_DIMS.get(model, (1024, 1000))
         for provider in ("liger", "huggingface"):
             axes = {"bsz": 4, "seq_len": 1024, "hidden_size": hidden, "vocab_size": vocab}
             catalogue.run(kernel="fused_linear_cross_entropy", mode="full", provider=provider, axes=axes,
@@ -205,31 +214,38 @@ def _xtick_labels(svg_path) -> list[str]:
     return labels
 
 
-def test_model_config_charts_have_model_names_on_x_in_data_order(tmp_path):
+def test_model_config_charts_have_model_names_on_x_in_the_scripts_order(tmp_path):
+    order = registry_order(MODELS)
+    assert order not in (list(MODELS), sorted(MODELS))  # the test tells the three orders apart
     charts, colors = charts_of(model_config_catalogue())
     assert sorted(c.kind for c in charts) == sorted([LATENCY, MEMORY, SPEEDUP, SAVING])
     for chart in charts:
-        assert chart.sweep.categories == list(MODELS)
+        assert chart.sweep.categories == order
         lines = render_chart(chart, tmp_path / f"{chart.kind}.svg", colors)
         assert all(line.xs == tuple(range(len(MODELS))) for line in lines)
-        assert _xtick_labels(tmp_path / f"{chart.kind}.svg") == list(MODELS)
+        assert _xtick_labels(tmp_path / f"{chart.kind}.svg") == order
     [speedup] = [c for c in charts if c.kind == SPEEDUP]
     [line] = render_chart(speedup, tmp_path / "s.svg", colors)
     assert line.ys == pytest.approx([1.5] * len(MODELS))
     [memory] = [c for c in charts if c.kind == MEMORY]
     lines = {provider_of(line.label): line for line in render_chart(memory, tmp_path / "m.svg", colors)}
     # each model's value sits at its model's position; the largest is 8 * 152.064 MiB, so the panel reads GiB
-    assert lines["liger"].ys == pytest.approx([MODEL_DIMS[m][1] / 1000 / 1024 for m in MODELS])
-    assert lines["huggingface"].ys == pytest.approx([8 * MODEL_DIMS[m][1] / 1000 / 1024 for m in MODELS])
+    assert lines["liger"].ys == pytest.approx([MODEL_DIMS[m][1] / 1000 / 1024 for m in order])
+    assert lines["huggingface"].ys == pytest.approx([8 * MODEL_DIMS[m][1] / 1000 / 1024 for m in order])
     assert "peak memory (GiB)" in (tmp_path / "m.svg").read_text(encoding="utf-8")
 
 
-def test_model_order_follows_the_input_not_the_alphabet():
-    manifests = model_config_catalogue().manifests()
-    reordered = list(reversed(manifests))
-    latency = build_series(reordered)
-    [chart] = [c for g in plan_charts(latency)["fused_linear_cross_entropy"] for c in g.charts if c.kind == LATENCY]
-    assert chart.sweep.categories == list(reversed(MODELS))
+def test_model_order_does_not_depend_on_the_input_order_and_unknown_names_follow_the_data():
+    models = (*MODELS, "zeta_custom", "alpha_custom")  # names a `category: label` rule may carry
+    for manifests in (model_config_catalogue(models).manifests(),
+                      list(reversed(model_config_catalogue(models).manifests()))):
+        latency = build_series(manifests)
+        [chart] = [c for g in plan_charts(latency)["fused_linear_cross_entropy"] for c in g.charts
+                   if c.kind == LATENCY]
+        first_seen = [w.category for w in sorted(chart.sweep.workloads, key=lambda w: w.position)
+                      if w.category not in MODELS]
+        assert chart.sweep.categories == registry_order(MODELS) + list(dict.fromkeys(first_seen))
+    assert first_seen[0] == "alpha_custom"  # reversed input: the unknown names in the order they came
 
 
 def test_memory_rows_imported_from_csv_make_memory_charts(tmp_path):
@@ -261,6 +277,51 @@ def test_memory_rows_imported_from_csv_make_memory_charts(tmp_path):
     assert line.ys == pytest.approx([(1 - 12.5390625 / 80.01953125) * 100, (1 - 25.0703125 / 160.03125) * 100])
     page = parse(build_report(manifests, tmp_path / "report").path)
     assert [f["data-chart-kind"] for f in page.figures] == [LATENCY, MEMORY, SAVING, SPEEDUP]
+
+
+def test_model_config_rows_imported_from_csv_make_categorical_charts(tmp_path):
+    """The real path for model_config rows (x_name model_config, x_value a model, config {bsz, seq_len}):
+    llama_2_7b and llama_3_8b have the same hidden size, so their rms_norm rows share one WorkloadCase
+    digest; they are still two places on the model axis."""
+    import json
+
+    from liger_rows import csv_bytes, row
+
+    from kernelindex_pipeline.liger import import_csv
+
+    models = ("qwen2.5_7b", "llama_3_8b", "llama_2_7b")  # written in this order; the table's order differs
+    config = json.dumps({"bsz": 1, "seq_len": 512, "eps": 1e-6})
+    rows = []
+    for provider, mib in (("liger", 10.0), ("huggingface", 40.0)):
+        for i, model in enumerate(models):
+            common = dict(kernel_name="rms_norm", kernel_provider=provider, kernel_operation_mode="full",
+                          x_name="model_config", x_label="model configuration", x_value=model,
+                          extra_benchmark_config_str=config)
+            rows.append(row(**common, y_value_50=str(0.1 * (i + 1))))
+            rows.append(row(**common, metric_name="memory", metric_unit="MB", y_value_50=str(mib * (i + 1)),
+                            y_value_20=str(mib * (i + 1)), y_value_80=str(mib * (i + 1))))
+    result = import_csv(csv_bytes(rows))
+    assert result.report.runs == len(rows)
+    manifests = list(result.manifests.values())
+    charts, colors = charts_of_manifests(manifests)
+    assert sorted(c.kind for c in charts) == sorted([LATENCY, MEMORY, SAVING, SPEEDUP])
+    order = registry_order(models)
+    mib_of = {m: 10.0 * (models.index(m) + 1) for m in models}
+    for chart in charts:
+        assert chart.sweep.categories == order
+        lines = {provider_of(line.label): line for line in render_chart(chart, tmp_path / f"{chart.kind}.svg", colors)}
+        assert all(line.xs == (0, 1, 2) for line in lines.values())
+        if chart.kind == MEMORY:
+            assert set(lines) == {"liger", "huggingface"}
+            assert lines["liger"].ys == tuple(mib_of[m] for m in order)  # MiB, each at its model
+        if chart.kind == SAVING:
+            assert lines["liger vs huggingface"].ys == pytest.approx([75.0, 75.0, 75.0])
+        assert _xtick_labels(tmp_path / f"{chart.kind}.svg") == order
+    page = parse(build_report(manifests, tmp_path / "report").path)
+    section = page.sections["rms_norm"]
+    # 2 providers x 3 models x 2 metrics: the shared case digest does not merge two models' series
+    assert int(section["data-series-count"]) == 12
+    assert sum(int(f["data-series-count"]) for f in page.figures) == 12
 
 
 def test_byte_units():

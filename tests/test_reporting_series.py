@@ -51,7 +51,7 @@ def test_case_key_parsing_and_sweeps():
         ("seq", (("hidden", 4096),), "bf16", 3, 2),
     ]
     owned = [d for s in sweeps for d in s.owned]
-    assert sorted(owned) == sorted(w.digest for w in workloads)
+    assert sorted(owned) == sorted(w.key for w in workloads)
 
 
 def test_runs_without_their_referenced_records_still_form_series():

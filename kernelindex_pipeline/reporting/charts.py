@@ -133,16 +133,16 @@ def plan_charts(series_set: SeriesSet, memory_set: SeriesSet | None = None) -> d
             versions = _sorted_versions({p.version for s in env_series for p in s.points})
             group = ChartGroup(kernel=kernel, kernel_title=first.kernel_title, gpu=first.gpu,
                                environment_digest=environment, series=env_series, charts=[], versions=versions)
-            workloads = {s.workload.digest: s.workload for s in env_series}
+            workloads = {s.workload.key: s.workload for s in env_series}
             for sweep in find_sweeps(workloads.values()):
-                on_sweep = {w.digest for w in sweep.workloads}
+                on_sweep = {w.key for w in sweep.workloads}
                 # page order: latency, then memory and its saving (usually one panel each: side by side),
                 # then the speed-up and the version chart
                 charts = []
                 by_metric = {}
                 for kind, metric in ACCOUNTING_KINDS.items():
-                    drawn = [s for s in env_series if s.metric == metric and s.workload.digest in on_sweep]
-                    owned = [s for s in drawn if s.workload.digest in sweep.owned]
+                    drawn = [s for s in env_series if s.metric == metric and s.workload.key in on_sweep]
+                    owned = [s for s in drawn if s.workload.key in sweep.owned]
                     by_metric[metric] = drawn
                     if drawn:
                         charts.append(_chart(kind, group, sweep, drawn, owned))
@@ -189,7 +189,7 @@ def comparison_pairs(series: list[Series]) -> list[tuple[Series, Series]]:
     pairs = []
     by_place: dict[tuple[str, str, str], list[Series]] = defaultdict(list)
     for s in series:
-        by_place[(s.metric, s.mode, s.workload.digest)].append(s)
+        by_place[(s.metric, s.mode, s.workload.key)].append(s)
     for members in by_place.values():
         for liger in (s for s in members if s.role == "liger"):
             for baseline in (s for s in members if s.role == "baseline"):
@@ -218,7 +218,7 @@ def compare_at_newest_common_version(liger: Series, baseline: Series,
 
 
 def _axis_name(sweep: Sweep) -> str:
-    return "model" if sweep.categories is not None else (sweep.x_axis or "workload")
+    return sweep.x_axis or "workload"
 
 
 def _caption(chart: Chart) -> str:

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from kernelindex_pipeline.liger import identity
 from kernelindex_pipeline.records.canonical import API_VERSION, digest_of
 from kernelindex_pipeline.records.names import kebab
 
-from .series import CATEGORY_LABEL, provider_table
+from .series import provider_table
 
 _GPUS = {
     "NVIDIA H100 80GB HBM3": {"vendor": "nvidia", "product": "NVIDIA H100", "architecture": "sm_90",
@@ -86,13 +87,13 @@ class SampleCatalogue:
             "outputs": [{"name": "y", "tensor": {"shape": list(axes), "dtype": "float"}}],
             "semantics": {"mutation": "none", "determinism": "unspecified"},
         }))
-        case_key = "-".join(f"{a}{axes[a]}" for a in sorted(axes)) + f"-{dtype}"
+        case_key = identity.case_key(axes, dtype, model)
         case_metadata: dict[str, Any] = {
             "name": kebab(f"{slug}-{case_key}"),
             "title": f"{kernel} · " + ", ".join(f"{a}={v}" for a, v in axes.items()) + f" · {dtype}",
         }
         if model is not None:
-            case_metadata["labels"] = {CATEGORY_LABEL: model}
+            case_metadata["labels"] = {identity.category_label("model_config"): model}
         workload = self._add(_manifest("WorkloadCase", case_metadata, {
             "operationSpecDigest": operation, "axes": axes,
             "tensors": {"x": {"shape": list(axes.values()), "dtype": dtype}},

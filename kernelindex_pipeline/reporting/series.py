@@ -42,8 +42,8 @@ from kernelindex_pipeline.records.canonical import digest_of
 
 MODE_ORDER = ("forward", "backward", "full")
 LATENCY_METRIC, PEAK_MEMORY_METRIC = "latency", "peak_memory"
-CATEGORY_LABEL = "model_config"  # WorkloadCase label naming a categorical x value (the CSV x_name)
 METRIC_UNITS = {LATENCY_METRIC: "ns", PEAK_MEMORY_METRIC: "bytes"}
+CATEGORICAL_AXIS = "model"  # the x axis of categorical sweeps (model_config rows: the model names)
 LIGER_PACKAGE = "liger-kernel"
 
 
@@ -57,6 +57,9 @@ class SeriesKey:
     protocol_digest: str
     environment_digest: str
     metric: str = LATENCY_METRIC
+    # a categorical x value (model_config rows): two models with the same sizes share a WorkloadCase
+    # digest (the model name is metadata), yet are two places on the axis
+    category: str | None = None
 
 
 @dataclass(frozen=True)
@@ -104,7 +107,12 @@ class Workload:
     dtype: str | None
     scalars: tuple[tuple[str, float], ...] = ()
     category: str | None = None  # a categorical x value (model_config rows: the model name, e.g. llama_3_8b)
-    position: int = 0  # where its WorkloadCase came in the input: categorical axes follow the data's order
+    position: int = 0  # where its WorkloadCase came in the input (orders categories the catalogue does not know)
+
+    @property
+    def key(self) -> tuple[str, str | None]:
+        """What tells two workloads apart: the case digest, and the category of a categorical row."""
+        return (self.digest, self.category)
 
     def context_without(self, axis: str | None) -> tuple:
         """Everything that identifies this workload except the value of `axis`."""
@@ -277,24 +285,17 @@ def _gpu_name(environment: dict[str, Any] | None, fallback: str) -> str:
     return fallback
 
 
-def workload_category(case: dict[str, Any]) -> str | None:
-    """The categorical x value of a WorkloadCase (model_config sweeps: the model name), if it has one."""
-    labels = (case.get("metadata") or {}).get("labels") or {}
-    value = labels.get(CATEGORY_LABEL)
-    return value if isinstance(value, str) and value else None
-
-
-def _workload(index: RecordIndex, digest: str, case_key: str) -> Workload:
+def _workload(index: RecordIndex, digest: str, case_key: str, category: str | None) -> Workload:
     case = index.get(digest, "WorkloadCase")
     key_axes, dtype = parse_case_key(case_key)
     if case is None:
-        return Workload(digest=digest, case_key=case_key, axes=key_axes, dtype=dtype)
+        return Workload(digest=digest, case_key=case_key, axes=key_axes, dtype=dtype, category=category,
+                        position=index.position.get(digest, 0))
     spec = case["spec"]
     axes = {k: int(v) for k, v in (spec.get("axes") or {}).items()}
     scalars = tuple(sorted((k, v.get("value")) for k, v in (spec.get("scalars") or {}).items()))
     return Workload(digest=digest, case_key=case_key or case["metadata"].get("name", ""), axes=axes,
-                    dtype=dtype, scalars=scalars, category=workload_category(case),
-                    position=index.position.get(digest, 0))
+                    dtype=dtype, scalars=scalars, category=category, position=index.position.get(digest, 0))
 
 
 def build_series(manifests: Iterable[dict[str, Any]] | RecordIndex, metric: str = LATENCY_METRIC) -> SeriesSet:
@@ -324,7 +325,9 @@ def build_series(manifests: Iterable[dict[str, Any]] | RecordIndex, metric: str 
                             else "no positive peak_memory value in measurements[0]"))
         else:
             kernel, mode, provider = _run_identity(index, spec)
-            runs_by_key[SeriesKey(kernel, mode, provider, *digests, metric)].append((digest, run))
+            ident = _external_id(spec)
+            category = identity.case_category(ident.case_key) if ident else None
+            runs_by_key[SeriesKey(kernel, mode, provider, *digests, metric, category)].append((digest, run))
 
     series = [_make_series(index, key, runs) for key, runs in runs_by_key.items()]
     series.sort(key=lambda s: (s.kernel, s.gpu, _mode_rank(s.mode), s.provider, s.case_key, s.key))
@@ -380,7 +383,7 @@ def _make_series(index: RecordIndex, key: SeriesKey, runs: list[tuple[str, dict[
     ident = _external_id(runs[0][1]["spec"])
     by_digest = index.get(key.implementation_digest, "ImplementationRevision")
     implementation = _implementation_for(index, key)
-    workload = _workload(index, key.workload_digest, ident.case_key if ident else "")
+    workload = _workload(index, key.workload_digest, ident.case_key if ident else "", key.category)
     case = index.get(key.workload_digest, "WorkloadCase")
     operation = index.get(((case or {}).get("spec") or {}).get("operationSpecDigest"), "OperationSpec")
     if operation is None and by_digest is not None:
@@ -444,7 +447,7 @@ class Sweep:
     dtype: str | None
     scalars: tuple[tuple[str, float], ...]
     workloads: list[Workload]  # every workload on this line, ordered by x
-    owned: set[str] = field(default_factory=set)  # digests first placed here: each workload is owned by one sweep
+    owned: set[tuple] = field(default_factory=set)  # Workload.keys first placed here: each is owned by one sweep
     categories: list[str] | None = None  # a categorical x axis: its values in the data's order
 
     def x_of(self, workload: Workload) -> int:
@@ -479,7 +482,7 @@ def find_sweeps(workloads: Iterable[Workload]) -> list[Sweep]:
     """
     everything = [w for w in workloads if w.category is None]
     categorical = _categorical_sweeps([w for w in workloads if w.category is not None])
-    remaining = {w.digest: w for w in everything}
+    remaining = {w.key: w for w in everything}
     axis_names = sorted({a for w in remaining.values() for a in w.axes})
     sweeps: list[Sweep] = []
     while True:
@@ -503,14 +506,14 @@ def find_sweeps(workloads: Iterable[Workload]) -> list[Sweep]:
         on_line = [w for w in everything if axis in w.axes and w.context_without(axis) == context]
         sweeps.append(Sweep(x_axis=axis, fixed=dict(others), dtype=dtype, scalars=scalars,
                             workloads=sorted(on_line, key=lambda w: (w.axes[axis], w.digest)),
-                            owned={w.digest for w in members}))
+                            owned={w.key for w in members}))
         for w in members:
-            del remaining[w.digest]
+            del remaining[w.key]
     for w in sorted(remaining.values(), key=lambda w: (w.case_key, w.digest)):
         x_axis = next(iter(sorted(w.axes)), None)
         others, dtype, scalars = w.context_without(x_axis)
         sweeps.append(Sweep(x_axis=x_axis, fixed=dict(others), dtype=dtype, scalars=scalars, workloads=[w],
-                            owned={w.digest}))
+                            owned={w.key}))
     sweeps += categorical
     sweeps.sort(key=lambda s: (s.dtype or "", s.x_axis or "", -len(s.workloads), repr(sorted(s.fixed.items()))))
     return sweeps
@@ -521,8 +524,11 @@ def _categorical_sweeps(workloads: list[Workload]) -> list[Sweep]:
 
     The categories' own dimensions (a model's hidden size, vocabulary, ...) vary along the line; an
     axis that also varies *within* one category (two batch sizes measured for the same model) splits
-    the group into one line per value. Categories are ordered as their workloads came in the input.
+    the group into one line per value. Categories are in the order of the catalogue's model table (the
+    scripts' MODEL_REGISTRY order, which is the order they sweep and write the rows), then categories the
+    catalogue does not know in the order their workloads came in the input.
     """
+    known = {name: rank for rank, name in enumerate(default_catalogue().models)}
     groups: dict[tuple, list[Workload]] = defaultdict(list)
     for w in workloads:
         groups[(w.dtype or "", w.scalars, tuple(sorted(w.axes)))].append(w)
@@ -536,9 +542,9 @@ def _categorical_sweeps(workloads: list[Workload]) -> list[Sweep]:
         for w in members:
             lines[tuple(w.axes[a] for a in splitting)].append(w)
         for _, line in sorted(lines.items()):
-            line.sort(key=lambda w: (w.position, w.digest))
+            line.sort(key=lambda w: (known.get(w.category, len(known)), w.position, w.digest, w.category))
             fixed = {a: line[0].axes[a] for a in names if len({w.axes[a] for w in line}) == 1}
-            sweeps.append(Sweep(x_axis=CATEGORY_LABEL, fixed=fixed, dtype=dtype or None, scalars=scalars,
-                                workloads=line, owned={w.digest for w in line},
+            sweeps.append(Sweep(x_axis=CATEGORICAL_AXIS, fixed=fixed, dtype=dtype or None, scalars=scalars,
+                                workloads=line, owned={w.key for w in line},
                                 categories=list(dict.fromkeys(w.category for w in line))))
     return sweeps
