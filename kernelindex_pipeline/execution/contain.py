@@ -13,8 +13,9 @@ The runner starts it for every script (`launch`); it
   process group, SIGKILLs it after `--grace` seconds, then kills and reaps every descendant;
 - copies the script's stdout+stderr into `--log`, keeping the first `--head` bytes and the last
   `--tail` bytes with one marker line between them; memory holds at most the tail;
-- writes `--status` last (`read_status` parses it): exit code or signal, whether it was stopped, the
-  leftover processes it killed, bytes of output seen and omitted.
+- writes `--status` last (`read_status` parses it): the exit code (negative: the signal that ended
+  it), the signal that stopped it if one did, the leftover processes it killed, bytes of output seen
+  and omitted, its own peak RSS.
 
 It imports only the standard library and psutil and runs with `-I`, so the scripts' PYTHONPATH (a
 stand-in torch, the release's tree) cannot change it. Linux only: prctl is reached through ctypes

@@ -333,10 +333,9 @@ def _move_aside(path: Path, quarantine: Path) -> str | None:
     return None
 
 
-def write_data_csv(path: Path, fieldnames: list[str], rows: Iterable[dict], quarantine: Path | None = None) -> list[str]:
+def write_data_csv(path: Path, fieldnames: list[str], rows: Iterable[dict], quarantine: Path) -> list[str]:
     """Write the data CSV atomically (through `<name>.tmp`), whatever a script left at either name.
-    Returns notes on what was moved aside (into `quarantine`, default: beside the CSV)."""
-    quarantine = quarantine or path.parent / "quarantine"
+    Returns notes on what was moved aside (into `quarantine`)."""
     temporary = path.with_name(path.name + ".tmp")
     notes = [note for note in [_move_aside(temporary, quarantine)] if note]
     with temporary.open("x", newline="") as handle:  # "x": a fresh file, never through a link
