@@ -80,24 +80,6 @@ class Point:
     def has_band(self) -> bool:
         return self.p20 is not None and self.p80 is not None
 
-    # Latency readers (regression detection) name the unit; asking a memory point for ns is a bug.
-    @property
-    def median_ns(self) -> int | float:
-        return self._ns(self.median)
-
-    @property
-    def p20_ns(self) -> int | float | None:
-        return self._ns(self.p20)
-
-    @property
-    def p80_ns(self) -> int | float | None:
-        return self._ns(self.p80)
-
-    def _ns(self, value):
-        if self.unit != "ns":
-            raise AttributeError(f"a {self.unit} point has no latency in ns")
-        return value
-
 
 @dataclass(frozen=True)
 class Workload:
