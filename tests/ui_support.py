@@ -181,7 +181,7 @@ RUNS_QUERY = """
 query Runs {
   runsOrError(limit: 100) {
     __typename
-    ... on Runs { results { runId jobName status tags { key value } } }
+    ... on Runs { results { runId jobName status startTime endTime tags { key value } } }
     ... on PythonError { message }
   }
 }
@@ -217,7 +217,7 @@ BACKFILL_TERMINAL = {"COMPLETED", "COMPLETED_SUCCESS", "COMPLETED_FAILED", "FAIL
 
 
 def runs(server: DagsterDevServer) -> list[dict[str, Any]]:
-    """Every run of the instance as {runId, jobName, status, tags: {key: value}}."""
+    """Every run of the instance as {runId, jobName, status, startTime, endTime (epoch seconds), tags: {key: value}}."""
     result = server.graphql(RUNS_QUERY)["runsOrError"]
     if result["__typename"] != "Runs":
         raise ServerError(f"runsOrError: {result}")
