@@ -13,7 +13,13 @@ import pytest
 from standin_release import build_fake_torch
 
 from kernelindex_pipeline.execution.samples import HOOK_DIR, collect_samples, hook_environment, pair_rows, read_spool
-from kernelindex_pipeline.liger.samples import bootstrap_median_interval, latency_statistics, row_key, with_raw_samples
+from kernelindex_pipeline.liger.samples import (
+    bootstrap_median_interval,
+    bootstrap_medians,
+    latency_statistics,
+    row_key,
+    with_raw_samples,
+)
 
 # name -> (the call's arguments, the same timing arguments with every sample returned).
 LIGER_FORMS = {  # every form Liger's scripts 0.5.x-0.8.5 use (444 calls, all with quantiles=QUANTILES)
@@ -165,6 +171,20 @@ def test_bootstrap_is_fixed_by_its_seed():
     assert bootstrap_median_interval([0.25] * 40) == (0.25, 0.25)
 
 
+def test_bootstrap_medians_follow_the_law_of_resampling():
+    # Three values: a resample's median is the smallest with P(>= 2 of 3 draws are it) = 7/27, the
+    # middle with 13/27, the largest with 7/27. Four values (even n): the median averages two draws' ranks.
+    medians = bootstrap_medians([1.0, 2.0, 3.0], resamples=200_000)
+    shares = [float(np.mean(medians == v)) for v in (1.0, 2.0, 3.0)]
+    assert shares == pytest.approx([7 / 27, 13 / 27, 7 / 27], abs=0.005)
+    rng = np.random.default_rng(5)
+    values = np.array([1.0, 2.0, 4.0, 8.0])
+    brute = np.median(values[rng.integers(0, 4, size=(200_000, 4))], axis=1)
+    drawn = bootstrap_medians(values, resamples=200_000)
+    for level in sorted(set(brute.tolist())):
+        assert float(np.mean(drawn == level)) == pytest.approx(float(np.mean(brute == level)), abs=0.005)
+
+
 def test_samples_must_be_finite_milliseconds():
     for bad in ([], [1.0, float("nan")], [-1.0]):
         with pytest.raises(ValueError, match="non-empty list of finite"):
@@ -230,3 +250,11 @@ def test_rows_pair_with_their_calls_by_case_then_by_value(tmp_path):
         assert {k: entry[k] for k in ("samples", "latencyNs")} == latency_statistics(artifact["samples"])
     paired, _ = pair_rows(rows, read_spool(spool)[0])
     assert paired[row_key("k", "liger", "full", "speed", "T", "1024", "{}", "G")].call == 1
+
+
+def test_a_call_with_impossible_timings_gives_its_row_no_statistics(tmp_path):
+    spool = tmp_path / "s.samples.jsonl"
+    spool.write_text('{"call": 1, "case": null, "returned": [1.0, 1.0, 1.0], "samples": [1.0, Infinity]}\n')
+    collected = collect_samples(spool, tmp_path / "samples", "benchmark_k.py", [_row("liger", 1, (1.0, 1.0, 1.0))])
+    assert collected.by_row == {} and collected.rows_without_samples == {"invalid_samples": 1}
+    assert len(list((tmp_path / "samples").glob("*.json"))) == 1  # the evidence is kept all the same

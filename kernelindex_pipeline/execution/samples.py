@@ -3,8 +3,8 @@ artifact per do_bench call, and each CSV row paired with the call that measured 
 
 The hook (sample_hook/sitecustomize.py, on the scripts' PYTHONPATH) appends one JSON line per
 `triton.testing.do_bench` call to `<logs>/<script>.samples.jsonl`. After the script, `collect_samples`
-writes every call as `<logs>/samples/<sha256 hex>.json` (RFC 8785 canonical JSON; the name is the
-digest of the bytes) and pairs the rows the script added with calls:
+writes every call as `<logs>/samples/<sha256 hex>.json` (compact JSON with sorted keys, floats as
+Python writes them, so a timing the hook saw as non-finite is kept too; the name is the digest of the bytes) and pairs the rows the script added with calls:
 
 * a call made inside `utils.run_benchmarks` carries its row's key cells (kernel, provider, mode, metric,
   x, config): the row with those cells takes the last such call whose returned quantiles are the row's
@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 from kernelindex_pipeline.liger.samples import latency_statistics, row_key
-from kernelindex_pipeline.records.canonical import canonical_bytes
 
 HOOK_DIR = Path(__file__).resolve().parent / "sample_hook"
 SPOOL_VARIABLE = "KERNELINDEX_SAMPLES_SPOOL"  # sample_hook/sitecustomize.py reads the same names
@@ -110,7 +109,7 @@ def write_artifact(call: Call, script: str, artifacts_dir: Path) -> dict[str, st
         "returned": call.returned,
         "samples": call.samples,
     }
-    data = canonical_bytes(content)
+    data = json.dumps(content, sort_keys=True, separators=(",", ":")).encode("utf-8")
     hexdigest = hashlib.sha256(data).hexdigest()
     artifacts_dir.mkdir(parents=True, exist_ok=True)
     path = artifacts_dir / f"{hexdigest}.json"
@@ -199,5 +198,10 @@ def collect_samples(spool: Path, artifacts_dir: Path, script: str, rows: list[di
             result.calls_without_samples += 1
     paired, result.rows_without_samples = pair_rows(rows, calls)
     for key, call in paired.items():
-        result.by_row[key] = {"artifact": call.artifact, **latency_statistics(call.samples)}
+        try:
+            statistics = latency_statistics(call.samples)
+        except ValueError:  # a negative or non-finite timing: the artifact stays, the run gets no statistics
+            result.rows_without_samples["invalid_samples"] = result.rows_without_samples.get("invalid_samples", 0) + 1
+            continue
+        result.by_row[key] = {"artifact": call.artifact, **statistics}
     return result
