@@ -71,7 +71,7 @@ def test_gpu_check_offline_through_its_bootstrap(site):
     # The H200 is in the hardware table (the project's own extension), so no probe facts were needed.
     assert summary["catalogue_notes"] == []
 
-    # Both releases ran on one environment: every series spans the two versions and is judged.
+    # Both releases ran on one environment: every series spans the two versions.
     records = [json.loads(line) for v in (VERSION, OLDER) for line in (evidence / v / "records.jsonl").read_text().splitlines()]
     environments = {json.dumps(r, sort_keys=True) for r in records if r["kind"] == "ExecutionEnvironment"}
     assert len(environments) == 1
