@@ -259,6 +259,8 @@ def test_measured_speed_runs_carry_their_raw_samples(sweep):
     assert outcomes["benchmark_rms_norm.py"].samples["rows_without_samples"] == {"memory": 6}
     assert outcomes["benchmark_tiled_mlp.py"].samples["rows_with_samples"] == 12
     assert outcomes["benchmark_layer_norm.py"].samples["calls"] == 0
+    assert outcomes["benchmark_rms_norm.py"].summary().startswith("benchmark_rms_norm.py: ok, 24 rows in ")
+    assert ", 18 with raw samples (18 do_bench calls)" in outcomes["benchmark_rms_norm.py"].summary()
 
     imported = import_csv(result.csv_path, gpu=H100, liger_version=VERSION, measured=MeasuredContext(**result.measured_context()))
     runs = [run for run in liger_runs(imported) if "timing" in run["spec"]]  # memory runs have no samples

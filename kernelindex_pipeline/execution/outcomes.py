@@ -97,6 +97,8 @@ class ScriptOutcome:
 
     def summary(self) -> str:
         text = f"{self.script}: {self.status.value}, {self.rows} rows in {self.seconds:.1f} s"
+        if self.samples.get("calls"):
+            text += f", {self.samples['rows_with_samples']} with raw samples ({self.samples['calls']} do_bench calls)"
         if self.exit_code not in (0, None):
             text += f", exit code {self.exit_code}"
         if self.error_line:
