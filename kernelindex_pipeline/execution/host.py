@@ -13,11 +13,7 @@ import shutil
 import subprocess
 import xml.etree.ElementTree as ElementTree
 from dataclasses import asdict, dataclass, field
-from functools import lru_cache
-from importlib import resources
 from pathlib import Path
-
-import yaml
 
 from ..records.names import kebab
 from .outcomes import HostCheckError
@@ -178,19 +174,21 @@ def _cut(value: str, limit: int) -> str:
 
 
 # --- the GPU catalogue ------------------------------------------------------------------------------
-@lru_cache(maxsize=1)
 def gpu_catalogue() -> dict[str, dict]:
-    """CSV gpu_name -> hardware facts, from the package's liger-providers.yaml (`hardware`)."""
-    text = resources.files("kernelindex_pipeline").joinpath("data/liger-providers.yaml").read_text(encoding="utf-8")
-    return dict(yaml.safe_load(text)["hardware"])
+    """CSV gpu_name -> hardware facts: the loaded Liger catalogue's (default profile), loaded once."""
+    from kernelindex_pipeline.liger.catalogue import default_catalogue  # the liger package reads pandas
+
+    return default_catalogue().hardware
 
 
 def gpu_name_for_slug(gpu_slug: str) -> str:
-    """The GPU name (as CUDA reports it) whose kebab is `gpu_slug`; ValueError naming the known ones."""
+    """The GPU name (as CUDA reports it) whose slug is `gpu_slug`; ValueError naming the known ones."""
+    from kernelindex_pipeline.liger.identity import gpu_slug as slug_of
+
     for name in gpu_catalogue():
-        if kebab(name) == gpu_slug:
+        if slug_of(name) == gpu_slug:
             return name
-    known = ", ".join(sorted(kebab(name) for name in gpu_catalogue()))
+    known = ", ".join(sorted(slug_of(name) for name in gpu_catalogue()))
     raise ValueError(f"unknown GPU slug {gpu_slug!r}; the GPU catalogue knows: {known}")
 
 

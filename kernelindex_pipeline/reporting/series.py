@@ -337,7 +337,8 @@ def _run_identity(index: RecordIndex, spec: dict[str, Any]) -> tuple[str, str, s
         kernel = ((operation or {}).get("metadata") or {}).get("name") or "unknown-kernel"
     if not mode:
         protocol = index.get(spec.get("protocolDigest"), "BenchmarkProtocol")
-        mode = (((protocol or {}).get("metadata") or {}).get("name") or "unknown").rsplit("-", 1)[-1]
+        parsed = identity.parse_protocol_name(((protocol or {}).get("metadata") or {}).get("name") or "")
+        mode = parsed[0] if parsed else "unknown"
     if not provider:
         implementation = index.get(spec.get("implementationDigest"), "ImplementationRevision")
         provider = ((implementation or {}).get("metadata") or {}).get("name") or "unknown-provider"
