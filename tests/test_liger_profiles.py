@@ -186,3 +186,17 @@ def test_extensions_may_not_change_a_reference_fact(tmp_path):
         load_catalogue(profile="full", extensions_path=ext)
     with pytest.raises(CatalogueError, match="unknown catalogue profile"):
         load_catalogue(profile="everything")
+
+
+def test_a_reference_row_names_its_objects_even_when_an_extension_row_made_the_digest_first():
+    dims = {"hidden_size": 4096, "intermediate_size": 11008, "dtype": "torch.bfloat16", "hidden_act": "silu"}
+    mlp = row(kernel_name="mlp", x_name="T", extra_benchmark_config_str=json.dumps({"bsz": 4, **dims}))  # extension kernel
+    swiglu = row(kernel_name="swiglu", x_name="T", extra_benchmark_config_str=json.dumps({"B": 4, **dims}))  # reference
+    reference = imported([mlp, swiglu], "reference")
+    full = imported([mlp, swiglu], "full")
+    shared = [d for d in reference.manifests if reference.manifests[d]["kind"] in ("OperationSpec", "WorkloadCase", "ImplementationRevision")]
+    assert len(shared) == 3
+    for digest in shared:  # the same spec as mlp's, so one digest; swiglu's name and title win
+        assert canonical_bytes(full.manifests[digest]) == canonical_bytes(reference.manifests[digest])
+        assert full.names_by_digest[digest][0] == reference.names_by_digest[digest][0]
+        assert len(full.names_by_digest[digest]) == 2

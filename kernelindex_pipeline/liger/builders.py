@@ -69,6 +69,7 @@ class Binding:
     case_key: str
     category: str | None = None  # a categorical x value (model_config rows: the model name)
     category_axis: str | None = None  # its CSV x_name
+    rule_index: int = 0  # which rule of the kernel bound it
 
 
 class RowProblem(Exception):
@@ -173,7 +174,9 @@ def _apply_rule(
     case_key = identity.case_key(axes, dtype, category)
     if len(identity.case_title(kernel.title, tuple(axes), dtype, category)) > 200:
         raise RowProblem("the workload case title would exceed 200 characters (axis values too long)")
-    return Binding(tuple(axes), values, dtype, tuple(scalars), case_key, category, None if category is None else x_name)
+    return Binding(
+        tuple(axes), values, dtype, tuple(scalars), case_key, category, None if category is None else x_name, rule.index
+    )
 
 
 # --------------------------------------------------------------------------------- shared objects

@@ -309,6 +309,21 @@ class Model:
     dtype: str
 
 
+@dataclass(frozen=True)
+class ReferenceFacts:
+    """What of a full catalogue is the reference's: a row decided by these alone is a reference row,
+    whose objects (digest and name) must be exactly the reference profile's."""
+
+    rule_counts: dict[str, int]  # reference kernel -> its number of rules (extension rules come after)
+    providers: frozenset[str]
+    hardware: frozenset[str]
+    modes: tuple[str, ...]
+
+    def binds(self, kernel: str, rule_index: int, provider: str, mode: str) -> bool:
+        """Whether the reference itself binds this row (its kernel, rule, provider and mode)."""
+        return rule_index < self.rule_counts.get(kernel, 0) and provider in self.providers and mode in self.modes
+
+
 PROFILES = ("reference", "full")
 DEFAULT_PROFILE = "full"
 
@@ -334,6 +349,7 @@ class Catalogue:
     memory_modes: tuple[str, ...] = ()  # passes a peak-memory row may name (full profile)
     ab_config_keys: tuple[str, ...] = ()  # config keys that mark an A/B comparison row (full profile)
     models: dict[str, Model] = field(default_factory=dict)  # model_config x values (full profile)
+    reference: ReferenceFacts | None = None  # full profile: which parts are the reference's
 
 
 _EXPR_OPS = re.compile(r"^(.*?)\s*(==|!=)\s*(.*)$")
@@ -565,6 +581,10 @@ def _extend(base: Catalogue, doc: dict[str, Any], where: Any) -> Catalogue:
         projects, hardware, profile="full", memory_metric=doc.get("memory_metric"), mode_phrases=modes,
         memory_modes=tuple(doc.get("memory_modes") or ()) or tuple(modes),
         ab_config_keys=tuple(doc.get("ab_config_keys") or ()), models=_models(doc.get("models"), where),
+        reference=ReferenceFacts(
+            {name: len(k.rules) for name, k in base.kernels.items()}, frozenset(base.providers),
+            frozenset(base.hardware), base.modes,
+        ),
     )
 
 

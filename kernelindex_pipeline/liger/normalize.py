@@ -188,12 +188,14 @@ class Normalizer:
         self.names_by_digest: dict[str, list[str]] = {}
         self.runs: dict[str, dict[str, Any]] = {}  # digest -> run manifest, when on_run is None
         self._created_by_kind: dict[str, int] = {}
-        self._operation: dict[str, str] = {}  # kernel -> OperationSpec digest
-        self._case: dict[tuple[str, str], str] = {}
-        self._implementation: dict[tuple[str, str, str | None], str] = {}
-        self._protocol: dict[tuple[str, bool], str] = {}
-        self._environment: dict[str, str] = {}
-        self._project: dict[str, str] = {}
+        # shared objects made so far: key -> (digest, made by a reference row)
+        self._operation: dict[str, tuple[str, bool]] = {}  # kernel -> OperationSpec
+        self._case: dict[tuple[str, str], tuple[str, bool]] = {}
+        self._implementation: dict[tuple[str, str, str | None], tuple[str, bool]] = {}
+        self._protocol: dict[tuple[str, bool], tuple[str, bool]] = {}
+        self._environment: dict[str, tuple[str, bool]] = {}
+        self._project: dict[str, tuple[str, bool]] = {}
+        self._primary_names: dict[str, int] = {}  # digest -> how many of its names reference rows gave
         self._outcomes: dict[RowKey, RunTemplate | Skip | RowIssue] = {}
         self._timestamps: dict[str, tuple[str | None, str, str]] = {}
         self._seen_runs: set[str] = set()
@@ -203,25 +205,48 @@ class Normalizer:
 
     # -- shared objects ----------------------------------------------------------------------------
 
-    def _add(self, manifest: dict[str, Any]) -> str:
+    def _add(self, manifest: dict[str, Any], primary: bool = True) -> str:
+        """Keep a shared object; `primary`: made by a row the reference profile binds too.
+
+        Objects are kept by digest and named by the first row that makes them, with one rule for the
+        full profile: a reference row's object and name win over those of any extension row (which may
+        come first in the file), so every reference object is exactly the reference profile's. The
+        names of a digest list the reference rows' names first.
+        """
         self.validate(manifest)
         digest = digest_of(manifest)
-        kind = manifest["kind"]
-        self._created_by_kind[kind] = self._created_by_kind.get(kind, 0) + 1
+        name = manifest["metadata"]["name"]
         names = self.names_by_digest.setdefault(digest, [])
-        if not names:
+        primaries = self._primary_names.get(digest, 0)
+        if not names or (primary and primaries == 0):
             self.objects[digest] = manifest
-        if manifest["metadata"]["name"] not in names:
-            names.append(manifest["metadata"]["name"])
+        if name not in names:
+            names.insert(primaries, name) if primary else names.append(name)
+            if primary:
+                self._primary_names[digest] = primaries + 1
+        elif primary and names.index(name) >= primaries:  # named first by an extension row
+            names.remove(name)
+            names.insert(primaries, name)
+            self._primary_names[digest] = primaries + 1
         return digest
 
-    def _operation_digest(self, kernel: Kernel) -> str:
-        digest = self._operation.get(kernel.kernel)
-        if digest is None:
-            digest = self._operation[kernel.kernel] = self._add(operation_spec(kernel))
+    def _shared(self, cache: dict, key: Any, primary: bool, make: Callable[[], dict[str, Any]]) -> str:
+        """The digest of the shared object for `key`, made once (again for the first reference row)."""
+        hit = cache.get(key)
+        if hit is not None and (hit[1] or not primary):
+            return hit[0]
+        manifest = make()
+        if hit is None:  # objects the importer created, by kind (a remake for a reference row is not one)
+            self._created_by_kind[manifest["kind"]] = self._created_by_kind.get(manifest["kind"], 0) + 1
+        digest = self._add(manifest, primary)
+        cache[key] = (digest, primary)
+        return digest
+
+    def _operation_digest(self, kernel: Kernel, primary: bool) -> str:
+        if kernel.kernel not in self._operation:
             fam = self.report.operations_by_family
             fam[kernel.family] = fam.get(kernel.family, 0) + 1
-        return digest
+        return self._shared(self._operation, kernel.kernel, primary, lambda: operation_spec(kernel))
 
     # -- rows ----------------------------------------------------------------------------------------
 
@@ -307,11 +332,14 @@ class Normalizer:
             return RowIssue(str(exc))
         if binding is None:
             return Skip(SkipReason.UNKNOWN_CONFIG, key.kernel)
-        operation_digest = self._operation_digest(kernel)
+        ref = cat.reference
+        primary = ref is None or (not memory and ab is None and ref.binds(kernel.kernel, binding.rule_index, provider.name, key.mode))
+        operation_digest = self._operation_digest(kernel, primary)
         hardware = cat.hardware.get(key.gpu)
         if hardware is None:
             return Skip(SkipReason.UNKNOWN_GPU, key.gpu)
-        template = self._template(kernel, provider, ab, key.mode, key.gpu, hardware, binding, operation_digest, memory)
+        primary = primary and (ref is None or key.gpu in ref.hardware)
+        template = self._template(kernel, provider, ab, key.mode, key.gpu, hardware, binding, operation_digest, memory, primary)
         if self.measured is not None and self.measured.raw_samples and not memory:
             from kernelindex_pipeline.liger.samples import row_key
 
@@ -343,27 +371,21 @@ class Normalizer:
             return None, None
         return cat.providers[stem], (key.provider, commit)
 
-    def _template(self, kernel, provider, ab, mode, gpu, hardware, binding, operation_digest, memory) -> RunTemplate:
-        project = self._project.get(provider.project)
-        if project is None:
-            project = self._project[provider.project] = self._add(software_project(self.catalogue, provider.project))
+    def _template(self, kernel, provider, ab, mode, gpu, hardware, binding, operation_digest, memory, primary) -> RunTemplate:
+        cat = self.catalogue
+        self._shared(self._project, provider.project, primary, lambda: software_project(cat, provider.project))
         provider_name = ab[0] if ab else provider.name
-        impl_key = (kernel.kernel, provider_name, ab[1] if ab else None)
-        impl = self._implementation.get(impl_key)
-        if impl is None:
-            impl = self._implementation[impl_key] = self._add(implementation_revision(kernel, provider, operation_digest, ab))
-        case_key = (kernel.kernel, binding.case_key)
-        case = self._case.get(case_key)
-        if case is None:  # one case per kernel x caseKey: the first row's scalars decide it
-            case = self._case[case_key] = self._add(workload_case(kernel, binding, operation_digest))
-        protocol = self._protocol.get((mode, memory))
-        if protocol is None:
-            phrases = self.catalogue.mode_phrases
-            made = memory_protocol(mode, phrases) if memory else benchmark_protocol(mode, phrases)
-            protocol = self._protocol[(mode, memory)] = self._add(made)
-        environment = self._environment.get(gpu)
-        if environment is None:
-            environment = self._environment[gpu] = self._add(execution_environment(gpu, hardware, self.measured))
+        impl = self._shared(
+            self._implementation, (kernel.kernel, provider_name, ab[1] if ab else None), primary,
+            lambda: implementation_revision(kernel, provider, operation_digest, ab),
+        )
+        # one case per kernel x caseKey: the first row's scalars decide it (the first reference row's)
+        case = self._shared(self._case, (kernel.kernel, binding.case_key), primary, lambda: workload_case(kernel, binding, operation_digest))
+        protocol = self._shared(
+            self._protocol, (mode, memory), primary,
+            lambda: memory_protocol(mode, cat.mode_phrases) if memory else benchmark_protocol(mode, cat.mode_phrases),
+        )
+        environment = self._shared(self._environment, gpu, primary, lambda: execution_environment(gpu, hardware, self.measured))
         logs = None
         if self.measured is not None:
             logs = self.measured.logs_by_kernel.get(kernel.kernel)
