@@ -7,6 +7,9 @@ fresh process so its peak RSS is its own.
     .venv/bin/python bench/transform.py                 # 3k, 200k, 1M; import only
     .venv/bin/python bench/transform.py --write         # also write records.jsonl (sorted) + report.json
     .venv/bin/python bench/transform.py --rows 200000 --workers 1
+    .venv/bin/python bench/transform.py --profile reference   # KernelIndex parity: speed rows only
+
+The default catalogue profile is `full` (memory rows become runs too, so there are more runs to build).
 
 The CSV comes from --csv, or the cached/fetched liger-kernel 0.8.5 sdist (needs the package index once).
 """
@@ -61,7 +64,7 @@ def build_input(source: bytes, rows: int, dest: Path) -> None:
             rep += 1
 
 
-def measure(csv_path: str, out_dir: str | None, workers: int | None) -> dict:
+def measure(csv_path: str, out_dir: str | None, workers: int | None, profile: str) -> dict:
     """Runs in the child process: one import, timed."""
     from kernelindex_pipeline.liger import import_csv
 
@@ -69,7 +72,7 @@ def measure(csv_path: str, out_dir: str | None, workers: int | None) -> dict:
     if out_dir:
         from kernelindex_pipeline.cli import main
 
-        code = main(["transform", csv_path, "--out", out_dir] + ([] if workers is None else ["--workers", str(workers)]))
+        code = main(["transform", csv_path, "--out", out_dir, "--profile", profile] + ([] if workers is None else ["--workers", str(workers)]))
         assert code == 0
         report = json.loads((Path(out_dir) / "report.json").read_text())
         runs, rows = report["runs"], report["rowsRead"]
@@ -79,7 +82,7 @@ def measure(csv_path: str, out_dir: str | None, workers: int | None) -> dict:
         def on_run(run):
             count[0] += 1
 
-        kwargs = {} if workers is None else {"workers": workers}
+        kwargs = {"profile": profile} if workers is None else {"workers": workers, "profile": profile}
         result = import_csv(csv_path, on_run=on_run, **kwargs)
         assert result.report.conserved()
         runs, rows = count[0], result.report.rows_read
@@ -100,10 +103,11 @@ def main() -> int:
     parser.add_argument("--csv", help="history CSV to repeat (default: the liger-kernel 0.8.5 sdist's)")
     parser.add_argument("--write", action="store_true", help="time the CLI transform (records.jsonl + report.json) too")
     parser.add_argument("--workers", type=int, help="worker processes (default: the library's choice)")
+    parser.add_argument("--profile", choices=("full", "reference"), default="full", help="catalogue profile (default full)")
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(measure(args.child[0], args.child[1] or None, args.workers)))
+        print(json.dumps(measure(args.child[0], args.child[1] or None, args.workers, args.profile)))
         return 0
     source = history_csv(args.csv)
     with tempfile.TemporaryDirectory(prefix="bench-transform-") as tmp:
@@ -112,7 +116,8 @@ def main() -> int:
             build_input(source, n, path)
             modes = [("import", "")] + ([("transform", str(Path(tmp) / f"out-{n}"))] if args.write else [])
             for label, out in modes:
-                cmd = [sys.executable, __file__, "--child", str(path), out] + ([] if args.workers is None else ["--workers", str(args.workers)])
+                cmd = [sys.executable, __file__, "--child", str(path), out, "--profile", args.profile]
+                cmd += [] if args.workers is None else ["--workers", str(args.workers)]
                 proc = subprocess.run(cmd, capture_output=True, text=True)
                 if proc.returncode != 0:
                     print(f"N={n} {label}: failed\n{proc.stderr}", file=sys.stderr)

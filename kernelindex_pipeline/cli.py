@@ -85,6 +85,10 @@ def _transform(args: argparse.Namespace) -> int:
     report = result.report.to_dict()
     write_json(args.out / "report.json", {"source": result.snapshot.to_dict() if result.snapshot else None, **report})
     print(f"{result.report.summary()}")
+    for metric, totals in report["coverage"]["byMetric"].items():
+        lost = ", ".join(f"{reason} {rows}" for reason, rows in totals["skipped"].items())
+        print(f"coverage {metric}: {totals['runs']} of {totals['rows']} rows became runs ({totals['percent']} %)"
+              + (f"; skipped: {lost}" if lost else "") + (f"; issues: {totals['issues']}" if totals["issues"] else ""))
     print(f"wrote {lines} records to {args.out / 'records.jsonl'} and the report to {args.out / 'report.json'}")
     return 0
 
