@@ -213,3 +213,12 @@ def test_export_from_a_read_only_directory(published_catalogue, catalogue_record
             if path.is_dir():
                 path.chmod(path.stat().st_mode | stat.S_IWUSR)
         shutil.rmtree(shared, ignore_errors=True)
+
+
+def test_export_never_prints_a_query_string_password(tmp_path):
+    secret = "Qs3cret-Pw9"
+    for url in (f"postgresql+psycopg://user@127.0.0.1:1/db?connect_timeout=5&password={secret}",
+                f"postgresql://user:{secret}@bad@127.0.0.1:1/db"):
+        completed = _cli("export", "--catalogue", url, "--out", str(tmp_path / "out"))
+        assert completed.returncode == 1 and len(completed.stderr.strip().splitlines()) == 1
+        assert secret not in completed.stderr + completed.stdout and "Traceback" not in completed.stderr

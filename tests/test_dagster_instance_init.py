@@ -14,30 +14,22 @@ from dagster import DagsterInstance
 
 from kernelindex_pipeline.defs.partitions import source_partitions
 
-# The path `import-history` and `import-ci` take (cli._run_import), with a run that registers
-# partitions and reads the run storage instead of importing a release.
+# What `import-history` and `import-ci` do first (cli._run_import opens the instance with
+# cli._local_instance), then a partition registration as both imports do.
 SNIPPET = textwrap.dedent(
     """
-    import argparse, sys
     from kernelindex_pipeline import cli
     from kernelindex_pipeline.defs.partitions import register_partitions
 
-    class Summary:
-        ok = True
-        def lines(self):
-            return ["done"]
-
-    def run(instance, home, log):
+    with cli._local_instance(cli._dagster_home()) as instance:
         register_partitions(instance, "history", [("nvidia-h100-80gb-hbm3", "0.5.0"), ("nvidia-a100-sxm4-80gb", "0.6.0")])
         instance.get_runs_count()
-        return Summary()
-
-    sys.exit(cli._run_import(argparse.Namespace(verbose=False), run))
+    print("done")
     """
 )
 
 PROCESSES = 4
-TRIALS = 3
+TRIALS = 2
 
 
 def test_concurrent_imports_on_a_fresh_home_all_start(tmp_path):
