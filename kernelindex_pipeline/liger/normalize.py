@@ -56,10 +56,11 @@ from kernelindex_pipeline.liger.runs import (
     RunItem,
     RunRecord,
     RunTemplate,
-    _json_text,
-    _ns,
     build_run,
+    json_text,
+    make_template,
     mib_to_bytes,
+    ns_of_ms,
 )
 from kernelindex_pipeline.records.canonical import digest_of
 from kernelindex_pipeline.records.names import kebab
@@ -390,25 +391,13 @@ class Normalizer:
         if self.measured is not None:
             logs = self.measured.logs_by_kernel.get(kernel.kernel)
             logs = {"uri": logs["uri"], "digest": logs["digest"]} if logs else None
-        benchmark = identity.benchmark(kernel.kernel, mode, memory)
-        external_prefix = identity.external_id_prefix(kernel.kernel, mode, provider_name, self._gpu_slug(gpu), binding.case_key, memory)
-        head = '{"environmentDigest":' + _json_text(environment)
-        if logs is not None:
-            head += ',"evidence":{"logs":' + _json_text(logs) + "}"
-        head += ',"implementationDigest":' + _json_text(impl)
-        title = identity.run_title(kernel.title, provider_name, mode, memory)
-        if memory:
-            tail = ',"source":"liger-kernel-bench"},"status":"passed","workloadDigest":' + _json_text(case) + "}"
-        else:
-            tail = '},"primaryStatistic":"median"},"workloadDigest":' + _json_text(case) + "}"
         self._template_count += 1
-        return RunTemplate(
-            id=self._template_count,
+        return make_template(
+            self._template_count,
             name_head=identity.run_name_head(kernel.kernel, mode, provider_name, gpu, binding.case_key, memory),
-            title=title,
-            title_json=_json_text(title),
-            benchmark=benchmark,
-            external_prefix=external_prefix,
+            title=identity.run_title(kernel.title, provider_name, mode, memory),
+            benchmark=identity.benchmark(kernel.kernel, mode, memory),
+            external_prefix=identity.external_id_prefix(kernel.kernel, mode, provider_name, self._gpu_slug(gpu), binding.case_key, memory),
             digests={
                 "implementationDigest": impl,
                 "workloadDigest": case,
@@ -416,10 +405,6 @@ class Normalizer:
                 "environmentDigest": environment,
             },
             evidence_logs=logs,
-            head=head,
-            source='","protocolDigest":' + _json_text(protocol) + ',"sourceNative":{"benchmark":' + _json_text(benchmark)
-            + ',"externalId":' + _json_text(external_prefix)[:-1],
-            tail=tail,
             metric=PEAK_MEMORY if memory else LATENCY,
         )
 
@@ -449,7 +434,7 @@ class Normalizer:
                 report.issues.append(Issue(row, f"median y_value_50 {y50!r} MB overflows a number in bytes"))
                 return "issue"
         else:
-            median = _ns(y50_value)
+            median = ns_of_ms(y50_value)
             if type(median) is not int:
                 report.issues.append(Issue(row, f"median y_value_50 {y50!r} ms is beyond 2^53 - 1 ns"))
                 return "issue"
@@ -461,14 +446,14 @@ class Normalizer:
             if len(version) > 200:
                 report.issues.append(Issue(row, "liger_version is longer than 200 characters (label limit)"))
                 return "issue"
-            version_json = self._versions[version] = _json_text(version)
+            version_json = self._versions[version] = json_text(version)
         y20_value, y80_value = cell_number(y20), cell_number(y80)
         if y20_value - y20_value == 0 and y80_value - y80_value == 0:  # both finite: a band to check
             if memory:
                 low, high = mib_to_bytes(y20_value), mib_to_bytes(y80_value)
                 overflow = math.isinf(low) or math.isinf(high)
             else:
-                low, high = _ns(y20_value), _ns(y80_value)
+                low, high = ns_of_ms(y20_value), ns_of_ms(y80_value)
                 overflow = type(low) is not int or type(high) is not int
             if overflow:
                 unit = "MB overflow a number in bytes" if memory else "ms overflow a number in ns (beyond 2^53 - 1)"

@@ -30,11 +30,7 @@ class Issue:
         return {"row": self.row, "problem": self.problem}
 
 
-# Skip reasons by their report key (liger.normalize.SkipReason values), and the fates of a coverage cell.
-SKIP_KEYS = (
-    "memoryRows", "unknownMetric", "uncuratedKernels", "unknownMode", "unknownProvider", "unknownConfig",
-    "unknownGpu", "duplicateRows", "filteredOut",
-)
+# The fates of a coverage cell besides the skip reasons (liger.normalize.SkipReason).
 RUN_FATE = "run"
 ISSUE_FATE = "issue"
 

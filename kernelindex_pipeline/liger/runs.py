@@ -35,9 +35,11 @@ MIB = 2**20  # Liger's MB is max_memory_allocated() / 2**20
 class RunTemplate:
     """Everything a run shares with the other rows of its key, with its canonical text pre-cut.
 
-    The run's canonical spec is `head + measurements + observed + <observedAt> + source + <ts slug>
-    + metrics_key + <metrics> + timing + <median> + tail`: keys in RFC 8785 order, constant parts
-    escaped once here, variable parts are numbers and [a-z0-9-] text that need no escaping.
+    A latency run's canonical spec is `head + measurements + observed + <observedAt> + source + <ts slug>
+    + metrics_key + <metrics> + timing + <median> + tail`, a peak-memory run's `head + measurements +
+    observed + <observedAt> + source + <ts slug> + metrics_key + <metrics> + tail` (its tail holds the
+    source, status and workload): keys in RFC 8785 order, constant parts escaped once (`make_template`),
+    variable parts are numbers and [a-z0-9-] text that need no escaping.
     """
 
     id: int  # sequential within one import (worker processes keep templates by id)
@@ -87,7 +89,7 @@ _MEM_P80 = '},{"metric":"peak_memory","statistic":"p80","unit":"bytes","value":'
 _MEM_TAIL = ',"source":"' + RUN_SOURCE + '"},"status":"passed","workloadDigest":'
 
 
-def _json_text(value: Any) -> str:
+def json_text(value: Any) -> str:
     return canonical_bytes(value).decode("utf-8")
 
 
@@ -101,7 +103,7 @@ def _number_text(value: float | int) -> str:
     return js_number_text(value)
 
 
-def _ns(ms: float) -> int | float:
+def ns_of_ms(ms: float) -> int | float:
     """ms_to_ns (Math.round(ms * 1e6)) with the exact integer path inline."""
     y = ms * 1e6
     if -9e15 < y < 9e15:
@@ -133,6 +135,35 @@ class RunRecord:
         return self._manifest
 
 
+def make_template(
+    template_id: int,
+    *,
+    name_head: str,
+    title: str,
+    benchmark: str,
+    external_prefix: str,
+    digests: dict[str, str],
+    evidence_logs: dict[str, str] | None,
+    metric: str = LATENCY,
+) -> RunTemplate:
+    """A run template with its canonical text pre-cut (see RunTemplate for how the parts join)."""
+    head = '{"environmentDigest":' + json_text(digests["environmentDigest"])
+    if evidence_logs is not None:
+        head += ',"evidence":{"logs":' + json_text(evidence_logs) + "}"
+    head += ',"implementationDigest":' + json_text(digests["implementationDigest"])
+    case = json_text(digests["workloadDigest"])
+    tail = _MEM_TAIL + case + "}" if metric == PEAK_MEMORY else '},"primaryStatistic":"median"},"workloadDigest":' + case + "}"
+    source = (
+        '","protocolDigest":' + json_text(digests["protocolDigest"]) + ',"sourceNative":{"benchmark":' + json_text(benchmark)
+        + ',"externalId":' + json_text(external_prefix)[:-1]
+    )
+    return RunTemplate(
+        id=template_id, name_head=name_head, title=title, title_json=json_text(title), benchmark=benchmark,
+        external_prefix=external_prefix, digests=digests, evidence_logs=evidence_logs, head=head, source=source,
+        tail=tail, metric=metric,
+    )
+
+
 def mib_to_bytes(mb: float) -> int | float:
     """Liger's MB (MiB) in bytes: exact, since multiplying by a power of two only moves the exponent."""
     value = mb * MIB
@@ -148,7 +179,7 @@ def build_run(item: RunItem, validate: Callable[[dict[str, Any]], None], with_li
     if ms50.is_integer():
         ms50 = whole(ms50)
     if ms20 - ms20 == 0 and ms80 - ms80 == 0:  # both finite (inf - inf and NaN - NaN are NaN)
-        p20, p80 = _ns(ms20), _ns(ms80)
+        p20, p80 = ns_of_ms(ms20), ns_of_ms(ms80)
         if ms20.is_integer():
             ms20 = whole(ms20)
         if ms80.is_integer():
@@ -238,10 +269,7 @@ def _build_memory_run(item: RunItem, validate: Callable[[dict[str, Any]], None],
     spec["observedAt"] = observed_at
     if t.evidence_logs is not None:
         spec["evidence"] = {"logs": t.evidence_logs}
-    spec_text = (
-        t.head + measurements_text + "}]" + _OBSERVED + observed_at + t.source + ts_slug + _METRICS + metrics_text
-        + t.tail
-    )
+    spec_text = t.head + measurements_text + "}]" + _OBSERVED + observed_at + t.source + ts_slug + _METRICS + metrics_text + t.tail
     digest = "sha256:" + hashlib.sha256((_BODY_PREFIX + '"spec":' + spec_text + "}").encode()).hexdigest()
     name = (t.name_head + (ts_name[1:] if ts_name[:1] == "-" else ts_name)).rstrip("-")[:NAME_LIMIT]
     metadata = {"name": name, "title": t.title, "labels": {"liger_version": version}}
