@@ -14,8 +14,8 @@ The model, per series (values ``x`` are log latency or log peak memory, so shift
 - **Noise** ``sigma``: the MAD of successive differences (``1.4826 * median|dx| / sqrt(2)``), which a
   single step barely moves (once changes are found, a second pass uses the differences within the
   segments), shrunk towards the pooled noise of comparable series (same GPU, metric and
-  latency class) with ``NOISE_PRIOR_DF`` degrees of freedom (the series' own MAD counts as 0.37 per
-  difference, its efficiency), so a series of five runs that happened to agree
+  latency class) with a weight estimated from how much the noise of those series really differs
+  (`prior_df`, empirical Bayes; the series' own MAD counts as 0.37 degrees of freedom per difference), so a series of five runs that happened to agree
   closely does not get a tiny noise. Never the p20-p80 band of one run: that band is the spread of one
   sweep's repetitions, often zero (p20 = p50 = p80 for long kernels and every memory row).
 - **Run uncertainty**: a value of a run whose host effect was large and uneven across kernels carries
@@ -42,7 +42,8 @@ from dataclasses import dataclass
 import numpy as np
 
 PRIOR_DF = 10.0  # weight of the model noise when the merge step re-estimates it from a segment's scatter
-NOISE_PRIOR_DF = 8.0  # weight of the pooled noise of comparable series, in degrees of freedom
+NOISE_PRIOR_DF = 8.0  # weight of the pooled noise when too few series tell how much their noise differs
+MIN_PRIOR_DF, MAX_PRIOR_DF = 1.0, 50.0  # bounds of the estimated weight of the pooled noise
 MAD_EFFICIENCY = 0.37  # a MAD-based scale uses n values about as well as a variance uses 0.37 n
 CLIP = 3.0  # outlier guard, in sigma around the running median
 MEDIAN_WINDOW = 5
@@ -89,29 +90,44 @@ class Split:
     p_value: float  # Bonferroni-adjusted
 
 
-def raw_noise(x: np.ndarray) -> float:
-    """MAD of successive differences, as a standard deviation of one value (0 for fewer than 2 values)."""
-    if len(x) < 2:
-        return 0.0
-    return float(_MAD * np.median(np.abs(np.diff(x))) / math.sqrt(2.0))
-
-
-def within_noise(x: np.ndarray, cuts: list[int]) -> float:
-    """Noise from the successive differences inside the segments between `cuts` (root mean square: once
-    the steps are known there is nothing left to be robust against, and a mean of squares uses few
-    values far better than a median does)."""
+def within_noise(x: np.ndarray, cuts: list[int], extra: np.ndarray | None = None,
+                 limit: float = math.inf) -> tuple[float, int]:
+    """(noise, differences used): the MAD of the successive differences inside the segments between
+    `cuts` (none: the whole series) as the sd of one value, optionally leaving out the differences that
+    touch a value whose `extra` uncertainty exceeds `limit`. Robust on purpose: cuts sit where the largest
+    jumps are, and a mean of squares without them would be biased low."""
     bounds = [0, *cuts, len(x)]
-    diffs = np.concatenate([np.diff(x[a:b]) for a, b in zip(bounds[:-1], bounds[1:], strict=True)])
+    e = extra if extra is not None else np.zeros(len(x))
+    keep = [np.diff(x[a:b])[(e[a:b - 1] <= limit) & (e[a + 1:b] <= limit)] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+    diffs = np.concatenate(keep) if keep else np.empty(0)
     if len(diffs) == 0:
-        return 0.0
-    return float(math.sqrt(np.mean(diffs**2) / 2.0))
+        return 0.0, 0
+    return float(_MAD * np.median(np.abs(diffs)) / math.sqrt(2.0)), len(diffs)
 
 
-def shrunk_noise(own: float, df: float, pooled: float) -> float:
+def prior_df(noise: np.ndarray, df: np.ndarray) -> float:
+    """How many degrees of freedom the pooled noise of a group of series is worth (empirical Bayes, after
+    limma's squeezeVar): the spread of the series' log noise beyond what estimating each from `df`
+    degrees of freedom explains (var log s ~ 1 / (2 df)) is the spread of their true noise; a prior with d0
+    degrees of freedom spreads log sigma by about 1 / (2 d0). Homogeneous series: the pool counts for
+    much (up to MAX_PRIOR_DF); series whose noise really differs: each mostly keeps its own."""
+    usable = (noise > 0) & (df > 0)
+    if usable.sum() < 3:
+        return NOISE_PRIOR_DF
+    logs = np.log(noise[usable])
+    observed = (_MAD * np.median(np.abs(logs - np.median(logs)))) ** 2
+    expected = float(np.mean(1.0 / (2.0 * df[usable])))
+    excess = observed - expected
+    if excess <= 0:
+        return MAX_PRIOR_DF
+    return float(min(MAX_PRIOR_DF, max(MIN_PRIOR_DF, 1.0 / (2.0 * excess))))
+
+
+def shrunk_noise(own: float, df: float, pooled: float, prior: float = 8.0) -> float:
     """The series' noise (an estimate worth `df` degrees of freedom) shrunk towards the pooled noise of
-    comparable series (worth NOISE_PRIOR_DF)."""
+    comparable series (worth `prior` degrees of freedom, see prior_df)."""
     df = max(df, 0.0)
-    value = math.sqrt((NOISE_PRIOR_DF * pooled**2 + df * own**2) / (NOISE_PRIOR_DF + df))
+    value = math.sqrt((prior * pooled**2 + df * own**2) / (prior + df)) if prior + df > 0 else pooled
     return max(value, SIGMA_FLOOR)
 
 

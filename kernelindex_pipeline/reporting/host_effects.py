@@ -8,7 +8,8 @@ every series before change points are judged.
 Estimate (all in log scale, per latency class; pandas group-bys, so a million runs take seconds):
 
 1. For every value of a series, its deviation from the series' own neighbours: ``d_left`` from the
-   median of the ``NEIGHBOURS`` previous values, ``d_right`` from the median of the next ones. A host
+   median of the ``NEIGHBOURS`` previous values, ``d_right`` from the median of the next ones (a side
+   needs ``MIN_SIDE`` values). A host
    effect is a *transient*: the run deviates from both sides in the same direction, and the smaller of
    the two deviations is taken; a persistent change (a step) deviates from one side only and counts 0.
    The first and last runs of a series have one side only: a step at the newest run may be real, so there
@@ -35,9 +36,10 @@ import numpy as np
 import pandas as pd
 
 NEIGHBOURS = 3
+MIN_SIDE = 1  # values needed on a side for it to count as a reference
 MIN_GROUPS = 3
-TAKE_OUT_Z = 2.0  # an estimated effect is taken out of the series when at least this many standard errors
-MIN_SERIES = 3  # series of one script in one run needed for an effect of that script
+TAKE_OUT_Z = 3.0  # an estimated effect is taken out of the series when at least this many standard errors
+MIN_SERIES = 8  # series of one script in one run needed for an effect of that script
 _MAD = 1.4826
 ITERATIONS = 3
 CELLS = 4_000_000  # matrix cells per vectorised block (32 MB of float64)
@@ -122,6 +124,9 @@ def _side_medians(series: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, n
         with warnings.catch_warnings():  # an all-NaN window (a series' first or last run) is NaN by design
             warnings.simplefilter("ignore", category=RuntimeWarning)
             medians = np.nanmedian(windows, axis=2)  # medians[:, j] covers matrix[:, j:j+NEIGHBOURS]
+        # (with one value on a side the smaller of the two deviations is biased low; two would make the
+        # second-newest run, the one a nightly alert needs, one-sided)
+        medians[np.isfinite(windows).sum(axis=2) < MIN_SIDE] = np.nan
         # the previous NEIGHBOURS of column c (= position + pad) start at c - NEIGHBOURS, the next at c + 1
         left[index] = medians[rows, position + pad - NEIGHBOURS]
         right[index] = medians[rows, position + pad + 1]
@@ -200,7 +205,11 @@ def estimate(series: np.ndarray, run: np.ndarray, cls: np.ndarray, group: np.nda
     run_table.loc[run_table["groups"] < MIN_GROUPS, "log_factor"] = 0.0
     # unevenness: the spread of the kernel groups' deviations in that run, beyond the class's usual spread
     usual = run_table["sd"].groupby(level=1).transform("median")
-    run_table["extra"] = np.sqrt(np.maximum(run_table["sd"] ** 2 - usual**2, 0.0))
+    # counted only where the spread is clearly above usual: a MAD over G groups is itself uncertain by
+    # about 1.15 / sqrt(G) of itself, so below usual x (1 + 3.5 / sqrt(G)) (three of those, the MAD's
+    # tail being long) it is that uncertainty
+    clearly = run_table["sd"] > usual * (1 + 3.5 / np.sqrt(run_table["groups"]))
+    run_table["extra"] = np.where(clearly, np.sqrt(np.maximum(run_table["sd"] ** 2 - usual**2, 0.0)), 0.0)
     extra = _lookup(run_table["extra"], [run, cls])
     # A series' first and last values have one side only: how far the run stood out there, over its kernel
     # groups, is not taken out (a step in every kernel at the newest run may be real) but counted as

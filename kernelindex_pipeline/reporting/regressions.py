@@ -49,7 +49,7 @@ import numpy as np
 from kernelindex_pipeline.liger import identity
 
 from . import host_effects
-from .changepoints import MAD_EFFICIENCY, Settings, Split, find_changes, raw_noise, shrunk_noise, within_noise
+from .changepoints import MAD_EFFICIENCY, Settings, Split, find_changes, prior_df, shrunk_noise, within_noise
 
 LATENCY = "latency"
 PEAK_MEMORY = "peak_memory"
@@ -494,14 +494,25 @@ def _detect(obs: _Observations, settings: Settings) -> RegressionReport:
                                 x, settings.min_log_effect, _z_for(settings.alpha))
     corrected = x - fit.correction
 
-    # pooled noise per (GPU, metric class)
-    own_noise = np.array([raw_noise(corrected[a:b]) for a, b in zip(bounds[:-1], bounds[1:], strict=True)])
+    # Noise. A series' own noise: the MAD of its successive differences. Pooled per (GPU, class): the
+    # median of its series' noise (a class without series enough borrows the GPU's, else everything's),
+    # with a weight (prior degrees of freedom) estimated from how much the series' noise differs beyond
+    # what estimating it from few runs explains (`changepoints.prior_df`).
+    own = [within_noise(corrected[a:b], [], None, 0.0) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+    own_noise = np.array([noise for noise, _ in own])
+    own_used = np.array([used for _, used in own])
     pool_key = [(keys[s].gpu, int(c)) for s, c in zip(series_ids, series_class, strict=True)]
-    pooled_lists: dict[tuple, list[float]] = defaultdict(list)
+    members: dict[tuple, list[int]] = defaultdict(list)
     for i, k in enumerate(pool_key):
-        if lengths[i] >= settings.min_runs:
-            pooled_lists[k].append(own_noise[i])
-    pooled = {k: float(np.median(v)) for k, v in pooled_lists.items()}
+        if lengths[i] >= settings.min_runs and own_noise[i] > 0:
+            members[k].append(i)
+            members[(k[0], None)].append(i)
+            members[(None, None)].append(i)
+    # how much the noise of series differs is estimated over the GPU's series (a class alone is often a
+    # handful of series), the level per class
+    weight = {k[0]: prior_df(own_noise[v], MAD_EFFICIENCY * own_used[v]) for k, v in members.items() if k[1] is None}
+    pools = {k: (float(np.median(own_noise[v])), weight[k[0]]) for k, v in members.items() if v}
+    priors = [pools.get(k) or pools.get((k[0], None)) or pools.get((None, None)) or (0.0, 0.0) for k in pool_key]
 
     trends: list[Trend] = []
     insufficient: list[Insufficient] = []
@@ -513,17 +524,17 @@ def _detect(obs: _Observations, settings: Settings) -> RegressionReport:
         if lengths[i] < settings.min_runs:
             insufficient.append(Insufficient(key, int(lengths[i])))
             continue
-        prior = pooled.get(pool_key[i], own_noise[i])
-        sigma = shrunk_noise(own_noise[i], MAD_EFFICIENCY * (int(lengths[i]) - 1), prior)
-        values, runs = corrected[a:b], int(lengths[i])
+        prior, weight = priors[i]
+        sigma = shrunk_noise(own_noise[i], MAD_EFFICIENCY * own_used[i], prior, weight)
+        values, extra = corrected[a:b], fit.extra[a:b]
         refined: list[float] = []
 
-        def refine(cuts: list[int], values=values, runs=runs, prior=prior, refined=refined) -> float:
-            # the noise inside the proposed segments: a mean of squares of runs - 1 - len(cuts) differences
-            refined.append(shrunk_noise(within_noise(values, cuts), runs - 1 - len(cuts), prior))
+        def refine(cuts: list[int], values=values, prior=prior, weight=weight, refined=refined, sigma=sigma) -> float:
+            own, used = within_noise(values, cuts, None, 0.0)  # the noise inside the proposed segments
+            refined.append(shrunk_noise(own, MAD_EFFICIENCY * used, prior, weight) if used else sigma)
             return refined[-1]
 
-        splits = find_changes(values, sigma, settings, fit.extra[a:b], refine)
+        splits = find_changes(values, sigma, settings, extra, refine)
         sigma = refined[-1] if refined else sigma
         idx = first[a:b]
         trend = Trend(key=key, case_key=obs.case_keys[s], observed_at=[obs.observed[j] for j in idx],
