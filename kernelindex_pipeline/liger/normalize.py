@@ -5,8 +5,8 @@ implementation, protocol, environment, project), the run ids seen, and the repor
 chunks (`liger/csv.py`); each row is decided in this order:
 
   filter (--gpu / --liger-version) -> metric -> uncurated kernel -> mode -> unknown provider
-  -> config binding (unknown config) -> unknown GPU -> duplicate run id -> median / timestamp issue
-  -> BenchmarkRun.
+  -> config binding (unknown config) -> unknown GPU -> median / timestamp / band issue
+  -> duplicate run id -> BenchmarkRun.
 
 Profile `reference` (RECORDS.md): a `memory` row skips as a memory row, and an unknown mode is
 folded into unknown config. Profile `full`: the catalogue's memory metric makes peak-memory runs, and
@@ -18,6 +18,10 @@ Bad data (README "What bad input gets"): run identity is decided on valid rows o
 copy of a row (bad timestamp, NaN median) is an issue and never makes the valid copy a duplicate.
 A median must round to a value > 0 (ns or bytes); a finite p20/p80 band must be ordered as published,
 0 < p20 <= median <= p80, or the run is published without it and listed under `droppedBands`.
+
+Full profile and parity: a row the reference binds too (its kernel, rule, provider, mode and GPU are
+the reference's) is a reference row; its shared objects and their names win over those an extension
+row made first with the same digest (`Normalizer._add`), so the reference objects are byte-identical.
 
 Speed: everything a row shares with other rows (its binding, case, implementation, environment,
 the constant text of its run's canonical JSON) is computed once per distinct `RowKey` and cached, so
