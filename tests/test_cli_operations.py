@@ -54,3 +54,11 @@ def test_import_history_runs_a_partition_through_dagster(tmp_path):
     assert "1 partitions in 1 run(s)" in completed.stdout and "BenchmarkRun 32" in completed.stdout
     again = _cli("import-history", "--partition", "nvidia-b200|0.8.0", env=env)
     assert "publication: 0 new" in again.stdout
+    # Real runs of history_import_job with the code location's origin: the UI lists them under the job.
+    from dagster import DagsterInstance, RunsFilter
+
+    with DagsterInstance.from_config(str(home)) as instance:
+        history_runs = instance.get_runs(RunsFilter(job_name="history_import_job"))
+        assert len(history_runs) == 2
+        assert {run.remote_job_origin.location_name for run in history_runs} == {"kernelindex_pipeline"}
+        assert {run.tags.get("dagster/partition") for run in history_runs} == {"nvidia-b200|0.8.0"}

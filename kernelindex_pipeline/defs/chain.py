@@ -147,7 +147,6 @@ class ChainSpec:
     single_run: bool  # many partitions per run (history, ci) or one (sweep)
     source_checks: tuple[tuple[str, str], ...] = ()  # (name, description) of non-blocking checks the read step reports
     config_schema: dict | None = None
-    job_tags: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -337,7 +336,7 @@ def _build_chain(spec: ChainSpec) -> Chain:
         spec.job_name,
         selection=AssetSelection.assets(*keys.values()),
         description=spec.job_description,
-        tags={"kernelindex/source": source, **spec.job_tags},
+        tags={"kernelindex/source": source},
         executor_def=in_process_executor,
     )
     return Chain(spec, [benchmark_csv, benchmark_rows, kernelindex_records, catalogue_publication], job, keys)

@@ -247,6 +247,9 @@ def follow(instance: DagsterInstance, run_id: str, summary: ImportSummary, progr
             return
         if run is not None and run.status is DagsterRunStatus.QUEUED and time.monotonic() - queued_since > DAEMON_FRESH_S:
             daemon.start()  # the daemon whose heartbeat we saw is gone: serve the queue ourselves
+        if daemon.process is not None and daemon.process.poll() is not None:
+            raise LaunchError(f"dagster-daemon exited with status {daemon.process.returncode} while run {run_id} was "
+                              f"{run.status.value if run else 'unknown'}; its log: {daemon.log_path}")
         time.sleep(0.5)
 
 

@@ -44,14 +44,6 @@ class HistorySlices:
     unattributable_rows: list[int] = field(default_factory=list)  # 1-based data row numbers
     rows_read: int = 0
 
-    @property
-    def gpus(self) -> list[str]:
-        return sorted({gpu for gpu, _ in self.partitions})
-
-    @property
-    def versions(self) -> list[str]:
-        return sorted({version for _, version in self.partitions})
-
 
 def _decode(data: bytes) -> str:
     # surrogateescape keeps bytes that are not UTF-8 as they are, so the parser still reports them.
