@@ -2,13 +2,15 @@
 
 The facts live in `kernelindex_pipeline/data/liger-kernels.yaml` and `liger-providers.yaml` (the
 `reference` profile: KernelIndex's own mapping, byte for byte) and `liger-extensions.yaml` (what the
-`full` profile, the default, adds: kernels, rules, modes, providers, projects, GPUs and the peak-memory
-metric, for rows the reference skips). The rule grammar is documented at the top of the kernels file. This module reads them, checks that every rule
-is well formed (so a typo fails at load time, not on some row in the middle of an import), and compiles
-rule expressions into small closures. Expressions are parsed by a tiny recursive-descent parser: only
+`full` profile, the default, adds: kernels, rules, modes, providers, projects, GPUs, the model table
+and the peak-memory metric, for rows the reference skips). The rule grammar is documented at the top
+of the kernels file (categorical rules and `same_as` at the top of the extensions file). This module
+reads them, checks that every rule is well formed (so a typo fails at load time, not on some row in
+the middle of an import), and compiles rule expressions into small closures. Expressions are parsed by a tiny recursive-descent parser: only
 integers, names, `+ - * // %` and parentheses exist, so nothing is ever handed to `eval`.
 
-`not_in_reference` in the providers file is deliberately ignored: it is not part of the mapping.
+`not_in_reference` in the providers file is deliberately ignored: it is not part of the mapping (the
+GPUs it lists are in the extensions file, for the full profile).
 """
 
 from __future__ import annotations
