@@ -58,6 +58,16 @@ def _catalogue(sqlite_url) -> dict:
         return store.counts_by_kind()
 
 
+def test_the_releases_resource_picks_the_reference_profile(instance, resources):
+    resources = {**resources, "releases": LocalReleases(sdist_path=resources["releases"].sdist_path, profile="reference")}
+    result = _materialize(instance, resources, "nvidia-h100-80gb-hbm3", "0.5.0")
+    assert result.success
+    (records,) = result.output_for_node("history__kernelindex_records")["nvidia-h100-80gb-hbm3|0.5.0"]
+    report = records.report.to_dict()
+    # KernelIndex's own importer: the memory row is skipped as a memory row
+    assert (report["profile"], report["runs"], report["skipped"]["memoryRows"]) == ("reference", 6, 1)
+
+
 def test_one_partition_publishes_its_rows(instance, resources, sqlite_url):
     result = _materialize(instance, resources, "nvidia-h100-80gb-hbm3", "0.5.0")
     assert result.success
