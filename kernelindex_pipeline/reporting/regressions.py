@@ -19,7 +19,9 @@ A/B variant) is a series of its own.
 
 **Source runs.** A source run is one sweep: with ``--records`` each file (per GPU); in a catalogue,
 the runs of one GPU and one software environment in ``observedAt`` order, split where two runs are
-more than ``SESSION_GAP`` apart or a case repeats (a sweep measures each case once).
+more than ``SESSION_GAP`` apart (a sweep's rows are minutes apart; Liger's CI also measures a few cases
+twice within seconds, so a repeat is not a new sweep: repeats of a case in one source run count as one
+value, their median).
 
 **Per series**, values are log-scale; the run-level host effects (`host_effects.py`) are subtracted;
 the noise is the MAD of successive differences shrunk to the pooled noise of its class; change points
@@ -382,15 +384,14 @@ def _source_runs(obs: _Observations, keys: list[SeriesKey], t: np.ndarray) -> tu
     labels: list[tuple[str, str]] = []
     run_of = np.empty(len(sid), dtype=np.int64)
     if any(s is None for s in obs.source):
-        current: dict[str, tuple[int, float, set, str]] = {}  # gpu -> (run, last time, cases seen, env)
+        current: dict[str, tuple[int, float, str]] = {}  # gpu -> (run, last time, environment)
         for i in order:
-            gpu, env, s = gpu_of[obs.sid[i]], obs.environment[i], obs.sid[i]
+            gpu, env = gpu_of[obs.sid[i]], obs.environment[i]
             state = current.get(gpu)
-            if state is None or t[i] - state[1] > SESSION_GAP_S or s in state[2] or env != state[3]:
+            if state is None or t[i] - state[1] > SESSION_GAP_S or env != state[2]:
                 labels.append((gpu, ""))
-                state = (len(labels) - 1, t[i], set(), env)
-            state[2].add(s)
-            current[gpu] = (state[0], t[i], state[2], env)
+                state = (len(labels) - 1, t[i], env)
+            current[gpu] = (state[0], t[i], env)
             run_of[i] = state[0]
     else:
         index: dict[tuple[str, str], int] = {}
