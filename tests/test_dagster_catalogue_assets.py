@@ -63,3 +63,28 @@ def test_export_regressions_and_report_over_the_published_history(instance, reso
     assert index.exists() and "<svg" in index.read_text() + "".join(p.read_text() for p in index.parent.rglob("*.svg"))
     assert "|" in report.metadata["summary"].value  # a markdown table
     json.dumps({k: str(v) for k, v in report.metadata.items()})  # metadata is serialisable as shown in the UI
+
+
+def test_regressions_asset_warns_on_a_slowdown_over_every_run(tmp_path, sqlite_url):
+    """The asset and its check on a catalogue where a series has runs enough: six sweeps, Liger 30 % slower
+    from the fourth (a new version) on; torch and huggingface unchanged."""
+    from kernelindex_pipeline.catalogue.store import CatalogueStore
+    from kernelindex_pipeline.reporting.samples import SampleCatalogue
+
+    catalogue = SampleCatalogue()
+    for sweep in range(6):
+        for provider in ("liger", "torch", "huggingface"):
+            slower = 1.3 if provider == "liger" and sweep >= 3 else 1.0
+            catalogue.run(provider=provider, median_ns=int(1_000_000 * slower * (1 + 0.004 * (sweep % 2))),
+                          version="0.8.0" if sweep < 3 else "0.8.1", timestamp=f"2025-0{sweep + 1}-01 00:00:00")
+    with CatalogueStore.open(sqlite_url) as store:
+        store.publish(catalogue.manifests(), partition="samples")
+    with DagsterInstance.ephemeral() as fresh:
+        result = materialize([benchmark_regressions, no_regressions], instance=fresh,
+                             resources={"catalogue": CatalogueResource(url=sqlite_url)})
+    assert result.success
+    (regressions,) = result.asset_materializations_for_node("benchmark_regressions")
+    assert regressions.metadata["regressions"].value == 1 and regressions.metadata["series_judged"].value == 3
+    assert "| liger | rms_norm | forward | liger |" in regressions.metadata["table"].value
+    (check,) = result.get_asset_check_evaluations()
+    assert not check.passed and check.severity.value == "WARN" and check.metadata["regressions"].value == 1
