@@ -3,34 +3,34 @@
 Plain numerics (numpy), no record knowledge; `regressions.py` feeds it one series at a time after the
 run-level host effects are taken out (`host_effects.py`).
 
-Hand-written rather than Apache Otava (``apache-otava``, the E-Divisive detector of Hunter/MongoDB)
-because Otava pins ``numpy==2.2.*`` and ``scipy<1.17`` (the project runs on newer numpy), pulls in
-BigQuery, Slack, PostgreSQL and gRPC clients, is pure Python per series, and its t-test has no noise
-model shared across series, which short series (ten CI runs) need. ``bench/otava_compare.py`` runs
-both on the same data; the numbers are in the README.
+Hand-written rather than Apache Otava (``apache-otava``, the E-Divisive/Hunter detector MongoDB and
+DataStax use): Otava pins ``numpy==2.2.*`` and ``scipy<1.17`` (the project runs newer numpy), pulls in
+BigQuery, Slack, PostgreSQL and gRPC clients, and has no notion of a run nor a noise model shared across
+series, which short series (ten CI runs) need. Its split/merge structure is kept. ``bench/otava_compare.py``
+runs both on the same data; the numbers are in the README.
 
 The model, per series (values ``x`` are log latency or log peak memory, so shifts are ratios):
 
 - **Noise** ``sigma``: the MAD of successive differences (``1.4826 * median|dx| / sqrt(2)``), which a
-  single step barely moves (once changes are found, a second pass uses the differences within the
-  segments), shrunk towards the pooled noise of comparable series (same GPU, metric and
-  latency class) with a weight estimated from how much the noise of those series really differs
-  (`prior_df`, empirical Bayes; the series' own MAD counts as 0.37 degrees of freedom per difference), so a series of five runs that happened to agree
-  closely does not get a tiny noise. Never the p20-p80 band of one run: that band is the spread of one
-  sweep's repetitions, often zero (p20 = p50 = p80 for long kernels and every memory row).
-- **Run uncertainty**: a value of a run whose host effect was large and uneven across kernels carries
-  that unevenness as extra variance (``extra``, from `host_effects.py`), so it weighs less.
+  single step barely moves, shrunk towards the pooled noise of comparable series (same GPU and latency
+  class) with a weight estimated from how much the noise of those series really differs (`prior_df`,
+  empirical Bayes; the series' own MAD counts 0.37 degrees of freedom per difference); once cuts are
+  proposed, again from the differences inside the segments. Never the p20-p80 band of one run: that band
+  is the spread of one sweep's repetitions, often zero (p20 = p50 = p80 for long kernels and memory).
+- **Run uncertainty**: a value of a run whose host effect was large and uneven across kernels (or that
+  could not be judged from both sides) carries that as extra variance (``extra``, from
+  `host_effects.py`), so it weighs less.
 - **Outlier guard**: each value is clipped to its running median (window 5) +- ``CLIP`` sd. A median
-  filter keeps the edge of a step where it is and removes an isolated spike, so one bad run cannot
-  look like a shift.
-- **Binary segmentation**: in a segment, the split that maximises the weighted z of
-  ``mean_after - mean_before`` (weights 1 / variance) with at least ``min_segment`` runs on each side (two: a
-  persistent shift, not a one-run excursion); accepted when its two-sided normal p-value times the number
-  of candidate splits (Bonferroni) is below ``alpha`` AND the shift is at least ``min_effect``; then each
-  side is searched again.
-- **Verdict figures** of an accepted change: the ratio of the weighted segment means (between the
-  neighbouring accepted changes) with its 95 % interval; a change that is no longer significant or large
-  enough between its final neighbours is dropped.
+  filter keeps the edge of a step where it is and removes an isolated spike.
+- **Split**: binary segmentation; in a segment, the split that maximises the weighted z of
+  ``mean_after - mean_before`` (weights 1 / variance) with at least ``min_segment`` runs on each side
+  (two: a persistent shift, not a one-run excursion), kept at ten times ``alpha`` (Bonferroni over the
+  candidate splits) and at least ``min_effect``; then each side is searched again.
+- **Merge**: every proposed cut is judged between its neighbouring cuts with a t-test whose variance is
+  re-estimated from the two segments' own scatter (``PRIOR_DF`` degrees of freedom on the model), so an
+  excursion that returns weakens its own evidence; the weakest failing cut is dropped, until every cut
+  has p (Bonferroni) below ``alpha`` and a shift of at least ``min_effect``.
+- **Verdict figures**: the ratio of the weighted segment means with its 95 % interval (Student t).
 """
 
 from __future__ import annotations
@@ -123,7 +123,7 @@ def prior_df(noise: np.ndarray, df: np.ndarray) -> float:
     return float(min(MAX_PRIOR_DF, max(MIN_PRIOR_DF, 1.0 / (2.0 * excess))))
 
 
-def shrunk_noise(own: float, df: float, pooled: float, prior: float = 8.0) -> float:
+def shrunk_noise(own: float, df: float, pooled: float, prior: float = NOISE_PRIOR_DF) -> float:
     """The series' noise (an estimate worth `df` degrees of freedom) shrunk towards the pooled noise of
     comparable series (worth `prior` degrees of freedom, see prior_df)."""
     df = max(df, 0.0)

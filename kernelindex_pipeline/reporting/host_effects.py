@@ -86,13 +86,6 @@ class HostFit:
     correction: np.ndarray  # per input observation: the log factor taken out
     extra: np.ndarray  # per input observation: sd of how unevenly that run's effect hit kernels, beyond usual
 
-    def lookup(self, run: int, cls: int) -> tuple[float, float, int] | None:
-        try:
-            row = self.effects.loc[(run, cls)]
-        except KeyError:
-            return None
-        return float(row["log_factor"]), float(row["se"]), int(row["groups"])
-
 
 def _side_medians(series: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Median of the NEIGHBOURS previous and of the NEIGHBOURS next values of the same series (NaN where

@@ -290,22 +290,6 @@ def _insufficient_summary(items: list[Insufficient]) -> list[dict[str, Any]]:
     return [{"kernel": k, "gpu": g, "metric": m, "runs": r, "series": n} for (k, g, m, r), n in sorted(grouped.items())]
 
 
-def format_ns(ns: float | None) -> str:
-    if ns is None:
-        return "n/a"
-    if ns >= 1e6:
-        return f"{ns / 1e6:.3f} ms"
-    if ns >= 1e3:
-        return f"{ns / 1e3:.2f} µs"
-    return f"{ns:.0f} ns"
-
-
-def format_value(value: float, metric: str) -> str:
-    if metric == PEAK_MEMORY:
-        return f"{value / 2**20:.1f} MiB"
-    return format_ns(value)
-
-
 # ------------------------------------------------------------------------------------ collection
 
 

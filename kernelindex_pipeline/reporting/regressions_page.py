@@ -27,7 +27,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import matplotlib.ticker  # noqa: E402
 
 from .host_effects import CLASS_LABELS, MEMORY_CLASS, MIN_GROUPS  # noqa: E402
-from .regressions import CAUSES, PEAK_MEMORY, Change, RegressionReport, format_value  # noqa: E402
+from .regressions import CAUSES, PEAK_MEMORY, Change, RegressionReport  # noqa: E402
 
 PAGE_NAME = "regressions.html"
 JSON_NAME = "regressions.json"
@@ -242,4 +242,4 @@ def _trend_chart(change: Change, path: Path) -> None:
     plt.close(fig)
 
 
-__all__ = ["write_regressions", "render_page", "format_value"]
+__all__ = ["write_regressions", "render_page"]
