@@ -14,8 +14,10 @@ returns fixed numbers, and `get_gpu_name` says NVIDIA H100 80GB HBM3. Output: on
 sweep mode x kernel x provider x mode x metric (its first x value), as the script wrote it; a summary
 of what each script produced goes to stderr.
 
-The scripts are code from a package index: each runs in its own process with a time limit, in a
-temporary copy of the release, with no network use (none of them needs one; nothing is installed).
+The scripts are code from a package index: each runs in its own process (`python -I`, an allowlisted
+environment, a time limit) in a temporary copy of the release, and nothing is installed. That is all
+the containment there is: run it where you would run the release's own benchmarks, not on a host
+whose secrets it must not see.
 """
 
 from __future__ import annotations
