@@ -89,3 +89,19 @@ def test_liger_ci_files_at_least_99_percent_of_speed_and_memory_rows_become_runs
     by_metric = CoverageTable.of(reports).by_metric()
     for metric in ("speed", "memory"):
         assert by_metric[metric]["runs"] >= 0.99 * by_metric[metric]["rows"], (metric, by_metric[metric]["skipped"])
+
+
+def test_a_model_rule_reading_a_field_the_model_lacks_does_not_match(tmp_path):
+    from kernelindex_pipeline.liger.catalogue import load_catalogue
+
+    ext = tmp_path / "ext.yaml"
+    ext.write_text(
+        "models:\n  dense: {hidden_size: 64}\n  moe: {hidden_size: 64, num_experts: 8}\n"
+        "rules:\n  rms_norm:\n"
+        "    - {x_name: model_config, category: model, require: {seq_len: int}, axes: {rows: model_num_experts, hidden: model_hidden_size}, dtype: model}\n"
+        "    - {x_name: model_config, category: model, require: {seq_len: int}, axes: {rows: seq_len, hidden: model_hidden_size}, dtype: model}\n"
+    )
+    catalogue = load_catalogue(profile="full", extensions_path=ext)
+    rows = [row(x_name="model_config", x_value=model, extra_benchmark_config_str=json.dumps({"seq_len": 16})) for model in ("moe", "dense")]
+    result = import_csv(csv_bytes(rows), catalogue=catalogue)
+    assert sorted(m["spec"]["axes"]["rows"] for m in result.iter_kind("WorkloadCase")) == [8, 16]

@@ -148,6 +148,8 @@ def _apply_rule(
             return None
     except ExpressionUndefined:
         return None
+    except KeyError:  # a model without a field the rule reads (e.g. num_experts of a dense model)
+        return None
     for name, value in axes:
         if type(value) is not int or not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
             raise RowProblem(f"axis {name} = {value!r} is not an integer within 2^53 - 1")
