@@ -33,7 +33,7 @@ def _sweep_request(context: AssetExecutionContext, gpu: str, version: str, kerne
     if runner.runner == "subprocess":
         request.update(
             release=release_path,
-            work_dir=str(runner.work_dir_root() / f"{gpu}_{version}_{context.run_id[:8]}"),
+            work_dir=str(runner.work_dir_root() / f"{gpu}_{version}_{context.run.run_id[:8]}"),
             env_cache_dir=str(runner.env_cache()),
             extra_pythonpath=list(runner.extra_pythonpath),
             extra_env=dict(runner.extra_env),
