@@ -14,6 +14,7 @@ from dagster import ConfigurableResource, PipesSubprocessClient
 from pydantic import Field
 
 from kernelindex_pipeline.catalogue.store import CatalogueStore, redact_url
+from kernelindex_pipeline.defs.pipes_messages import CompleteLinePipesMessageReader
 from kernelindex_pipeline.liger import release
 
 CATALOGUE_URL_ENV = "KERNELINDEX_CATALOGUE_URL"
@@ -111,7 +112,7 @@ class BenchmarkRunnerResource(ConfigurableResource):
             from dagster_k8s import PipesK8sClient
 
             return PipesK8sClient()
-        return PipesSubprocessClient()
+        return PipesSubprocessClient(message_reader=CompleteLinePipesMessageReader())
 
 
 class GpuFleetResource(ConfigurableResource):
