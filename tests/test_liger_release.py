@@ -291,3 +291,27 @@ def test_a_known_sha256_is_checked_before_extraction(tmp_path):
         extract_release(artifact, tmp_path / "release")
     with pytest.raises(ReleaseError, match="sha256 does not match"):
         read_history_csv(artifact)
+
+
+def test_a_fetched_release_is_extracted_with_its_sha256_rechecked(tmp_path, monkeypatch):
+    """The sweep's fetch path hands extraction the artifact, so an sdist changed after its fetch is refused."""
+    from kernelindex_pipeline.execution import runner
+    from kernelindex_pipeline.execution.outcomes import ConfigurationError
+    from kernelindex_pipeline.liger.release import ReleaseArtifact
+
+    sdist = make_sdist(tmp_path / "liger_kernel-9.9.9.tar.gz", "9.9.9", {
+        "liger_kernel-9.9.9/benchmark/scripts/benchmark_x.py": b"print('x')\n",
+    })
+    digest = hashlib.sha256(sdist.read_bytes()).hexdigest()
+
+    def fetched(sha256):
+        return lambda version: ReleaseArtifact("9.9.9", sdist, sha256, sdist.stat().st_size, "2026-12-01T00:00:00Z", "pypi")
+
+    monkeypatch.setattr(runner, "fetch_release", fetched(digest))
+    root = runner.resolve_release(None, "9.9.9", tmp_path / "ok")
+    assert (root / "benchmark" / "scripts" / "benchmark_x.py").is_file()
+
+    monkeypatch.setattr(runner, "fetch_release", fetched("0" * 64))
+    with pytest.raises(ConfigurationError, match="sha256"):
+        runner.resolve_release(None, "9.9.9", tmp_path / "changed")
+    assert not (tmp_path / "changed").exists() or not any((tmp_path / "changed").iterdir())

@@ -175,7 +175,10 @@ def resolve_release(release: str | Path | None, liger_version: str, dest: Path) 
             artifact = fetch_release(liger_version)
         except ReleaseError as error:
             raise SweepError(f"cannot fetch the Liger {liger_version} sdist: {error}") from error
-        release = artifact.path
+        try:  # the artifact, not its path: extraction re-checks the sha256 the fetch verified
+            return Path(extract_release(artifact, dest))
+        except ReleaseError as error:
+            raise ConfigurationError(str(error)) from error
     path = Path(release)
     if path.is_dir():
         for candidate in [path, *sorted(p for p in path.iterdir() if p.is_dir())]:
