@@ -216,29 +216,8 @@ def build_run(item: RunItem, validate: Callable[[dict[str, Any]], None], with_li
         t.head + measurements + _OBSERVED + observed_at + t.source + ts_slug + _METRICS + metrics_text
         + _TIMING + str(median) + t.tail
     )
-    digest = "sha256:" + hashlib.sha256((_BODY_PREFIX + '"spec":' + spec_text + "}").encode()).hexdigest()
-    # kebab(name_prefix + timestamp) without redoing the prefix: the prefix ends in "-", so a
-    # timestamp starting with a separator merges into it; then strip the end and cut at 100.
-    name = (t.name_head + (ts_name[1:] if ts_name[:1] == "-" else ts_name)).rstrip("-")[:NAME_LIMIT]
-    metadata = {"name": name, "title": t.title, "labels": {"liger_version": version}}
-    manifest = {"apiVersion": API_VERSION, "kind": "BenchmarkRun", "metadata": metadata, "spec": spec}
-    if t.raw_samples is not None:
-        # Measured with raw samples: the enrichment step changes the spec, so the pre-cut canonical
-        # text no longer applies; digest and line come from the manifest itself (few runs, slow path).
-        from kernelindex_pipeline.liger.samples import with_raw_samples  # numpy: only where needed
-
-        manifest["spec"] = with_raw_samples(spec, t.raw_samples)
-        validate(manifest)
-        line = canonical_bytes(manifest) if with_line else b""
-        return RunRecord(name, digest_of(manifest), external_id, line, manifest)
-    validate(manifest)
-    line = b""
-    if with_line:
-        line = (
-            _META_PREFIX + version_json + '},"name":"' + name + '","title":' + t.title_json
-            + '},"spec":' + spec_text + "}"
-        ).encode()
-    return RunRecord(name, digest, external_id, line, manifest)
+    return _finish_run(t, spec, spec_text, ts_name, external_id, version, version_json, validate, with_line,
+                       raw_samples=t.raw_samples)
 
 
 def _build_memory_run(item: RunItem, validate: Callable[[dict[str, Any]], None], with_line: bool) -> RunRecord:
@@ -270,10 +249,29 @@ def _build_memory_run(item: RunItem, validate: Callable[[dict[str, Any]], None],
     if t.evidence_logs is not None:
         spec["evidence"] = {"logs": t.evidence_logs}
     spec_text = t.head + measurements_text + "}]" + _OBSERVED + observed_at + t.source + ts_slug + _METRICS + metrics_text + t.tail
+    return _finish_run(t, spec, spec_text, ts_name, external_id, version, version_json, validate, with_line)
+
+
+def _finish_run(
+    t: RunTemplate, spec: dict[str, Any], spec_text: str, ts_name: str, external_id: str, version: str,
+    version_json: str, validate: Callable[[dict[str, Any]], None], with_line: bool, *, raw_samples: Any = None,
+) -> RunRecord:
+    """Digest, name and canonical line of a run whose spec and pre-cut canonical spec text are built."""
     digest = "sha256:" + hashlib.sha256((_BODY_PREFIX + '"spec":' + spec_text + "}").encode()).hexdigest()
+    # kebab(name_prefix + timestamp) without redoing the prefix: the prefix ends in "-", so a
+    # timestamp starting with a separator merges into it; then strip the end and cut at 100.
     name = (t.name_head + (ts_name[1:] if ts_name[:1] == "-" else ts_name)).rstrip("-")[:NAME_LIMIT]
     metadata = {"name": name, "title": t.title, "labels": {"liger_version": version}}
     manifest = {"apiVersion": API_VERSION, "kind": "BenchmarkRun", "metadata": metadata, "spec": spec}
+    if raw_samples is not None:
+        # Measured with raw samples: the enrichment step changes the spec, so the pre-cut canonical
+        # text no longer applies; digest and line come from the manifest itself (few runs, slow path).
+        from kernelindex_pipeline.liger.samples import with_raw_samples  # numpy: only where needed
+
+        manifest["spec"] = with_raw_samples(spec, raw_samples)
+        validate(manifest)
+        line = canonical_bytes(manifest) if with_line else b""
+        return RunRecord(name, digest_of(manifest), external_id, line, manifest)
     validate(manifest)
     line = b""
     if with_line:
