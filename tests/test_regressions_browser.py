@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from test_reporting_browser import CHROMIUM, CHROMIUM_ARGS
+from ui_support import CHROMIUM, CHROMIUM_ARGS
 
 from kernelindex_pipeline.cli import main
 

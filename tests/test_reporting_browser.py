@@ -11,13 +11,9 @@ from __future__ import annotations
 import os
 import shutil
 from collections import Counter, defaultdict
-from pathlib import Path
 
 import pytest
-
-CHROMIUM = Path(os.environ.get("KERNELINDEX_CHROMIUM", "/usr/bin/chromium"))
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+from ui_support import CHROMIUM, CHROMIUM_ARGS
 
 pytestmark = [pytest.mark.network, pytest.mark.browser]
 

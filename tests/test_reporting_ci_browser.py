@@ -16,11 +16,9 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
+from ui_support import CHROMIUM, CHROMIUM_ARGS
 
 CI_DIR = Path(__file__).parent / "fixtures" / "liger-ci-report"
-CHROMIUM = Path(os.environ.get("KERNELINDEX_CHROMIUM", "/usr/bin/chromium"))
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 pytestmark = [pytest.mark.browser]
 
