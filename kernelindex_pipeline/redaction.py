@@ -2,7 +2,8 @@
 
 Every place that prints, logs, raises or stores (Dagster metadata, run and event databases) something
 derived from a catalogue URL goes through here: `redact_url` for the URL itself, `url_secrets` and
-`scrub` for messages that may echo parts of it (driver errors).
+`scrub` for messages that may echo parts of it (driver errors). `redact_locator` does the same for the
+http(s) URLs of files we fetch (Liger's CI results), whose query values are all hidden (signed URLs).
 
 What counts as a secret: the password, and the value of every query parameter whose name says it is
 one (`password`, which libpq accepts in the query string, `sslpassword`, `token`, `secret`, `...key`,
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from urllib.parse import quote, quote_plus
+from urllib.parse import quote, quote_plus, urlsplit, urlunsplit
 
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
@@ -121,3 +122,18 @@ def scrub(text: str, secrets: Iterable[str]) -> str:
         if secret:
             text = text.replace(secret, HIDDEN)
     return text
+
+
+def redact_locator(locator: str) -> str:
+    """A file locator as it may be shown: an http(s) URL without user info and with every query value
+    replaced by ``***`` (a signed URL's signature is a secret whatever its name); a path as it is."""
+    parts = urlsplit(locator)
+    if parts.scheme not in ("http", "https"):
+        return locator
+    host = parts.hostname or ""
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    if parts.username or parts.password:
+        host = f"{HIDDEN}@{host}"
+    query = "&".join(f"{pair.split('=', 1)[0]}={HIDDEN}" if "=" in pair else HIDDEN for pair in parts.query.split("&") if pair)
+    return urlunsplit((parts.scheme, host, parts.path, query, ""))

@@ -20,11 +20,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import requests
 
 from kernelindex_pipeline.liger.partition import PartitionCsv, parts_digest, slice_history
+from kernelindex_pipeline.redaction import redact_locator
 
 MAX_FILE_BYTES = 256 * 2**20  # the largest CI file seen is under 1 MB; a whole history is about 10 MB
 CONNECT_TIMEOUT_S = 10.0
@@ -34,20 +35,6 @@ _CHUNK = 1 << 16
 
 class CiSourceError(ValueError):
     """A CI locator that cannot be read: names the (redacted) locator and what to fix."""
-
-
-def redact(locator: str) -> str:
-    """The locator as it may be shown: a URL without user info, every query value replaced by '***'."""
-    parts = urlsplit(locator)
-    if parts.scheme not in ("http", "https"):
-        return locator
-    host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
-    if parts.username or parts.password:
-        host = f"***@{host}"
-    query = "&".join(f"{pair.split('=', 1)[0]}=***" if "=" in pair else "***" for pair in parts.query.split("&") if pair)
-    return urlunsplit((parts.scheme, host, parts.path, query, ""))
 
 
 def _is_loopback(host: str | None) -> bool:
@@ -72,7 +59,7 @@ class CiFile:
 
 def fetch(locator: str, *, max_bytes: int = MAX_FILE_BYTES, session: requests.Session | None = None) -> CiFile:
     """The bytes of one CI file (https URL, loopback http URL, or local path), at most `max_bytes`."""
-    shown = redact(locator)
+    shown = redact_locator(locator)
     parts = urlsplit(locator)
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")[:-4] + "Z"
     if parts.scheme in ("http", "https"):
