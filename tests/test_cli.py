@@ -163,3 +163,17 @@ def test_entry_point_runs_as_a_program(small_csv, tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "o" / "records.jsonl").is_file()
+
+
+def test_help_imports_no_heavy_library():
+    """`--help` (the argument parser) imports neither pandas, numpy, the schema validator nor Dagster: every
+    CLI start paid seconds for them before (issue 21). Checked in a fresh interpreter, by module, not by time."""
+    code = (
+        "import sys\n"
+        "from kernelindex_pipeline import cli\n"
+        "cli.build_parser().format_help()\n"
+        "heavy = [m for m in ('pandas', 'numpy', 'dagster', 'matplotlib', 'kernelindex_pipeline.records.schema') if m in sys.modules]\n"
+        "print(','.join(heavy))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "", f"the argument parser imported {out}"

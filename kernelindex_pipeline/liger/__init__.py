@@ -14,184 +14,40 @@ Stages, one module each (fetch an immutable snapshot -> parse -> normalize -> re
   report.py     every row's fate, counted by reason; the coverage table
   output.py     records.jsonl (sorted, canonical) and report.json, streaming
 
-`import_csv` (a file or bytes) and `import_chunks` (rows already read, e.g. one Dagster partition's)
-are the one import path the CLI and the Dagster layer call.
+  importer.py   `import_csv` (a file or bytes) and `import_chunks` (rows already read, e.g. one Dagster
+                partition's): the one import path the CLI and the Dagster layer call
+
+The names below are re-exported lazily (PEP 562): importing a light submodule such as
+`liger.catalogue` (the CLI's argument parser does) must not pull in pandas and the schema validator.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
-from os import PathLike
-from pathlib import Path
+import importlib
 from typing import Any
 
-from kernelindex_pipeline.liger.catalogue import DEFAULT_PROFILE, PROFILES, Catalogue, CatalogueError, default_catalogue
-from kernelindex_pipeline.liger.csv import Chunk, CsvFormatError, CsvReader
-from kernelindex_pipeline.liger.normalize import InvalidRecord, MeasuredContext, Normalizer, RunRecord, schema_validator
-from kernelindex_pipeline.liger.release import SourceSnapshot, snapshot_of_bytes, snapshot_of_file
-from kernelindex_pipeline.liger.report import KIND_ORDER, CoverageTable, ImportReport
-from kernelindex_pipeline.records.canonical import digest_of
+_EXPORTS = {
+    "DEFAULT_PROFILE": "catalogue",
+    "PROFILES": "catalogue",
+    "CatalogueError": "catalogue",
+    "CoverageTable": "report",
+    "CsvFormatError": "csv",
+    "ImportReport": "report",
+    "ImportResult": "importer",
+    "InvalidRecord": "normalize",
+    "MeasuredContext": "normalize",
+    "RunRecord": "normalize",
+    "SourceSnapshot": "release",
+    "import_chunks": "importer",
+    "import_csv": "importer",
+    "sort_key": "importer",
+}
 
-__all__ = [
-    "DEFAULT_PROFILE",
-    "PROFILES",
-    "CatalogueError",
-    "CoverageTable",
-    "CsvFormatError",
-    "ImportResult",
-    "ImportReport",
-    "InvalidRecord",
-    "MeasuredContext",
-    "RunRecord",
-    "SourceSnapshot",
-    "import_chunks",
-    "import_csv",
-    "sort_key",
-]
-
-# Below this size one process is faster than starting workers (about 20 000 rows).
-PARALLEL_MIN_BYTES = 4 * 1024 * 1024
-
-_KIND_RANK = {kind: i for i, kind in enumerate(KIND_ORDER)}
+__all__ = sorted(_EXPORTS)
 
 
-def sort_key(manifest: dict[str, Any], digest: str) -> tuple[int, str, str]:
-    """KINDS order, then name, then digest: the order of records.jsonl."""
-    return (_KIND_RANK.get(manifest["kind"], len(KIND_ORDER)), manifest["metadata"]["name"], digest)
-
-
-@dataclass
-class ImportResult:
-    """`manifests`: digest -> manifest, one object per digest (runs too, unless they were streamed)."""
-
-    manifests: dict[str, dict[str, Any]]
-    report: ImportReport
-    snapshot: SourceSnapshot | None = None
-    names_by_digest: dict[str, list[str]] = field(default_factory=dict)
-
-    @classmethod
-    def of(cls, normalizer: Normalizer, snapshot: SourceSnapshot | None) -> ImportResult:
-        """The result of a finished Normalizer: shared objects, then runs (unless they were streamed)."""
-        manifests = dict(normalizer.objects)
-        manifests.update(normalizer.runs)
-        return cls(manifests, normalizer.report, snapshot, normalizer.names_by_digest)
-
-    def sorted_manifests(self) -> list[dict[str, Any]]:
-        return [m for d, m in sorted(self.manifests.items(), key=lambda item: sort_key(item[1], item[0]))]
-
-    def sorted_items(self) -> list[tuple[str, dict[str, Any]]]:
-        return sorted(self.manifests.items(), key=lambda item: sort_key(item[1], item[0]))
-
-    def runs(self) -> list[dict[str, Any]]:
-        return [m for m in self.manifests.values() if m["kind"] == "BenchmarkRun"]
-
-    def iter_kind(self, kind: str) -> Iterator[dict[str, Any]]:
-        return (m for m in self.manifests.values() if m["kind"] == kind)
-
-
-def _usable_cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
-def import_csv(
-    source: str | PathLike | bytes,
-    *,
-    gpu: str | None = None,
-    liger_version: str | None = None,
-    measured: MeasuredContext | None = None,
-    snapshot: SourceSnapshot | None = None,
-    on_run: Callable[[RunRecord], None] | None = None,
-    catalogue: Catalogue | None = None,
-    profile: str = DEFAULT_PROFILE,
-    validate: bool = True,
-    workers: int | None = None,
-) -> ImportResult:
-    """Read a Liger benchmark CSV (a path or its bytes) and build its records.
-
-    gpu: keep only rows whose kebab(gpu_name) equals this slug; liger_version: only rows with exactly
-    this liger_version. Rows left out count as `skipped.filteredOut`.
-    measured: facts for rows the pipeline ran itself (see MeasuredContext).
-    on_run: receive each BenchmarkRun as a RunRecord instead of keeping it in `manifests` (for
-    millions of rows); shared objects are always kept.
-    profile: the packaged catalogue's profile, `full` (default) or `reference` (KernelIndex parity);
-    ignored when `catalogue` is given.
-    workers: processes that build runs besides this one (needs on_run). None: 2 for inputs over
-    PARALLEL_MIN_BYTES when two CPUs are usable, else 0 (everything in this process).
-    Raises CsvFormatError (unreadable file, missing column) and InvalidRecord (a built manifest fails
-    the schema; never expected).
-    """
-    reader = CsvReader(source)  # first: it names a missing file or a missing column
-    if snapshot is None:
-        snapshot = snapshot_of_bytes(bytes(source)) if isinstance(source, (bytes, bytearray)) else snapshot_of_file(Path(source))
-    if workers is None:
-        workers = 2 if on_run is not None and _usable_cpus() >= 2 and snapshot.sizeBytes >= PARALLEL_MIN_BYTES else 0
-    drift = reader.header.drift_warnings if reader.header is not None else ["the file is empty: no header and no rows"]
-    return import_chunks(
-        reader, drift, snapshot, gpu=gpu, liger_version=liger_version, measured=measured, on_run=on_run,
-        catalogue=catalogue, profile=profile, validate=validate, workers=workers,
-    )
-
-
-def import_chunks(
-    chunks: Iterable[Chunk],
-    drift_warnings: list[str],
-    snapshot: SourceSnapshot | None,
-    *,
-    gpu: str | None = None,
-    liger_version: str | None = None,
-    measured: MeasuredContext | None = None,
-    on_run: Callable[[RunRecord], None] | None = None,
-    catalogue: Catalogue | None = None,
-    profile: str = DEFAULT_PROFILE,
-    validate: bool = True,
-    workers: int = 0,
-) -> ImportResult:
-    """Normalize rows already read into chunks (see `import_csv` for the arguments)."""
-    if workers and on_run is None:
-        raise ValueError("workers need on_run: runs built in worker processes are streamed, not collected")
-    builder = None
-    if workers:
-        from kernelindex_pipeline.liger.parallel import ParallelRunBuilder
-
-        builder = ParallelRunBuilder(workers, on_run, validate=validate)
-    try:
-        normalizer = Normalizer(
-            catalogue or default_catalogue(profile),
-            gpu=gpu,
-            liger_version=liger_version,
-            measured=measured,
-            on_run=on_run,
-            validate=schema_validator() if validate else None,
-            builder=builder,
-        )
-        normalizer.report.drift_warnings.extend(drift_warnings)
-        for chunk in chunks:
-            normalizer.add_chunk(chunk)
-        if builder is not None:
-            builder.finish()
-    finally:
-        if builder is not None:
-            builder.close()
-    normalizer.finish()
-    result = ImportResult.of(normalizer, snapshot)
-    if measured is not None and measured.sentinel:
-        from kernelindex_pipeline.liger.sentinel import sentinel_manifests  # (imports execution/: lazily)
-
-        manifests, problems = sentinel_manifests(measured, normalizer.catalogue)
-        check = schema_validator() if validate else None
-        for manifest in manifests:
-            if check is not None:
-                check(manifest)
-            digest = digest_of(manifest)
-            if digest not in result.manifests:
-                result.manifests[digest] = manifest
-                records = result.report.records
-                records[manifest["kind"]] = records.get(manifest["kind"], 0) + 1
-        result.report.sentinel_runs = sum(1 for m in manifests if m["kind"] == "BenchmarkRun")
-        result.report.sentinel_problems = problems
-    return result
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)

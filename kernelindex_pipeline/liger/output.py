@@ -60,7 +60,7 @@ class SortedRunSpool:
 
 def write_records_jsonl(path: Path, shared: Iterable[tuple[str, dict[str, Any]]], runs: SortedRunSpool | Iterable[bytes] | None = None) -> int:
     """Write `shared` (digest, manifest) sorted, then the run lines; returns the number of lines."""
-    from kernelindex_pipeline.liger import sort_key
+    from kernelindex_pipeline.liger.importer import sort_key
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
