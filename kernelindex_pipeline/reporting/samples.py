@@ -44,9 +44,12 @@ class SampleCatalogue:
             gpu: str = "NVIDIA H100 80GB HBM3", axes: dict[str, int] | None = None, dtype: str = "bf16",
             version: str | None = "0.8.0", median_ns: int = 1_000_000, p20_ns: int | None = None,
             p80_ns: int | None = None, band: float | None = 0.02,
-            timestamp: str = "2025-08-05 00:08:54", model: str | None = None) -> dict[str, Any]:
+            timestamp: str = "2025-08-05 00:08:54", model: str | None = None,
+            tensors: dict[str, Any] | None = None, environment_labels: dict[str, str] | None = None) -> dict[str, Any]:
         """Add one speed run; p20/p80 default to median -/+ `band` (None: no band at all). `model`: the
-        model name of a model_config row (its WorkloadCase gets the categorical x label)."""
+        model name of a model_config row (its WorkloadCase gets the categorical x label). `tensors`: the
+        WorkloadCase's input tensors (default: one `x` of the axes' shape); `environment_labels`: the
+        ExecutionEnvironment's metadata labels (e.g. a sweep host's reported L2 size)."""
         if band is not None:
             p20_ns = p20_ns if p20_ns is not None else round(median_ns * (1 - band))
             p80_ns = p80_ns if p80_ns is not None else round(median_ns * (1 + band))
@@ -60,7 +63,7 @@ class SampleCatalogue:
             metrics.update(ms_20=p20_ns / 1e6, ms_80=p80_ns / 1e6)
         return self._run(kernel=kernel, mode=mode, provider=provider, gpu=gpu, axes=axes, dtype=dtype,
                          version=version, timestamp=timestamp, measured=spec, metrics=metrics, metric=None,
-                         model=model)
+                         model=model, tensors=tensors, environment_labels=environment_labels)
 
     def memory_run(self, *, kernel: str = "rms_norm", mode: str = "full", provider: str = "liger",
                    gpu: str = "NVIDIA H100 80GB HBM3", axes: dict[str, int] | None = None, dtype: str = "bf16",
@@ -78,7 +81,8 @@ class SampleCatalogue:
 
     def _run(self, *, kernel: str, mode: str, provider: str, gpu: str, axes: dict[str, int] | None, dtype: str,
              version: str | None, timestamp: str, measured: dict[str, Any], metrics: dict[str, float],
-             metric: str | None, model: str | None) -> dict[str, Any]:
+             metric: str | None, model: str | None, tensors: dict[str, Any] | None = None,
+             environment_labels: dict[str, str] | None = None) -> dict[str, Any]:
         axes = dict(axes or {"batch": 8, "hidden": 4096})
         slug = "liger-" + kebab(kernel)
         operation = self._add(_manifest("OperationSpec", {"name": slug, "title": kernel.replace("_", " ").title()}, {
@@ -96,7 +100,7 @@ class SampleCatalogue:
             case_metadata["labels"] = {identity.category_label("model_config"): model}
         workload = self._add(_manifest("WorkloadCase", case_metadata, {
             "operationSpecDigest": operation, "axes": axes,
-            "tensors": {"x": {"shape": list(axes.values()), "dtype": dtype}},
+            "tensors": tensors or {"x": {"shape": list(axes.values()), "dtype": dtype}},
             "correctness": {"comparator": "not_asserted"},
         }))
         facts = provider_table().get(provider)
@@ -121,7 +125,10 @@ class SampleCatalogue:
             "harness": {"name": "Liger-Kernel benchmark scripts"}, "measurement": measurement,
             "comparability": {"family": "liger_kernel_bench", "notes": f"Measured: {mode}"},
         }))
-        environment = self._add(_manifest("ExecutionEnvironment", {"name": kebab(f"liger-bench-{gpu}")}, {
+        environment_metadata: dict[str, Any] = {"name": kebab(f"liger-bench-{gpu}")}
+        if environment_labels:
+            environment_metadata["labels"] = dict(environment_labels)
+        environment = self._add(_manifest("ExecutionEnvironment", environment_metadata, {
             "hardware": _GPUS.get(gpu, {"vendor": "nvidia", "product": gpu}), "software": {},
         }))
         benchmark = f"{kernel}/{mode}" if metric is None else f"{kernel}/{mode}/{metric}"

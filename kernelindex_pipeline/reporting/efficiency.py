@@ -1,0 +1,331 @@
+"""Percent of peak: every latency run against its GPU's roofline.
+
+A run's efficiency is derived beside its record, never written into it (no digest changes): its
+kernel and pass's minimum work (`liger.costs`: HBM bytes or FLOPs, whichever bounds the kernel, from the
+WorkloadCase's own tensors) divided by its median latency, against two ceilings:
+
+- the **datasheet** peak of its GPU (`data/gpu-peaks.yaml`: HBM TB/s, dense bf16/fp16/fp32 TFLOP/s);
+- the **measured** ceiling of its execution environment, where a sweep's sentinel ran on it (the copy's
+  bytes per second for bytes-bound kernels, the bf16 matrix product's FLOP/s for bf16 FLOP-bound ones;
+  the best sentinel run of that environment).
+
+History, CI and sweep runs are computed by the same function (`derive_efficiency`). Flags:
+`l2-resident` (what the kernel re-reads fits in L2: the sweep host's reported L2 where its environment
+carries one, else the datasheet's), `above-measured-ceiling`, `above-datasheet-peak` (each makes a
+reading implausible) and `low-efficiency` (a plausible reading below the operator's threshold, 30 % by
+default, of the datasheet peak). A kernel or pass without a formula, or a GPU without a sourced peak,
+is reported as such (`status`), never as 0 %.
+
+The sidecar file (`efficiency.jsonl`, one JSON object per run) is written and read back here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from kernelindex_pipeline.liger import identity
+from kernelindex_pipeline.liger.costs import BYTES, Cost, CostModels, NoCost, cost_of, default_cost_models
+
+from .series import LATENCY_METRIC, RecordIndex, run_metric
+
+DEFAULT_LOW_THRESHOLD = 0.30  # a plausible reading below 30 % of peak is "low efficiency"
+L2_LABEL = "l2_cache_bytes"  # ExecutionEnvironment metadata label a sweep host's reported L2 size is in
+SIDECAR_NAME = "efficiency.jsonl"
+SIDECAR_KIND = "kernelindex-pipeline/efficiency"
+SIDECAR_VERSION = 1
+COPY_SENTINEL_PREFIX, MATMUL_SENTINEL_PREFIX = "sentinel_copy", "sentinel_matmul"
+FLAG_L2, FLAG_ABOVE_MEASURED, FLAG_ABOVE_PEAK, FLAG_LOW = (
+    "l2-resident", "above-measured-ceiling", "above-datasheet-peak", "low-efficiency")
+IMPLAUSIBLE_FLAGS = (FLAG_L2, FLAG_ABOVE_MEASURED, FLAG_ABOVE_PEAK)
+STATUS_OK, STATUS_NO_COST, STATUS_NO_PEAK, STATUS_NO_CASE = "ok", "no cost model", "no peak", "no workload"
+TERA = 1e12
+
+
+class PeaksError(ValueError):
+    """The GPU peaks file is malformed; the message names the GPU and field."""
+
+
+class GpuPeaks(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    hbmTBps: float = Field(gt=0)
+    bf16TFLOPS: float | None = Field(gt=0)
+    fp16TFLOPS: float | None = Field(gt=0)
+    fp32TFLOPS: float | None = Field(gt=0)
+    l2MiB: float | None = Field(gt=0)
+    source: str = Field(min_length=10)
+
+    def peak(self, bound: str, dtype: str | None) -> float | None:
+        """The datasheet ceiling in units per second: bytes/s, or FLOP/s of the case's dtype."""
+        if bound == BYTES:
+            return self.hbmTBps * TERA
+        tflops = {"bf16": self.bf16TFLOPS, "fp16": self.fp16TFLOPS, "fp32": self.fp32TFLOPS}.get(dtype or "")
+        return None if tflops is None else tflops * TERA
+
+
+class _PeaksFile(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    gpus: dict[str, GpuPeaks]
+    unsourced: dict[str, str] = {}
+
+
+@dataclass(frozen=True)
+class PeakTable:
+    by_slug: dict[str, tuple[str, GpuPeaks]]  # GPU slug -> (the name CUDA reports, peaks)
+    unsourced: dict[str, str]  # GPU name -> why there is no peak
+
+    def get(self, gpu_slug: str) -> GpuPeaks | None:
+        found = self.by_slug.get(gpu_slug)
+        return found[1] if found else None
+
+
+def load_peaks(path: Path | str | None = None) -> PeakTable:
+    source = resources.files("kernelindex_pipeline") / "data" / "gpu-peaks.yaml" if path is None else Path(path)
+    where = str(path or "data/gpu-peaks.yaml")
+    try:
+        parsed = _PeaksFile.model_validate(yaml.safe_load(source.read_bytes()[: 1 << 20]))
+    except (yaml.YAMLError, ValidationError) as error:
+        raise PeaksError(f"{where}: {error}") from error
+    both = set(parsed.gpus) & set(parsed.unsourced)
+    if both:
+        raise PeaksError(f"{where}: {', '.join(sorted(both))} both have peaks and are listed as unsourced")
+    return PeakTable({identity.gpu_slug(name): (name, peaks) for name, peaks in parsed.gpus.items()},
+                     dict(parsed.unsourced))
+
+
+@cache
+def default_peaks() -> PeakTable:
+    return load_peaks()
+
+
+# ------------------------------------------------------------------------------------- per run
+
+@dataclass
+class RunEfficiency:
+    """The derived efficiency facts of one latency run (the sidecar's line)."""
+
+    run: str  # the BenchmarkRun's digest
+    kernel: str
+    mode: str
+    provider: str
+    gpu: str  # GPU slug
+    environment: str  # ExecutionEnvironment digest
+    workload: str  # WorkloadCase digest
+    case_key: str
+    liger_version: str | None
+    observed_at: str
+    latency_ns: float
+    status: str  # ok | no cost model | no peak | no workload
+    reason: str | None = None
+    bound: str | None = None  # bytes | flops
+    dtype: str | None = None  # the case's float dtype (a FLOP-bound run's peak is this dtype's)
+    bytes: int | None = None
+    flops: int | None = None
+    l2_set_bytes: int | None = None
+    l2_bytes: int | None = None  # the GPU's L2 the flag was judged against
+    achieved: float | None = None  # bytes/s or FLOP/s
+    peak: float | None = None  # datasheet ceiling, same unit
+    pct_of_peak: float | None = None
+    measured_ceiling: float | None = None  # the sweep sentinel's, same unit
+    pct_of_measured: float | None = None
+    flags: list[str] = field(default_factory=list)
+
+    @property
+    def plausible(self) -> bool:
+        return self.status == STATUS_OK and not any(f in IMPLAUSIBLE_FLAGS for f in self.flags)
+
+    @property
+    def unit(self) -> str:
+        return "TB/s" if self.bound == BYTES else "TFLOP/s"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {_camel(k): v for k, v in asdict(self).items()}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunEfficiency:
+        fields = {_camel(k): k for k in cls.__dataclass_fields__}
+        return cls(**{fields[k]: v for k, v in data.items() if k in fields})
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(p.capitalize() for p in rest)
+
+
+@dataclass
+class EfficiencyReport:
+    runs: dict[str, RunEfficiency]  # run digest -> facts
+    low_threshold: float = DEFAULT_LOW_THRESHOLD
+    measured: dict[tuple[str, str], float] = field(default_factory=dict)  # (environment, bound) -> ceiling
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = defaultdict(int)
+        for r in self.runs.values():
+            out[r.status] += 1
+            for flag in r.flags:
+                out[flag] += 1
+        return dict(out)
+
+
+def _case_dtype(case_spec: dict[str, Any]) -> str | None:
+    """The case's float dtype (the one a FLOP-bound kernel's peak is taken at)."""
+    for tensor in (case_spec.get("tensors") or {}).values():
+        if tensor.get("dtype") in ("bf16", "fp16", "fp32"):
+            return tensor["dtype"]
+    return None
+
+
+def _environment_l2(index: RecordIndex, environment_digest: str) -> int | None:
+    environment = index.get(environment_digest, "ExecutionEnvironment") or {}
+    text = ((environment.get("metadata") or {}).get("labels") or {}).get(L2_LABEL)
+    return int(text) if isinstance(text, str) and text.isdigit() and int(text) > 0 else None
+
+
+class _Deriver:
+    """Caches what many runs share (a workload's cost, an environment's L2) so 1M runs stay cheap."""
+
+    def __init__(self, index: RecordIndex, models: CostModels, peaks: PeakTable, low_threshold: float):
+        self.index, self.models, self.peaks, self.low = index, models, peaks, low_threshold
+        self.costs: dict[tuple[str, str, str], tuple[Cost | NoCost, str | None]] = {}
+        self.l2: dict[str, int | None] = {}
+
+    def cost(self, kernel: str, mode: str, workload: str) -> tuple[Cost | NoCost, str | None] | None:
+        key = (kernel, mode, workload)
+        if key not in self.costs:
+            case = self.index.get(workload, "WorkloadCase")
+            if case is None:
+                return None
+            spec = case.get("spec") or {}
+            self.costs[key] = (cost_of(self.models, kernel, mode, spec), _case_dtype(spec))
+        return self.costs[key]
+
+    def base(self, digest: str, run: dict[str, Any]) -> RunEfficiency | None:
+        spec = run.get("spec") or {}
+        if run_metric(spec) != LATENCY_METRIC:
+            return None
+        latency = ((spec.get("timing") or {}).get("latencyNs") or {}).get("median")
+        ident = identity.parse_external_id((spec.get("sourceNative") or {}).get("externalId") or "")
+        if ident is None or not isinstance(latency, (int, float)) or isinstance(latency, bool) or latency <= 0:
+            return None
+        labels = (run.get("metadata") or {}).get("labels") or {}
+        return RunEfficiency(
+            run=digest, kernel=ident.kernel, mode=ident.mode, provider=ident.provider, gpu=ident.gpu_slug,
+            environment=spec.get("environmentDigest") or "", workload=spec.get("workloadDigest") or "",
+            case_key=ident.case_key, liger_version=labels.get("liger_version"),
+            observed_at=spec.get("observedAt") or "", latency_ns=latency, status=STATUS_OK)
+
+    def fill(self, facts: RunEfficiency) -> None:
+        """Work, achieved rate and the datasheet ceiling (the measured one comes once all runs are seen)."""
+        found = self.cost(facts.kernel, facts.mode, facts.workload)
+        if found is None:
+            facts.status, facts.reason = STATUS_NO_CASE, "the run's WorkloadCase is not in the input"
+            return
+        cost, dtype = found
+        if isinstance(cost, NoCost):
+            facts.status, facts.reason = STATUS_NO_COST, cost.reason
+            return
+        facts.bound, facts.dtype = cost.bound, dtype
+        facts.bytes, facts.flops, facts.l2_set_bytes = cost.bytes, cost.flops, cost.l2_bytes
+        facts.achieved = cost.work / (facts.latency_ns * 1e-9)
+        peaks = self.peaks.get(facts.gpu)
+        facts.peak = peaks.peak(cost.bound, dtype) if peaks else None
+        if facts.peak is None:
+            facts.status = STATUS_NO_PEAK
+            facts.reason = (f"no datasheet {cost.bound if cost.bound == BYTES else (dtype or '?') + ' FLOP/s'} "
+                            f"peak for GPU {facts.gpu} in data/gpu-peaks.yaml")
+        else:
+            facts.pct_of_peak = facts.achieved / facts.peak * 100
+        if facts.environment not in self.l2:
+            reported = _environment_l2(self.index, facts.environment)
+            datasheet = peaks.l2MiB if peaks else None
+            self.l2[facts.environment] = reported or (int(datasheet * 2**20) if datasheet else None)
+        facts.l2_bytes = self.l2[facts.environment]
+
+    def flag(self, facts: RunEfficiency, measured: dict[tuple[str, str], float]) -> None:
+        if facts.bound is None:
+            return
+        ceiling = measured.get((facts.environment, _ceiling_kind(facts)))
+        if ceiling and facts.achieved is not None:
+            facts.measured_ceiling, facts.pct_of_measured = ceiling, facts.achieved / ceiling * 100
+        if facts.l2_bytes is not None and facts.l2_set_bytes is not None and facts.l2_set_bytes <= facts.l2_bytes:
+            facts.flags.append(FLAG_L2)
+        if facts.pct_of_measured is not None and facts.pct_of_measured > 100:
+            facts.flags.append(FLAG_ABOVE_MEASURED)
+        if facts.pct_of_peak is not None and facts.pct_of_peak > 100:
+            facts.flags.append(FLAG_ABOVE_PEAK)
+        if facts.plausible and facts.pct_of_peak is not None and facts.pct_of_peak < self.low * 100:
+            facts.flags.append(FLAG_LOW)
+
+
+def _ceiling_kind(facts: RunEfficiency) -> str:
+    """Which sentinel calibrates a run: the copy (bytes), the bf16 matrix product (bf16 FLOPs)."""
+    if facts.bound == BYTES:
+        return COPY_SENTINEL_PREFIX
+    return MATMUL_SENTINEL_PREFIX if facts.dtype == "bf16" else "none"
+
+
+def derive_efficiency(manifests: Iterable[dict[str, Any]] | RecordIndex, *,
+                      low_threshold: float = DEFAULT_LOW_THRESHOLD, models: CostModels | None = None,
+                      peaks: PeakTable | None = None) -> EfficiencyReport:
+    """The efficiency of every latency run of `manifests` (history, CI and sweep runs alike)."""
+    if not 0 < low_threshold <= 1:
+        raise ValueError(f"low-efficiency threshold {low_threshold!r} must be a fraction in (0, 1], e.g. 0.3")
+    index = manifests if isinstance(manifests, RecordIndex) else RecordIndex(manifests)
+    deriver = _Deriver(index, models or default_cost_models(), peaks or default_peaks(), low_threshold)
+    runs: dict[str, RunEfficiency] = {}
+    measured: dict[tuple[str, str], float] = {}
+    for digest, run in index.runs:
+        facts = deriver.base(digest, run)
+        if facts is None:
+            continue
+        deriver.fill(facts)
+        runs[digest] = facts
+        for prefix in (COPY_SENTINEL_PREFIX, MATMUL_SENTINEL_PREFIX):
+            if facts.kernel.startswith(prefix) and facts.achieved:
+                key = (facts.environment, prefix)
+                measured[key] = max(measured.get(key, 0.0), facts.achieved)
+    for facts in runs.values():
+        deriver.flag(facts, measured)
+    return EfficiencyReport(runs, low_threshold, measured)
+
+
+# -------------------------------------------------------------------------------------- sidecar
+
+def write_sidecar(report: EfficiencyReport, out_dir: str | os.PathLike[str]) -> Path:
+    """`efficiency.jsonl`: a header line, then one line per run in run-digest order (byte-stable)."""
+    path = Path(out_dir) / SIDECAR_NAME
+    header = {"kind": SIDECAR_KIND, "version": SIDECAR_VERSION, "lowThreshold": report.low_threshold,
+              "runs": len(report.runs), "units": {"achieved": "bytes/s or FLOP/s (see bound)", "latencyNs": "ns"}}
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as handle:
+        handle.write(json.dumps(header, sort_keys=True) + "\n")
+        for digest in sorted(report.runs):
+            handle.write(json.dumps(report.runs[digest].to_dict(), sort_keys=True) + "\n")
+    os.replace(tmp, path)
+    return path
+
+
+def read_sidecar(path: str | os.PathLike[str]) -> EfficiencyReport:
+    """Parse what `write_sidecar` wrote; ValueError naming the file and line otherwise."""
+    runs: dict[str, RunEfficiency] = {}
+    with open(path, encoding="utf-8") as handle:
+        header = json.loads(handle.readline() or "null")
+        if not isinstance(header, dict) or header.get("kind") != SIDECAR_KIND:
+            raise ValueError(f"{path}: line 1 is not an efficiency sidecar header (kind {SIDECAR_KIND!r})")
+        for number, line in enumerate(handle, start=2):
+            try:
+                facts = RunEfficiency.from_dict(json.loads(line))
+            except (ValueError, TypeError) as error:
+                raise ValueError(f"{path}: line {number}: {error}") from error
+            runs[facts.run] = facts
+    return EfficiencyReport(runs, float(header.get("lowThreshold", DEFAULT_LOW_THRESHOLD)))
