@@ -86,3 +86,58 @@ def test_the_work_tree_keeps_the_release_declared_ranges(tmp_path):
     )
     workdir = prepare_workdir(tmp_path / "release", tmp_path / "work")
     assert script_requirements(workdir.scripts_dir) == {"transformers": "transformers>=5.0.0"}
+
+
+# --- ExecutionEnvironment identity (issue 18): what makes "the same conditions" --------------------------
+
+
+def _h100_host(**changes):
+    from kernelindex_pipeline.execution.host import HostCapture
+
+    facts = dict(
+        cuda_available=True, device_name="NVIDIA H100 80GB HBM3", driver="550.54.15", cuda_runtime="12.4",
+        torch="2.5.1+cu124", triton="3.1.0", python="3.11.9", transformers="4.46.3",
+        operating_system="Ubuntu 22.04.4 LTS", kernel="5.15.0-119-generic",
+    )
+    return HostCapture(**{**facts, **changes})
+
+
+def _environment_of(capture, hostname):
+    from kernelindex_pipeline.liger.builders import MeasuredContext, execution_environment
+    from kernelindex_pipeline.liger.catalogue import default_catalogue
+
+    measured = MeasuredContext(software=capture.software(), labels=capture.labels(hostname))
+    name = "NVIDIA H100 80GB HBM3"
+    return execution_environment(name, default_catalogue().hardware[name], measured)
+
+
+def test_two_hosts_of_one_gpu_type_with_one_stack_share_an_environment():
+    from kernelindex_pipeline.records.canonical import digest_of
+
+    first = _environment_of(_h100_host(), "gpu-a")
+    # another host: OS kernel build, OS point release, exact driver patch, Python, hostname all differ
+    second = _environment_of(
+        _h100_host(kernel="5.15.0-122-generic", operating_system="Ubuntu 22.04.5 LTS", driver="550.90.07", python="3.11.10"), "gpu-b"
+    )
+    assert digest_of(first) == digest_of(second)  # one cohort in KernelIndex (its key is the spec digest)
+    assert first["spec"]["software"] == {
+        "driver": "550", "cudaToolkit": "12.4", "framework": {"name": "torch", "version": "2.5.1+cu124"},
+        "libraries": {"triton": "3.1.0"},
+    }
+    assert first["metadata"]["labels"]["hostname"] == "gpu-a" and second["metadata"]["labels"]["os_kernel"] == "5.15.0-122-generic"
+
+
+def test_identity_fields_split_environments():
+    from kernelindex_pipeline.records.canonical import digest_of
+
+    base = digest_of(_environment_of(_h100_host(), "gpu-a"))
+    for change in ({"driver": "560.35.03"}, {"cuda_runtime": "12.6"}, {"torch": "2.6.0+cu124"}, {"triton": "3.2.0"}):
+        assert digest_of(_environment_of(_h100_host(**change), "gpu-a")) != base, change
+
+
+def test_measured_project_versions_name_release_tags():
+    from kernelindex_pipeline.execution.environment import measured_project_versions, release_tag
+
+    assert measured_project_versions("0.8.5", _h100_host()) == {"liger-kernel": "v0.8.5", "pytorch": "v2.5.1", "transformers": "v4.46.3"}
+    assert release_tag("2.6.0.dev20241001+cu124") is None  # a nightly has no tag to name
+    assert release_tag("not a version") is None

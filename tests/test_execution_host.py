@@ -77,11 +77,15 @@ def test_probe_with_standin_torch_and_nvidia_smi(tmp_path):
     # The probe's device UUID picks the second GPU of nvidia-smi, not the first with the same name.
     assert capture.nvidia_smi["uuid"] == "GPU-5a3c1e2b-0000-4000-8000-000000000001"
     assert capture.settings() == {"powerLimitWatts": 700.0, "persistenceMode": True, "eccEnabled": True, "clocksLocked": True}
-    software = capture.software()
-    assert software["driver"] == "550.54.15"
-    assert software["cudaToolkit"] == "12.4"
-    assert software["framework"] == {"name": "torch", "version": "2.5.1+standin"}
-    assert software["libraries"]["triton"] == "3.1.0"
+    software = capture.software()  # identity only: driver major, CUDA, torch, triton
+    assert software == {
+        "driver": "550", "cudaToolkit": "12.4", "framework": {"name": "torch", "version": "2.5.1+standin"},
+        "libraries": {"triton": "3.1.0"},
+    }
+    labels = capture.labels("gpu-host-7")  # the rest of the host: labels, never digested
+    assert labels["driver"] == "550.54.15" and labels["hostname"] == "gpu-host-7"
+    assert labels["power_limit_watts"] == "700" and labels["clocks_locked"] == "true"
+    assert labels["os_kernel"] == capture.kernel and labels["python"] == capture.python
     check_host(capture, H100)  # the right GPU passes
 
 

@@ -194,7 +194,15 @@ def test_measured_rows_become_valid_records(sweep):
     environments = [m for m in imported.manifests.values() if m["kind"] == "ExecutionEnvironment"]
     assert len(environments) == 1  # the sentinel's runs share it
     assert environments[0]["spec"]["software"] == result.software
-    assert environments[0]["spec"]["settings"] == result.settings
+    # the GPU's nvidia-smi state and the rest of the host are labels (not identity): no spec.settings
+    assert "settings" not in environments[0]["spec"]
+    assert environments[0]["metadata"]["labels"] == result.labels
+    assert result.labels["power_limit_watts"] == "700" and result.labels["driver"] == result.host["driver"]
+    # the sweep's implementations name the exact release measured, so KernelIndex finds their source
+    liger = [m for m in imported.manifests.values() if m["kind"] == "ImplementationRevision" and m["metadata"]["name"].endswith("-liger")]
+    assert liger and all(
+        m["spec"]["projectRevision"] == {"repository": "https://github.com/linkedin/Liger-Kernel", "version": f"v{VERSION}"} for m in liger
+    )
     logs = {run["spec"]["evidence"]["logs"]["uri"] for run in runs}
     assert logs == {entry["uri"] for entry in result.logs_by_kernel.values()}
 

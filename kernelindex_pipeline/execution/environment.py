@@ -409,3 +409,90 @@ def _build(
     if found != liger_version:
         raise EnvironmentBuildError(f"{venv} has liger-kernel {found} instead of {liger_version}")
     return installed
+
+
+# --- ExecutionEnvironment identity ------------------------------------------------------------------
+# Which facts of a benchmark host make "the same conditions" (issue 18). KernelIndex's comparison cohort
+# is keyed on the ExecutionEnvironment's spec digest, so everything in the spec splits cohorts: only
+# facts that change what a kernel measures belong there. The rest is a label (metadata.labels, never
+# digested): shown, searchable, and free to differ between two hosts of one GPU type.
+#
+# identity (ExecutionEnvironment.spec)        label (ExecutionEnvironment.metadata.labels)
+#   GPU: vendor, product, architecture          OS kernel build (6.8.0-45-generic vs -47)
+#     (spec.hardware, from the GPU catalogue)    operating system release (Ubuntu 22.04.4 vs .5)
+#   driver major (550 of 550.54.15)             hostname
+#   CUDA (the toolkit torch was built with)     exact driver (550.54.15 vs 550.90.07)
+#   torch version                               Python, transformers (they run the baseline, not
+#   triton version                                the kernel; the baseline's revision pins them)
+#                                               power limit, persistence mode, ECC, clocks
+#                                                 (nvidia-smi state an operator changes freely)
+ENVIRONMENT_IDENTITY_FIELDS = ("hardware", "driver major", "cudaToolkit", "torch", "triton")
+ENVIRONMENT_LABEL_FIELDS = (
+    "os_kernel", "operating_system", "hostname", "driver", "python", "transformers",
+    "power_limit_watts", "persistence_mode", "ecc_enabled", "clocks_locked",
+)
+_LABEL_LIMIT = 200  # KernelIndex's metadata.labels value limit
+
+
+def driver_major(driver: str | None) -> str | None:
+    """The driver's major version ("550" of "550.54.15"), the part that decides which CUDA runs."""
+    if not driver:
+        return None
+    major = driver.strip().split(".", 1)[0]
+    return major if major.isdigit() else None
+
+
+def environment_identity(capture) -> dict:
+    """ExecutionEnvironment.spec.software of a host capture (execution.host.HostCapture): identity only."""
+    software = {
+        "driver": driver_major(capture.driver),
+        "cudaToolkit": capture.cuda_runtime,
+        "framework": {"name": "torch", "version": capture.torch[:100]} if capture.torch else None,
+        "libraries": {"triton": capture.triton[:100]} if capture.triton else None,
+    }
+    return {key: value for key, value in software.items() if value}
+
+
+def environment_labels(capture, settings: dict | None = None, hostname: str | None = None) -> dict[str, str]:
+    """ExecutionEnvironment.metadata.labels: the host's facts that are not identity (strings, cut to 200)."""
+    settings = settings or {}
+    labels = {
+        "os_kernel": capture.kernel,
+        "operating_system": capture.operating_system,
+        "hostname": hostname,
+        "driver": capture.driver,
+        "python": capture.python,
+        "transformers": capture.transformers,
+        "power_limit_watts": settings.get("powerLimitWatts"),
+        "persistence_mode": settings.get("persistenceMode"),
+        "ecc_enabled": settings.get("eccEnabled"),
+        "clocks_locked": settings.get("clocksLocked"),
+    }
+    return {
+        key: (str(value).lower() if isinstance(value, bool) else f"{value:g}" if isinstance(value, float) else str(value))[:_LABEL_LIMIT]
+        for key, value in labels.items()
+        if value is not None and value != ""
+    }
+
+
+def release_tag(version: str | None) -> str | None:
+    """The git tag of a final release ("2.5.1+cu124" -> "v2.5.1"; Liger, torch and transformers tag
+    releases as v<version>); None for development and pre-releases, which have no tag to name."""
+    try:
+        parsed = Version(version or "")
+    except InvalidVersion:
+        return None
+    if parsed.is_devrelease or parsed.is_prerelease:
+        return None
+    return f"v{parsed.public}"
+
+
+def measured_project_versions(liger_version: str, capture) -> dict[str, str]:
+    """Project slug (the provider catalogue's) -> the exact revision a sweep measured: the Liger release
+    it ran, and the torch and transformers releases its baselines ran on."""
+    versions = {
+        "liger-kernel": release_tag(liger_version),
+        "pytorch": release_tag(capture.torch),
+        "transformers": release_tag(capture.transformers),
+    }
+    return {project: tag for project, tag in versions.items() if tag}

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ..records.names import kebab
+from .environment import environment_identity, environment_labels
 from .outcomes import HostCheckError
 
 PROBE_PREFIX = "KERNELINDEX_PROBE "
@@ -114,26 +115,19 @@ class HostCapture:
 
     # --- ExecutionEnvironment.spec ------------------------------------------------------------------
     def software(self) -> dict:
-        """ExecutionEnvironment.spec.software: only facts that stay fixed while the host does.
+        """ExecutionEnvironment.spec.software: the identity facts only (GPU driver major, CUDA, torch,
+        triton; execution.environment.environment_identity says which and why). The rest of the host
+        (OS kernel build, exact driver, Python, ...) is `labels()`, so two hosts of one GPU type with
+        the same stack share one environment, one cohort.
 
-        The Liger release is not one of them: it is what a sweep measures (its runs' liger_version label
-        and ImplementationRevisions), so two releases swept on one host share one environment and their
-        runs form one series across versions."""
-        libraries = {
-            "python": self.python,
-            "triton": self.triton,
-            "transformers": self.transformers,
-        }
-        software = {
-            "operatingSystem": self.operating_system,
-            "kernel": self.kernel,
-            "driver": self.driver,
-            "cudaToolkit": self.cuda_runtime,
-            "framework": {"name": "torch", "version": self.torch} if self.torch else None,
-            "libraries": {k: _cut(v, 100) for k, v in libraries.items() if v} or None,
-        }
-        limits = {"operatingSystem": 200, "kernel": 200, "driver": 100, "cudaToolkit": 100}
-        return {k: (_cut(v, limits[k]) if k in limits else v) for k, v in software.items() if v}
+        The Liger release is not identity either: it is what a sweep measures (its runs' liger_version
+        label and ImplementationRevisions), so two releases swept on one host share one environment and
+        their runs form one series across versions."""
+        return environment_identity(self)
+
+    def labels(self, hostname: str | None = None) -> dict[str, str]:
+        """ExecutionEnvironment.metadata.labels: host facts that are not identity (never digested)."""
+        return environment_labels(self, self.settings(), hostname)
 
     def settings(self) -> dict | None:
         """ExecutionEnvironment.spec.settings from nvidia-smi, or None without it.

@@ -22,6 +22,7 @@ import json
 import os
 import re
 import signal
+import socket
 import stat
 import subprocess
 import sys
@@ -38,7 +39,7 @@ import psutil
 from ..liger.release import ReleaseError, extract_release, fetch_release
 from . import contain, sentinel
 from .coverage import SweepCoverage, expected_cases, read_rows, sweep_coverage
-from .environment import ScriptEnvironment, prepare_environment, script_environment
+from .environment import ScriptEnvironment, measured_project_versions, prepare_environment, script_environment
 from .host import HostCapture, check_host, probe_host
 from .outcomes import ConfigurationError, HostCheckError, ScriptOutcome, ScriptStatus, SweepError, classify
 from .samples import HOOK_DIR, collect_samples, hook_environment, spool_path
@@ -105,7 +106,7 @@ class SweepResult:
     outcomes: list[ScriptOutcome]
     host: dict  # HostCapture.to_dict()
     software: dict  # ExecutionEnvironment.spec.software
-    settings: dict | None  # ExecutionEnvironment.spec.settings
+    settings: dict | None  # the GPU's nvidia-smi state; labels, never ExecutionEnvironment.spec (not identity)
     logs_by_kernel: dict[str, dict]  # CSV kernel_name -> {"uri": "file://...", "digest": "sha256:..."}
     environment: dict  # ScriptEnvironment.to_dict()
     timings: dict  # seconds: total, scripts, overhead (total - scripts) and its parts
@@ -114,6 +115,8 @@ class SweepResult:
     finished_at: str
     sentinel: list[dict] = field(default_factory=list)  # execution/sentinel.py measurements, start and end
     coverage: dict = field(default_factory=dict)  # execution/coverage.py SweepCoverage.to_dict()
+    labels: dict = field(default_factory=dict)  # ExecutionEnvironment.metadata.labels (host facts, not identity)
+    project_versions: dict = field(default_factory=dict)  # project slug -> release tag / commit measured
 
     @property
     def failed(self) -> list[ScriptOutcome]:
@@ -123,7 +126,8 @@ class SweepResult:
         """Keyword arguments for liger.normalize.MeasuredContext."""
         return {
             "software": self.software,
-            "settings": self.settings,
+            "labels": self.labels,
+            "project_versions": self.project_versions,
             "logs_by_kernel": self.logs_by_kernel,
             "raw_samples": self.raw_samples(),
             "sentinel": self.sentinel,
@@ -695,6 +699,8 @@ def _run_sweep(request: SweepRequest, progress: Progress | None) -> SweepResult:
         host=capture.to_dict(),
         software=capture.software(),
         settings=capture.settings(),
+        labels=capture.labels(socket.gethostname()),
+        project_versions=measured_project_versions(request.liger_version, capture),
         logs_by_kernel=logs_by_kernel(outcomes),
         environment=environment.to_dict(),
         timings={k: round(v, 3) for k, v in timings.items()},

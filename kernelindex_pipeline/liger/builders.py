@@ -10,6 +10,7 @@ built by the fast path in `liger/runs.py`; `liger/normalize.py` decides which ro
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,7 +45,9 @@ class MeasuredContext:
     """Facts about rows the pipeline measured itself (not the upstream history).
 
     `software` / `settings` go into ExecutionEnvironment.spec (so the environment, and every run on it,
-    gets a digest of its own; its name carries a short digest suffix), and `logs_by_kernel[kernel]`
+    gets a digest of its own; its name carries a short digest suffix): a sweep passes identity only
+    (execution/environment.py: GPU, driver major, CUDA, torch, triton) and the rest of its host as
+    `labels`, so two hosts of one GPU type share one environment. And `logs_by_kernel[kernel]`
     (`{"uri", "digest"}`) becomes BenchmarkRun.spec.evidence.logs for that CSV kernel_name.
     `raw_samples[liger.samples.row_key(...)]` is the samples entry of that row's do_bench call; its run
     goes through liger.samples.with_raw_samples (timing statistics, rawSamples artifact). `sentinel`
@@ -56,6 +59,20 @@ class MeasuredContext:
     logs_by_kernel: dict[str, dict[str, str]] = field(default_factory=dict)
     raw_samples: dict[str, dict[str, Any]] = field(default_factory=dict)
     sentinel: list[dict[str, Any]] = field(default_factory=list)  # execution/sentinel.py measurements
+    # ExecutionEnvironment.metadata.labels: host facts that are not identity (execution/environment.py)
+    labels: dict[str, str] = field(default_factory=dict)
+    # project slug -> the exact revision measured: a release tag ("v0.8.5") or a 40-hex commit. It becomes
+    # the ImplementationRevision's projectRevision (with the project's repository), so KernelIndex can
+    # find the source (sourceAvailable) and the runs with raw samples are "Reproducible".
+    project_versions: dict[str, str] = field(default_factory=dict)
+
+    def project_revision(self, repository: str | None, project: str) -> dict[str, str] | None:
+        """`spec.projectRevision` of an implementation of `project`, or None when the revision is unknown."""
+        revision = self.project_versions.get(project)
+        if not revision or not repository:
+            return None
+        field_name = "commit" if re.fullmatch(r"[0-9a-f]{40}", revision) else "version"
+        return {"repository": repository, field_name: revision}
 
 
 @dataclass(frozen=True)
@@ -239,10 +256,15 @@ def software_project(catalogue: Catalogue, slug: str) -> dict[str, Any]:
 
 
 def implementation_revision(
-    kernel: Kernel, provider: Provider, operation_digest: str, ab: tuple[str, str] | None = None
+    kernel: Kernel,
+    provider: Provider,
+    operation_digest: str,
+    ab: tuple[str, str] | None = None,
+    revision: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """`ab`: (row provider name, commit) of an A/B comparison row (full profile): an implementation of
-    its own, named and labelled for that commit, so it never joins a release's series."""
+    its own, named and labelled for that commit, so it never joins a release's series. `revision`: the
+    exact projectRevision a sweep measured (MeasuredContext.project_revision); history rows have none."""
     metadata: dict[str, Any] = {
         "name": identity.implementation_name(kernel.kernel, ab[0] if ab else provider.name, ab[1] if ab else None),
         "title": identity.implementation_title(kernel.title, provider.title + (f" @ {ab[1]}" if ab else "")),
@@ -256,7 +278,7 @@ def implementation_revision(
     spec: dict[str, Any] = {
         # An A/B row's revision is the commit it measured; Liger writes short commits, and the schema's
         # `commit` takes 40 hex digits, so it is the revision's version (and a label).
-        "projectRevision": {"repository": LIGER_REPOSITORY, "version": ab[1]} if ab else {},
+        "projectRevision": {"repository": LIGER_REPOSITORY, "version": ab[1]} if ab else dict(revision or {}),
         "operation": {"specDigest": operation_digest},
         "callable": {"language": provider.language},
         "support": {"hardwareArchitectures": [], "dtypes": []},
@@ -268,6 +290,18 @@ def implementation_revision(
         licensing["concluded"] = provider.license_concluded
     spec["licensing"] = licensing
     return _manifest("ImplementationRevision", metadata, spec)
+
+
+def series_implementation_digest(manifest: dict[str, Any]) -> str:
+    """The implementation a regression series follows: a sweep's revision pinned to the release it measured
+    (projectRevision {repository, version: "v0.8.5"}) is, across releases, the same implementation as its
+    unpinned form (the release is a labelled stretch of the series); an A/B revision (label ab_revision)
+    stays a series of its own."""
+    spec = manifest.get("spec") or {}
+    labels = (manifest.get("metadata") or {}).get("labels") or {}
+    if not spec.get("projectRevision") or "ab_revision" in labels:
+        return digest_of(manifest)
+    return digest_of({**manifest, "spec": {**spec, "projectRevision": {}}})
 
 
 def benchmark_protocol(mode: str, phrases: dict[str, str] | None = None) -> dict[str, Any]:
@@ -319,7 +353,10 @@ def execution_environment(gpu_name: str, hardware: dict[str, str], measured: Mea
     if measured and measured.settings is not None:
         spec["settings"] = dict(measured.settings)
     name = identity.environment_name(gpu_name)
-    manifest = _manifest("ExecutionEnvironment", {"name": name, "title": identity.environment_title(gpu_name)}, spec)
+    metadata: dict[str, Any] = {"name": name, "title": identity.environment_title(gpu_name)}
+    if measured and measured.labels:
+        metadata["labels"] = dict(measured.labels)
+    manifest = _manifest("ExecutionEnvironment", metadata, spec)
     if measured:
         # Our own runs know their software: a different environment from the upstream history's,
         # so it gets a name of its own (the digest tells two measured hosts apart).

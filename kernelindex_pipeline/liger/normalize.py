@@ -376,13 +376,19 @@ class Normalizer:
             return None, None
         return cat.providers[stem], (key.provider, commit)
 
+    def _revision_of(self, provider, ab) -> dict[str, str] | None:
+        """The exact revision a sweep measured of this provider's project (None for history rows and A/B rows)."""
+        if self.measured is None or ab:
+            return None
+        return self.measured.project_revision(self.catalogue.projects[provider.project].repository, provider.project)
+
     def _template(self, kernel, provider, ab, mode, gpu, hardware, binding, operation_digest, memory, primary) -> RunTemplate:
         cat = self.catalogue
         self._shared(self._project, provider.project, primary, lambda: software_project(cat, provider.project))
         provider_name = ab[0] if ab else provider.name
         impl = self._shared(
             self._implementation, (kernel.kernel, provider_name, ab[1] if ab else None), primary,
-            lambda: implementation_revision(kernel, provider, operation_digest, ab),
+            lambda: implementation_revision(kernel, provider, operation_digest, ab, self._revision_of(provider, ab)),
         )
         # one case per kernel x caseKey: the first row's scalars decide it (the first reference row's)
         case = self._shared(self._case, (kernel.kernel, binding.case_key), primary, lambda: workload_case(kernel, binding, operation_digest))

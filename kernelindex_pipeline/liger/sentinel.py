@@ -20,9 +20,11 @@ from kernelindex_pipeline.liger.jsnumber import ms_to_ns
 from kernelindex_pipeline.liger.samples import with_raw_samples
 from kernelindex_pipeline.records.canonical import API_VERSION, digest_of
 from kernelindex_pipeline.records.names import kebab
+from kernelindex_pipeline.records.units import duration_ns
 
 SOURCE = "kernelindex-sentinel"
 PROVIDER = "torch"
+PROJECT = "pytorch"  # the SoftwareProject of PROVIDER in the provider catalogue
 TITLES = {"matmul": "bf16 matrix product", "copy": "device memory copy"}
 DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}
 
@@ -70,10 +72,11 @@ def workload_case(planned: dict[str, Any], operation_digest: str) -> dict[str, A
     return _manifest("WorkloadCase", {"name": kebab(f"kernelindex-sentinel-{planned['name']}-{case_key(planned)}"), "title": title}, spec)
 
 
-def implementation_revision(planned: dict[str, Any], operation_digest: str) -> dict[str, Any]:
+def implementation_revision(planned: dict[str, Any], operation_digest: str, revision: dict[str, str] | None = None) -> dict[str, Any]:
+    """`revision`: the torch release the sweep ran (MeasuredContext.project_revision), else none."""
     symbol = "torch.matmul" if planned["kind"] == "matmul" else "torch.Tensor.copy_"
     spec = {
-        "projectRevision": {},
+        "projectRevision": dict(revision or {}),
         "operation": {"specDigest": operation_digest},
         "callable": {"language": "python", "symbol": symbol},
         "support": {"hardwareArchitectures": [], "dtypes": []},
@@ -92,7 +95,7 @@ def benchmark_protocol() -> dict[str, Any]:
     )
     spec = {
         "harness": {"name": "kernelindex-pipeline sweep sentinel"},
-        "measurement": {"timer": "cuda_events", "primaryStatistic": "median", "warmupDuration": f"{PLAN['warmup']} ms"},
+        "measurement": {"timer": "cuda_events", "primaryStatistic": "median", "warmupDuration": duration_ns(f"{PLAN['warmup']} ms")},
         "comparability": {"family": "kernelindex_sentinel", "notes": notes},
     }
     return _manifest("BenchmarkProtocol", {"name": "kernelindex-sentinel-do-bench", "title": "Sweep sentinel · do_bench"}, spec)
@@ -147,7 +150,8 @@ def sentinel_manifests(measured: MeasuredContext, catalogue: Catalogue) -> tuple
         planned = operation(entry["operation"])
         operation_manifest = operation_spec(planned)
         op_digest = digest_of(operation_manifest)
-        case, implementation = workload_case(planned, op_digest), implementation_revision(planned, op_digest)
+        revision = measured.project_revision(catalogue.projects[PROJECT].repository, PROJECT)
+        case, implementation = workload_case(planned, op_digest), implementation_revision(planned, op_digest, revision)
         environment = execution_environment(gpu, hardware, measured)
         digests = {
             "implementationDigest": digest_of(implementation),

@@ -47,6 +47,8 @@ from typing import Any
 
 import rfc8785
 
+from .units import normal_spec
+
 try:
     import orjson
 except ImportError:  # optional speed-up: without it the standard-library path serves
@@ -244,6 +246,10 @@ def canonical_json(value: Any) -> str:
 
 
 def digest_of(manifest: dict[str, Any]) -> str:
-    """`sha256:<hex>` over the canonical JSON of {apiVersion, kind, spec}; metadata never counts."""
-    body = {"apiVersion": manifest["apiVersion"], "kind": manifest["kind"], "spec": manifest["spec"]}
+    """`sha256:<hex>` over the canonical JSON of {apiVersion, kind, spec}; metadata never counts.
+
+    The spec is taken in KernelIndex's normal form (records/units.py: durations in integer ns, set-like
+    lists sorted), since KernelIndex digests the manifest its schemas parsed, not the text it was given."""
+    spec = normal_spec(manifest["kind"], manifest["spec"])
+    body = {"apiVersion": manifest["apiVersion"], "kind": manifest["kind"], "spec": spec}
     return "sha256:" + hashlib.sha256(canonical_bytes(body)).hexdigest()

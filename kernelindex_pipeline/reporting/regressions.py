@@ -49,6 +49,8 @@ from typing import Any
 import numpy as np
 
 from kernelindex_pipeline.liger import identity
+from kernelindex_pipeline.liger.builders import series_implementation_digest
+from kernelindex_pipeline.records.canonical import digest_of
 
 from . import host_effects
 from .changepoints import MAD_EFFICIENCY, Settings, Split, find_changes, prior_df, shrunk_noise, within_noise
@@ -306,9 +308,14 @@ class _Observations:
         self.environment: list[str] = []
         self.source: list[str | None] = []
         self.skipped: Counter = Counter()
+        # implementation digest -> the one its series follows (liger.builders.series_implementation_digest);
+        # implementations come before their runs (catalogue exports and records files are in KINDS order)
+        self.series_implementation: dict[str, str] = {}
 
     def add(self, manifests: Iterable[dict[str, Any]], source: str | None = None) -> None:
         for manifest in manifests:
+            if isinstance(manifest, dict) and manifest.get("kind") == "ImplementationRevision" and (manifest.get("spec") or {}).get("projectRevision"):
+                self.series_implementation[digest_of(manifest)] = series_implementation_digest(manifest)
             if not isinstance(manifest, dict) or manifest.get("kind") != "BenchmarkRun":
                 continue
             spec = manifest.get("spec") or {}
@@ -331,7 +338,8 @@ class _Observations:
             if found.metric != measured[0]:
                 self.skipped["externalId and measurement disagree on the metric"] += 1
                 continue
-            key = SeriesKey(found.kernel, found.mode, found.provider, digests[0], digests[1], digests[2], found.gpu_slug,
+            implementation = self.series_implementation.get(digests[0], digests[0])
+            key = SeriesKey(found.kernel, found.mode, found.provider, implementation, digests[1], digests[2], found.gpu_slug,
                             measured[0])
             case_key = found.case_key
             sid = self.series.get(key)
