@@ -52,7 +52,7 @@ from kernelindex_pipeline.liger import identity
 from kernelindex_pipeline.liger.builders import series_implementation_digest
 from kernelindex_pipeline.records.canonical import digest_of
 
-from . import host_effects
+from . import attribution, host_effects
 from .changepoints import MAD_EFFICIENCY, Settings, Split, find_changes, prior_df, shrunk_noise, within_noise
 
 LATENCY = "latency"
@@ -142,6 +142,8 @@ class Change:
     trend: Trend
     split: Split
     cause: str
+    # ranked causes with their evidence (a source's attributor fills it; the first is `cause`)
+    causes: list[attribution.CauseEvidence] = field(default_factory=list)
 
     @property
     def key(self) -> SeriesKey:
@@ -176,6 +178,7 @@ class Change:
             "pValue": float(f"{s.p_value:.3g}"), "noise": round(math.expm1(self.trend.noise), 4),
             "runsBefore": s.index - s.start, "runsAfter": s.stop - s.index,
             "before": self.side(s.index - 1), "after": self.side(s.index), "cause": self.cause,
+            "causes": [e.to_dict() for e in self.causes],
         }
 
 

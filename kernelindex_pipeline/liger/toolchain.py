@@ -1,0 +1,155 @@
+"""The toolchain Liger's benchmark workflow installs, over time: release dates of torch, triton, ...
+
+Liger's CI image installs ``liger_kernel[dev]`` with ``uv pip install`` and pins none of torch, triton or
+transformers (``torch>=2.1.2`` in setup.py), so a run gets whatever is newest on the package index that
+day, and its CSV records no versions. For such a source the toolchain difference between two runs is
+the set of unpinned packages with a release between them: the newest final release at each run's time.
+
+The timeline is a versioned file in the project (``data/toolchain-timeline.yaml``) so results do not
+depend on the network; `refresh` rebuilds it from PyPI's JSON API
+(``scripts/refresh_toolchain_timeline``). This module writes the file and parses it back.
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.version import InvalidVersion, Version
+
+TIMELINE_FILE = "toolchain-timeline.yaml"
+# What the benchmark image installs unpinned and what moves a benchmark's numbers: torch (eager
+# baselines, torch.compile), triton (Liger's kernels; torch pins the triton it ships with) and
+# transformers (the Hugging Face baselines). Other dev tools (pytest, ruff, ...) time nothing.
+TRACKED_PACKAGES = ("torch", "triton", "transformers")
+PYPI_JSON = "https://pypi.org/pypi/{name}/json"
+MAX_RESPONSE_BYTES = 64 * 1024 * 1024  # torch's JSON document is ~20 MB
+
+
+@dataclass(frozen=True)
+class ToolchainStep:
+    package: str
+    before: str | None  # newest final release at the earlier run
+    after: str  # newest final release at the later run
+    released: str  # date of `after`
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"package": self.package, "before": self.before, "after": self.after, "released": self.released}
+
+    def text(self) -> str:
+        return f"{self.package} {self.before or '—'} → {self.after} ({self.released[:10]})"
+
+
+class ToolchainTimeline:
+    """Final releases per package, with the time each appeared on the package index."""
+
+    def __init__(self, releases: dict[str, list[tuple[str, str]]], refreshed: str = "") -> None:
+        self.refreshed = refreshed
+        self._releases = {name: sorted(items, key=lambda item: item[1]) for name, items in releases.items()}
+        self._times = {name: [_epoch(date) for _, date in items] for name, items in self._releases.items()}
+
+    @property
+    def packages(self) -> tuple[str, ...]:
+        return tuple(self._releases)
+
+    def newest_at(self, package: str, epoch: float) -> tuple[str, str] | None:
+        """The highest final version released at or before `epoch` (what an unpinned install got)."""
+        items, times = self._releases.get(package, []), self._times.get(package, [])
+        known = items[: bisect.bisect_right(times, epoch)]
+        return max(known, key=lambda item: Version(item[0])) if known else None
+
+    def difference(self, before_epoch: float, after_epoch: float, packages: tuple[str, ...] | None = None) -> list[ToolchainStep]:
+        steps = []
+        for package in packages or self.packages:
+            old, new = self.newest_at(package, before_epoch), self.newest_at(package, after_epoch)
+            if new is not None and old != new:
+                steps.append(ToolchainStep(package, old[0] if old else None, new[0], new[1]))
+        return steps
+
+    def to_yaml(self) -> str:
+        body = {"refreshed": self.refreshed, "source": "PyPI JSON API (final releases; time of the first file uploaded)",
+                "refresh": "scripts/refresh_toolchain_timeline",
+                "packages": {name: [{"version": v, "released": d} for v, d in items] for name, items in self._releases.items()}}
+        return yaml.safe_dump(body, sort_keys=False)
+
+    @classmethod
+    def from_yaml(cls, text: str) -> ToolchainTimeline:
+        data = yaml.safe_load(text) or {}
+        packages = data.get("packages") or {}
+        if not isinstance(packages, dict):
+            raise ValueError(f"{TIMELINE_FILE}: `packages` is not a mapping (rebuild it: scripts/refresh_toolchain_timeline)")
+        return cls({str(name): [(str(r["version"]), str(r["released"])) for r in items or []]
+                    for name, items in packages.items()}, refreshed=str(data.get("refreshed") or ""))
+
+
+def packaged_timeline() -> ToolchainTimeline:
+    """The timeline shipped with the project (package data)."""
+    return ToolchainTimeline.from_yaml(resources.files("kernelindex_pipeline.data").joinpath(TIMELINE_FILE).read_text("utf-8"))
+
+
+def refresh(packages: tuple[str, ...] = TRACKED_PACKAGES, *, timeout_s: float = 60.0) -> ToolchainTimeline:
+    """A timeline from PyPI's JSON API: each final release and the time of its first uploaded file."""
+    import requests
+
+    releases: dict[str, list[tuple[str, str]]] = {}
+    for name in packages:
+        response = requests.get(PYPI_JSON.format(name=name), timeout=timeout_s, stream=True)
+        response.raise_for_status()
+        body = response.raw.read(MAX_RESPONSE_BYTES + 1, decode_content=True)
+        if len(body) > MAX_RESPONSE_BYTES:
+            raise ValueError(f"{PYPI_JSON.format(name=name)}: over {MAX_RESPONSE_BYTES} bytes")
+        releases[name] = _final_releases(json.loads(body))
+    return ToolchainTimeline(releases, refreshed=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
+
+
+def _final_releases(document: dict[str, Any]) -> list[tuple[str, str]]:
+    out = []
+    for version, files in (document.get("releases") or {}).items():
+        try:
+            parsed = Version(version)
+        except InvalidVersion:
+            continue
+        times = [f.get("upload_time_iso_8601") for f in files or [] if f.get("upload_time_iso_8601") and not f.get("yanked")]
+        if parsed.is_prerelease or parsed.is_devrelease or not times:
+            continue
+        out.append((version, min(times)[:19] + "Z"))
+    return sorted(out, key=lambda item: item[1])
+
+
+def unpinned_requirements(setup_py: str, pyproject: str = "") -> set[str]:
+    """Package names a Liger checkout requires without an exact pin (``torch>=2.1.2``), read from every
+    string literal of setup.py and pyproject.toml that parses as a requirement."""
+    names: set[str] = set()
+    texts: list[str] = []
+    try:
+        texts = [n.value for n in ast.walk(ast.parse(setup_py)) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+    except (SyntaxError, ValueError):
+        pass
+    for line in pyproject.splitlines():
+        stripped = line.strip().strip(",").strip('"').strip("'")
+        if stripped:
+            texts.append(stripped)
+    for text in texts:
+        try:
+            requirement = Requirement(text)
+        except InvalidRequirement:
+            continue
+        if not any(s.operator in ("==", "===") for s in requirement.specifier):
+            names.add(requirement.name.lower())  # callers keep the names the timeline tracks
+    return names
+
+
+def _epoch(stamp: str) -> float:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
+def write_timeline(timeline: ToolchainTimeline, path: str | Path) -> None:
+    Path(path).write_text(timeline.to_yaml(), encoding="utf-8")

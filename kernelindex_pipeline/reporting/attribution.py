@@ -1,0 +1,164 @@
+"""What changed a series, with its evidence, and the changes grouped by what changed them.
+
+Detection (`regressions.py`) finds a change between the last run before and the first run after (a
+*boundary*). A source's attributor (Liger's: `liger/attribution.py`, from Liger's git history and the
+toolchain timeline) then ranks the causes that may apply, each with the evidence that names it:
+
+- ``liger_kernel``: commits between the two runs' code that touch the kernel (its op module, the package
+  modules it imports, its module wrapper);
+- ``benchmark_script``: commits that touch its benchmark script or the shared benchmark utilities;
+- ``environment``: the toolchain difference, measured (environment digests differ) or, for sources that
+  record none, unpinned packages with a release between the two runs, and commits to the benchmark
+  workflow or its image;
+- ``host``: the whole run moved with most kernels of that latency class and stayed;
+- ``unknown``: nothing recorded or found changes there.
+
+The first ranked cause is the change's ``cause``. This module holds the source-independent part: the
+evidence types, the grouping of changes by (boundary, suspect) for the page, the JSON and the check
+message. It imports nothing of any source.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .regressions import Change
+
+LIGER_KERNEL = "liger_kernel"
+BENCHMARK_SCRIPT = "benchmark_script"
+ENVIRONMENT = "environment"
+HOST = "host"
+UNKNOWN = "unknown"
+CAUSES = (LIGER_KERNEL, BENCHMARK_SCRIPT, ENVIRONMENT, HOST, UNKNOWN)
+COMMIT_CAUSES = (LIGER_KERNEL, BENCHMARK_SCRIPT)
+
+
+@dataclass(frozen=True)
+class CommitSuspect:
+    sha: str
+    date: str
+    subject: str
+    url: str
+    files: tuple[str, ...]  # the files of the commit that touch what the cause names
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"sha": self.sha, "date": self.date, "subject": self.subject, "url": self.url, "files": list(self.files)}
+
+
+@dataclass(frozen=True)
+class CauseEvidence:
+    """One cause that may apply to a change, with what names it."""
+
+    cause: str
+    commits: tuple[CommitSuspect, ...] = ()
+    toolchain: tuple[dict[str, Any], ...] = ()  # {"package", "before", "after", "released"} or {"measured": ...}
+    diffstat: str = ""  # `git diff --stat` of the files the commits touch (script changes)
+    note: str = ""
+
+    @property
+    def suspect_key(self) -> tuple:
+        """What a group of changes shares: the commits, or the toolchain difference."""
+        if self.commits:
+            return tuple(c.sha for c in self.commits)
+        return tuple(sorted(str(sorted(t.items())) for t in self.toolchain))
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"cause": self.cause, "commits": [c.to_dict() for c in self.commits],
+                               "toolchain": [dict(t) for t in self.toolchain]}
+        if self.diffstat:
+            out["diffstat"] = self.diffstat
+        if self.note:
+            out["note"] = self.note
+        return out
+
+
+@dataclass
+class ChangeGroup:
+    """Changes at one boundary that share their cause and suspects: one entry on the page."""
+
+    before: str  # source run labels
+    after: str
+    before_code: str | None
+    after_code: str | None
+    evidence: CauseEvidence
+    others: list[CauseEvidence]  # the lower-ranked causes of the first change (same for the group as a rule)
+    changes: list[Change] = field(default_factory=list)
+
+    @property
+    def cause(self) -> str:
+        return self.evidence.cause
+
+    def to_dict(self) -> dict[str, Any]:
+        first = self.changes[0].to_dict()
+        return {
+            "before": {**first["before"], "codeRef": self.before_code},
+            "after": {**first["after"], "codeRef": self.after_code},
+            "cause": self.cause, "suspects": self.evidence.to_dict(),
+            "otherCauses": [e.to_dict() for e in self.others],
+            "changes": len(self.changes),
+            "slowdowns": sum(1 for c in self.changes if c.direction == "slowdown"),
+            "speedups": sum(1 for c in self.changes if c.direction == "speedup"),
+            "series": [{k: d[k] for k in ("kernel", "mode", "provider", "caseKey", "metric", "direction", "magnitude")}
+                       for d in (c.to_dict() for c in self.changes)],
+        }
+
+
+def group_changes(changes: list[Change]) -> list[ChangeGroup]:
+    """Changes grouped by (boundary, cause, suspects): one commit that moved 40 series is one group."""
+    groups: dict[tuple, ChangeGroup] = {}
+    for change in changes:
+        t, s = change.trend, change.split
+        ranked = change.causes or [CauseEvidence(change.cause)]
+        top = ranked[0]
+        before, after = t.sources[s.index - 1], t.sources[s.index]
+        key = (t.key.gpu, before, after, top.cause, top.suspect_key)
+        group = groups.get(key)
+        if group is None:
+            codes = getattr(t, "code_refs", None) or []
+            group = groups[key] = ChangeGroup(
+                before=before, after=after, before_code=codes[s.index - 1] if len(codes) > s.index - 1 else None,
+                after_code=codes[s.index] if len(codes) > s.index else None, evidence=top, others=list(ranked[1:]))
+        group.changes.append(change)
+    ordered = sorted(groups.values(), key=lambda g: (CAUSES.index(g.cause) if g.cause in CAUSES else len(CAUSES),
+                                                     -len(g.changes), g.after))
+    return ordered
+
+
+def leading_commits(groups: list[ChangeGroup], direction: str | None = None) -> dict[str, tuple[CommitSuspect, int, int]]:
+    """The commit that heads each group's suspects (the most direct one), with the number of changes in
+    `direction` (all when None) its groups hold and how many other suspects they list."""
+    found: dict[str, tuple[CommitSuspect, int, int]] = {}
+    for group in groups:
+        if not group.evidence.commits:
+            continue
+        n = sum(1 for c in group.changes if direction is None or c.direction == direction)
+        if not n:
+            continue
+        head = group.evidence.commits[0]
+        _, count, others = found.get(head.sha, (head, 0, 0))
+        found[head.sha] = (head, count + n, max(others, len(group.evidence.commits) - 1))
+    return found
+
+
+def check_message(groups: list[ChangeGroup], direction: str = "slowdown", limit: int = 5) -> str:
+    """ "N slowdowns from M commits" naming them (the leading suspect of each group), then the changes
+    without a commit by cause."""
+    commits = leading_commits(groups, direction)
+    named = sorted(commits.values(), key=lambda item: -item[1])
+    text = f"{sum(n for _, n, _ in named)} {direction}s from {len(named)} commits"
+    if named:
+        text += ": " + "; ".join(f"{c.sha[:8]} {c.subject[:70]} ({n}{f', +{o} other suspects' if o else ''})"
+                                 for c, n, o in named[:limit])
+        if len(named) > limit:
+            text += f"; and {len(named) - limit} more"
+    rest: dict[str, int] = defaultdict(int)
+    for group in groups:
+        if not group.evidence.commits:
+            rest[group.cause] += sum(1 for c in group.changes if c.direction == direction)
+    rest = {cause: n for cause, n in rest.items() if n}
+    if rest:
+        text += ". Without a commit: " + ", ".join(f"{n} {cause}" for cause, n in sorted(rest.items()))
+    return text

@@ -1,0 +1,232 @@
+"""Attribution from Liger's source history: a synthetic git repository built here (commits that touch an
+op, an imported helper, a benchmark script and the workflow), the toolchain timeline, the hostile cases
+(a missing clone, a commit the clone lacks, a shallow clone) and the real CI slice."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from liger_git import build, git
+
+from kernelindex_pipeline.liger.attribution import LigerAttributor, code_ref_of_label
+from kernelindex_pipeline.liger.kernel_sources import KernelSources
+from kernelindex_pipeline.liger.source_history import LigerSourceHistory, SourceHistoryError
+from kernelindex_pipeline.liger.toolchain import ToolchainTimeline, packaged_timeline, unpinned_requirements
+from kernelindex_pipeline.reporting import attribution as attr
+from kernelindex_pipeline.reporting.regressions import detect_in_record_files
+
+SLICE = Path(__file__).parent / "fixtures" / "liger-ci-slice"
+START = datetime(2025, 1, 6, tzinfo=UTC)
+
+
+@pytest.fixture(scope="module")
+def liger(tmp_path_factory):
+    return build(tmp_path_factory.mktemp("git"))
+
+
+@pytest.fixture(scope="module")
+def ci_slice(tmp_path_factory) -> list[Path]:
+    """The real CI slice as records files in folders named by their code, as `transform` writes them."""
+    root = tmp_path_factory.mktemp("slice")
+    paths = []
+    for packed in sorted(SLICE.glob("*.jsonl.gz")):
+        target = root / packed.name.removesuffix(".jsonl.gz") / "records.jsonl"
+        target.parent.mkdir()
+        target.write_bytes(gzip.decompress(packed.read_bytes()))
+        paths.append(target)
+    return paths
+
+
+# ------------------------------------------------------------------------------- source facts
+
+
+def test_kernel_files_come_from_the_scripts_imports_at_each_commit(liger):
+    sources = KernelSources(LigerSourceHistory(liger.path))
+    base = sources.paths(liger.shas["base"], "rms_norm")
+    # the wrapper is re-exported by transformers/__init__ (followed to its module, the package itself is not
+    # a kernel's source), the op it imports, the helper the op imports, and liger_kernel.utils
+    assert base.kernel == {"src/liger_kernel/transformers/rms_norm.py", "src/liger_kernel/ops/rms_norm.py",
+                           "src/liger_kernel/ops/utils.py", "src/liger_kernel/utils.py"}
+    assert base.script == {"benchmark/scripts/benchmark_rms_norm.py", "benchmark/scripts/utils.py"}
+    assert base.distance("src/liger_kernel/transformers/rms_norm.py") < base.distance("src/liger_kernel/ops/utils.py")
+    # ops/helper.py is imported only from the "import" commit on: computed from the source, not a list
+    assert "src/liger_kernel/ops/helper.py" not in base.kernel
+    assert "src/liger_kernel/ops/helper.py" in sources.paths(liger.shas["import"], "rms_norm").kernel
+    # a kernel name written by an f-string (Liger's dyt_beta={beta}) finds its script by the fixed prefix
+    softmax = sources.paths(liger.shas["base"], "softmax_beta=True")
+    assert softmax.script == {"benchmark/scripts/benchmark_softmax.py", "benchmark/scripts/utils.py"}
+    assert "src/liger_kernel/ops/softmax.py" in softmax.kernel and "src/liger_kernel/ops/rms_norm.py" not in softmax.kernel
+
+
+def test_commits_between_two_runs_with_their_files(liger):
+    history = LigerSourceHistory(liger.path)
+    commits = history.commits_between(liger.shas["base"], liger.shas["workflow"])
+    assert [c.subject for c in commits] == ["workflow (#104)", "bench rms_norm (#103)", "ops utils (#102)",
+                                            "rms_norm: slower op (#101)"]
+    assert commits[-1].files == ("src/liger_kernel/ops/rms_norm.py",)
+    assert commits[0].url == f"https://github.com/linkedin/Liger-Kernel/commit/{liger.shas['workflow']}"
+    assert history.resolve(liger.shas["op"][:7]) == liger.shas["op"]
+    assert history.resolve("0" * 40) is None and history.resolve("--all") is None  # never an option
+
+
+def test_code_refs_of_run_labels():
+    assert code_ref_of_label("2845fe8") == "2845fe8"
+    assert code_ref_of_label("ci/7644a0f-v0.7.0") == "7644a0f"
+    assert code_ref_of_label("d5648bf-v0.6.3.jsonl.gz") == "d5648bf"
+    assert code_ref_of_label("v0.6.3") == "v0.6.3"
+    assert code_ref_of_label("nvidia-h100-80gb-hbm3 2025-01-01T00:00:00.000Z") is None
+
+
+# ---------------------------------------------------------------------------------- toolchain
+
+
+def test_toolchain_timeline_difference_and_its_file():
+    timeline = ToolchainTimeline({"torch": [("2.5.1", "2024-11-01T00:00:00Z"), ("2.6.0", "2025-01-29T00:00:00Z"),
+                                            ("2.5.2", "2025-02-10T00:00:00Z")],
+                                  "triton": [("3.2.0", "2025-01-29T00:00:00Z")]}, refreshed="2025-03-01")
+    jan, feb = datetime(2025, 1, 20, tzinfo=UTC).timestamp(), datetime(2025, 2, 20, tzinfo=UTC).timestamp()
+    # the highest release at each time (a later patch of an older line does not go back)
+    assert [s.text() for s in timeline.difference(jan, feb)] == ["torch 2.5.1 → 2.6.0 (2025-01-29)", "triton — → 3.2.0 (2025-01-29)"]
+    assert timeline.difference(jan, feb, ("triton",))[0].package == "triton"
+    assert timeline.difference(feb, feb) == []
+    again = ToolchainTimeline.from_yaml(timeline.to_yaml())
+    assert again.difference(jan, feb) == timeline.difference(jan, feb) and again.refreshed == "2025-03-01"
+    shipped = packaged_timeline()
+    assert {"torch", "triton", "transformers"} <= set(shipped.packages)
+    assert shipped.newest_at("torch", datetime(2025, 8, 10, tzinfo=UTC).timestamp())[0] == "2.8.0"
+
+
+def test_unpinned_requirements_read_from_setup_py():
+    setup = 'def f():\n    return ["torch>=2.1.2", "triton==3.0.0"]\nextra = ["transformers>=4.4", "not a requirement!"]\n'
+    assert unpinned_requirements(setup) == {"torch", "transformers"}
+
+
+# -------------------------------------------------------------------------------- attribution
+
+
+def _record_files(tmp_path: Path, runs: list[tuple[str, dict[tuple[str, str, str], float]]]) -> list[Path]:
+    """One records file per source run, in a folder named by its code (as `transform` output is named);
+    runs are a week apart."""
+    from test_reporting_regressions import run
+
+    paths = []
+    for j, (label, values) in enumerate(runs):
+        folder = tmp_path / label
+        folder.mkdir()
+        when = START + timedelta(days=7 * j)
+        lines = [json.dumps(run(kernel, provider, case, when + timedelta(minutes=i), value))
+                 for i, ((kernel, provider, case), value) in enumerate(values.items())]
+        (folder / "records.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        paths.append(folder / "records.jsonl")
+    return paths
+
+
+def _synthetic_runs(shas: dict[str, str]) -> list[tuple[str, dict]]:
+    """Eight runs, two per commit (base, op, script, uses-import). rms_norm's Liger cases a/b step ×1.5 at
+    the op commit (only Liger moved); cases c/d of both providers step ×1.4 at the script commit; Liger's
+    case e steps ×1.3 where rms_norm's op starts importing a helper that then changes; softmax on torch
+    (a baseline) steps ×1.25 at the last boundary, where torch had a release."""
+    commits = ["base", "base", "op", "op", "script", "script", "uses-import", "uses-import"]
+    out = []
+    for j, name in enumerate(commits):
+        wiggle = 1.01 if j % 2 else 0.99
+        values = {}
+        for case in "abcdefgh":
+            for kernel, provider in (("rms_norm", "liger"), ("rms_norm", "torch"), ("softmax", "liger"), ("softmax", "torch")):
+                factor = 1.0
+                if kernel == "rms_norm" and provider == "liger" and case in "ab" and j >= 2:
+                    factor *= 1.5
+                if kernel == "rms_norm" and case in "cd" and j >= 4:
+                    factor *= 1.4
+                if kernel == "rms_norm" and provider == "liger" and case == "e" and j >= 6:
+                    factor *= 1.3
+                if kernel == "softmax" and provider == "torch" and case in "ab" and j >= 6:
+                    factor *= 1.25
+                values[(kernel, provider, case)] = 100_000.0 * factor * wiggle
+        out.append((shas[name] if j % 2 == 0 else f"{shas[name][:12]}-v0.1.{j}", values))
+    return out
+
+
+def test_changes_are_attributed_to_the_commits_that_touch_them(liger, tmp_path):
+    report = detect_in_record_files(_record_files(tmp_path, _synthetic_runs(liger.shas)))
+    torch_release = ToolchainTimeline({"torch": [("2.5.1", "2024-10-01T00:00:00Z"),
+                                                 ("2.6.0", "2025-02-14T00:00:00Z")]})
+    attributor = LigerAttributor(LigerSourceHistory(liger.path), torch_release)
+    attributor.attribute(report)
+    by_case = {(c.key.kernel, c.key.provider, c.trend.case_key): c for c in report.changes}
+    assert set(by_case) == {("rms_norm", "liger", case) for case in "abcde"} | {("rms_norm", "torch", case) for case in "cd"} \
+        | {("softmax", "torch", case) for case in "ab"}
+    subjects = {k: [s.subject for s in c.causes[0].commits] for k, c in by_case.items()}
+
+    op = by_case[("rms_norm", "liger", "a")]
+    assert op.cause == attr.LIGER_KERNEL and subjects[("rms_norm", "liger", "a")] == ["rms_norm: slower op (#101)"]
+    assert op.causes[0].commits[0].files == ("src/liger_kernel/ops/rms_norm.py",)
+    # both providers moved at the script commit: the measurement changed, so the script comes first (its
+    # diff stat shown), the helper commit in the same range only as a lower-ranked kernel suspect
+    script = by_case[("rms_norm", "liger", "c")]
+    assert script.cause == attr.BENCHMARK_SCRIPT and [c.subject for c in script.causes[0].commits] == ["bench rms_norm (#103)"]
+    assert "benchmark_rms_norm.py" in script.causes[0].diffstat
+    assert [e.cause for e in script.causes] == [attr.BENCHMARK_SCRIPT, attr.LIGER_KERNEL]
+    assert by_case[("rms_norm", "torch", "c")].causes[0].cause == attr.BENCHMARK_SCRIPT
+    # ops/helper.py is rms_norm's only at the later end: still a suspect; softmax's commit never is
+    late = subjects[("rms_norm", "liger", "e")]
+    assert set(late) == {"rms_norm uses helper (#106)", "helper scale (#107)"} and "softmax (#105)" not in late
+    # a baseline moved where torch had a release and the workflow changed: environment, with both
+    baseline = by_case[("softmax", "torch", "a")]
+    assert baseline.cause == attr.ENVIRONMENT
+    assert baseline.causes[0].toolchain == ({"package": "torch", "before": "2.5.1", "after": "2.6.0", "released": "2025-02-14T00:00:00Z"},)
+    assert [c.subject for c in baseline.causes[0].commits] == ["workflow (#104)"]
+    assert attributor.notes == []
+
+    groups = attr.group_changes(report.changes)
+    heads = {(g.cause, tuple(c.subject for c in g.evidence.commits)): len(g.changes) for g in groups}
+    assert heads[(attr.LIGER_KERNEL, ("rms_norm: slower op (#101)",))] == 2  # one entry, its two series
+    assert heads[(attr.BENCHMARK_SCRIPT, ("bench rms_norm (#103)",))] == 4
+    message = attr.check_message(groups)
+    assert message.startswith("9 slowdowns from 4 commits: ")
+    assert liger.shas["op"][:8] in message and "rms_norm: slower op (#101)" in message
+    as_json = groups[0].to_dict()
+    assert as_json["suspects"]["commits"][0]["url"].startswith("https://github.com/linkedin/Liger-Kernel/commit/")
+    assert {"before", "after", "cause", "suspects", "otherCauses", "changes", "series"} <= set(as_json)
+
+
+# ------------------------------------------------------------------------------------- hostile
+
+
+def test_a_missing_directory_or_not_a_repository_is_named(tmp_path):
+    with pytest.raises(SourceHistoryError, match="no such directory.*git clone --filter=blob:none"):
+        LigerSourceHistory(tmp_path / "nowhere")
+    with pytest.raises(SourceHistoryError, match="not a git repository"):
+        LigerSourceHistory(tmp_path)
+
+
+def test_a_shallow_clone_is_refused_with_the_fix(liger, tmp_path):
+    shallow = tmp_path / "shallow"
+    git(tmp_path, "clone", "-q", "--depth", "1", f"file://{liger.path}", str(shallow))
+    with pytest.raises(SourceHistoryError, match="shallow clone.*git fetch --unshallow"):
+        LigerSourceHistory(shallow)
+
+
+def test_commits_the_clone_lacks_leave_the_cause_unknown_with_a_note(liger, ci_slice):
+    """The real CI slice (Liger's own shas) against a clone that has none of them: detection runs, every
+    change is `unknown` or a toolchain/host cause, and the note says which commit to fetch."""
+    report = detect_in_record_files(ci_slice)
+    assert report.changes
+    attributor = LigerAttributor(LigerSourceHistory(liger.path), None)
+    attributor.attribute(report)
+    assert {c.cause for c in report.changes} <= {attr.UNKNOWN, attr.HOST}
+    assert any("commit 2845fe8 is not in the clone" in n and "fetch" in n for n in attributor.notes)
+
+
+def test_without_a_clone_the_slice_still_gets_toolchain_causes(ci_slice):
+    report = detect_in_record_files(ci_slice)
+    attributor = LigerAttributor(None, packaged_timeline())
+    attributor.attribute(report)
+    assert {c.cause for c in report.changes} <= {attr.ENVIRONMENT, attr.HOST, attr.UNKNOWN}
+    assert any(c.cause == attr.ENVIRONMENT and any(t.get("package") == "torch" for t in c.causes[0].toolchain)
+               for c in report.changes)
+    assert attributor.notes == ["no Liger clone given (--liger-git DIR): changes name no commits"]
