@@ -54,7 +54,7 @@ def catalogue(series: int, sweeps: int, seed: int = 7) -> tuple[list[dict], dict
                 "implementationDigest": DIGEST, "workloadDigest": workload[i], "protocolDigest": DIGEST,
                 "environmentDigest": software[j], "status": "passed", "observedAt": stamp,
                 "timing": {"latencyNs": {"median": int(values[i, j])}},
-                "sourceNative": {"externalId": f"{kernel}/forward/{provider}/nvidia-h100-80gb-hbm3/{case}/{stamp}"}}})
+                "sourceNative": {"source": "liger-kernel-bench", "externalId": f"{kernel}/forward/{provider}/nvidia-h100-80gb-hbm3/{case}/{stamp}"}}})
     return runs, {"slow sweep": slow, "changed series": int(changed.sum())}
 
 

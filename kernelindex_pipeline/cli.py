@@ -307,12 +307,16 @@ def _report_arguments(p: argparse.ArgumentParser) -> None:
                    "a report.json next to a file adds its coverage to the report's coverage table")
     p.add_argument("--catalogue", metavar="URL", help="SQLAlchemy URL (default: $KERNELINDEX_CATALOGUE_URL, else the embedded catalogue under DAGSTER_HOME)")
     p.add_argument("--out", type=Path, required=True, metavar="DIR", help="writes DIR/index.html, DIR/charts/*.svg, regressions.json, summary.md")
+    _detection_arguments(p)
 
 
 def _report(args: argparse.Namespace) -> int:
     import os
 
     from kernelindex_pipeline.reporting import build_report
+    from kernelindex_pipeline.reporting.regressions import detect_regressions
+
+    settings = _detection_settings(args)
 
     if args.records and args.catalogue:
         raise UsageError("give --records or --catalogue, not both")
@@ -335,13 +339,14 @@ def _report(args: argparse.Namespace) -> int:
                 except (OSError, ValueError) as exc:
                     raise CommandError(f"{report_path}: {exc}") from None
         coverage = CoverageTable.of(import_reports).cells if import_reports else None
-        result = build_report(manifests, args.out, coverage=coverage)
+        result = build_report(manifests, args.out, coverage=coverage, regressions=detect_regressions(manifests, settings))
     else:
         from kernelindex_pipeline.catalogue.store import CatalogueStore
 
         store = CatalogueStore.open(args.catalogue or os.environ.get("KERNELINDEX_CATALOGUE_URL") or None, read_only=True)
         try:
-            result = build_report(store.manifests(), args.out)
+            manifests = list(store.manifests())
+            result = build_report(manifests, args.out, regressions=detect_regressions(manifests, settings))
         finally:
             store.close()
     print(result.summary_markdown)
@@ -357,12 +362,28 @@ def _regressions_arguments(p: argparse.ArgumentParser) -> None:
     source.add_argument("--catalogue", metavar="URL", help="SQLAlchemy URL (default: $KERNELINDEX_CATALOGUE_URL, else the embedded catalogue under DAGSTER_HOME)")
     source.add_argument("--records", nargs="+", type=Path, metavar="FILE", help="records.jsonl files that `transform` wrote, each one source run")
     p.add_argument("--out", type=Path, required=True, metavar="DIR", help="writes DIR/regressions.json and the page DIR/regressions.html")
-    p.add_argument("--alpha", type=float, default=0.001, help="significance level per series (default 0.001)")
-    p.add_argument("--min-effect", type=float, default=0.05, help="smallest change reported, as a fraction (default 0.05 = 5%%)")
+    _detection_arguments(p)
+
+
+def _detection_arguments(p: argparse.ArgumentParser) -> None:
+    """The detection settings, the same for `regressions` and `report` (reporting.changepoints.Settings)."""
+    from kernelindex_pipeline.reporting.changepoints import Settings
+
+    p.add_argument("--alpha", type=float, default=Settings.alpha, help=f"significance level per series (default {Settings.alpha:g})")
+    p.add_argument("--min-effect", type=float, default=Settings.min_effect,
+                   help=f"smallest change reported, as a fraction (default {Settings.min_effect:g} = {Settings.min_effect * 100:g}%%)")
+
+
+def _detection_settings(args: argparse.Namespace):
+    from kernelindex_pipeline.reporting.changepoints import Settings
+
+    try:
+        return Settings(alpha=args.alpha, min_effect=args.min_effect)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _regressions(args: argparse.Namespace) -> int:
-    from kernelindex_pipeline.reporting.changepoints import Settings
     from kernelindex_pipeline.reporting.regressions import (
         RegressionInputError,
         detect_in_record_files,
@@ -370,10 +391,7 @@ def _regressions(args: argparse.Namespace) -> int:
     )
     from kernelindex_pipeline.reporting.regressions_page import write_regressions
 
-    try:
-        settings = Settings(alpha=args.alpha, min_effect=args.min_effect)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
+    settings = _detection_settings(args)
     try:
         if args.records:
             report = detect_in_record_files(args.records, settings)

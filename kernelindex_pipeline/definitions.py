@@ -21,6 +21,7 @@ from kernelindex_pipeline.defs.resources import (
     CatalogueResource,
     GpuFleetResource,
     LigerReleaseResource,
+    RegressionSettingsResource,
 )
 from kernelindex_pipeline.defs.schedules import nightly_gpu_sweep
 from kernelindex_pipeline.defs.sensors import liger_ci_sensor, liger_history_sensor
@@ -65,6 +66,7 @@ def build_definitions() -> Definitions:
                 cache_volume_claim=os.environ.get("KERNELINDEX_SWEEP_CACHE_CLAIM") or "",
             ),
             "fleet": GpuFleetResource(gpu_pools=_from_env("KERNELINDEX_GPU_POOLS")),
+            "regression_settings": RegressionSettingsResource(),
         },
     )
 

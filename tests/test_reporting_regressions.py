@@ -4,6 +4,7 @@ kernels of the ten H100 files in ../shared/data/liger-ci, made by tests/fixtures
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import math
@@ -306,3 +307,69 @@ def test_changes_are_grouped_by_cause_and_sorted_by_magnitude(ci_result):
     assert causes == sorted(causes)
     liger = [abs(math.log(c["magnitude"])) for c in ci_result["changes"] if c["cause"] == "liger"]
     assert liger == sorted(liger, reverse=True)
+
+
+# ----------------------------------------------------------------------------- run facts and adapters
+
+
+def test_detection_reads_runs_only_through_run_facts_and_imports_no_source():
+    """regressions, host_effects, changepoints and run_facts import nothing of liger/ (a source plugs in
+    through an adapter named in run_facts.SOURCE_ADAPTERS)."""
+    import ast
+
+    import kernelindex_pipeline.reporting as reporting
+
+    for name in ("regressions", "host_effects", "changepoints", "run_facts"):
+        tree = ast.parse((Path(reporting.__file__).parent / f"{name}.py").read_text())
+        imported = [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
+        imported += [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
+        assert not [m for m in imported if "liger" in m], (name, imported)
+
+
+def test_a_second_source_plugs_in_with_its_adapter_and_unknown_sources_are_counted():
+    from kernelindex_pipeline.liger.run_facts import run_facts as liger_facts
+    from kernelindex_pipeline.reporting.run_facts import RunFacts
+
+    levels = np.full((24, 8), 100_000.0) * np.exp(np.tile([0.01, -0.01], (24, 4)))
+    levels[0, 4:] *= 1.5
+    runs = panel(levels)
+    for r in runs:
+        r["spec"]["sourceNative"]["source"] = "other-bench"
+
+    def other(manifest) -> RunFacts | str:
+        facts = liger_facts(manifest)
+        return facts if isinstance(facts, str) else dataclasses.replace(facts, version="v-other", code_ref="abc1234")
+
+    assert detect_regressions(runs).trends == []  # nobody knows "other-bench": every run skipped, with the reason
+    [reason] = detect_regressions(runs).skipped
+    assert "no run-facts adapter" in reason and "liger-kernel-bench" in reason
+    report = detect_regressions(runs, adapters={"other-bench": other})
+    [change] = report.changes
+    assert change.trend.case_key == "case0" and change.to_dict()["after"]["codeRef"] == "abc1234"
+    assert report.to_dict()["sources"][0]["codeRef"] == "abc1234"
+
+
+def test_runs_are_ordered_by_the_adapters_order_key():
+    """A run of older code measured later is placed where its code belongs, when the adapter says so."""
+    from kernelindex_pipeline.liger.run_facts import run_facts as liger_facts
+
+    n = 8
+    levels = np.full((24, n), 100_000.0) * np.exp(np.tile([0.01, -0.01], (24, n // 2)))
+    levels[0, 3:] *= 1.5  # series 0 steps at sweep 3 ...
+    levels[0, n - 1] /= 1.5  # ... but the last sweep measured the code of before the step
+    code_time = {j: (START + timedelta(days=7 * j)).timestamp() for j in range(n)}
+    code_time[n - 1] = code_time[1] + 3600.0  # its code sits between sweeps 1 and 2
+
+    def by_code(manifest):
+        facts = liger_facts(manifest)
+        if isinstance(facts, str):
+            return facts
+        sweep = (datetime.fromisoformat(facts.observed_at.replace("Z", "+00:00")) - START).days // 7
+        return dataclasses.replace(facts, order=code_time[sweep])
+
+    in_time = detect_regressions(panel(levels))
+    assert not [c for c in in_time.changes if c.split.index == 3 and c.trend.case_key == "case0"]
+    report = detect_regressions(panel(levels), adapters={"liger-kernel-bench": by_code})
+    [change] = [c for c in report.changes if c.trend.case_key == "case0" and c.key.kernel == "kernel0"]
+    assert change.to_dict()["after"]["observedAt"][:10] == (START + timedelta(days=21)).strftime("%Y-%m-%d")
+    assert change.split.index == 4  # sweeps 0, 1, the last one, 2 | 3 ...

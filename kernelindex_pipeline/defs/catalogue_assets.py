@@ -13,26 +13,21 @@ from dagster import (
     Config,
     MaterializeResult,
     MetadataValue,
+    Output,
     asset,
     asset_check,
 )
 from pydantic import Field
 
 from kernelindex_pipeline.catalogue.export import export_bundle, export_jsonl
-from kernelindex_pipeline.defs.resources import CatalogueResource, dagster_home
+from kernelindex_pipeline.defs.resources import CatalogueResource, RegressionSettingsResource, dagster_home
 from kernelindex_pipeline.defs.sources import CHAINS
 from kernelindex_pipeline.liger.report import CoverageTable
-from kernelindex_pipeline.reporting import build_report, detect_regressions
-from kernelindex_pipeline.reporting.changepoints import Settings
+from kernelindex_pipeline.reporting import RegressionReport, build_report, detect_regressions
 
 
 class OutputDirConfig(Config):
     out_dir: str = Field(default="", description="Where to write; empty: a folder under DAGSTER_HOME.")
-
-
-class RegressionConfig(Config):
-    alpha: float = Field(default=Settings.alpha, description="Significance level per series.")
-    min_effect: float = Field(default=Settings.min_effect, description="Smallest change reported (fraction, 0.05 = 5 %).")
 
 
 GROUP = "catalogue"
@@ -69,44 +64,49 @@ def catalogue_export(context: AssetExecutionContext, config: OutputDirConfig, ca
 
 
 @asset(**CATALOGUE_WIDE)
-def benchmark_regressions(context: AssetExecutionContext, config: RegressionConfig, catalogue: CatalogueResource) -> MaterializeResult:
+def benchmark_regressions(context: AssetExecutionContext, catalogue: CatalogueResource,
+                          regression_settings: RegressionSettingsResource) -> Output[RegressionReport]:
     """Change points over every run of each series (kernel, mode, provider, workload, GPU, metric), with
     whole-run host effects taken out, and a cause per change (reporting/regressions.py). Series without
-    enough runs are counted as insufficient, never as 'no regression'."""
+    enough runs are counted as insufficient, never as 'no regression'.
+
+    Detected once, here: the result is this asset's value (stored by the IO manager), which its check and
+    the report read, so the alert, the check and the page always show one judgement with one settings."""
     with catalogue.open() as store:
-        result = detect_regressions(store.manifests(), Settings(alpha=config.alpha, min_effect=config.min_effect))
+        result = detect_regressions(store.manifests(), regression_settings.settings())
     context.log.info(result.summary())
-    return MaterializeResult(
-        metadata={
-            "regressions": len(result.slowdowns),
-            "speedups": len(result.speedups),
-            "series_judged": len(result.trends),
-            "host_effects": len(result.host_effects),
-            "insufficient_data": len(result.insufficient),
-            "table": MetadataValue.md(result.markdown()),
-        }
-    )
+    return Output(result, metadata={
+        "regressions": len(result.slowdowns),
+        "speedups": len(result.speedups),
+        "series_judged": len(result.trends),
+        "host_effects": len(result.host_effects),
+        "insufficient_data": len(result.insufficient),
+        "settings": MetadataValue.json(result.to_dict()["settings"]),
+        "table": MetadataValue.md(result.markdown()),
+    })
 
 
 @asset_check(asset=benchmark_regressions, description="Warns when any comparable series got slower.")
-def no_regressions(catalogue: CatalogueResource) -> AssetCheckResult:
-    with catalogue.open() as store:
-        result = detect_regressions(store.manifests())
+def no_regressions(benchmark_regressions: RegressionReport) -> AssetCheckResult:
+    """Reads the asset's stored result: never a second detection."""
+    result = benchmark_regressions
     return AssetCheckResult(
         passed=not result.slowdowns,
         severity=AssetCheckSeverity.WARN,
+        description=result.summary(),
         metadata={"regressions": len(result.slowdowns), "insufficient_data": len(result.insufficient)},
     )
 
 
 @asset(**CATALOGUE_WIDE)
-def catalogue_report(context: AssetExecutionContext, config: OutputDirConfig, catalogue: CatalogueResource) -> MaterializeResult:
+def catalogue_report(context: AssetExecutionContext, config: OutputDirConfig, catalogue: CatalogueResource,
+                     benchmark_regressions: RegressionReport) -> MaterializeResult:
     """A static HTML report of the catalogue: per kernel and GPU, latency against the swept axis for
     every provider (median with p20-p80 band), Liger's speed-up over each baseline, the same kernel
-    across Liger versions, and the regressions highlighted."""
+    across Liger versions, and the regressions highlighted (the `benchmark_regressions` result, as stored)."""
     out = _out(config, "report")
     with catalogue.open() as store:
-        report = build_report(store.manifests(), out)
+        report = build_report(store.manifests(), out, regressions=benchmark_regressions)
     context.log.info(f"report written to {report.path}")
     return MaterializeResult(
         metadata={

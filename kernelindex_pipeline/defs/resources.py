@@ -16,6 +16,7 @@ from pydantic import Field
 from kernelindex_pipeline.catalogue.store import CatalogueStore, redact_url
 from kernelindex_pipeline.defs.pipes_messages import CompleteLinePipesMessageReader
 from kernelindex_pipeline.liger import release
+from kernelindex_pipeline.reporting.changepoints import Settings
 
 CATALOGUE_URL_ENV = "KERNELINDEX_CATALOGUE_URL"
 
@@ -42,6 +43,18 @@ class CatalogueResource(ConfigurableResource):
     @property
     def safe_url(self) -> str:
         return redact_url(self.url) if self.url else "embedded SQLite under DAGSTER_HOME"
+
+
+class RegressionSettingsResource(ConfigurableResource):
+    """The one settings object of regression detection (reporting.changepoints.Settings): the
+    `benchmark_regressions` asset judges with it; its check and the report read that asset's result."""
+
+    alpha: float = Field(default=Settings.alpha, description="Significance level per series (Bonferroni over candidate splits).")
+    min_effect: float = Field(default=Settings.min_effect, description="Smallest change reported (fraction, 0.05 = 5 %).")
+    min_segment: int = Field(default=Settings.min_segment, description="Runs needed on each side of a change.")
+
+    def settings(self) -> Settings:
+        return Settings(alpha=self.alpha, min_effect=self.min_effect, min_segment=self.min_segment)
 
 
 class LigerReleaseResource(ConfigurableResource):

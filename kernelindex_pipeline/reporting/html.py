@@ -67,12 +67,15 @@ class ReportResult:
 
 def build_report(manifests: Iterable[dict[str, Any]], out_dir: str | os.PathLike,
                  *, title: str = "Liger-Kernel benchmarks in the KernelIndex catalogue",
-                 coverage: Iterable[CoverageCell] | None = None) -> ReportResult:
+                 coverage: Iterable[CoverageCell] | None = None,
+                 regressions: RegressionReport | None = None) -> ReportResult:
     """Write the report into `out_dir` (index.html, charts/*.svg, summary.md, and the regressions page:
     regressions.html, regressions.json, regression-charts/*.svg).
 
     `coverage` (the import reports' coverage cells, `liger.report.CoverageTable.of(reports).cells`, when the
-    caller has them) adds a coverage table.
+    caller has them) adds a coverage table. `regressions`: the detection result to show (the Dagster asset's,
+    or the CLI's with its settings), so the report never judges with other settings than the alert; without
+    it, detection runs here with the default settings.
     Everything is built in a staging folder first and moved into place at the end,
     so a failure leaves any previous report in `out_dir` untouched.
     """
@@ -81,7 +84,8 @@ def build_report(manifests: Iterable[dict[str, Any]], out_dir: str | os.PathLike
     index = RecordIndex(manifests)
     series_set = build_series(index)
     memory_set = build_series(index, PEAK_MEMORY_METRIC)
-    regressions = detect_regressions(index.by_digest.values())
+    if regressions is None:
+        regressions = detect_regressions(index.by_digest.values())
     planned = plan_charts(series_set, memory_set)
     charts = [c for groups in planned.values() for g in groups for c in g.charts]
     every_series = [*series_set, *memory_set]

@@ -1,10 +1,11 @@
 """Regression detection over every run: series in time order, host effects taken out, change points
 with statistics, and a verdict with a cause for each change.
 
-The one domain API is `detect_regressions(manifests)` (a catalogue: source runs are found from the
-runs' own times) and `detect_in_record_files(paths)` (each file one source run, as `transform` wrote
-it); the CLI's `regressions` subcommand, the Dagster `benchmark_regressions` asset, its warning check
-and the report all call them.
+The one domain API is `detect_regressions(manifests, settings)` (a catalogue: source runs are found from
+the runs' own times) and `detect_in_record_files(paths, settings)` (each file one source run, as
+`transform` wrote it). The Dagster `benchmark_regressions` asset calls it once; its warning check and the
+report read that result. Runs are read only through their source's adapter (`run_facts.py`): this
+module knows no source's identity formats.
 
 **Series.** A series is one kernel, timed pass (mode), provider, implementation revision, workload
 case, benchmark protocol and GPU (hardware), and one metric (``latency`` or ``peak_memory``), followed
@@ -40,7 +41,7 @@ from __future__ import annotations
 import math
 import os
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -48,15 +49,11 @@ from typing import Any
 
 import numpy as np
 
-from kernelindex_pipeline.liger import identity
-from kernelindex_pipeline.liger.builders import series_implementation_digest
-from kernelindex_pipeline.records.canonical import digest_of
-
 from . import attribution, host_effects
 from .changepoints import MAD_EFFICIENCY, Settings, Split, find_changes, prior_df, shrunk_noise, within_noise
+from .run_facts import LATENCY as LATENCY  # re-exported: the metric names are run_facts'
+from .run_facts import PEAK_MEMORY, AdapterRegistry, FactsAdapter, facts_of
 
-LATENCY = "latency"
-PEAK_MEMORY = "peak_memory"
 SLOWDOWN = "slowdown"
 SPEEDUP = "speedup"
 CAUSES = ("liger", "environment", "host", "unknown")
@@ -66,33 +63,6 @@ HOST_CAUSE_SHARE = 0.5
 
 class RegressionInputError(ValueError):
     """Input the detector cannot use (names the input and what to do)."""
-
-
-# ------------------------------------------------------------------------------------ identities
-
-
-def run_identity(spec: dict[str, Any]) -> identity.RunIdentity | None:
-    """What a Liger run's sourceNative.externalId says (kernel, mode, provider, GPU slug, case key, metric),
-    parsed by liger/identity.py, where it is built."""
-    return identity.parse_external_id(str((spec.get("sourceNative") or {}).get("externalId") or ""))
-
-
-def metric_value(spec: dict[str, Any]) -> tuple[str, float] | None:
-    """("latency", median ns) when the run has timing, ("peak_memory", bytes) for a memory run (the
-    memory-run contract: no timing, measurements[0] is the peak_memory median)."""
-    timing = spec.get("timing")
-    if timing:
-        value = (timing.get("latencyNs") or {}).get("median")
-        return (LATENCY, float(value)) if _positive(value) else None
-    measurements = spec.get("measurements") or []
-    if measurements and measurements[0].get("metric") == PEAK_MEMORY:
-        value = measurements[0].get("value")
-        return (PEAK_MEMORY, float(value)) if _positive(value) else None
-    return None
-
-
-def _positive(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
 
 
 # ------------------------------------------------------------------------------------- results
@@ -116,6 +86,11 @@ class SourceRun:
     gpu: str
     observed_at: str  # its first run's observedAt
     versions: Counter = field(default_factory=Counter)
+    code_refs: Counter = field(default_factory=Counter)  # the code measured (commit or tag), where the adapter knows it
+
+    @property
+    def code_ref(self) -> str | None:
+        return self.code_refs.most_common(1)[0][0] if self.code_refs else None
 
 
 @dataclass
@@ -135,6 +110,7 @@ class Trend:
     run_index: np.ndarray  # source run of each value (index into RegressionReport.sources)
     cls: int  # latency class (host_effects.CLASS_LABELS)
     group: int  # kernel group (kernel, provider, metric)
+    code_refs: list[str | None] = field(default_factory=list)  # the code measured at each run, where known
 
 
 @dataclass
@@ -164,7 +140,8 @@ class Change:
     def side(self, index: int) -> dict[str, Any]:
         t = self.trend
         return {"observedAt": t.observed_at[index], "ligerVersion": t.versions[index], "source": t.sources[index],
-                "environmentDigest": t.environments[index]}
+                "environmentDigest": t.environments[index],
+                "codeRef": t.code_refs[index] if index < len(t.code_refs) else None}
 
     def to_dict(self) -> dict[str, Any]:
         k, s = self.key, self.split
@@ -282,7 +259,7 @@ class RegressionReport:
             "settings": {"alpha": s.alpha, "minEffect": s.min_effect, "minSegment": s.min_segment},
             "counts": self.counts(),
             "sources": [{"source": r.label, "gpu": r.gpu, "observedAt": r.observed_at,
-                         "ligerVersions": sorted(r.versions)} for r in self.sources],
+                         "ligerVersions": sorted(r.versions), "codeRef": r.code_ref} for r in self.sources],
             "hostEffects": [h.to_dict() for h in self.host_effects],
             "changes": [c.to_dict() for c in self.changes],
             "insufficientSeries": _insufficient_summary(self.insufficient),
@@ -299,62 +276,48 @@ def _insufficient_summary(items: list[Insufficient]) -> list[dict[str, Any]]:
 
 
 class _Observations:
-    """Column lists of every usable run (one pass over the manifests)."""
+    """Column lists of every usable run (one pass over the manifests, each read by its source's adapter)."""
 
-    def __init__(self) -> None:
+    def __init__(self, adapters: Mapping[str, FactsAdapter] | None = None) -> None:
+        self.registry = AdapterRegistry(adapters)
         self.series: dict[SeriesKey, int] = {}
         self.case_keys: list[str] = []
+        self.scripts: list[str] = []  # benchmark script of each series
         self.sid: list[int] = []
         self.value: list[float] = []
         self.observed: list[str] = []
+        self.order: list[float] = []  # the adapter's position on the run timeline (NaN: measurement time)
         self.version: list[str] = []
+        self.code_ref: list[str | None] = []
         self.environment: list[str] = []
         self.source: list[str | None] = []
         self.skipped: Counter = Counter()
-        # implementation digest -> the one its series follows (liger.builders.series_implementation_digest);
-        # implementations come before their runs (catalogue exports and records files are in KINDS order)
-        self.series_implementation: dict[str, str] = {}
 
     def add(self, manifests: Iterable[dict[str, Any]], source: str | None = None) -> None:
         for manifest in manifests:
-            if isinstance(manifest, dict) and manifest.get("kind") == "ImplementationRevision" and (manifest.get("spec") or {}).get("projectRevision"):
-                self.series_implementation[digest_of(manifest)] = series_implementation_digest(manifest)
-            if not isinstance(manifest, dict) or manifest.get("kind") != "BenchmarkRun":
+            if not isinstance(manifest, dict):
                 continue
-            spec = manifest.get("spec") or {}
-            if spec.get("status", "passed") != "passed":
-                self.skipped["not passed"] += 1
+            if manifest.get("kind") != "BenchmarkRun":
+                self.registry.see(manifest)
                 continue
-            found = run_identity(spec)
-            measured = metric_value(spec)
-            observed = spec.get("observedAt")
-            digests = [spec.get(f) for f in ("implementationDigest", "workloadDigest", "protocolDigest", "environmentDigest")]
-            if found is None:
-                self.skipped["no Liger external id (sourceNative.externalId)"] += 1
+            facts = facts_of(manifest, self.registry)
+            if isinstance(facts, str):
+                self.skipped[facts] += 1
                 continue
-            if measured is None:
-                self.skipped["no positive latency median or peak memory"] += 1
-                continue
-            if not isinstance(observed, str) or not all(digests):
-                self.skipped["no observedAt or a missing referenced digest"] += 1
-                continue
-            if found.metric != measured[0]:
-                self.skipped["externalId and measurement disagree on the metric"] += 1
-                continue
-            implementation = self.series_implementation.get(digests[0], digests[0])
-            key = SeriesKey(found.kernel, found.mode, found.provider, implementation, digests[1], digests[2], found.gpu_slug,
-                            measured[0])
-            case_key = found.case_key
+            key = SeriesKey(facts.kernel, facts.mode, facts.provider, facts.implementation_digest,
+                            facts.workload_digest, facts.protocol_digest, facts.gpu, facts.metric)
             sid = self.series.get(key)
             if sid is None:
                 sid = self.series[key] = len(self.series)
-                self.case_keys.append(case_key)
+                self.case_keys.append(facts.case_key)
+                self.scripts.append(facts.script)
             self.sid.append(sid)
-            self.value.append(measured[1])
-            self.observed.append(observed)
-            labels = (manifest.get("metadata") or {}).get("labels") or {}
-            self.version.append(str(labels.get("liger_version") or "unlabelled"))
-            self.environment.append(digests[3])
+            self.value.append(facts.value)
+            self.observed.append(facts.observed_at)
+            self.order.append(math.nan if facts.order is None else facts.order)
+            self.version.append(facts.version)
+            self.code_ref.append(facts.code_ref)
+            self.environment.append(facts.environment_digest)
             self.source.append(source)
 
 
@@ -372,7 +335,9 @@ def _epoch_seconds(stamps: list[str]) -> np.ndarray:
 
 
 def _source_runs(obs: _Observations, keys: list[SeriesKey], t: np.ndarray) -> tuple[np.ndarray, list[SourceRun]]:
-    """Source run index of every observation, runs ordered by GPU then time."""
+    """Source run index of every observation, runs ordered by GPU then on the run timeline (the adapters'
+    order key, else the measurement time). Source runs are cut by measurement time."""
+    timeline = np.array(obs.order, dtype=float)
     gpu_of = [k.gpu for k in keys]
     sid = np.array(obs.sid)
     order = np.lexsort((t, np.array([gpu_of[s] for s in obs.sid])))
@@ -398,6 +363,10 @@ def _source_runs(obs: _Observations, keys: list[SeriesKey], t: np.ndarray) -> tu
             run_of[i] = index[k]
     first_time = np.full(len(labels), np.inf)
     np.minimum.at(first_time, run_of, t)
+    # the run timeline: the adapter's order where it gives one (e.g. the code's commit time), else the time
+    # the run was measured
+    placed = np.full(len(labels), np.inf)
+    np.minimum.at(placed, run_of, np.where(np.isnan(timeline), t, timeline))
     first_obs: dict[int, int] = {}
     for i in order:
         first_obs.setdefault(int(run_of[i]), int(i))
@@ -405,33 +374,38 @@ def _source_runs(obs: _Observations, keys: list[SeriesKey], t: np.ndarray) -> tu
     for r, (gpu, label) in enumerate(labels):
         stamp = obs.observed[first_obs[r]]
         runs.append(SourceRun(label=label or f"{gpu} {stamp}", gpu=gpu, observed_at=stamp))
-    # renumber by (gpu, first time) so neighbouring runs are neighbours in time
-    ranked = sorted(range(len(runs)), key=lambda r: (runs[r].gpu, first_time[r], runs[r].label))
+    # renumber by (gpu, place on the timeline) so neighbouring runs are neighbours on it
+    ranked = sorted(range(len(runs)), key=lambda r: (runs[r].gpu, placed[r], first_time[r], runs[r].label))
     new_index = np.empty(len(runs), dtype=np.int64)
     new_index[ranked] = np.arange(len(runs))
     runs = [runs[r] for r in ranked]
     run_of = new_index[run_of]
     for i, r in enumerate(run_of):
         runs[r].versions[obs.version[i]] += 1
+        if obs.code_ref[i] is not None:
+            runs[r].code_refs[obs.code_ref[i]] += 1
     return run_of, runs
 
 
 # -------------------------------------------------------------------------------------- detection
 
 
-def detect_regressions(manifests: Iterable[dict[str, Any]], settings: Settings | None = None) -> RegressionReport:
-    """Every BenchmarkRun of a catalogue (any kinds may be mixed in); source runs from the runs' times."""
-    obs = _Observations()
+def detect_regressions(manifests: Iterable[dict[str, Any]], settings: Settings | None = None,
+                       adapters: Mapping[str, FactsAdapter] | None = None) -> RegressionReport:
+    """Every BenchmarkRun of a catalogue (any kinds may be mixed in); source runs from the runs' times.
+    `adapters`: run-facts adapters by source name, before `run_facts.SOURCE_ADAPTERS`."""
+    obs = _Observations(adapters)
     obs.add(manifests)
     return _detect(obs, settings or Settings())
 
 
-def detect_in_record_files(paths: Sequence[str | os.PathLike[str]], settings: Settings | None = None) -> RegressionReport:
+def detect_in_record_files(paths: Sequence[str | os.PathLike[str]], settings: Settings | None = None,
+                           adapters: Mapping[str, FactsAdapter] | None = None) -> RegressionReport:
     """Each file one source run (a records.jsonl that `transform` wrote), labelled by its folder name
     when the file is called records.jsonl, else by the file name."""
     from kernelindex_pipeline.records.io import load_manifests
 
-    obs = _Observations()
+    obs = _Observations(adapters)
     seen: dict[str, Path] = {}
     for raw in paths:
         path = Path(raw)
@@ -485,7 +459,7 @@ def _detect(obs: _Observations, settings: Settings) -> RegressionReport:
     series_class = _merge_sparse_classes(series_class, series_group, np.array([keys[s].gpu for s in series_ids]))
     p_cls = np.repeat(series_class, lengths)
     script_ids: dict[str, int] = {}
-    series_script = np.array([script_ids.setdefault(keys[s].kernel, len(script_ids)) for s in series_ids])
+    series_script = np.array([script_ids.setdefault(obs.scripts[s], len(script_ids)) for s in series_ids])
     fit = host_effects.estimate(p_sid, p_run, p_cls, np.repeat(series_group, lengths), np.repeat(series_script, lengths),
                                 x, settings.min_log_effect, _z_for(settings.alpha))
     corrected = x - fit.correction
@@ -537,7 +511,8 @@ def _detect(obs: _Observations, settings: Settings) -> RegressionReport:
                       versions=[obs.version[j] for j in idx], sources=[sources[r].label for r in p_run[a:b]],
                       environments=[obs.environment[j] for j in idx], values=np.exp(x[a:b]),
                       corrected=np.exp(corrected[a:b]), noise=sigma, splits=splits, run_index=p_run[a:b],
-                      cls=int(series_class[i]), group=int(series_group[i]))
+                      cls=int(series_class[i]), group=int(series_group[i]),
+                      code_refs=[sources[r].code_ref for r in p_run[a:b]])
         trends.append(trend)
         for split in splits:
             before, after = split.index - 1, split.index

@@ -1,0 +1,61 @@
+"""Liger's adapter for regression detection: the RunFacts of a run this project's Liger import wrote.
+
+The identity comes from the run's externalId (`liger/identity.py` builds and parses it); the version
+label is ``metadata.labels.liger_version``; the benchmark script of a Liger run is its kernel's
+(`benchmark/scripts/benchmark_<kernel>.py`). `LigerRunFacts` is registered in `reporting.run_facts.SOURCE_ADAPTERS` for the
+source names `runs.RUN_SOURCE` and `sentinel.SOURCE` (the sweep sentinel's runs use the same formats).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from kernelindex_pipeline.records.canonical import digest_of
+from kernelindex_pipeline.reporting.run_facts import UNLABELLED, MeasuredRun, RunFacts, measured_run
+
+from . import identity
+from .builders import series_implementation_digest
+
+VERSION_LABEL = "liger_version"
+
+
+class LigerRunFacts:
+    """The adapter of one detection. A sweep's implementation pinned to the release it measured is, across
+    releases, the series of its unpinned form (`builders.series_implementation_digest`): the pinned
+    ImplementationRevisions are seen before their runs, and a run's implementation digest is the one its
+    series follows."""
+
+    def __init__(self) -> None:
+        self.series_implementation: dict[str, str] = {}
+
+    def see(self, manifest: dict[str, Any]) -> None:
+        if manifest.get("kind") == "ImplementationRevision" and (manifest.get("spec") or {}).get("projectRevision"):
+            self.series_implementation[digest_of(manifest)] = series_implementation_digest(manifest)
+
+    def facts(self, manifest: dict[str, Any]) -> RunFacts | str:
+        facts = run_facts(manifest)
+        if isinstance(facts, str) or facts.implementation_digest not in self.series_implementation:
+            return facts
+        return dataclasses.replace(facts, implementation_digest=self.series_implementation[facts.implementation_digest])
+
+
+def run_facts(manifest: dict[str, Any]) -> RunFacts | str:
+    """The run facts of one Liger run by itself (its implementation digest as recorded)."""
+    spec = manifest.get("spec") or {}
+    measured = measured_run(spec, manifest.get("metadata") or {})
+    if not isinstance(measured, MeasuredRun):
+        return measured
+    found = identity.parse_external_id(str((spec.get("sourceNative") or {}).get("externalId") or ""))
+    if found is None:
+        return "no Liger external id (sourceNative.externalId)"
+    if found.metric != measured.metric:
+        return "externalId and measurement disagree on the metric"
+    return RunFacts(
+        kernel=found.kernel, mode=found.mode, provider=found.provider, gpu=found.gpu_slug, case_key=found.case_key,
+        metric=measured.metric, value=measured.value, observed_at=measured.observed_at,
+        version=str(measured.labels.get(VERSION_LABEL) or UNLABELLED),
+        implementation_digest=measured.implementation_digest, workload_digest=measured.workload_digest,
+        protocol_digest=measured.protocol_digest, environment_digest=measured.environment_digest,
+        script=found.kernel,
+    )

@@ -1,0 +1,167 @@
+"""What regression detection needs to know about one run, and how a source's records provide it.
+
+Detection (`regressions.py`, `host_effects.py`, `changepoints.py`) reads runs only through `RunFacts`,
+a plain record of run facts; it never parses a source's identities itself. Each source of runs has an
+*adapter* (`RunFactsAdapter`), kept on the source's side (Liger's: `liger/run_facts.py`, which parses the
+externalIds `liger/identity.py` builds): `facts(run)` gives a run's RunFacts or why it cannot be used,
+and `see(record)` is shown every other record first (catalogues and records files list the records a run
+refers to before the runs), for a source whose run facts depend on them. The generic part every adapter
+needs (status, observedAt, the four digests, the measured value by the records' contract) is
+`measured_run` here, so adapters differ only in what is source-specific.
+
+A run names its source in ``spec.sourceNative.source``; `SOURCE_ADAPTERS` maps that name to the adapter's
+class by import path, made once per detection, so this module (and detection) imports nothing of any
+source; a second source plugs in with one line here and its own module. (Not a Python entry point: that
+would need every installed environment re-installed before a new source is seen.)
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+LATENCY = "latency"
+PEAK_MEMORY = "peak_memory"
+UNLABELLED = "unlabelled"
+
+# spec.sourceNative.source -> "module:class" of its adapter (one adapter object per class and detection)
+SOURCE_ADAPTERS: dict[str, str] = {
+    "liger-kernel-bench": "kernelindex_pipeline.liger.run_facts:LigerRunFacts",
+    # the sweep's host-speed sentinel (liger/sentinel.py) writes Liger's identity formats
+    "kernelindex-sentinel": "kernelindex_pipeline.liger.run_facts:LigerRunFacts",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class RunFacts:
+    """One usable run, as detection sees it. A series is (kernel, mode, provider, the three digests,
+    gpu, metric); `script` is the benchmark script the run came from (a host hiccup can hit one script
+    of a sweep); `version` the source's version label of the code measured."""
+
+    kernel: str
+    mode: str
+    provider: str
+    gpu: str  # the hardware's slug: part of the series, so two GPUs are never compared
+    case_key: str
+    metric: str  # LATENCY (ns) or PEAK_MEMORY (bytes)
+    value: float
+    observed_at: str  # ISO 8601 measurement time
+    version: str  # version label of the measured code (UNLABELLED when the record has none)
+    implementation_digest: str
+    workload_digest: str
+    protocol_digest: str
+    environment_digest: str  # the software environment (torch, triton, ...): a cause, not a series
+    script: str
+    # The code measured, when the source knows it: a commit sha or a release tag (attribution fills it).
+    code_ref: str | None = None
+    # Where the run sits on the run timeline, in seconds; runs are ordered by it. None: its measurement
+    # time. A source that knows the code's commit can give the commit's time, so a manual run of an
+    # older commit, measured later, is placed where its code belongs.
+    order: float | None = None
+
+
+class RunFactsAdapter(Protocol):
+    def see(self, manifest: dict[str, Any]) -> None:
+        """A record that is not a BenchmarkRun (seen before the runs that refer to it)."""
+
+    def facts(self, manifest: dict[str, Any]) -> RunFacts | str:
+        """The run facts of one BenchmarkRun, or why it cannot be used."""
+
+
+FactsFunction = Callable[[dict[str, Any]], "RunFacts | str"]
+FactsAdapter = RunFactsAdapter | FactsFunction  # a plain function: an adapter that needs no other record
+
+
+@dataclass(frozen=True, slots=True)
+class MeasuredRun:
+    """The source-independent part of a BenchmarkRun (the records' contract)."""
+
+    metric: str
+    value: float
+    observed_at: str
+    implementation_digest: str
+    workload_digest: str
+    protocol_digest: str
+    environment_digest: str
+    labels: Mapping[str, Any]
+
+
+def measured_run(spec: dict[str, Any], metadata: dict[str, Any]) -> MeasuredRun | str:
+    """The measured value, time and digests of a passed run, or why there are none."""
+    if spec.get("status", "passed") != "passed":
+        return "not passed"
+    measured = metric_value(spec)
+    if measured is None:
+        return "no positive latency median or peak memory"
+    observed = spec.get("observedAt")
+    digests = (spec.get("implementationDigest"), spec.get("workloadDigest"), spec.get("protocolDigest"),
+               spec.get("environmentDigest"))
+    if not isinstance(observed, str) or not all(isinstance(d, str) and d for d in digests):
+        return "no observedAt or a missing referenced digest"
+    return MeasuredRun(measured[0], measured[1], observed, *digests, labels=(metadata or {}).get("labels") or {})
+
+
+def metric_value(spec: dict[str, Any]) -> tuple[str, float] | None:
+    """("latency", median ns) when the run has timing, ("peak_memory", bytes) for a memory run (the
+    memory-run contract: no timing, measurements[0] is the peak_memory median)."""
+    timing = spec.get("timing")
+    if timing:
+        value = (timing.get("latencyNs") or {}).get("median")
+        return (LATENCY, float(value)) if _positive(value) else None
+    measurements = spec.get("measurements") or []
+    if measurements and isinstance(measurements[0], dict) and measurements[0].get("metric") == PEAK_MEMORY:
+        value = measurements[0].get("value")
+        return (PEAK_MEMORY, float(value)) if _positive(value) else None
+    return None
+
+
+def _positive(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+
+
+class _Function:
+    def __init__(self, function: FactsFunction) -> None:
+        self.facts = function
+
+    def see(self, manifest: dict[str, Any]) -> None:
+        pass
+
+
+class AdapterRegistry:
+    """The adapters of one detection by source name: the given ones, else SOURCE_ADAPTERS' (each class
+    imported and made once, up front, so that each sees every record before the runs)."""
+
+    def __init__(self, given: Mapping[str, FactsAdapter] | None = None) -> None:
+        made: dict[str, RunFactsAdapter] = {}
+        self._adapters: dict[str, RunFactsAdapter] = {}
+        for source, path in SOURCE_ADAPTERS.items():
+            if path not in made:
+                module, _, name = path.partition(":")
+                made[path] = getattr(importlib.import_module(module), name)()
+            self._adapters[source] = made[path]
+        for source, adapter in (given or {}).items():
+            self._adapters[source] = adapter if hasattr(adapter, "facts") else _Function(adapter)
+        self._distinct = list({id(a): a for a in self._adapters.values()}.values())
+
+    def see(self, manifest: dict[str, Any]) -> None:
+        for adapter in self._distinct:
+            adapter.see(manifest)
+
+    def get(self, source: str) -> RunFactsAdapter | None:
+        return self._adapters.get(source)
+
+    def known(self) -> list[str]:
+        return sorted(self._adapters)
+
+
+def facts_of(manifest: dict[str, Any], registry: AdapterRegistry) -> RunFacts | str:
+    """The run facts of one BenchmarkRun by its source's adapter, or why there are none."""
+    native = (manifest.get("spec") or {}).get("sourceNative") or {}
+    source = native.get("source") if isinstance(native, dict) else None
+    adapter = registry.get(source) if isinstance(source, str) else None
+    if adapter is None:
+        return "no run-facts adapter for its source (spec.sourceNative.source; known: " + ", ".join(registry.known()) + ")"
+    return adapter.facts(manifest)
