@@ -158,3 +158,56 @@ def _write_atomically(path: Path, chunks: Iterable[bytes]) -> str:
         Path(handle.name).unlink(missing_ok=True)
         raise
     return digest.hexdigest()
+
+
+# ------------------------------------------------------------------------------------------ KernelIndex
+
+SUBMISSION_NAME = "kernelindex-submission.yaml"
+IMPORT_BUNDLE_NAME = "kernelindex-import-bundle.json"
+
+
+class _NoAliasDumper(_DUMPER):  # type: ignore[misc, valid-type]
+    """Repeated objects written out in full: KernelIndex's YAML reader allows 100 aliases per document,
+    and a shared protocol or environment would be an alias per run."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def export_kernelindex(
+    manifests: Iterable[dict[str, Any]],
+    out_dir: str | os.PathLike[str],
+    *,
+    snapshots: Iterable[dict[str, Any]] = (),
+    include_memory: bool = False,
+    catalogue: Any = None,
+) -> tuple[ExportResult, ExportResult]:
+    """Write `kernelindex-submission.yaml` (one document, `bundleFromSubmission`'s shape) and
+    `kernelindex-import-bundle.json` (`ImportBundle`) for records given in publication order
+    (catalogue/kernelindex.py says what each holds). Memory runs only with `include_memory`."""
+    from kernelindex_pipeline.liger.catalogue import default_catalogue
+
+    from .kernelindex import group_for_kernelindex, import_bundle, submission_document
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    grouped = group_for_kernelindex(manifests, catalogue or default_catalogue(), include_memory=include_memory)
+    counts = {
+        "SoftwareProject": len(grouped.projects), "OperationSpec": len(grouped.operations),
+        "WorkloadCase": len(grouped.workloads), "ImplementationRevision": len(grouped.implementations),
+        "BenchmarkRun": len(grouped.runs),
+    }
+    header = (
+        f"# KernelIndex submission: one document in bundleFromSubmission's shape ({API_VERSION}); "
+        f"{counts['BenchmarkRun']} runs, {grouped.memory_runs_left_out} peak-memory runs left out\n"
+    ).encode()
+    text = yaml.dump(
+        submission_document(grouped), Dumper=_NoAliasDumper, sort_keys=False, allow_unicode=True,
+        default_flow_style=False, width=1_000_000,
+    ).encode("utf-8")
+    submission_path = out / SUBMISSION_NAME
+    submission = ExportResult(submission_path, _write_atomically(submission_path, [header, text]), sum(counts.values()), counts)
+    bundle_path = out / IMPORT_BUNDLE_NAME
+    body = json.dumps(import_bundle(grouped, snapshots=snapshots), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    bundle = ExportResult(bundle_path, _write_atomically(bundle_path, [body, b"\n"]), sum(counts.values()), counts)
+    return submission, bundle

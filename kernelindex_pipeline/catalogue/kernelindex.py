@@ -1,0 +1,281 @@
+"""Exports that KernelIndex's own publication code accepts as they are (issue 18).
+
+Two routes into KernelIndex (SamMausberg/KernelIndex apps/web/src/server/catalog):
+
+* **Submission document** (`submission_document`, written as ONE YAML document): the shape
+  `bundleFromSubmission(text)` reads for a PR or web submission, published under KernelIndex's
+  `community` source:
+
+      projects:        [SoftwareProject manifest, ...]
+      operations:      [OperationSpec manifest, ...]
+      workloads:       [WorkloadCase manifest, ...]
+      implementations: [{projectSlug: <project slug>, manifest: ImplementationRevision}, ...]
+      runs:            [{run: BenchmarkRun, protocol: BenchmarkProtocol, environment: ExecutionEnvironment}, ...]
+
+* **Importer bundle** (`import_bundle`, written as JSON): `ImportBundle` of catalog/publication.ts, what an
+  importer hands to `publishBundle(db, bundle, {publish: true})`; it keeps the source's provenance:
+
+      {source: {slug, kind, name, policy?},
+       snapshots: [{locator, contentDigest, parserName, parserVersion, observedAt, fetchedAt, sizeBytes?, mediaType?}],
+       projects: [{manifest, slug, externalId?}],
+       operations: [{manifest, slug, externalId?}],
+       workloads: [{manifest, externalId?}],
+       implementations: [{manifest, slug, projectSlug, externalId?}],
+       runs: [{manifest, protocol, environment, externalId?, artifacts?: [BundleArtifact]}]}
+
+  `observedAt`/`fetchedAt` are ISO 8601 strings (JSON has no dates): the caller turns them into `Date`s.
+  externalIds are the ones KernelIndex's own Liger importer writes (`<kernel>` for an operation,
+  `<kernel>/<case key>` for a workload, `<kernel>/<provider>` for an implementation, the run's
+  sourceNative.externalId for a run), so both routes land in the same source_links rows.
+
+Both: every manifest in KernelIndex's normal form (records/units.py), each implementation linked to its
+project (read from its runs' externalIds and the provider catalogue, else its own name; the project's
+SoftwareProject is added from the catalogue when the records lack it), a WorkloadCase's tensors in the
+order of its operation's inputs (KernelIndex summarises a workload by its first tensor; our records are
+stored in canonical key order), runs in publication order (as given: an import's row order; KernelIndex
+breaks ties of equal observedAt by insertion order when it derives record events), and **peak-memory runs
+only with include_memory=True**: KernelIndex's pages rank every primary value lower-is-better and put a
+memory table first for two operations, so our memory runs would read as the headline and rank the
+largest footprint as worst-is-best. They stay in our catalogue and other exports.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kernelindex_pipeline.liger import identity
+from kernelindex_pipeline.liger.catalogue import Catalogue
+from kernelindex_pipeline.records.names import kebab
+from kernelindex_pipeline.records.units import normal_form
+
+# KernelIndex's Liger source (apps/web/src/server/import/liger/types.ts LIGER_SOURCE), so history and CI
+# runs published through the importer route join the rows KernelIndex's own importer makes.
+LIGER_SOURCE = {
+    "slug": "liger-kernel-bench",
+    "kind": "benchmark",
+    "name": "Liger-Kernel benchmarks",
+    "policy": {
+        "license": "BSD-2-Clause",
+        "attribution": "LinkedIn Liger-Kernel",
+        "url": "https://github.com/linkedin/Liger-Kernel",
+        "terms": "Redistribution permitted with copyright notice retention.",
+        "verified": "2026-08-14",
+        "freshnessDays": 30,
+    },
+}
+PARSER = {"parserName": "kernelindex-pipeline", "parserVersion": "1"}
+SUBMISSION_GROUPS = ("projects", "operations", "workloads", "implementations", "runs")
+SENTINEL_PREFIX = "sentinel_"  # liger/sentinel.py benchmarks: sentinel_<operation>/<position>
+SENTINEL_PROJECT = "pytorch"
+
+
+class KernelIndexExportError(ValueError):
+    """The records cannot be exported for KernelIndex as they are (the message names the record)."""
+
+
+@dataclass
+class KernelIndexExport:
+    """The records grouped for KernelIndex, with what each route needs beyond the manifests."""
+
+    projects: list[dict[str, Any]] = field(default_factory=list)
+    operations: list[dict[str, Any]] = field(default_factory=list)
+    workloads: list[dict[str, Any]] = field(default_factory=list)
+    implementations: list[dict[str, Any]] = field(default_factory=list)
+    runs: list[dict[str, Any]] = field(default_factory=list)  # {manifest, protocol, environment}
+    external_ids: dict[str, str] = field(default_factory=dict)  # manifest digest -> externalId
+    project_of: dict[str, str] = field(default_factory=dict)  # implementation digest -> project slug
+    memory_runs_left_out: int = 0
+
+
+def _is_memory_run(run: dict[str, Any]) -> bool:
+    spec = run["spec"]
+    measurements = spec.get("measurements") or []
+    return "timing" not in spec and bool(measurements) and measurements[0].get("metric") == "peak_memory"
+
+
+def _ordered_tensors(workload: dict[str, Any], operation: dict[str, Any] | None) -> dict[str, Any]:
+    """The workload with its tensors in the order of its operation's inputs (then any others)."""
+    tensors = workload["spec"].get("tensors") or {}
+    if operation is None:
+        return workload
+    order = [argument["name"] for argument in operation["spec"].get("inputs", []) + operation["spec"].get("outputs", [])]
+    ranked = sorted(tensors, key=lambda name: order.index(name) if name in order else len(order))
+    return {**workload, "spec": {**workload["spec"], "tensors": {name: tensors[name] for name in ranked}}}
+
+
+def _project_of_provider(catalogue: Catalogue, provider: str) -> str | None:
+    """The provider catalogue's project of a CSV provider name (an A/B `<p>-base`/`<p>-pr` is its `<p>`'s)."""
+    found = catalogue.providers.get(provider)
+    if found is None and provider.rpartition("-")[2] in ("base", "pr"):
+        found = catalogue.providers.get(provider.rpartition("-")[0])
+    return found.project if found is not None else None
+
+
+def group_for_kernelindex(
+    manifests: Iterable[dict[str, Any]], catalogue: Catalogue, *, include_memory: bool = False
+) -> KernelIndexExport:
+    """Group records (runs in publication order) for either route; raises KernelIndexExportError when a
+    run references a record that is missing or an implementation has no project."""
+    from kernelindex_pipeline.liger.builders import software_project
+    from kernelindex_pipeline.records.canonical import digest_of
+
+    by_digest: dict[str, dict[str, Any]] = {}
+    order: list[str] = []
+    for manifest in manifests:
+        manifest = normal_form(manifest)
+        digest = digest_of(manifest)
+        if digest not in by_digest:
+            by_digest[digest] = manifest
+            order.append(digest)
+    out = KernelIndexExport()
+    used: set[str] = set()
+    for digest in order:
+        run = by_digest[digest]
+        if run["kind"] != "BenchmarkRun":
+            continue
+        if _is_memory_run(run) and not include_memory:
+            out.memory_runs_left_out += 1
+            continue
+        spec = run["spec"]
+        referenced = {}
+        for key, kind in (("protocolDigest", "BenchmarkProtocol"), ("environmentDigest", "ExecutionEnvironment"),
+                          ("implementationDigest", "ImplementationRevision"), ("workloadDigest", "WorkloadCase")):
+            target = by_digest.get(spec.get(key, ""))
+            if target is None or target["kind"] != kind:
+                raise KernelIndexExportError(f"run {run['metadata']['name']}: its {kind} {spec.get(key)} is not in the records; export them together")
+            referenced[kind] = target
+        operation_digest = referenced["WorkloadCase"]["spec"]["operationSpecDigest"]
+        used.update([spec["implementationDigest"], spec["workloadDigest"], operation_digest])
+        out.runs.append({"manifest": run, "protocol": referenced["BenchmarkProtocol"], "environment": referenced["ExecutionEnvironment"]})
+        _link_run(out, catalogue, digest, run, spec, operation_digest)
+    for digest in order:
+        manifest = by_digest[digest]
+        kind = manifest["kind"]
+        if kind == "OperationSpec" and digest in used:
+            out.operations.append(manifest)
+        elif kind == "WorkloadCase" and digest in used:
+            out.workloads.append(_ordered_tensors(manifest, by_digest.get(manifest["spec"]["operationSpecDigest"])))
+        elif kind == "ImplementationRevision" and digest in used:
+            if digest not in out.project_of:
+                out.project_of[digest] = _project_by_name(manifest, catalogue)
+            out.implementations.append(manifest)
+    present = {kebab(m["metadata"]["name"]) for m in by_digest.values() if m["kind"] == "SoftwareProject"}
+    needed = list(dict.fromkeys(out.project_of[digest_of(m)] for m in out.implementations))
+    projects = {kebab(m["metadata"]["name"]): m for m in by_digest.values() if m["kind"] == "SoftwareProject"}
+    for slug in needed:
+        if slug not in present:
+            if slug not in catalogue.projects:
+                raise KernelIndexExportError(f"project {slug!r} is neither in the records nor in the provider catalogue")
+            projects[slug] = software_project(catalogue, slug)
+    out.projects = [projects[slug] for slug in needed]
+    return out
+
+
+def _link_run(out: KernelIndexExport, catalogue: Catalogue, digest: str, run: dict, spec: dict, operation_digest: str) -> None:
+    """externalIds of the run and what it references, and its implementation's project."""
+    external_id = (spec.get("sourceNative") or {}).get("externalId")
+    if not external_id:
+        return
+    out.external_ids[digest] = external_id
+    found = identity.parse_external_id(external_id)
+    if found is None:
+        return
+    sentinel = found.kernel.startswith(SENTINEL_PREFIX)
+    project = SENTINEL_PROJECT if sentinel else _project_of_provider(catalogue, found.provider)
+    if project is not None:
+        out.project_of.setdefault(spec["implementationDigest"], project)
+    if sentinel:
+        return  # its operation and case are ours, not Liger's: no Liger external ids
+    out.external_ids.setdefault(operation_digest, found.kernel)
+    out.external_ids.setdefault(spec["workloadDigest"], f"{found.kernel}/{found.case_key}")
+    out.external_ids.setdefault(spec["implementationDigest"], f"{found.kernel}/{found.provider}")
+
+
+def _project_by_name(implementation: dict[str, Any], catalogue: Catalogue) -> str:
+    """The project of an implementation none of whose runs name a provider: from its name's provider."""
+    name = implementation["metadata"]["name"]
+    for provider_name, provider in catalogue.providers.items():
+        if name.endswith("-" + kebab(provider_name)):
+            return provider.project
+    raise KernelIndexExportError(f"implementation {name}: no project (no run names its provider, nor does its name)")
+
+
+def submission_document(grouped: KernelIndexExport) -> dict[str, Any]:
+    """The one document `bundleFromSubmission` reads."""
+    from kernelindex_pipeline.records.canonical import digest_of
+
+    return {
+        "projects": grouped.projects,
+        "operations": grouped.operations,
+        "workloads": grouped.workloads,
+        "implementations": [
+            {"projectSlug": grouped.project_of[digest_of(m)], "manifest": m} for m in grouped.implementations
+        ],
+        "runs": [{"run": r["manifest"], "protocol": r["protocol"], "environment": r["environment"]} for r in grouped.runs],
+    }
+
+
+def _artifacts(run: dict[str, Any]) -> list[dict[str, Any]]:
+    """BundleArtifacts of a run's evidence (raw samples, logs), content-addressed by their digests."""
+    spec = run["spec"]
+    evidence = spec.get("evidence") or {}
+    found = []
+    for role, kind, media_type, ref in (
+        ("raw_samples", "raw_samples", "application/json", evidence.get("rawSamples") or (spec.get("timing") or {}).get("rawSamples")),
+        ("logs", "log", "text/plain", evidence.get("logs")),
+    ):
+        if ref:
+            found.append({"role": role, "kind": kind, "mediaType": media_type, "digest": ref["digest"], "uri": ref["uri"], "storage": "object"})
+    return found
+
+
+def import_bundle(
+    grouped: KernelIndexExport,
+    *,
+    source: dict[str, Any] | None = None,
+    snapshots: Iterable[dict[str, Any]] = (),
+) -> dict[str, Any]:
+    """The `ImportBundle` of catalog/publication.ts (JSON: dates as ISO strings)."""
+    from kernelindex_pipeline.records.canonical import digest_of
+
+    def linked(entry: dict[str, Any], digest: str) -> dict[str, Any]:
+        external_id = grouped.external_ids.get(digest)
+        return entry if external_id is None else {**entry, "externalId": external_id}
+
+    implementations = []
+    for manifest in grouped.implementations:
+        digest = digest_of(manifest)
+        entry = {"manifest": manifest, "slug": kebab(manifest["metadata"]["name"]), "projectSlug": grouped.project_of[digest]}
+        implementations.append(linked(entry, digest))
+    runs = []
+    for entry in grouped.runs:
+        bundled = linked(dict(entry), digest_of(entry["manifest"]))
+        artifacts = _artifacts(entry["manifest"])
+        if artifacts:
+            bundled["artifacts"] = artifacts
+        runs.append(bundled)
+    return {
+        "source": dict(source or LIGER_SOURCE),
+        "snapshots": [{**PARSER, **snapshot} for snapshot in snapshots],
+        "projects": [{"manifest": m, "slug": kebab(m["metadata"]["name"])} for m in grouped.projects],
+        "operations": [linked({"manifest": m, "slug": kebab(m["metadata"]["name"])}, digest_of(m)) for m in grouped.operations],
+        "workloads": [linked({"manifest": m}, digest_of(m)) for m in grouped.workloads],
+        "implementations": implementations,
+        "runs": runs,
+    }
+
+
+def snapshot_of_bytes(locator: str, data: bytes, fetched_at: str, media_type: str = "text/csv") -> dict[str, Any]:
+    """A source snapshot entry (without its body) for a file the records were made from."""
+    import hashlib
+
+    return {
+        "locator": locator,
+        "contentDigest": "sha256:" + hashlib.sha256(data).hexdigest(),
+        "mediaType": media_type,
+        "sizeBytes": len(data),
+        "observedAt": fetched_at,
+        "fetchedAt": fetched_at,
+    }

