@@ -4,6 +4,7 @@ killed under a running script, scripts that replace the data CSV (or its .tmp) b
 rewrite earlier scripts' rows, and one that prints 50 MB."""
 
 import csv
+import hashlib
 import json
 import os
 import signal
@@ -20,6 +21,7 @@ from standin_release import SCRIPTS, build_fake_nvidia_smi, build_fake_torch, bu
 from kernelindex_pipeline.execution import contain
 from kernelindex_pipeline.execution.environment import SCRIPT_ENV_ALLOWLIST, script_environment
 from kernelindex_pipeline.execution.runner import SweepRequest, run_sweep
+from kernelindex_pipeline.execution.samples import verify_artifact
 
 VERSION = "0.0.2"
 H100 = "nvidia-h100-80gb-hbm3"
@@ -158,6 +160,31 @@ HOSTILE = {
             os.mkdir(data_csv_path() + ".tmp")  # where the runner writes its repaired copy
             with open(data_csv_path(), "w") as handle:
                 handle.write("kernel_name,kernel_pro")  # and a CSV that needs repairing
+        ''',
+    "benchmark_hostile_plant.py": '''
+        import os
+
+        if __name__ == "__main__":
+            logs = os.path.join(os.getcwd(), "..", "..", "..", "logs")
+            # The next scripts' spools, where they used to be: one to /dev/null, one made a directory.
+            os.symlink("/dev/null", os.path.join(logs, "benchmark_rms_norm.samples.jsonl"))
+            os.mkdir(os.path.join(logs, "benchmark_tiled_mlp.samples.jsonl"))
+            # The samples directory becomes a link to a directory outside the sweep.
+            outside = os.path.join(os.environ["STANDIN_DIR"], "outside-samples")
+            os.mkdir(outside)
+            os.rename(os.path.join(logs, "samples"), os.path.join(logs, "samples-old"))
+            os.symlink(outside, os.path.join(logs, "samples"))
+        ''',
+    "benchmark_sabotage_artifact.py": '''
+        import os
+
+        if __name__ == "__main__":
+            samples = os.path.join(os.getcwd(), "..", "..", "..", "logs", "samples")
+            os.chmod(samples, 0o700)  # the same user may: the re-check before publication catches it
+            victim = os.path.join(samples, sorted(n for n in os.listdir(samples) if n.endswith(".json"))[0])
+            os.chmod(victim, 0o600)
+            with open(victim, "w") as handle:
+                handle.write('{"samples": [0.001]}')
         ''',
     "benchmark_verbose.py": '''
         import sys
@@ -363,6 +390,38 @@ def test_a_csv_replaced_by_a_directory_or_a_link_keeps_earlier_rows_and_later_sc
     # The directories are kept aside for inspection, out of the evidence logs.
     quarantined = sorted(p.name for p in (Path(result.work_dir) / "runner" / "quarantine").iterdir())
     assert quarantined == ["all_benchmark_data.csv.1", "all_benchmark_data.csv.tmp.2"]
+
+
+# --- issue 22 items 10, 12, 13: samples spools and artifacts ------------------------------------------------
+def test_scripts_cannot_reach_other_spools_nor_redirect_or_rewrite_artifacts(site):
+    scripts = ["benchmark_hostile_plant.py", "benchmark_rms_norm.py", "benchmark_sabotage_artifact.py", "benchmark_tiled_mlp.py"]
+    result = sweep(site, "samples-hostile", scripts)
+    plant, rms, sabotage, tiled = result.outcomes
+    assert [o.status.value for o in result.outcomes] == ["ok"] * 4
+    # item 12: the planted spool paths reach no script: both keep every sample.
+    assert (rms.rows, tiled.rows) == (24, 12)
+    assert tiled.samples["rows_with_samples"] == 12
+    # item 10: nothing was written through the link; the replacement is named where it happened.
+    assert os.listdir(site["dir"] / "outside-samples") == []
+    assert any("samples directory" in p["message"] and "replaced" in p["message"] for p in plant.problems), plant.problems
+    samples_dir = Path(result.work_dir).resolve() / "logs" / "samples"
+    assert samples_dir.is_dir() and not samples_dir.is_symlink()
+    # item 13: the artifact rewritten after its digest was taken is caught before the result leaves.
+    assert rms.samples["rows_with_samples"] == 17 and rms.samples["rows_without_samples"]["artifact_changed"] == 1
+    (changed,) = [p for p in rms.problems if "lost their raw samples" in p["message"]]
+    assert "was changed after it was written" in changed["message"]
+    assert sabotage.problems == []
+    # Every artifact a run points at is a regular file in the sweep's samples directory with its digest.
+    entries = list(result.raw_samples().values())
+    assert len(entries) == 17 + 12
+    for entry in entries:
+        path = Path(entry["artifact"]["uri"].removeprefix("file://"))
+        assert path.parent == samples_dir and not path.is_symlink()
+        assert entry["artifact"]["digest"] == "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
+    # The sentinel's artifacts (the start's were moved away with the old directory; the stand-in's end
+    # measurement is byte-identical, so it wrote them again) are checked the same way.
+    for measurement in result.sentinel:
+        assert measurement["status"] == "ok" and verify_artifact(measurement["artifact"]) is None
 
 
 # --- item 13: bounded logs -----------------------------------------------------------------------------------

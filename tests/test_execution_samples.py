@@ -5,6 +5,7 @@ float32 tensor), the spool, the artifacts, the pairing of rows with calls, and t
 import hashlib
 import json
 import os
+import stat
 import subprocess
 import sys
 
@@ -12,7 +13,16 @@ import numpy as np
 import pytest
 from standin_release import build_fake_torch
 
-from kernelindex_pipeline.execution.samples import HOOK_DIR, collect_samples, hook_environment, pair_rows, read_spool
+from kernelindex_pipeline.execution.samples import (
+    HOOK_DIR,
+    ArtifactDirectory,
+    collect_samples,
+    hook_environment,
+    pair_rows,
+    private_spool,
+    read_spool,
+    verify_artifact,
+)
 from kernelindex_pipeline.liger.samples import (
     bootstrap_median_interval,
     bootstrap_medians,
@@ -73,11 +83,12 @@ def run_probe(tmp_path, flavour, forms, spool=True):
     fake = build_fake_torch(tmp_path / flavour, "NVIDIA H200", triton=flavour)
     env = {k: v for k, v in os.environ.items() if not k.startswith("KERNELINDEX_")}
     env["PYTHONPATH"] = os.pathsep.join([str(HOOK_DIR), str(fake)])
-    spool_file = tmp_path / f"{flavour}.samples.jsonl"
+    spool_file = private_spool(tmp_path)
     if spool:
-        env.update(hook_environment(spool_file))
+        env.update(hook_environment(spool_file.fileno()))
     completed = subprocess.run(
-        [sys.executable, "-c", PROBE, json.dumps(forms)], capture_output=True, text=True, env=env, timeout=120
+        [sys.executable, "-c", PROBE, json.dumps(forms)], capture_output=True, text=True, env=env, timeout=120,
+        pass_fds=(spool_file.fileno(),),
     )
     assert completed.returncode == 0, completed.stderr[-3000:]
     return json.loads(completed.stdout), spool_file
@@ -132,7 +143,7 @@ def test_every_quantile_call_keeps_its_timed_samples(tmp_path, flavour):
 def test_without_its_spool_variable_the_hook_does_nothing(tmp_path):
     out, spool = run_probe(tmp_path, "summarize", {"quantiles_rep": list(LIGER_FORMS["quantiles_rep"])}, spool=False)
     assert out["wrapped"] is False
-    assert not spool.exists()
+    assert read_spool(spool) == ([], 0)
 
 
 def test_the_hosts_own_sitecustomize_still_runs(tmp_path):
@@ -140,10 +151,11 @@ def test_the_hosts_own_sitecustomize_still_runs(tmp_path):
     host_site.mkdir()
     (host_site / "sitecustomize.py").write_text("import os\nos.environ['HOST_SITECUSTOMIZE'] = 'ran'\n")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HOOK_DIR), str(host_site)])}
-    env.update(hook_environment(tmp_path / "spool.jsonl"))
+    spool = private_spool(tmp_path)
+    env.update(hook_environment(spool.fileno()))
     completed = subprocess.run(
         [sys.executable, "-c", "import os, sys; print(os.environ.get('HOST_SITECUSTOMIZE'), any(type(f).__name__ == '_Finder' for f in sys.meta_path))"],
-        capture_output=True, text=True, env=env, timeout=60,
+        capture_output=True, text=True, env=env, timeout=60, pass_fds=(spool.fileno(),),
     )
     assert completed.stdout.split() == ["ran", "True"], completed.stderr
 
@@ -216,6 +228,11 @@ def _spool(path, calls):
     path.write_text("".join(json.dumps({"call": i, **c}) + "\n" for i, c in enumerate(calls, start=1)) + '{"call": 9, "samp')
 
 
+def _collect(spool, tmp_path, rows):
+    with spool.open("rb") as handle, ArtifactDirectory(tmp_path / "samples") as artifacts:
+        return collect_samples(handle, artifacts, "benchmark_k.py", rows)
+
+
 def test_rows_pair_with_their_calls_by_case_then_by_value(tmp_path):
     case = {"kernel_name": "k", "kernel_provider": "liger", "kernel_operation_mode": "full", "metric_name": "speed",
             "x_name": "T", "x_value": "1024", "extra_benchmark_config_str": "{}"}
@@ -234,7 +251,7 @@ def test_rows_pair_with_their_calls_by_case_then_by_value(tmp_path):
         _row("liger", 4096, (8.0, 8.0, 8.0)),  # its call returned other values: derived, not paired
         _row("liger", 1024, (7.0, 7.0, 7.0), metric="memory"),
     ]
-    collected = collect_samples(spool, tmp_path / "samples", "benchmark_k.py", rows)
+    collected = _collect(spool, tmp_path, rows)
     assert collected.unreadable_lines == 1  # the line cut short by a kill
     assert collected.rows_without_samples == {"ambiguous": 2, "memory": 1, "values_differ_from_the_call": 1}
     assert sorted(collected.by_row) == sorted(
@@ -255,6 +272,81 @@ def test_rows_pair_with_their_calls_by_case_then_by_value(tmp_path):
 def test_a_call_with_impossible_timings_gives_its_row_no_statistics(tmp_path):
     spool = tmp_path / "s.samples.jsonl"
     spool.write_text('{"call": 1, "case": null, "returned": [1.0, 1.0, 1.0], "samples": [1.0, Infinity]}\n')
-    collected = collect_samples(spool, tmp_path / "samples", "benchmark_k.py", [_row("liger", 1, (1.0, 1.0, 1.0))])
+    collected = _collect(spool, tmp_path, [_row("liger", 1, (1.0, 1.0, 1.0))])
     assert collected.by_row == {} and collected.rows_without_samples == {"invalid_samples": 1}
     assert len(list((tmp_path / "samples").glob("*.json"))) == 1  # the evidence is kept all the same
+
+
+# --- issue 22: extreme samples, a bounded spool, artifacts never written through links ----------------
+@pytest.mark.parametrize("extreme", [1e308, 1e300])
+def test_an_extreme_sample_costs_its_own_row_its_statistics_and_nothing_else(tmp_path, extreme):
+    spool = tmp_path / "s.samples.jsonl"
+    _spool(spool, [
+        {"case": None, "returned": [1.0, 1.0, 1.0], "samples": [1.0, extreme]},
+        {"case": None, "returned": [2.0, 2.0, 2.0], "samples": [2.0, 2.0]},
+    ])
+    collected = _collect(spool, tmp_path, [_row("liger", 1, (1.0, 1.0, 1.0)), _row("liger", 2, (2.0, 2.0, 2.0))])
+    assert collected.rows_without_samples == {"invalid_samples": 1}
+    assert list(collected.by_row) == [row_key("k", "liger", "full", "speed", "T", "2", "{}", "G")]
+    (problem,) = collected.problems
+    assert problem["kind"] == "samples" and '"1"' in problem["message"] and f"{extreme!r} ms" in problem["message"]
+    with pytest.raises(ValueError, match="beyond 9007199254740991 ns"):
+        latency_statistics([1.0, extreme])
+
+
+def test_the_spool_is_read_within_its_bounds(tmp_path, monkeypatch):
+    from kernelindex_pipeline.execution import samples as samples_module
+
+    monkeypatch.setattr(samples_module, "MAX_SPOOL_LINE_BYTES", 200)
+    monkeypatch.setattr(samples_module, "SPOOL_READ_LIMIT_BYTES", 2000)
+    line = json.dumps({"call": 1, "case": None, "returned": [1.0, 1.0, 1.0], "samples": [1.0]}) + "\n"
+    spool = tmp_path / "s.samples.jsonl"
+    spool.write_text(line + json.dumps({"call": 2, "samples": [1.0] * 60}) + "\n" + line * 1000)
+    with spool.open("rb") as handle, ArtifactDirectory(tmp_path / "samples") as artifacts:
+        read, problems = samples_module.collect_calls(handle, artifacts, "benchmark_k.py")
+        assert handle.tell() < 4000  # it stopped reading: the rest was never held
+    assert read.unreadable_lines == 1  # the line over the per-call bound
+    assert 1 < len(read.calls) < 40 and read.cut == "more than 2000 bytes; the rest was not read"
+    assert problems == ["its samples spool held more than 2000 bytes; the rest was not read"]
+
+
+def test_artifacts_replace_planted_links_and_their_directory_is_read_only(tmp_path):
+    outside = tmp_path / "outside.txt"
+    outside.write_text("precious")
+    data = b'{"samples":[1.0]}'
+    name = hashlib.sha256(data).hexdigest() + ".json"
+    with ArtifactDirectory(tmp_path / "logs" / "samples", tmp_path / "quarantine") as artifacts:
+        directory = tmp_path / "logs" / "samples"
+        os.chmod(directory, 0o700)
+        os.symlink(outside, directory / name)  # where the next artifact will go
+        os.chmod(directory, 0o500)
+        assert stat.S_IMODE(os.stat(directory).st_mode) == 0o500  # read-only between the runner's writes
+        reference = artifacts.write(data)
+        assert outside.read_text() == "precious"  # replaced, never written through
+        assert not (directory / name).is_symlink() and (directory / name).read_bytes() == data
+        assert verify_artifact(reference) is None
+        # The directory swapped for a link to elsewhere: the runner makes a fresh one and says so.
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.mkdir()
+        os.rename(directory, tmp_path / "logs" / "moved")
+        os.symlink(elsewhere, directory)
+        second = artifacts.write(b'{"samples":[2.0]}')
+        assert os.listdir(elsewhere) == [] and directory.is_dir() and not directory.is_symlink()
+        assert [p["message"] for p in artifacts.take_problems()] == [
+            f"the samples directory {directory} was moved or replaced; a fresh one was made"
+        ]
+        assert verify_artifact(second) is None
+        assert "cannot be opened" in verify_artifact(reference)  # it went with the moved directory
+    os.chmod(tmp_path / "logs" / "moved", 0o700)
+
+
+def test_an_artifact_changed_after_its_digest_was_taken_is_found(tmp_path):
+    with ArtifactDirectory(tmp_path / "samples") as artifacts:
+        reference = artifacts.write(b'{"samples":[1.0]}')
+    path = tmp_path / "samples" / (reference["digest"].removeprefix("sha256:") + ".json")
+    os.chmod(path, 0o600)
+    path.write_bytes(b'{"samples":[9.0]}')
+    assert verify_artifact(reference) == f"{path} was changed after it was written (its sha256 is no longer {reference['digest']})"
+    path.unlink()
+    os.symlink(tmp_path / "elsewhere.json", path)
+    assert verify_artifact(reference) == f"{path} is reached through a symbolic link"

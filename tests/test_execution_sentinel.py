@@ -7,11 +7,10 @@ from kernelindex_pipeline.liger.sentinel import sentinel_manifests
 
 
 def test_a_failed_sentinel_is_reported_not_published(tmp_path):
-    measurements = collect_sentinel("end", tmp_path / "missing.jsonl", {}, tmp_path / "samples", "NVIDIA H200", "timed_out: None")
+    measurements = collect_sentinel("end", [], {}, "NVIDIA H200", "timed_out: None")
     assert [(m["operation"], m["status"], m["error"]) for m in measurements] == [
         (o["name"], "failed", "timed_out: None") for o in PLAN["operations"]
     ]
-    assert not (tmp_path / "samples").exists()
     assert summary_lines(measurements)[0] == f"sentinel {PLAN['operations'][0]['name']}: end timed_out: None"
     manifests, problems = sentinel_manifests(MeasuredContext(software={}, sentinel=measurements), default_catalogue())
     assert manifests == []

@@ -1,6 +1,6 @@
 """The launcher between the sweep process and one benchmark script: containment and a bounded log.
 
-    python -I contain.py --status S.json --log S.log [--head N] [--tail N] [--grace S] -- python script.py ARGS
+    python -I contain.py --status S.json --log S.log [--head N] [--tail N] [--grace S] [--pass-fd FD] -- python script.py ARGS
 
 The runner starts it for every script (`launch`); it
 - makes itself a child subreaper (PR_SET_CHILD_SUBREAPER): whatever the script forks, even a daemon
@@ -13,6 +13,7 @@ The runner starts it for every script (`launch`); it
   process group, SIGKILLs it after `--grace` seconds, then kills and reaps every descendant;
 - copies the script's stdout+stderr into `--log`, keeping the first `--head` bytes and the last
   `--tail` bytes with one marker line between them; memory holds at most the tail;
+- hands the script the descriptors named by `--pass-fd` (its samples spool), and no other;
 - writes `--status` last (`read_status` parses it): the exit code (negative: the signal that ended
   it), the signal that stopped it if one did, the leftover processes it killed, bytes of output seen
   and omitted, its own peak RSS.
@@ -159,7 +160,7 @@ def _stop(signum, frame):
     raise _Stop(signum)
 
 
-def run(command: list[str], log_path: Path, head: int, tail: int, grace_s: float) -> dict:
+def run(command: list[str], log_path: Path, head: int, tail: int, grace_s: float, pass_fds: tuple[int, ...] = ()) -> dict:
     prctl(PR_SET_CHILD_SUBREAPER, 1)
     status: dict = {"exit_code": None, "stopped_by": None}
     with open(log_path, "wb") as handle:
@@ -174,6 +175,7 @@ def run(command: list[str], log_path: Path, head: int, tail: int, grace_s: float
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # its own process group: SIGTERM reaches its workers too
                 preexec_fn=die_with_parent(signal.SIGKILL),
+                pass_fds=pass_fds,
             )
             reader = threading.Thread(target=log.pump, args=(process.stdout,), daemon=True)
             reader.start()
@@ -223,19 +225,21 @@ def read_status(path: Path) -> dict | None:
 
 
 def launch(command: list[str], *, cwd: Path, env: dict[str, str], log_path: Path, status_path: Path, stderr,
-           head: int = LOG_HEAD_BYTES, tail: int = LOG_TAIL_BYTES, grace_s: float = KILL_GRACE_S) -> subprocess.Popen:
+           head: int = LOG_HEAD_BYTES, tail: int = LOG_TAIL_BYTES, grace_s: float = KILL_GRACE_S,
+           pass_fds: tuple[int, ...] = ()) -> subprocess.Popen:
     """Start the launcher for `command` (run in `cwd` with `env`); it gets SIGTERM when the calling
     thread dies (PR_SET_PDEATHSIG follows the thread, not the process: call it from the thread that
     waits). Its own environment is the script's: nothing the script may not see. `stderr`: where
-    the launcher's own errors go (a file handle)."""
+    the launcher's own errors go (a file handle). `pass_fds`: descriptors the script inherits."""
     launcher = [
         sys.executable, "-I", str(Path(__file__).resolve()), "--parent", str(os.getpid()),
         "--log", str(log_path), "--status", str(status_path),
-        "--head", str(head), "--tail", str(tail), "--grace", str(grace_s), "--", *command,
+        "--head", str(head), "--tail", str(tail), "--grace", str(grace_s),
+        *(f"--pass-fd={fd}" for fd in pass_fds), "--", *command,
     ]  # fmt: skip
     return subprocess.Popen(
         launcher, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=stderr, stderr=stderr,
-        start_new_session=True, preexec_fn=die_with_parent(signal.SIGTERM),
+        start_new_session=True, preexec_fn=die_with_parent(signal.SIGTERM), pass_fds=pass_fds,
     )  # fmt: skip
 
 
@@ -247,6 +251,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--head", type=int, default=LOG_HEAD_BYTES)
     parser.add_argument("--tail", type=int, default=LOG_TAIL_BYTES)
     parser.add_argument("--grace", type=float, default=KILL_GRACE_S)
+    parser.add_argument("--pass-fd", type=int, action="append", default=[], help="a descriptor the script inherits")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -255,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
     if os.getppid() != args.parent:  # the sweep died before PR_SET_PDEATHSIG took effect: run nothing
         return EXIT_LAUNCHER_FAILED
     try:
-        status = run(command, args.log, args.head, args.tail, args.grace)
+        status = run(command, args.log, args.head, args.tail, args.grace, tuple(args.pass_fd))
     except _Stop as stop:  # stopped before the script started
         status = {"exit_code": None, "stopped_by": signal.Signals(stop.signum).name, "leftover_processes": kill_descendants()}
     except Exception as error:

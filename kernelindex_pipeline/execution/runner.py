@@ -42,7 +42,15 @@ from .coverage import SweepCoverage, expected_cases, read_rows, sweep_coverage
 from .environment import ScriptEnvironment, measured_project_versions, prepare_environment, script_environment
 from .host import HostCapture, check_host, probe_host
 from .outcomes import ConfigurationError, HostCheckError, ScriptOutcome, ScriptStatus, SweepError, classify
-from .samples import HOOK_DIR, collect_samples, hook_environment, spool_path
+from .samples import (
+    HOOK_DIR,
+    ArtifactDirectory,
+    collect_calls,
+    collect_samples,
+    hook_environment,
+    private_spool,
+    verify_artifact,
+)
 from .workdir import DATA_CSV, UPSTREAM_COLUMNS, WorkDir, prepare_workdir
 
 DEFAULT_SCRIPT_TIMEOUT_S = 1800.0
@@ -404,7 +412,10 @@ def _stop_launcher(launcher: subprocess.Popen) -> None:
         launcher.wait()
 
 
-def run_script(script: Path, python: Path, env: dict[str, str], log_path: Path, timeout_s: float, args: list[str], control_dir: Path) -> ScriptRun:
+def run_script(
+    script: Path, python: Path, env: dict[str, str], log_path: Path, timeout_s: float, args: list[str], control_dir: Path,
+    pass_fds: tuple[int, ...] = (),
+) -> ScriptRun:
     """Run one script through the launcher (contain.py): contained, its log capped.
 
     While it runs this process is a child subreaper too: if the script kills its own launcher (same
@@ -418,7 +429,8 @@ def run_script(script: Path, python: Path, env: dict[str, str], log_path: Path, 
     timed_out, orphans = False, []
     with contain.subreaper(), (control_dir / f"{script.stem}.launcher.log").open("wb") as launcher_log:
         launcher = contain.launch(
-            [str(python), script.name, *args], cwd=script.parent, env=env, log_path=log_path, status_path=status_path, stderr=launcher_log
+            [str(python), script.name, *args], cwd=script.parent, env=env, log_path=log_path, status_path=status_path,
+            stderr=launcher_log, pass_fds=pass_fds,
         )
         try:
             launcher.wait(timeout=timeout_s)
@@ -472,6 +484,7 @@ def run_scripts(
     python: Path,
     env: dict[str, str],
     *,
+    artifacts: ArtifactDirectory,
     timeout_s: float,
     args: list[str] | None = None,
     progress: Progress | None = None,
@@ -488,8 +501,11 @@ def run_scripts(
     owners: dict[tuple, tuple[str, str]] = {key: ("(the work tree)", row_digest(row)) for key, row in state.rows.items()}
     for index, script in enumerate(scripts, start=1):
         log_path = workdir.logs_dir / f"{script.stem}.log"
-        spool = spool_path(workdir.logs_dir, script.stem)
-        run = run_script(script, python, {**env, **hook_environment(spool)}, log_path, timeout_s, list(args or []), control)
+        spool = private_spool()  # this script's alone: no other can reach it
+        run = run_script(
+            script, python, {**env, **hook_environment(spool.fileno())}, log_path, timeout_s, list(args or []), control,
+            pass_fds=(spool.fileno(),),
+        )
         status, error_line = classify(run.exit_code, run.timed_out, read_log_tail(log_path))
         problems = _run_problems(run)
 
@@ -520,7 +536,9 @@ def run_scripts(
             after = read_data_csv(workdir.data_csv)
         owners.update((key, (script.name, row_digest(after.rows[key]))) for key in new_keys if key in after.rows)
         kernels = sorted({after.rows[key]["kernel_name"] for key in new_keys if key in after.rows})
-        samples = collect_samples(spool, workdir.logs_dir / "samples", script.name, [after.rows[k] for k in new_keys if k in after.rows])
+        with spool:
+            samples = collect_samples(spool, artifacts, script.name, [after.rows[k] for k in new_keys if k in after.rows])
+        problems += samples.problems + artifacts.take_problems()
         outcome = ScriptOutcome(
             script=script.name,
             status=status,
@@ -552,22 +570,52 @@ def logs_by_kernel(outcomes: list[ScriptOutcome]) -> dict[str, dict]:
     return logs
 
 
-def run_sentinel(position: str, workdir: WorkDir, python: Path, env: dict[str, str], gpu_name: str | None, liger_version: str) -> list[dict]:
+def run_sentinel(
+    position: str, workdir: WorkDir, python: Path, env: dict[str, str], gpu_name: str | None, liger_version: str,
+    artifacts: ArtifactDirectory,
+) -> list[dict]:
     """Time the sentinel's reference operations in the scripts' interpreter (see execution/sentinel.py)."""
     logs = workdir.logs_dir
-    spool = spool_path(logs, f"sentinel-{position}")
     out = sentinel.result_path(logs, position)
     log_path = logs / f"sentinel-{position}.log"
-    run = run_script(
-        sentinel.PROGRAM, python, {**env, **hook_environment(spool)}, log_path, sentinel.TIMEOUT_S,
-        [json.dumps(sentinel.PLAN), str(out.resolve())], control_dir(workdir),
-    )
+    with private_spool() as spool:
+        run = run_script(
+            sentinel.PROGRAM, python, {**env, **hook_environment(spool.fileno())}, log_path, sentinel.TIMEOUT_S,
+            [json.dumps(sentinel.PLAN), str(out.resolve())], control_dir(workdir), pass_fds=(spool.fileno(),),
+        )
+        read, _ = collect_calls(spool, artifacts, sentinel.PROGRAM.name)
     status, error = classify(run.exit_code, run.timed_out, read_log_tail(log_path))
     results = json.loads(out.read_text()) if status is ScriptStatus.OK and out.is_file() else {}
     error = None if status is ScriptStatus.OK else f"{status.value}: {error}"
-    measurements = sentinel.collect_sentinel(position, spool, results, logs / "samples", gpu_name, error)
+    measurements = sentinel.collect_sentinel(position, read.calls, results, gpu_name, error)
     log = {"uri": log_path.resolve().as_uri(), "digest": file_digest(log_path)}
     return [{**m, "liger_version": liger_version, "log": log} for m in measurements]
+
+
+def recheck_artifacts(outcomes: list[ScriptOutcome], measurements: list[dict]) -> None:
+    """Every sample artifact against its digest, after the last script ended and before the result
+    leaves the sweep: a run whose artifact was changed, removed or replaced by a link loses its raw
+    samples (named in its script's outcome); a sentinel measurement becomes `failed`."""
+    for outcome in outcomes:
+        changed = {}
+        for key, entry in list(outcome.raw_samples.items()):
+            problem = verify_artifact(entry["artifact"])
+            if problem is not None:
+                changed[key] = problem
+                del outcome.raw_samples[key]
+        if changed:
+            outcome.samples["rows_with_samples"] = len(outcome.raw_samples)
+            without = outcome.samples.setdefault("rows_without_samples", {})
+            without["artifact_changed"] = without.get("artifact_changed", 0) + len(changed)
+            problems = sorted(set(changed.values()))
+            outcome.problems.append(
+                {"kind": "samples", "message": f"{len(changed)} row(s) lost their raw samples: " + "; ".join(problems[:3]) + ("; ..." if len(problems) > 3 else "")}
+            )
+    for measurement in measurements:
+        if measurement.get("status") == "ok" and (problem := verify_artifact(measurement["artifact"])) is not None:
+            for name in ("returned", "observed_at", "artifact", "samples", "latencyNs"):
+                measurement.pop(name, None)
+            measurement.update(status="failed", error=f"its samples artifact {problem}")
 
 
 def coverage_of(request: SweepRequest, release_root: Path, workdir: WorkDir, outcomes: list[ScriptOutcome]) -> SweepCoverage:
@@ -678,14 +726,17 @@ def _run_sweep(request: SweepRequest, progress: Progress | None) -> SweepResult:
     timings["probe_s"] = time.monotonic() - mark
 
     mark = time.monotonic()
-    measurements = run_sentinel("start", workdir, environment.python, env, capture.device_name, request.liger_version)
-    timings["sentinel_s"] = time.monotonic() - mark
-    outcomes = run_scripts(
-        workdir, scripts, environment.python, env, timeout_s=request.script_timeout_s, args=request.script_args, progress=progress
-    )
-    mark = time.monotonic()
-    measurements += run_sentinel("end", workdir, environment.python, env, capture.device_name, request.liger_version)
-    timings["sentinel_s"] += time.monotonic() - mark
+    with ArtifactDirectory(workdir.logs_dir / "samples", control_dir(workdir) / "quarantine") as artifacts:
+        measurements = run_sentinel("start", workdir, environment.python, env, capture.device_name, request.liger_version, artifacts)
+        timings["sentinel_s"] = time.monotonic() - mark
+        outcomes = run_scripts(
+            workdir, scripts, environment.python, env, artifacts=artifacts, timeout_s=request.script_timeout_s,
+            args=request.script_args, progress=progress,
+        )
+        mark = time.monotonic()
+        measurements += run_sentinel("end", workdir, environment.python, env, capture.device_name, request.liger_version, artifacts)
+        timings["sentinel_s"] += time.monotonic() - mark
+    recheck_artifacts(outcomes, measurements)
 
     total = time.monotonic() - started
     scripts_s = sum(outcome.seconds for outcome in outcomes)

@@ -14,9 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kernelindex_pipeline.liger.samples import latency_statistics
-
-from .samples import read_spool, write_artifact
+from .samples import Call
 
 PROGRAM = Path(__file__).resolve().parent / "sentinel_program.py"
 POSITIONS = ("start", "end")
@@ -39,15 +37,15 @@ def result_path(logs_dir: Path, position: str) -> Path:
 
 
 def collect_sentinel(
-    position: str, spool: Path, results: dict[str, Any], artifacts_dir: Path, gpu_name: str | None, error: str | None
+    position: str, calls: list[Call], results: dict[str, Any], gpu_name: str | None, error: str | None
 ) -> list[dict[str, Any]]:
-    """One measurement per planned operation: its samples' artifact and statistics when it ran, else
-    status `failed` with the program's error line (never silently absent)."""
-    calls, _ = read_spool(spool)
+    """One measurement per planned operation: its samples' artifact and statistics when it ran (the
+    calls of its spool, as samples.collect_calls wrote them out), else status `failed` with the
+    program's error line or why its samples are unusable (never silently absent)."""
     by_operation = {}
     for call in calls:
         name = (call.case or {}).get("sentinel")
-        if name and call.samples:
+        if name and call.sample_count:
             by_operation[name] = call
     measurements = []
     for operation in PLAN["operations"]:
@@ -56,14 +54,10 @@ def collect_sentinel(
         entry: dict[str, Any] = {"position": position, "operation": name, "gpu_name": gpu_name}
         if call is None or result is None:
             entry.update(status="failed", error=error or "the sentinel program measured nothing")
+        elif call.statistics is None or call.artifact is None:
+            entry.update(status="failed", error=f"its samples are unusable: {call.invalid or 'their artifact could not be written'}")
         else:
-            entry.update(
-                status="ok",
-                returned=result["returned"],
-                observed_at=result["observed_at"],
-                artifact=write_artifact(call, PROGRAM.name, artifacts_dir),
-                **latency_statistics(call.samples),
-            )
+            entry.update(status="ok", returned=result["returned"], observed_at=result["observed_at"], artifact=call.artifact, **call.statistics)
         measurements.append(entry)
     return measurements
 

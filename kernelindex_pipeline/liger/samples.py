@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from kernelindex_pipeline.liger.jsnumber import ms_to_ns
+from kernelindex_pipeline.liger.jsnumber import MAX_SAFE_INTEGER, ms_to_ns
 
 BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 12
@@ -71,6 +71,8 @@ def latency_statistics(samples_ms: Sequence[float]) -> dict[str, Any]:
     values = np.asarray(samples_ms, dtype=np.float64)
     if values.size == 0 or not np.all(np.isfinite(values)) or np.any(values < 0):
         raise ValueError("latency samples must be a non-empty list of finite, non-negative milliseconds")
+    if values.max() > MAX_SAFE_INTEGER / 1e6:  # a record's ns must be an exact JSON integer (2^53 - 1)
+        raise ValueError(f"a latency sample of {float(values.max())!r} ms is beyond {MAX_SAFE_INTEGER} ns")
     median = float(np.median(values))
     p05, p95 = (float(v) for v in np.quantile(values, [0.05, 0.95]))
     low, high = bootstrap_median_interval(values)

@@ -18,8 +18,10 @@ scripts' own `utils` are patched only when a script imports them:
   every `bench_test_fn(input)` call runs with the row's key cells (kernel, provider, mode, metric, x,
   config string) as the current case, computed the way `update_benchmark_data_csv` writes them.
 
-Each call appends one JSON line to the file named by $KERNELINDEX_SAMPLES_SPOOL (flushed, so a crash
-keeps the calls before it); without that variable the hook does nothing. The spool is bounded by
+Each call appends one JSON line to the spool, the inherited file descriptor named by
+$KERNELINDEX_SAMPLES_SPOOL_FD (a file without a name that the runner made for this script alone, so no
+other script can reach it); each line is written whole before do_bench returns, so a crash keeps the
+calls before it. Without that variable the hook does nothing. The spool is bounded by
 $KERNELINDEX_SAMPLES_MAX_BYTES: past it, calls are still counted but their samples are dropped.
 
 Standard library only (the scripts' environment need not have kernelindex_pipeline). A sitecustomize
@@ -38,7 +40,7 @@ import json
 import os
 import sys
 
-SPOOL_VARIABLE = "KERNELINDEX_SAMPLES_SPOOL"
+SPOOL_FD_VARIABLE = "KERNELINDEX_SAMPLES_SPOOL_FD"
 MAX_BYTES_VARIABLE = "KERNELINDEX_SAMPLES_MAX_BYTES"
 DEFAULT_MAX_BYTES = 256 * 2**20
 FORMAT = "kernelindex-do-bench-call/v1"
@@ -47,8 +49,8 @@ _case: contextvars.ContextVar = contextvars.ContextVar("kernelindex_case", defau
 
 
 class _Spool:
-    def __init__(self, path: str, max_bytes: int):
-        self.path = path
+    def __init__(self, fd: int, max_bytes: int):
+        self.fd = fd
         self.max_bytes = max_bytes
         self.written = 0
         self.calls = 0
@@ -61,8 +63,9 @@ class _Spool:
             record.pop("samples", None)
             record["dropped"] = f"spool limit of {self.max_bytes} bytes reached"
             line = json.dumps(record, separators=(",", ":")) + "\n"
-        with open(self.path, "a", encoding="utf-8") as handle:
-            handle.write(line)
+        data = line.encode("utf-8")
+        while data:  # os.write may write less than asked
+            data = data[os.write(self.fd, data):]
         self.written += len(line)
 
 
@@ -310,14 +313,18 @@ def _run_next_sitecustomize() -> None:
 
 def install() -> None:
     global _spool
-    path = os.environ.get(SPOOL_VARIABLE)
-    if not path or any(isinstance(f, _Finder) for f in sys.meta_path):
+    if any(isinstance(f, _Finder) for f in sys.meta_path):
         return
+    try:
+        fd = int(os.environ.get(SPOOL_FD_VARIABLE, ""))
+        os.fstat(fd)
+    except (ValueError, OSError):
+        return  # no spool (or not ours to write): the script runs without samples
     try:
         max_bytes = int(os.environ.get(MAX_BYTES_VARIABLE) or DEFAULT_MAX_BYTES)
     except ValueError:
         max_bytes = DEFAULT_MAX_BYTES
-    _spool = _Spool(path, max_bytes)
+    _spool = _Spool(fd, max_bytes)
     sys.meta_path.insert(0, _Finder())
 
 
