@@ -124,12 +124,25 @@ def scrub(text: str, secrets: Iterable[str]) -> str:
     return text
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
 def redact_locator(locator: str) -> str:
-    """A file locator as it may be shown: an http(s) URL without user info and with every query value
-    replaced by ``***`` (a signed URL's signature is a secret whatever its name); a path as it is."""
-    parts = urlsplit(locator)
+    """A file locator as it may be shown, on one line (control characters as `\\xNN`): an http(s)
+    URL without user info and with every query value replaced by ``***`` (a signed URL's signature is
+    a secret whatever its name); a path as it is. A URL that does not parse (a port out of range, an
+    unclosed `[`) is shown as it is when it has no place for a secret (no `@`, `?` or `#`), else as
+    its scheme only."""
+    one_line = _CONTROL.sub(lambda match: f"\\x{ord(match.group()):02x}", locator)
+    try:
+        parts = urlsplit(locator)
+        parts.port  # noqa: B018 - raises ValueError for a port out of range
+    except ValueError:
+        return _hidden_form(one_line) if any(c in one_line for c in "@?#") else one_line
     if parts.scheme not in ("http", "https"):
-        return locator
+        return one_line
+    if one_line != locator:
+        return _hidden_form(one_line) if any(c in one_line for c in "@?#") else one_line
     host = parts.hostname or ""
     if parts.port:
         host = f"{host}:{parts.port}"

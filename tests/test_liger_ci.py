@@ -4,8 +4,12 @@ secrets redacted, rows sliced into the partitions their GPU and version name."""
 from __future__ import annotations
 
 import http.server
+import os
+import re
 import shutil
+import stat
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -70,3 +74,121 @@ def test_the_locator_list_keeps_each_locator_once(tmp_path):
     added = ci.add_to_locator_list(listing, ["https://example.com/a.csv", str(FIXTURES / "7644a0f.csv"), str(FIXTURES / "7644a0f.csv")])
     assert added == [str((FIXTURES / "7644a0f.csv").resolve())]
     assert ci.read_locator_list(listing) == ["https://example.com/a.csv", str((FIXTURES / "7644a0f.csv").resolve())]
+
+
+# --- issue 22: download deadline, every hop checked, one-line errors, the locator list -------------------
+class _Hostile(http.server.BaseHTTPRequestHandler):
+    """/trickle: 1 byte at a time, never finishing in time; /to?url=U: a redirect to U; /ok: a small file."""
+
+    release = threading.Event()  # set when the test is over: the trickle stops
+
+    def do_GET(self):  # noqa: N802 - the standard library's name
+        if self.path == "/trickle":
+            self.send_response(200)
+            self.send_header("Content-Length", "1000")
+            self.end_headers()
+            while not self.release.wait(0.05):
+                try:
+                    self.wfile.write(b"x")
+                    self.wfile.flush()
+                except OSError:
+                    return
+        elif self.path.startswith("/to?url="):
+            self.send_response(302)
+            self.send_header("Location", self.path.removeprefix("/to?url="))
+            self.end_headers()
+        else:
+            body = (FIXTURES / "7644a0f.csv").read_bytes()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def hostile():
+    _Hostile.release = threading.Event()
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Hostile)
+    httpd.daemon_threads = True
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    _Hostile.release.set()
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def test_a_trickling_server_meets_the_whole_transfer_deadline(hostile):
+    started = time.monotonic()
+    with pytest.raises(ci.CiSourceError, match=r"/trickle: the download did not finish within 1 s \(\d+ bytes received\)"):
+        ci.fetch(f"{hostile}/trickle", deadline_s=1.0)
+    assert time.monotonic() - started < ci.READ_TIMEOUT_S  # the deadline ended it, not a read timeout
+    assert ci.DOWNLOAD_DEADLINE_S <= 600
+
+
+@pytest.mark.parametrize(
+    "target, refusal",
+    [
+        ("http://10.255.255.1/x.csv", "a redirect to a non-loopback host"),
+        ("http://169.254.169.254/latest/meta-data/", "a redirect to a non-loopback host"),
+        ("http://example.com/x.csv", "a redirect to a non-loopback host"),
+        ("https://127.0.0.1/x.csv", "refused a redirect from http to https"),
+        ("http://127.0.0.1\\@10.255.255.1/x.csv", "a URL may not hold a backslash"),
+    ],
+)
+def test_every_redirect_hop_is_checked(hostile, target, refusal):
+    with pytest.raises(ci.CiSourceError, match=re.escape(refusal)) as refused:
+        ci.fetch(f"{hostile}/to?url={target}")
+    assert len(str(refused.value).splitlines()) == 1
+
+
+def test_a_redirect_within_loopback_is_followed(hostile):
+    assert ci.fetch(f"{hostile}/to?url=/ok").data == (FIXTURES / "7644a0f.csv").read_bytes()
+
+
+def test_the_backslash_at_trick_is_refused_before_connecting(hostile):
+    port = hostile.rsplit(":", 1)[1]
+    with pytest.raises(ci.CiSourceError, match="a URL may not hold a backslash"):
+        ci.fetch(f"http://10.255.255.1\\@127.0.0.1:{port}/ok")
+
+
+def test_https_hops_may_not_reach_link_local_or_leave_for_a_private_host():
+    ci.check_hop("https://93.184.216.34/x.csv", "L", first=("https", "example.com"))  # public: allowed
+    with pytest.raises(ci.CiSourceError, match="refused 169.254.169.254: it resolves to 169.254.169.254"):
+        ci.check_hop("https://169.254.169.254/latest/", "L")
+    with pytest.raises(ci.CiSourceError, match="refused a redirect to 10.1.2.3, which is not a public host"):
+        ci.check_hop("https://10.1.2.3/x.csv", "L", first=("https", "example.com"))
+    with pytest.raises(ci.CiSourceError, match="refused a redirect from https to http"):
+        ci.check_hop("http://127.0.0.1/x.csv", "L", first=("https", "example.com"))
+
+
+@pytest.mark.parametrize(
+    "locator, message",
+    [
+        ("http://127.0.0.1:99999/x.csv", "http://127.0.0.1:99999/x.csv: not a well-formed URL (Port out of range 0-65535)"),
+        ("http://[::1", "http://[::1: not a well-formed URL (Invalid IPv6 URL)"),
+        ("/proc/self/pagemap", "/proc/self/pagemap: "),  # a file of the kernel's whose reads fail or never end
+        ("/dev/zero", "/dev/zero: not a regular file"),
+        ("https://example.com/a.csv\nhttp://10.0.0.1/b.csv", "https://example.com/a.csv\\x0ahttp://10.0.0.1/b.csv: a locator may not hold a control character"),
+    ],
+)
+def test_bad_locators_are_one_line_naming_the_input(locator, message):
+    with pytest.raises(ci.CiSourceError) as refused:
+        ci.fetch(locator)
+    assert str(refused.value).startswith(message) and "\n" not in str(refused.value)
+
+
+def test_a_newline_never_reaches_the_locator_list_and_the_list_is_private(tmp_path):
+    listing = tmp_path / "ci-files.txt"
+    listing.write_text("https://example.com/a.csv\n")
+    os.chmod(listing, 0o644)  # as an earlier version left it
+    with pytest.raises(ci.CiSourceError, match="a locator may not hold a control character"):
+        ci.add_to_locator_list(listing, ["https://example.com/b.csv?token=t\nhttp://10.0.0.1/c.csv"])
+    assert ci.read_locator_list(listing) == ["https://example.com/a.csv"]
+    ci.add_to_locator_list(listing, ["https://example.com/b.csv?token=t"])
+    assert stat.S_IMODE(listing.stat().st_mode) == 0o600
+    fresh = tmp_path / "new" / "ci-files.txt"
+    ci.add_to_locator_list(fresh, ["https://example.com/a.csv"])
+    assert stat.S_IMODE(fresh.stat().st_mode) == 0o600
