@@ -222,3 +222,67 @@ def test_export_never_prints_a_query_string_password(tmp_path):
         completed = _cli("export", "--catalogue", url, "--out", str(tmp_path / "out"))
         assert completed.returncode == 1 and len(completed.stderr.strip().splitlines()) == 1
         assert secret not in completed.stderr + completed.stdout and "Traceback" not in completed.stderr
+
+
+# ---------------------------------------------------------------- issue 22 item 14: one line naming the input
+
+
+@pytest.mark.parametrize("suffix", [".json", ".jsonl", ".yaml"])
+def test_validate_of_a_five_thousand_digit_integer_names_the_file(tmp_path, capsys, suffix):
+    path = tmp_path / f"huge{suffix}"
+    number = "9" * 5000
+    if suffix == ".yaml":
+        path.write_text(f"apiVersion: kernelindex.dev/v1alpha1\nkind: BenchmarkRun\nx: {number}\n")
+    else:
+        path.write_text(f'{{"apiVersion": "kernelindex.dev/v1alpha1", "kind": "BenchmarkRun", "x": {number}}}\n')
+    code, _, err = _run(["validate", str(path)], capsys)
+    assert code == 1 and len(err.splitlines()) == 1, err
+    assert err.startswith(f"kernelindex-pipeline validate: error: {path}") and "an integer of 5000 digits" in err
+
+
+@pytest.mark.parametrize("locator, message", [
+    ("http://127.0.0.1:99999/x.csv", "http://127.0.0.1:99999/x.csv: not a well-formed URL (Port out of range 0-65535)"),
+    ("http://[::1", "http://[::1: not a well-formed URL (Invalid IPv6 URL)"),
+    ("http://10.255.255.1\\@127.0.0.1/x.csv", "a URL may not hold a backslash"),
+    ("https://example.com/a.csv\nhttp://10.0.0.1/b.csv", "a locator may not hold a control character"),
+])
+def test_import_ci_of_a_malformed_locator_is_a_usage_error_before_anything_is_made(tmp_path, capsys, monkeypatch, locator, message):
+    home = tmp_path / "home"
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    code, _, err = _run(["import-ci", locator], capsys)
+    assert code == 2, err
+    (line,) = [line for line in err.splitlines() if not line.startswith("usage:")]
+    assert line.startswith("kernelindex-pipeline import-ci: error: ") and message in line
+    assert not home.exists()
+
+
+def test_import_ci_of_a_proc_file_is_one_line_naming_it(tmp_path):
+    completed = _cli("import-ci", "/proc/self/pagemap", env={"DAGSTER_HOME": str(tmp_path / "home")})
+    assert completed.returncode == 1
+    assert completed.stderr.strip().splitlines()[-1] == (  # after the DAGSTER_HOME it uses
+        "kernelindex-pipeline import-ci: error: /proc/self/pagemap: holds more than the 0 bytes its size says "
+        "(a /proc or /sys file?); copy it to a file first"
+    )
+
+
+def test_regressions_of_records_with_a_subnormal_median_skip_those_runs(tmp_path, capsys):
+    import gzip
+
+    slice_dir = Path(__file__).parent / "fixtures" / "liger-ci-slice"
+    sources = ["5e8f12b", "2845fe8", "33924d2", "49e6353"]  # in time order: the first two runs are made 5e-324
+    for index, source in enumerate(sources):
+        lines = gzip.decompress((slice_dir / f"{source}.jsonl.gz").read_bytes()).decode().splitlines()
+        if index < 2:
+            manifests = [json.loads(line) for line in lines]
+            for manifest in manifests:
+                if manifest["kind"] == "BenchmarkRun" and "timing" in manifest["spec"]:
+                    manifest["spec"]["timing"]["latencyNs"]["median"] = 5e-324
+            lines = [json.dumps(manifest) for manifest in manifests]
+        (tmp_path / source).mkdir()
+        (tmp_path / source / "records.jsonl").write_text("\n".join(lines) + "\n")
+    code, out, err = _run(["regressions", "--records", *(str(tmp_path / s / "records.jsonl") for s in sources),
+                           "--out", str(tmp_path / "out")], capsys)
+    assert code == 0, err
+    report = json.loads((tmp_path / "out" / "regressions.json").read_text())
+    assert report["skippedRuns"] == {"no positive latency median or peak memory": 2066}
+    assert all(change["magnitude"] < 1e6 for change in report["changes"])

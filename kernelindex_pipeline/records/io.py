@@ -63,6 +63,31 @@ class ManifestFileError(ValueError):
     """A manifest file that cannot be read; the message names the file and where in it."""
 
 
+# Python refuses to convert integers of more than 4300 digits (a ValueError that is no JSONDecodeError);
+# no manifest value has more than 16 (2^53 - 1), so anything far beyond is refused as a file error.
+MAX_INTEGER_DIGITS = 1000
+
+
+class _IntegerTooLong(ValueError):
+    def __init__(self, digits: int):
+        super().__init__(digits)
+        self.digits = digits
+
+
+def _bounded_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INTEGER_DIGITS:
+        raise _IntegerTooLong(len(text.lstrip("-")))
+    return int(text)
+
+
+def _too_long(location: str, error: _IntegerTooLong) -> str:
+    return f"{location}: an integer of {error.digits} digits (at most {MAX_INTEGER_DIGITS} are read; a manifest's have at most 16)"
+
+
+def _json_loads(text: str) -> Any:
+    return json.loads(text, object_pairs_hook=_object_without_duplicates, parse_int=_bounded_int)
+
+
 def load_manifests(path: str | os.PathLike[str]) -> list[tuple[str, dict[str, Any]]]:
     """Every manifest in a JSON, JSON Lines or YAML file, as (location, manifest) pairs in file order."""
     label = str(path)
@@ -73,9 +98,11 @@ def load_manifests(path: str | os.PathLike[str]) -> list[tuple[str, dict[str, An
     if suffix in JSON_LINES_SUFFIXES:
         return list(_from_json_lines(text, label))
     try:
-        document = json.loads(text, object_pairs_hook=_object_without_duplicates)
+        document = _json_loads(text)
     except RecursionError:
         raise ManifestFileError(_too_deep(label)) from None
+    except _IntegerTooLong as error:
+        raise ManifestFileError(_too_long(label, error)) from None
     except json.JSONDecodeError as error:
         if error.msg == "Extra data" and _first_line_is_json(text):
             return list(_from_json_lines(text, label))  # JSON Lines under another name
@@ -209,8 +236,8 @@ def _first_line_is_json(text: str) -> bool:
     for line in text.splitlines():
         if line.strip():
             try:
-                json.loads(line)
-            except json.JSONDecodeError:
+                json.loads(line, parse_int=_bounded_int)
+            except ValueError:  # JSONDecodeError, _IntegerTooLong
                 return False
             return True
     return False
@@ -222,9 +249,11 @@ def _from_json_lines(text: str, label: str) -> Iterator[tuple[str, dict[str, Any
             continue  # blank lines (a trailing one especially) carry nothing
         location = f"{label}:{number}"
         try:
-            document = json.loads(line, object_pairs_hook=_object_without_duplicates)
+            document = _json_loads(line)
         except RecursionError:
             raise ManifestFileError(_too_deep(location)) from None
+        except _IntegerTooLong as error:
+            raise ManifestFileError(_too_long(location, error)) from None
         except json.JSONDecodeError as error:
             raise ManifestFileError(f"{location}: column {error.colno}: invalid JSON: {error.msg}") from None
         except _DuplicateKey as error:
@@ -284,6 +313,18 @@ _IMPLICIT_TYPES = [
 ]
 for _tag, _pattern, _first in _IMPLICIT_TYPES:
     _ManifestYamlLoader.add_implicit_resolver(_tag, re.compile(_pattern), list(_first))
+
+
+def _construct_bounded_int(loader: _ManifestYamlLoader, node: yaml.ScalarNode) -> int:
+    digits = len(str(node.value).lstrip("+-").replace("_", ""))
+    if digits > MAX_INTEGER_DIGITS:
+        raise yaml.constructor.ConstructorError(
+            None, None, f"an integer of {digits} digits (at most {MAX_INTEGER_DIGITS} are read; a manifest's have at most 16)", node.start_mark
+        )
+    return yaml.constructor.SafeConstructor.construct_yaml_int(loader, node)
+
+
+_ManifestYamlLoader.add_constructor("tag:yaml.org,2002:int", _construct_bounded_int)
 
 
 def _from_yaml(text: str, label: str) -> Iterator[tuple[str, dict[str, Any]]]:

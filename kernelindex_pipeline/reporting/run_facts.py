@@ -18,10 +18,11 @@ would need every installed environment re-installed before a new source is seen.
 from __future__ import annotations
 
 import importlib
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
+
+from kernelindex_pipeline.records.units import MAX_SAFE_INTEGER
 
 LATENCY = "latency"
 PEAK_MEMORY = "peak_memory"
@@ -119,7 +120,8 @@ def metric_value(spec: dict[str, Any]) -> tuple[str, float] | None:
 
 
 def _positive(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+    # Whole ns or bytes, 1 to 2^53 - 1: a 5e-324 or 1e308 is no measurement (and its log overflows ratios).
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 1 <= value <= MAX_SAFE_INTEGER
 
 
 class _Function:
