@@ -84,8 +84,19 @@ class KernelIndexExport:
     workloads: list[dict[str, Any]] = field(default_factory=list)
     implementations: list[dict[str, Any]] = field(default_factory=list)
     runs: list[dict[str, Any]] = field(default_factory=list)  # {manifest, protocol, environment}
-    external_ids: dict[str, str] = field(default_factory=dict)  # manifest digest -> externalId
-    project_of: dict[str, str] = field(default_factory=dict)  # implementation digest -> project slug
+    # manifest digest -> its externalIds in first-seen order: KernelIndex's importer links every source
+    # name of a record, and two kernels can share one operation, case or implementation
+    external_ids: dict[str, list[str]] = field(default_factory=dict)
+    # implementation digest -> project slug per externalId (None: the implementation's own)
+    project_of: dict[str, dict[str | None, str]] = field(default_factory=dict)
+
+    def add_external_id(self, digest: str, external_id: str) -> None:
+        known = self.external_ids.setdefault(digest, [])
+        if external_id not in known:
+            known.append(external_id)
+
+    def first_project(self, digest: str) -> str:
+        return next(iter(self.project_of[digest].values()))
     memory_runs_left_out: int = 0
 
 
@@ -159,10 +170,10 @@ def group_for_kernelindex(
             out.workloads.append(_ordered_tensors(manifest, by_digest.get(manifest["spec"]["operationSpecDigest"])))
         elif kind == "ImplementationRevision" and digest in used:
             if digest not in out.project_of:
-                out.project_of[digest] = _project_by_name(manifest, catalogue)
+                out.project_of[digest] = {None: _project_by_name(manifest, catalogue)}
             out.implementations.append(manifest)
     present = {kebab(m["metadata"]["name"]) for m in by_digest.values() if m["kind"] == "SoftwareProject"}
-    needed = list(dict.fromkeys(out.project_of[digest_of(m)] for m in out.implementations))
+    needed = list(dict.fromkeys(project for m in out.implementations for project in out.project_of[digest_of(m)].values()))
     projects = {kebab(m["metadata"]["name"]): m for m in by_digest.values() if m["kind"] == "SoftwareProject"}
     for slug in needed:
         if slug not in present:
@@ -178,19 +189,20 @@ def _link_run(out: KernelIndexExport, catalogue: Catalogue, digest: str, run: di
     external_id = (spec.get("sourceNative") or {}).get("externalId")
     if not external_id:
         return
-    out.external_ids[digest] = external_id
+    out.add_external_id(digest, external_id)
     found = identity.parse_external_id(external_id)
     if found is None:
         return
     sentinel = found.kernel.startswith(SENTINEL_PREFIX)
     project = SENTINEL_PROJECT if sentinel else _project_of_provider(catalogue, found.provider)
+    implementation_id = None if sentinel else f"{found.kernel}/{found.provider}"
     if project is not None:
-        out.project_of.setdefault(spec["implementationDigest"], project)
+        out.project_of.setdefault(spec["implementationDigest"], {}).setdefault(implementation_id, project)
     if sentinel:
         return  # its operation and case are ours, not Liger's: no Liger external ids
-    out.external_ids.setdefault(operation_digest, found.kernel)
-    out.external_ids.setdefault(spec["workloadDigest"], f"{found.kernel}/{found.case_key}")
-    out.external_ids.setdefault(spec["implementationDigest"], f"{found.kernel}/{found.provider}")
+    out.add_external_id(operation_digest, found.kernel)
+    out.add_external_id(spec["workloadDigest"], f"{found.kernel}/{found.case_key}")
+    out.add_external_id(spec["implementationDigest"], implementation_id)
 
 
 def _project_by_name(implementation: dict[str, Any], catalogue: Catalogue) -> str:
@@ -211,7 +223,7 @@ def submission_document(grouped: KernelIndexExport) -> dict[str, Any]:
         "operations": grouped.operations,
         "workloads": grouped.workloads,
         "implementations": [
-            {"projectSlug": grouped.project_of[digest_of(m)], "manifest": m} for m in grouped.implementations
+            {"projectSlug": grouped.first_project(digest_of(m)), "manifest": m} for m in grouped.implementations
         ],
         "runs": [{"run": r["manifest"], "protocol": r["protocol"], "environment": r["environment"]} for r in grouped.runs],
     }
@@ -240,18 +252,20 @@ def import_bundle(
     """The `ImportBundle` of catalog/publication.ts (JSON: dates as ISO strings)."""
     from kernelindex_pipeline.records.canonical import digest_of
 
-    def linked(entry: dict[str, Any], digest: str) -> dict[str, Any]:
-        external_id = grouped.external_ids.get(digest)
-        return entry if external_id is None else {**entry, "externalId": external_id}
+    def linked(entry: dict[str, Any], digest: str) -> list[dict[str, Any]]:
+        """One entry per externalId of the record (KernelIndex links each; the first entry makes the row)."""
+        external_ids = grouped.external_ids.get(digest)
+        return [{**entry, "externalId": external_id} for external_id in external_ids] if external_ids else [entry]
 
     implementations = []
     for manifest in grouped.implementations:
         digest = digest_of(manifest)
-        entry = {"manifest": manifest, "slug": kebab(manifest["metadata"]["name"]), "projectSlug": grouped.project_of[digest]}
-        implementations.append(linked(entry, digest))
+        projects = grouped.project_of[digest]
+        for entry in linked({"manifest": manifest, "slug": kebab(manifest["metadata"]["name"])}, digest):
+            implementations.append({**entry, "projectSlug": projects.get(entry.get("externalId"), grouped.first_project(digest))})
     runs = []
     for entry in grouped.runs:
-        bundled = linked(dict(entry), digest_of(entry["manifest"]))
+        [bundled] = linked(dict(entry), digest_of(entry["manifest"]))  # a run has one source name
         artifacts = _artifacts(entry["manifest"])
         if artifacts:
             bundled["artifacts"] = artifacts
@@ -260,8 +274,8 @@ def import_bundle(
         "source": dict(source or LIGER_SOURCE),
         "snapshots": [{**PARSER, **snapshot} for snapshot in snapshots],
         "projects": [{"manifest": m, "slug": kebab(m["metadata"]["name"])} for m in grouped.projects],
-        "operations": [linked({"manifest": m, "slug": kebab(m["metadata"]["name"])}, digest_of(m)) for m in grouped.operations],
-        "workloads": [linked({"manifest": m}, digest_of(m)) for m in grouped.workloads],
+        "operations": [e for m in grouped.operations for e in linked({"manifest": m, "slug": kebab(m["metadata"]["name"])}, digest_of(m))],
+        "workloads": [e for m in grouped.workloads for e in linked({"manifest": m}, digest_of(m))],
         "implementations": implementations,
         "runs": runs,
     }

