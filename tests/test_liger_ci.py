@@ -192,3 +192,12 @@ def test_a_newline_never_reaches_the_locator_list_and_the_list_is_private(tmp_pa
     fresh = tmp_path / "new" / "ci-files.txt"
     ci.add_to_locator_list(fresh, ["https://example.com/a.csv"])
     assert stat.S_IMODE(fresh.stat().st_mode) == 0o600
+
+
+def test_a_wide_row_in_a_ci_file_is_named_and_bounded():
+    data = (FIXTURES / "7644a0f.csv").read_bytes()
+    header, first, rest = data.split(b"\n", 2)
+    wide = header + b"\n" + first + b"\n" + b"," * 400_000 + b"\n" + rest
+    gathered = ci.gather([ci.CiFile("wide.csv", wide, "2026-01-01T00:00:00.00Z")])
+    assert gathered.unattributable == {"wide.csv": [2]}  # the row too wide for any partition, by its number
+    assert sum(part.snapshot["rows"] for parts in gathered.parts.values() for part in parts) == data.count(b"\n") - 1

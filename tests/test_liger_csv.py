@@ -155,9 +155,62 @@ def test_a_header_line_longer_than_the_limit_is_refused(monkeypatch):
 
 
 def test_wide_data_rows_are_ragged_rows_not_columns():
-    data = csv_bytes([BASE_ROW]) + b"," * 100_000 + b"\n" + LINE.encode() + b"\n"
+    data = csv_bytes([BASE_ROW]) + b"," * 1000 + b"\n" + LINE.encode() + b"\n"
     _, rows = fates(data)
-    assert rows == [(1, "rms_norm", None), (2, None, "ragged row: 100001 fields, the header has 15"), (3, "rms_norm", None)]
+    assert rows == [(1, "rms_norm", None), (2, None, "ragged row: 1001 fields, the header has 15"), (3, "rms_norm", None)]
+
+
+# --- issue 22 item 2: every data row bounded before pandas sees it ---------------------------------------
+def test_rows_over_the_field_limit_are_issues_naming_them_and_pandas_never_sees_them(monkeypatch):
+    _no_pandas(monkeypatch)
+    data = csv_bytes([BASE_ROW]) + b"\n".join([b"," * 400_000] * 3) + b"\n" + LINE.encode() + b"\n"
+    _, rows = fates(data)
+    too_wide = "row too wide: 400001 fields in 400001 bytes (at most 1024 fields and 1048576 bytes are read)"
+    assert rows == [(1, "rms_norm", None), (2, None, too_wide), (3, None, too_wide), (4, None, too_wide), (5, "rms_norm", None)]
+
+
+def test_a_row_over_the_byte_limit_is_an_issue_even_inside_quotes_spanning_lines():
+    huge = row(extra_benchmark_config_str='{"pad": "' + "x,\n" * 400_000 + '"}')  # 1.2 MB in one quoted field
+    _, rows = fates(csv_bytes([BASE_ROW, huge, BASE_ROW]))
+    assert [(n, problem) for n, _, problem in rows][1] == (
+        2, "row too wide: 15 fields in 1200133 bytes (at most 1024 fields and 1048576 bytes are read)"
+    )
+    assert [(n, first) for n, first, _ in rows] == [(1, "rms_norm"), (2, None), (3, "rms_norm")]
+
+
+def test_a_row_is_never_held_past_the_limit(monkeypatch):
+    import io
+
+    import kernelindex_pipeline.liger.csv as liger_csv
+
+    monkeypatch.setattr(liger_csv, "MAX_ROW_BYTES", 1000)
+    held = []
+    real = liger_csv.bounded_records
+
+    def watched(handle):
+        for record in real(handle):
+            held.append(len(record))
+            yield record
+
+    monkeypatch.setattr(liger_csv, "bounded_records", watched)
+    data = csv_bytes([BASE_ROW]) + b"x" * 50_000 + b"\n" + LINE.encode() + b"\n"  # one 50 kB field
+    _, rows = fates(data)
+    assert [problem for _, _, problem in rows] == [
+        None, "row too wide: 1 fields in 50001 bytes (at most 1024 fields and 1000 bytes are read)", None,
+    ]
+    assert max(held) < 1000
+    assert list(real(io.BytesIO(b'a,"b\nc",d\n\ne,f'))) == [b'a,"b\nc",d\n', b"\n", b"e,f"]
+
+
+def test_files_within_the_limits_read_the_same_either_way():
+    from kernelindex_pipeline.liger.csv import may_hold_wide_rows
+
+    data = csv_bytes([BASE_ROW, row(x_label="two\nlines"), row(kernel_name="softmax")])
+    assert may_hold_wide_rows(data)  # a quoted field spans lines: read bounded
+    assert not may_hold_wide_rows(csv_bytes([BASE_ROW] * 3))
+    header, rows = read_rows(data)
+    assert [values[0] for _, values, _ in rows] == ["rms_norm", "rms_norm", "softmax"]
+    assert rows[1][1][UPSTREAM_COLUMNS.index("x_label")] == "two\nlines"
 
 
 def test_a_long_field_and_a_ragged_row_are_each_handled_in_one_file():

@@ -22,6 +22,15 @@ column for each (pandas' cost grows faster than linearly with the width). A data
 header is a ragged row (an issue), never a new column. The exact reader streams the file (it never
 holds it whole) and accepts fields as long as pandas does, so a long field and a ragged row in the
 same file are each handled as they are alone.
+
+Every data row is bounded too, before pandas or the csv module sees it: at most MAX_ROW_FIELDS fields
+and MAX_ROW_BYTES bytes (pandas makes a column for every field of a row of empty cells: three rows of
+400k commas took it 48 s and 600 MB). A quick scan of the physical lines (C-speed counts of length,
+commas and quotes) finds files that might hold such a row; only those are read through
+`bounded_records`, which regroups lines into records (a quoted field may span lines), counts each
+record's bytes and unquoted commas without keeping more than the limit of it, and puts a one-field
+marker in place of a record over the limits. The exact reader makes the marker an issue naming the
+row ("row too wide: ..."), so row numbers and conservation stay as they are.
 """
 
 from __future__ import annotations
@@ -59,6 +68,10 @@ UPSTREAM_COLUMNS: tuple[str, ...] = (
 DEFAULT_CHUNK_ROWS = 50_000
 MAX_COLUMNS = 256  # the upstream header has 15; room for drift, not for a width bomb
 MAX_HEADER_BYTES = 64 * 1024
+MAX_ROW_FIELDS = 4 * MAX_COLUMNS  # a ragged row up to this width is an ordinary ragged row
+MAX_ROW_BYTES = 2**20  # Liger's rows are under 1 KB; a long config string of 200 KB still fits
+_WIDE_ROW = "\x1ekernelindex: row too wide"  # the marker record (one field) bounded_records puts in place of a row
+_SCAN_BLOCK = 1 << 22
 
 # The standard csv module refuses fields over 128 KiB and then cannot resume, which would turn one
 # long field into "the whole file is unreadable" as soon as the exact reader runs; pandas has no such
@@ -113,11 +126,102 @@ def _is_utf8(source: CsvSource) -> bool:
         return False
 
 
-def _text_stream(source: CsvSource) -> io.TextIOBase:
+def _text_stream(source: CsvSource, bounded: bool = False) -> io.TextIOBase:
     """The source as text for the csv module: UTF-8 (a leading BOM dropped), undecodable bytes kept
-    as surrogates for `_mark_undecodable`, newlines untranslated (csv handles them)."""
-    binary = io.BytesIO(source) if isinstance(source, (bytes, bytearray)) else open(source, "rb")  # noqa: SIM115 - closed by the wrapper
+    as surrogates for `_mark_undecodable`, newlines untranslated (csv handles them); `bounded`: through
+    `bounded_records` (rows over the limits replaced by their marker)."""
+    binary = io.BufferedReader(_RecordStream(source)) if bounded else _binary(source)
     return io.TextIOWrapper(binary, encoding="utf-8-sig", errors="surrogateescape", newline="")
+
+
+def _binary(source: CsvSource) -> io.BufferedIOBase:
+    return io.BytesIO(source) if isinstance(source, (bytes, bytearray)) else open(source, "rb")  # noqa: SIM115 - the caller closes it
+
+
+def may_hold_wide_rows(source: CsvSource) -> bool:
+    """Whether a physical line is longer than MAX_ROW_BYTES or holds MAX_ROW_FIELDS commas, or a quoted
+    field spans lines (then only `bounded_records` can tell where a record ends). Reads in blocks."""
+    with _binary(source) as handle:
+        carry = b""
+        while block := handle.read(_SCAN_BLOCK):
+            lines = (carry + block).split(b"\n")
+            carry = lines.pop()
+            if len(carry) > MAX_ROW_BYTES or any(
+                len(line) > MAX_ROW_BYTES or line.count(b",") >= MAX_ROW_FIELDS or line.count(b'"') % 2 for line in lines
+            ):
+                return True
+        return len(carry) > MAX_ROW_BYTES or carry.count(b",") >= MAX_ROW_FIELDS or carry.count(b'"') % 2 == 1
+
+
+def bounded_records(handle: io.BufferedIOBase) -> Iterator[bytes]:
+    """The bytes of the input, record by record (a quoted field may span lines), each record over
+    MAX_ROW_FIELDS fields or MAX_ROW_BYTES bytes replaced by a one-field marker line saying how wide it
+    was. Holds at most MAX_ROW_BYTES of a record. (Hand-written: neither pandas nor the csv module can
+    stop reading a record part way.)"""
+    record = bytearray()
+    size = fields = 0
+    quoted = False
+    while piece := handle.readline(1 << 20):
+        size += len(piece)
+        parts = piece.split(b'"')
+        fields += sum(part.count(b",") for part in parts[1 if quoted else 0 :: 2])  # commas outside quotes
+        quoted ^= len(parts) % 2 == 0  # an odd number of quotes toggles ("" inside a field is two)
+        wide = size > MAX_ROW_BYTES or fields + 1 > MAX_ROW_FIELDS
+        if not wide:
+            record += piece
+        elif record:
+            record.clear()  # what was kept of it: never more than the limit
+        if not quoted and piece.endswith(b"\n"):
+            yield _marker(fields + 1, size) if wide else bytes(record)
+            record.clear()
+            size = fields = 0
+    if size:
+        yield _marker(fields + 1, size) if size > MAX_ROW_BYTES or fields + 1 > MAX_ROW_FIELDS else bytes(record)
+
+
+def _marker(fields: int, size: int) -> bytes:
+    # One field: no comma, no quote, no newline in it.
+    return f"{_WIDE_ROW}: {fields} fields in {size} bytes (at most {MAX_ROW_FIELDS} fields and {MAX_ROW_BYTES} bytes are read)\n".encode()
+
+
+class _RecordStream(io.RawIOBase):
+    """A binary stream over `bounded_records` of a source (for the csv module and pandas alike)."""
+
+    def __init__(self, source: CsvSource):
+        self._handle = _binary(source)
+        self._records = bounded_records(self._handle)
+        self._pending = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        while not self._pending:
+            self._pending = next(self._records, b"")
+            if not self._pending:
+                return 0
+        size = min(len(buffer), len(self._pending))
+        buffer[:size] = self._pending[:size]
+        self._pending = self._pending[size:]
+        return size
+
+    def close(self) -> None:
+        self._handle.close()
+        super().close()
+
+
+def bounded_text(source: CsvSource) -> io.TextIOBase:
+    """The source as text for the csv module with every row bounded (a row over the limits comes as
+    its one-field marker, so a reader of fixed width sees it as ragged); for readers other than
+    CsvReader (liger/partition.py slices a history by GPU and version with it)."""
+    return _text_stream(source, bounded=may_hold_wide_rows(source))
+
+
+def wide_row_problem(record: list[str]) -> str | None:
+    """The issue of a marker record that `bounded_records` put in place of a row, else None."""
+    if len(record) == 1 and record[0].startswith(_WIDE_ROW):
+        return "row too wide" + record[0][len(_WIDE_ROW) :]
+    return None
 
 
 def read_header(source: CsvSource) -> list[str] | None:
@@ -187,6 +291,11 @@ class CsvReader:
         self.valid_utf8 = _is_utf8(source)
         self.header: CsvHeader | None = None
         self._pandas = None
+        self.bounded = may_hold_wide_rows(source)
+        if self.bounded:  # a row over the limits may be there: pandas never sees this file
+            header = self._read_exact_header()
+            self.header = _check_header(header) if header is not None else None
+            return
         options = dict(
             dtype=str, keep_default_na=False, na_filter=False, index_col=False, encoding="utf-8",
             encoding_errors="surrogateescape", on_bad_lines="error", engine="c",
@@ -205,7 +314,7 @@ class CsvReader:
         self._pandas = pd.read_csv(_open_for_pandas(source), chunksize=chunk_rows, **options)
 
     def _read_exact_header(self) -> list[str] | None:
-        for record in _exact_records(self.source):
+        for record in _exact_records(self.source, self.bounded):
             return record
         return None
 
@@ -246,7 +355,7 @@ class CsvReader:
 
     def _exact_chunks(self, skip: int, index: list[int]) -> Iterator[Chunk]:
         width = len(self.header.columns)
-        records = _exact_records(self.source)
+        records = _exact_records(self.source, self.bounded)
         next(records, None)  # header
         number = 0
         cols: list[list[str]] = [[] for _ in UPSTREAM_COLUMNS]
@@ -257,7 +366,7 @@ class CsvReader:
             if number <= skip:
                 continue
             if len(record) != width:
-                bad[len(cols[0])] = f"ragged row: {len(record)} fields, the header has {width}"
+                bad[len(cols[0])] = wide_row_problem(record) or f"ragged row: {len(record)} fields, the header has {width}"
                 for col in cols:
                     col.append("")
             else:
@@ -277,10 +386,11 @@ class CsvReader:
             yield chunk
 
 
-def _exact_records(source: CsvSource) -> Iterator[list[str]]:
-    """Records by the standard csv module, streamed (blank lines skipped, as pandas skips them)."""
+def _exact_records(source: CsvSource, bounded: bool = False) -> Iterator[list[str]]:
+    """Records by the standard csv module, streamed (blank lines skipped, as pandas skips them);
+    `bounded`: rows over the limits come as their one-field marker (`wide_row_problem`)."""
     number = 0
-    with _text_stream(source) as text:
+    with _text_stream(source, bounded) as text:
         reader = stdlib_csv.reader(text)
         try:
             for record in reader:

@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 
 from kernelindex_pipeline.liger.catalogue import DEFAULT_PROFILE
-from kernelindex_pipeline.liger.csv import Chunk, CsvHeader, CsvReader
+from kernelindex_pipeline.liger.csv import Chunk, CsvHeader, CsvReader, bounded_text
 from kernelindex_pipeline.liger.release import ReleaseArtifact, read_history_csv
 from kernelindex_pipeline.records.names import kebab
 
@@ -45,14 +45,10 @@ class HistorySlices:
     rows_read: int = 0
 
 
-def _decode(data: bytes) -> str:
-    # surrogateescape keeps bytes that are not UTF-8 as they are, so the parser still reports them.
-    return data.decode("utf-8-sig", errors="surrogateescape")
-
-
 def slice_history(data: bytes) -> HistorySlices:
     """Group the rows of a history CSV by (kebab(gpu_name), liger_version)."""
-    reader = csv.reader(io.StringIO(_decode(data), newline=""))
+    text = bounded_text(data)  # a row over liger/csv.py's limits comes as one field: unattributable
+    reader = csv.reader(text)
     header = next(reader, None)
     if not header:
         return HistorySlices(partitions={})
