@@ -12,7 +12,7 @@ import json
 import os
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 PROG = "kernelindex-pipeline"
@@ -320,7 +320,6 @@ def _report(args: argparse.Namespace) -> int:
     import os
 
     from kernelindex_pipeline.reporting import build_report
-    from kernelindex_pipeline.reporting.regressions import detect_regressions
 
     settings = _detection_settings(args)
 
@@ -345,14 +344,16 @@ def _report(args: argparse.Namespace) -> int:
                 except (OSError, ValueError) as exc:
                     raise CommandError(f"{report_path}: {exc}") from None
         coverage = CoverageTable.of(import_reports).cells if import_reports else None
-        result = build_report(manifests, args.out, coverage=coverage, regressions=detect_regressions(manifests, settings))
+        # each file one source run, as `regressions --records` judges them
+        regressions = _detect_and_attribute(args, settings, records=args.records)
+        result = build_report(manifests, args.out, coverage=coverage, regressions=regressions)
     else:
         from kernelindex_pipeline.catalogue.store import CatalogueStore
 
         store = CatalogueStore.open(args.catalogue or os.environ.get("KERNELINDEX_CATALOGUE_URL") or None, read_only=True)
         try:
             manifests = list(store.manifests())
-            result = build_report(manifests, args.out, regressions=detect_regressions(manifests, settings))
+            result = build_report(manifests, args.out, regressions=_detect_and_attribute(args, settings, manifests=manifests))
         finally:
             store.close()
     print(result.summary_markdown)
@@ -377,6 +378,27 @@ def _detection_arguments(p: argparse.ArgumentParser) -> None:
     tests/test_cli.py checks these texts against Settings)."""
     p.add_argument("--alpha", type=float, help="significance level per series (default 0.001)")
     p.add_argument("--min-effect", type=float, help="smallest change reported, as a fraction (default 0.05 = 5%%)")
+    p.add_argument("--liger-git", metavar="DIR", default=os.environ.get("KERNELINDEX_LIGER_GIT") or None,
+                   help="a clone of Liger-Kernel (git clone --filter=blob:none --bare https://github.com/linkedin/Liger-Kernel "
+                   "DIR): changes name the commits between their runs, runs are ordered by their code "
+                   "(default: $KERNELINDEX_LIGER_GIT; without it, no commits are named)")
+
+
+def _detect_and_attribute(args: argparse.Namespace, settings, *, records: list[Path] | None = None,
+                          manifests: Iterable[dict] | None = None):
+    """Detection (each records file one source run, or the runs of a catalogue) with Liger's attribution;
+    what the attribution could not use (the clone, a commit) is printed as a note, detection goes on."""
+    from kernelindex_pipeline.liger.attribution import LigerAttribution
+    from kernelindex_pipeline.reporting.regressions import detect_in_record_files, detect_regressions
+
+    liger = LigerAttribution(args.liger_git)
+    if records is not None:
+        report = detect_in_record_files(records, settings, liger.adapters)
+    else:
+        report = detect_regressions(manifests or [], settings, liger.adapters)
+    for note in liger.attribute(report):
+        print(f"note: {note}", file=sys.stderr)
+    return report
 
 
 def _detection_settings(args: argparse.Namespace):
@@ -390,22 +412,18 @@ def _detection_settings(args: argparse.Namespace):
 
 
 def _regressions(args: argparse.Namespace) -> int:
-    from kernelindex_pipeline.reporting.regressions import (
-        RegressionInputError,
-        detect_in_record_files,
-        detect_regressions,
-    )
+    from kernelindex_pipeline.reporting.regressions import RegressionInputError
     from kernelindex_pipeline.reporting.regressions_page import write_regressions
 
     settings = _detection_settings(args)
     try:
         if args.records:
-            report = detect_in_record_files(args.records, settings)
+            report = _detect_and_attribute(args, settings, records=args.records)
         else:
             from kernelindex_pipeline.catalogue.store import CatalogueStore
 
             with CatalogueStore.open(args.catalogue or os.environ.get("KERNELINDEX_CATALOGUE_URL") or None) as store:
-                report = detect_regressions(store.manifests(), settings)
+                report = _detect_and_attribute(args, settings, manifests=store.manifests())
     except (RegressionInputError, ValueError) as exc:
         raise CommandError(str(exc)) from None
     paths = write_regressions(report, args.out)

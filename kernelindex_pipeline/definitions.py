@@ -17,9 +17,11 @@ from kernelindex_pipeline.defs import catalogue_assets
 from kernelindex_pipeline.defs.chain import IO_MANAGER_KEY, ChainValuesIOManager
 from kernelindex_pipeline.defs.resources import (
     CATALOGUE_URL_ENV,
+    LIGER_GIT_ENV,
     BenchmarkRunnerResource,
     CatalogueResource,
     GpuFleetResource,
+    LigerGitResource,
     LigerReleaseResource,
     RegressionSettingsResource,
 )
@@ -67,6 +69,7 @@ def build_definitions() -> Definitions:
             ),
             "fleet": GpuFleetResource(gpu_pools=_from_env("KERNELINDEX_GPU_POOLS")),
             "regression_settings": RegressionSettingsResource(),
+            "liger_git": LigerGitResource(path=_from_env(LIGER_GIT_ENV)),
         },
     )
 

@@ -16,7 +16,7 @@ from kernelindex_pipeline.defs.catalogue_assets import (
     catalogue_report,
     no_regressions,
 )
-from kernelindex_pipeline.defs.resources import CatalogueResource, RegressionSettingsResource
+from kernelindex_pipeline.defs.resources import CatalogueResource, LigerGitResource, RegressionSettingsResource
 from kernelindex_pipeline.records.io import load_manifests
 
 
@@ -28,7 +28,8 @@ def test_export_regressions_and_report_over_the_published_history(instance, reso
         "catalogue_report": {"config": {"out_dir": str(out / "report")}},
     }}
     detection = {"catalogue": CatalogueResource(url=sqlite_url),
-                 "regression_settings": RegressionSettingsResource(alpha=0.001, min_effect=0.05)}
+                 "regression_settings": RegressionSettingsResource(alpha=0.001, min_effect=0.05),
+                 "liger_git": LigerGitResource()}
     with DagsterInstance.ephemeral() as fresh:
         result = materialize(
             [catalogue_export, benchmark_regressions, benchmark_coverage, catalogue_report, no_regressions],
@@ -83,19 +84,23 @@ def test_regressions_asset_warns_on_a_slowdown_over_every_run(tmp_path, sqlite_u
     with DagsterInstance.ephemeral() as fresh:
         result = materialize([benchmark_regressions, no_regressions], instance=fresh,
                              resources={"catalogue": CatalogueResource(url=sqlite_url),
-                                        "regression_settings": RegressionSettingsResource()})
+                                        "regression_settings": RegressionSettingsResource(),
+                                        "liger_git": LigerGitResource(path=str(tmp_path / "no-clone"))})
     assert result.success
     (regressions,) = result.asset_materializations_for_node("benchmark_regressions")
     assert regressions.metadata["regressions"].value == 1 and regressions.metadata["series_judged"].value == 3
-    assert "| liger | rms_norm | forward | liger |" in regressions.metadata["table"].value
+    # the version label alone names no cause; the clone given is missing: a warning, detection goes on
+    assert "| unknown | rms_norm | forward | liger |" in regressions.metadata["table"].value
     (check,) = result.get_asset_check_evaluations()
     assert not check.passed and check.severity.value == "WARN" and check.metadata["regressions"].value == 1
+    assert check.description.startswith("0 slowdowns from 0 commits. Without a commit: 1 unknown.")
     # One settings object, one detection: with a minimum effect of 50 % the asset finds no slowdown, and the
     # check (which reads the asset's stored result instead of detecting again with defaults) agrees.
     with DagsterInstance.ephemeral() as fresh:
         lenient = materialize([benchmark_regressions, no_regressions], instance=fresh,
                               resources={"catalogue": CatalogueResource(url=sqlite_url),
-                                         "regression_settings": RegressionSettingsResource(min_effect=0.5)})
+                                         "regression_settings": RegressionSettingsResource(min_effect=0.5),
+                                         "liger_git": LigerGitResource()})
     (regressions,) = lenient.asset_materializations_for_node("benchmark_regressions")
     assert regressions.metadata["regressions"].value == 0 and regressions.metadata["settings"].value["minEffect"] == 0.5
     (check,) = lenient.get_asset_check_evaluations()

@@ -96,7 +96,7 @@ def test_toolchain_timeline_difference_and_its_file():
     again = ToolchainTimeline.from_yaml(timeline.to_yaml())
     assert again.difference(jan, feb) == timeline.difference(jan, feb) and again.refreshed == "2025-03-01"
     shipped = packaged_timeline()
-    assert {"torch", "triton", "transformers"} <= set(shipped.packages)
+    assert set(shipped.packages) == {"torch", "transformers"}  # triton follows torch's exact pin
     assert shipped.newest_at("torch", datetime(2025, 8, 10, tzinfo=UTC).timestamp())[0] == "2.8.0"
 
 
@@ -222,11 +222,62 @@ def test_commits_the_clone_lacks_leave_the_cause_unknown_with_a_note(liger, ci_s
     assert any("commit 2845fe8 is not in the clone" in n and "fetch" in n for n in attributor.notes)
 
 
-def test_without_a_clone_the_slice_still_gets_toolchain_causes(ci_slice):
+def test_without_a_clone_the_code_is_an_unexamined_cause_ranked_before_the_toolchain(ci_slice):
+    """No clone: where the code differs, `unknown` (the code was not looked at) takes the place of the kernel
+    and script causes; the toolchain difference from the timeline is still listed after it."""
     report = detect_in_record_files(ci_slice)
     attributor = LigerAttributor(None, packaged_timeline())
     attributor.attribute(report)
     assert {c.cause for c in report.changes} <= {attr.ENVIRONMENT, attr.HOST, attr.UNKNOWN}
-    assert any(c.cause == attr.ENVIRONMENT and any(t.get("package") == "torch" for t in c.causes[0].toolchain)
-               for c in report.changes)
+    flce = [c for c in report.changes if c.key.kernel == "fused_linear_cross_entropy" and c.key.provider == "liger"
+            and c.trend.sources[c.split.index] == "2845fe8"]
+    assert flce and all(c.cause == attr.UNKNOWN and "no Liger clone" in c.causes[0].note for c in flce)
+    # transformers 4.54.x was released between 5e8f12b (2025-07-18) and 2845fe8 (2025-08-01), torch 2.8.0 after
+    for change in flce:
+        [environment] = [e for e in change.causes[1:] if e.cause == attr.ENVIRONMENT]
+        assert {t["package"] for t in environment.toolchain} == {"transformers"}
     assert attributor.notes == ["no Liger clone given (--liger-git DIR): changes name no commits"]
+
+
+# --------------------------------------------------------------------------------- command line
+
+
+def test_runs_are_ordered_by_their_code_where_the_clone_knows_it(liger, tmp_path):
+    """A manual CI run of an older commit, measured last, belongs where its commit is."""
+    from kernelindex_pipeline.liger.attribution import LigerAttribution
+
+    flat = {("rms_norm", "liger", case): 100_000.0 for case in "abcd"}
+    labels = [liger.shas["base"], liger.shas["op"], liger.shas["script"], f"{liger.shas['base'][:10]}-v0.0.9"]
+    files = _record_files(tmp_path, [(label, flat) for label in labels])
+    by_time = detect_in_record_files(files)
+    assert [s.label for s in by_time.sources] == labels
+    by_code = detect_in_record_files(files, adapters=LigerAttribution(liger.path).adapters)
+    assert [s.label for s in by_code.sources] == [labels[0], labels[3], labels[1], labels[2]]
+    assert [s.code_ref for s in by_code.sources] == [liger.shas["base"], liger.shas["base"][:10], liger.shas["op"],
+                                                     liger.shas["script"]]
+
+
+def test_cli_names_the_commits_and_a_missing_clone_is_a_note(liger, tmp_path, capsys):
+    from kernelindex_pipeline.cli import main
+
+    (tmp_path / "runs").mkdir()
+    files = [str(p) for p in _record_files(tmp_path / "runs", _synthetic_runs(liger.shas))]
+    out = tmp_path / "with-git"
+    assert main(["regressions", "--records", *files, "--liger-git", str(liger.path), "--out", str(out)]) == 0
+    saved = json.loads((out / "regressions.json").read_text())
+    assert saved["counts"]["byCause"] == {"liger_kernel": 3, "benchmark_script": 4, "environment": 2, "host": 0, "unknown": 0}
+    [op] = [g for g in saved["groups"] if g["suspects"]["commits"] and g["suspects"]["commits"][0]["subject"] == "rms_norm: slower op (#101)"]
+    assert (op["cause"], op["changes"], op["before"]["codeRef"], op["after"]["codeRef"]) == (
+        "liger_kernel", 2, f"{liger.shas['base'][:12]}", liger.shas["op"])
+    page = (out / "regressions.html").read_text()
+    assert f'href="https://github.com/linkedin/Liger-Kernel/commit/{liger.shas["op"]}"' in page
+    assert "9 slowdowns from 4 commits" in page
+
+    capsys.readouterr()
+    out = tmp_path / "missing-clone"
+    assert main(["regressions", "--records", *files, "--liger-git", str(tmp_path / "nowhere"), "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "note: --liger-git" in err and "no such directory" in err and "detection goes on without commits" in err
+    saved = json.loads((out / "regressions.json").read_text())
+    assert saved["counts"]["changes"] == 9 and saved["counts"]["byCause"]["liger_kernel"] == 0
+    assert saved["attributionNotes"] and "no such directory" in saved["attributionNotes"][0]

@@ -52,13 +52,21 @@ def test_regressions_page_renders_in_chromium(tmp_path):
                                                                  width: img.getBoundingClientRect().width})),
                 host: !!document.querySelector('figure#host-effects img'),
                 hostRows: document.querySelectorAll('#host table tr').length - 1,
+                groups: Array.from(document.querySelectorAll('#by-commit details.change-group')).map(g => ({
+                    cause: g.dataset.cause, changes: Number(g.dataset.changeCount),
+                    rows: g.querySelectorAll('table tr').length - 1})),
+                byCommitSummary: document.querySelector('#by-commit p.summary')?.textContent || "",
             })""")
-            # the four causes, in order, each listing every one of its changes; charts for the first ones
-            assert [c["cause"] for c in seen["causes"]] == ["liger", "environment", "host", "unknown"]
+            # the five causes, in order, each listing every one of its changes; charts for the first ones
+            assert [c["cause"] for c in seen["causes"]] == ["liger_kernel", "benchmark_script", "environment", "host", "unknown"]
             assert sum(c["changes"] for c in seen["causes"]) == int(seen["body"]["changeCount"]) > 0
             for cause in seen["causes"]:
                 assert cause["rows"] == (cause["changes"] if cause["changes"] else -1)
                 assert cause["figures"] == min(cause["changes"], 24)
+            # grouped by (boundary, cause, suspects): every change in exactly one entry, each listing its series
+            assert seen["groups"] and sum(g["changes"] for g in seen["groups"]) == int(seen["body"]["changeCount"])
+            assert all(g["rows"] == g["changes"] for g in seen["groups"])
+            assert seen["byCommitSummary"].startswith("0 slowdowns from 0 commits")  # no clone: no commit named
             # every chart loaded and laid out; the host effects have their chart and their table
             assert seen["images"] and all(i["loaded"] and i["width"] > 100 for i in seen["images"])
             assert seen["host"] and seen["hostRows"] == int(seen["body"]["hostEffectCount"]) > 0

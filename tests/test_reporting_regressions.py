@@ -168,10 +168,12 @@ def test_causes_liger_environment_unknown_and_host():
     levels[2, 2:] *= 1.3  # nothing changes there
     report = detect_regressions(panel(levels, versions=versions, environments=environments))
     causes = {(c.key.kernel, c.trend.case_key): (c.cause, c.direction) for c in report.changes}
-    assert causes == {("kernel0", "case0"): ("liger", "slowdown"), ("kernel0", "case1"): ("environment", "speedup"),
+    # a different version label alone names no cause (issue 17: it was right for 2.4 % of changes); the
+    # commits between the runs do (liger/attribution.py, tests/test_liger_attribution.py)
+    assert causes == {("kernel0", "case0"): ("unknown", "slowdown"), ("kernel0", "case1"): ("environment", "speedup"),
                       ("kernel0", "case2"): ("unknown", "slowdown")}
-    [liger] = [c.to_dict() for c in report.changes if c.cause == "liger"]
-    assert (liger["before"]["ligerVersion"], liger["after"]["ligerVersion"]) == ("0.8.0", "0.9.0")
+    [labelled] = [c.to_dict() for c in report.changes if c.key.kernel == "kernel0" and c.trend.case_key == "case0"]
+    assert (labelled["before"]["ligerVersion"], labelled["after"]["ligerVersion"]) == ("0.8.0", "0.9.0")
 
     # every kernel of the class moves at run 5 and stays: the whole host moved, not 24 regressions of Liger
     levels = np.full((24, n), 100_000.0) * np.exp(np.tile([0.01, -0.01], (24, n // 2)))
@@ -212,7 +214,7 @@ def test_memory_series_are_judged_and_kept_apart_from_latency():
     assert len(report.trends) == 6
     [change] = report.changes
     d = change.to_dict()
-    assert (d["metric"], d["direction"], d["cause"], d["caseKey"]) == ("peak_memory", "slowdown", "liger", "a")
+    assert (d["metric"], d["direction"], d["cause"], d["caseKey"]) == ("peak_memory", "slowdown", "unknown", "a")
     assert d["magnitude"] == pytest.approx(1.5)
 
 
@@ -225,8 +227,8 @@ def test_sample_catalogue_runs_with_all_their_records():
                           version="0.8.0" if j < 3 else "0.8.1", timestamp=f"2025-0{j + 1}-01 00:00:00")
     report = detect_regressions(catalogue.manifests())
     [change] = report.changes
-    assert (change.key.provider, change.cause, change.direction) == ("liger", "liger", "slowdown")
-    assert report.has_regressions and "| liger | rms_norm |" in report.markdown()
+    assert (change.key.provider, change.cause, change.direction) == ("liger", "unknown", "slowdown")
+    assert report.has_regressions and "| unknown | rms_norm |" in report.markdown()
 
 
 def test_record_files_must_exist_and_hold_runs(tmp_path):
@@ -283,7 +285,9 @@ def test_real_runs_slow_host_is_a_host_effect(ci_result):
 def test_real_runs_layer_norm_945_speedup_between_0_6_3_and_0_6_4(ci_result):
     found = [c for c in ci_result["changes"] if c["kernel"] == "layer_norm" and c["mode"] == "backward"
              and c["provider"] == "liger" and c["before"]["ligerVersion"] == "0.6.3" and c["after"]["ligerVersion"] == "0.6.4"]
-    assert found and all(c["cause"] == "liger" and c["direction"] == "speedup" for c in found)
+    # no clone in the tests: the code differs (d5648bf -> 49e6353) but no commit could be listed
+    assert found and all(c["cause"] == "unknown" and c["direction"] == "speedup" for c in found)
+    assert all("no Liger clone" in c["causes"][0]["note"] for c in found)
     assert any("hidden8192" in c["caseKey"] and 0.55 <= c["magnitude"] <= 0.82 for c in found)
 
 
@@ -291,7 +295,7 @@ def test_real_runs_cpo_and_simpo_forward_drop_at_0_6_1(ci_result):
     for kernel in ("fused_linear_cpo_loss", "fused_linear_simpo_loss"):
         found = [c for c in ci_result["changes"] if c["kernel"] == kernel and c["mode"] == "forward"
                  and c["after"]["ligerVersion"] == "0.6.1" and c["before"]["ligerVersion"] == "0.6.0"]
-        assert found and all(c["cause"] == "liger" and c["magnitude"] < 0.05 for c in found)
+        assert found and all(c["cause"] == "unknown" and c["magnitude"] < 0.05 for c in found)
 
 
 def test_cli_usage_errors(tmp_path, capsys):
@@ -302,11 +306,11 @@ def test_cli_usage_errors(tmp_path, capsys):
 
 
 def test_changes_are_grouped_by_cause_and_sorted_by_magnitude(ci_result):
-    order = ["liger", "environment", "host", "unknown"]
+    order = ["liger_kernel", "benchmark_script", "environment", "host", "unknown"]
     causes = [order.index(c["cause"]) for c in ci_result["changes"]]
     assert causes == sorted(causes)
-    liger = [abs(math.log(c["magnitude"])) for c in ci_result["changes"] if c["cause"] == "liger"]
-    assert liger == sorted(liger, reverse=True)
+    unknown = [abs(math.log(c["magnitude"])) for c in ci_result["changes"] if c["cause"] == "unknown"]
+    assert len(unknown) > 1 and unknown == sorted(unknown, reverse=True)
 
 
 # ----------------------------------------------------------------------------- run facts and adapters

@@ -20,10 +20,16 @@ from dagster import (
 from pydantic import Field
 
 from kernelindex_pipeline.catalogue.export import export_bundle, export_jsonl
-from kernelindex_pipeline.defs.resources import CatalogueResource, RegressionSettingsResource, dagster_home
+from kernelindex_pipeline.defs.resources import (
+    CatalogueResource,
+    LigerGitResource,
+    RegressionSettingsResource,
+    dagster_home,
+)
 from kernelindex_pipeline.defs.sources import CHAINS
 from kernelindex_pipeline.liger.report import CoverageTable
 from kernelindex_pipeline.reporting import RegressionReport, build_report, detect_regressions
+from kernelindex_pipeline.reporting.attribution import check_message, group_changes
 
 
 class OutputDirConfig(Config):
@@ -65,15 +71,19 @@ def catalogue_export(context: AssetExecutionContext, config: OutputDirConfig, ca
 
 @asset(**CATALOGUE_WIDE)
 def benchmark_regressions(context: AssetExecutionContext, catalogue: CatalogueResource,
-                          regression_settings: RegressionSettingsResource) -> Output[RegressionReport]:
+                          regression_settings: RegressionSettingsResource,
+                          liger_git: LigerGitResource) -> Output[RegressionReport]:
     """Change points over every run of each series (kernel, mode, provider, workload, GPU, metric), with
     whole-run host effects taken out, and a cause per change (reporting/regressions.py). Series without
     enough runs are counted as insufficient, never as 'no regression'.
 
     Detected once, here: the result is this asset's value (stored by the IO manager), which its check and
     the report read, so the alert, the check and the page always show one judgement with one settings."""
+    liger = liger_git.attribution()  # each run's code and commit order; causes with their commits
     with catalogue.open() as store:
-        result = detect_regressions(store.manifests(), regression_settings.settings())
+        result = detect_regressions(store.manifests(), regression_settings.settings(), liger.adapters)
+    for note in liger.attribute(result):
+        context.log.warning(note)
     context.log.info(result.summary())
     return Output(result, metadata={
         "regressions": len(result.slowdowns),
@@ -83,6 +93,7 @@ def benchmark_regressions(context: AssetExecutionContext, catalogue: CatalogueRe
         "insufficient_data": len(result.insufficient),
         "settings": MetadataValue.json(result.to_dict()["settings"]),
         "table": MetadataValue.md(result.markdown()),
+        "by_commit": check_message(group_changes(result.changes)),
     })
 
 
@@ -93,7 +104,8 @@ def no_regressions(benchmark_regressions: RegressionReport) -> AssetCheckResult:
     return AssetCheckResult(
         passed=not result.slowdowns,
         severity=AssetCheckSeverity.WARN,
-        description=result.summary(),
+        # "N slowdowns from M commits: <sha> <subject> (n); ..." then the rest by cause
+        description=check_message(group_changes(result.changes)) + ". " + result.summary(),
         metadata={"regressions": len(result.slowdowns), "insufficient_data": len(result.insufficient)},
     )
 

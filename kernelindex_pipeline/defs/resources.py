@@ -57,6 +57,26 @@ class RegressionSettingsResource(ConfigurableResource):
         return Settings(alpha=self.alpha, min_effect=self.min_effect, min_segment=self.min_segment)
 
 
+LIGER_GIT_ENV = "KERNELINDEX_LIGER_GIT"
+
+
+class LigerGitResource(ConfigurableResource):
+    """A local clone of Liger-Kernel for attribution (`liger/attribution.py`): regression causes name the
+    commits between two runs, and runs are ordered by their code. Production keeps a blob-less clone and
+    refreshes it (README, "Regression detection")."""
+
+    path: str = Field(
+        default="",
+        description=(f"Directory of a Liger-Kernel clone (bare or not, full history). Empty: no commits are named. "
+                     f"Set it through the {LIGER_GIT_ENV} environment variable."),
+    )
+
+    def attribution(self):
+        from kernelindex_pipeline.liger.attribution import LigerAttribution
+
+        return LigerAttribution(self.path or None)
+
+
 class LigerReleaseResource(ConfigurableResource):
     """Where Liger-Kernel releases come from: the package index, through a content-addressed cache."""
 

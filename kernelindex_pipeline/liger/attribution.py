@@ -29,6 +29,7 @@ series; all answers are cached.
 
 from __future__ import annotations
 
+import os
 import re
 from collections import defaultdict
 from collections.abc import Iterable
@@ -112,7 +113,7 @@ class LigerAttributor:
     # ------------------------------------------------------------------------------ attribution
 
     def attribute(self, report: Any) -> None:
-        if self.history is None:
+        if self.history is None and not self.notes:
             self._note("no Liger clone given (--liger-git DIR): changes name no commits")
         footprint = _Footprint(report, self._is_liger)
         for change in report.changes:
@@ -130,18 +131,38 @@ class LigerAttributor:
             if not self._is_liger(t.key.provider):
                 evidence.pop(attr.LIGER_KERNEL, None)  # Liger's code does not time a baseline
             order = footprint.order(change, boundary)
+            unknown = attr.CauseEvidence(attr.UNKNOWN, note=self._unknown_note(report, boundary))
+            if not self._code_examined(report, boundary):
+                # the code may differ but no commit could be listed: Liger's code is a cause not looked at,
+                # ranked where the kernel and the script would be, never skipped in favour of the next one
+                at = min(order.index(attr.LIGER_KERNEL), order.index(attr.BENCHMARK_SCRIPT))
+                order = [c for c in order if c not in (attr.LIGER_KERNEL, attr.BENCHMARK_SCRIPT)]
+                order.insert(at, attr.UNKNOWN)
+                evidence[attr.UNKNOWN] = unknown
             ranked = [evidence[c] for c in order if c in evidence]
-            change.causes = ranked or [attr.CauseEvidence(attr.UNKNOWN, note=self._unknown_note(report, boundary))]
+            change.causes = ranked or [unknown]
             change.cause = change.causes[0].cause
         report.changes.sort(key=lambda c: (attr.CAUSES.index(c.cause), -abs(c.split.log_ratio), c.split.p_value))
+        report.attribution_notes = list(self.notes)
+
+    def _code_examined(self, report: Any, boundary: _Boundary) -> bool:
+        """Whether the commits between the two runs could be listed (or the code is the same)."""
+        before, after = report.sources[boundary.before], report.sources[boundary.after]
+        refs = (self.code_ref(before), self.code_ref(after))
+        if None not in refs and refs[0] == refs[1]:
+            return True
+        return None not in refs and all(self.commit_of(r, s.label) for r, s in zip(refs, (before, after), strict=True))
 
     def _unknown_note(self, report: Any, boundary: _Boundary) -> str:
         before, after = report.sources[boundary.before], report.sources[boundary.after]
         refs = (self.code_ref(before), self.code_ref(after))
         if None in refs:
-            return "the code of a run is not known (its source names no commit or tag)"
+            versions = f" (Liger {', '.join(sorted(before.versions))} → {', '.join(sorted(after.versions))})"
+            return "the code of a run is not known (its source names no commit or tag)" + versions
         if self.history is None:
-            return f"no Liger clone to list the commits {refs[0]}..{refs[1]}"
+            return f"no Liger clone to list the commits {refs[0]}..{refs[1]} (--liger-git DIR)"
+        if not self._code_examined(report, boundary):
+            return f"the clone lacks a commit of {refs[0]}..{refs[1]} (fetch it)"
         return f"no commit {refs[0]}..{refs[1]} touches this kernel, its script or the workflow; no toolchain change"
 
     def _is_liger(self, provider: str) -> bool:
@@ -262,3 +283,36 @@ def software_recorded(manifests: Iterable[dict[str, Any]]) -> set[str]:
 
 def _epoch(stamp: str) -> float:
     return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
+
+class LigerAttribution:
+    """Detection with Liger's facts and attribution, one per detection: open the clone (a clone that
+    cannot be used is a note, never an error), give detection the adapter that knows each run's code and
+    its commit order (`adapters`), then rank the causes of the result (`attribute`)."""
+
+    def __init__(self, clone: str | os.PathLike[str] | None) -> None:
+        from .run_facts import LigerRunFacts
+
+        self.notes: list[str] = []
+        self.history: LigerSourceHistory | None = None
+        if clone:
+            try:
+                self.history = LigerSourceHistory(clone)
+            except SourceHistoryError as exc:
+                self.notes.append(f"{exc}; detection goes on without commits")
+        self.adapter = LigerRunFacts(self.history)
+
+    @property
+    def adapters(self) -> dict[str, Any]:
+        from .runs import RUN_SOURCE
+
+        return {RUN_SOURCE: self.adapter}
+
+    def attribute(self, report: Any) -> list[str]:
+        from .toolchain import packaged_timeline
+
+        attributor = LigerAttributor(self.history, packaged_timeline(), self.adapter.software_recorded)
+        attributor.notes.extend(self.notes)
+        attributor.attribute(report)
+        return report.attribution_notes

@@ -24,18 +24,43 @@ class LigerRunFacts:
     """The adapter of one detection. A sweep's implementation pinned to the release it measured is, across
     releases, the series of its unpinned form (`builders.series_implementation_digest`): the pinned
     ImplementationRevisions are seen before their runs, and a run's implementation digest is the one its
-    series follows."""
+    series follows.
 
-    def __init__(self) -> None:
+    The code measured (`code_ref`): a records file named by a CI run directory (``2845fe8``,
+    ``7644a0f-v0.7.0``: a commit) or a release tag (``v0.6.3``), see `attribution.code_ref_of_label`. With
+    Liger's clone (`history`) a run's place on the run timeline (`order`) is its commit's time, so a manual
+    CI run of an older commit, measured later, sits where its code belongs; a commit the clone lacks keeps
+    the measurement time."""
+
+    def __init__(self, history: Any = None) -> None:
         self.series_implementation: dict[str, str] = {}
+        self.history = history  # a LigerSourceHistory, or None
+        self.software_recorded: set[str] = set()  # environment digests whose records name torch, triton, ...
+        self._code_ref: str | None = None
+        self._order: float | None = None
+
+    def enter_source(self, label: str | None) -> None:
+        from .attribution import code_ref_of_label
+
+        self._code_ref = code_ref_of_label(label) if label else None
+        self._order = None
+        if self._code_ref is not None and self.history is not None:
+            sha = self.history.resolve(self._code_ref)
+            self._order = float(self.history.commit_time(sha)) if sha else None
 
     def see(self, manifest: dict[str, Any]) -> None:
+        if manifest.get("kind") == "ExecutionEnvironment" and ((manifest.get("spec") or {}).get("software") or {}):
+            self.software_recorded.add(digest_of(manifest))  # attribution: these runs say what they ran
         if manifest.get("kind") == "ImplementationRevision" and (manifest.get("spec") or {}).get("projectRevision"):
             self.series_implementation[digest_of(manifest)] = series_implementation_digest(manifest)
 
     def facts(self, manifest: dict[str, Any]) -> RunFacts | str:
         facts = run_facts(manifest)
-        if isinstance(facts, str) or facts.implementation_digest not in self.series_implementation:
+        if isinstance(facts, str):
+            return facts
+        if self._code_ref is not None:
+            facts = dataclasses.replace(facts, code_ref=self._code_ref, order=self._order)
+        if facts.implementation_digest not in self.series_implementation:
             return facts
         return dataclasses.replace(facts, implementation_digest=self.series_implementation[facts.implementation_digest])
 

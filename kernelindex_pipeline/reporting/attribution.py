@@ -148,7 +148,8 @@ def check_message(groups: list[ChangeGroup], direction: str = "slowdown", limit:
     without a commit by cause."""
     commits = leading_commits(groups, direction)
     named = sorted(commits.values(), key=lambda item: -item[1])
-    text = f"{sum(n for _, n, _ in named)} {direction}s from {len(named)} commits"
+    total = sum(n for _, n, _ in named)
+    text = f"{total} {direction}{'' if total == 1 else 's'} from {len(named)} commit{'' if len(named) == 1 else 's'}"
     if named:
         text += ": " + "; ".join(f"{c.sha[:8]} {c.subject[:70]} ({n}{f', +{o} other suspects' if o else ''})"
                                  for c, n, o in named[:limit])

@@ -56,7 +56,7 @@ from .run_facts import PEAK_MEMORY, AdapterRegistry, FactsAdapter, facts_of
 
 SLOWDOWN = "slowdown"
 SPEEDUP = "speedup"
-CAUSES = ("liger", "environment", "host", "unknown")
+CAUSES = attribution.CAUSES  # liger_kernel, benchmark_script, environment, host, unknown
 SESSION_GAP_S = 30 * 60  # a sweep's rows are at most minutes apart (160 s on Liger's CI); runs are hours apart
 HOST_CAUSE_SHARE = 0.5
 
@@ -194,6 +194,7 @@ class RegressionReport:
     all_host_effects: list[tuple[SourceRun, int, float, float, int]]  # (run, class, log factor, se, groups)
     changes: list[Change]
     skipped: Counter = field(default_factory=Counter)  # runs without a usable value, by reason
+    attribution_notes: list[str] = field(default_factory=list)  # what the attributor could not use (a clone, a commit)
 
     @property
     def slowdowns(self) -> list[Change]:
@@ -262,6 +263,8 @@ class RegressionReport:
                          "ligerVersions": sorted(r.versions), "codeRef": r.code_ref} for r in self.sources],
             "hostEffects": [h.to_dict() for h in self.host_effects],
             "changes": [c.to_dict() for c in self.changes],
+            "groups": [g.to_dict() for g in attribution.group_changes(self.changes)],
+            "attributionNotes": list(self.attribution_notes),
             "insufficientSeries": _insufficient_summary(self.insufficient),
             "skippedRuns": dict(self.skipped),
         }
@@ -294,6 +297,7 @@ class _Observations:
         self.skipped: Counter = Counter()
 
     def add(self, manifests: Iterable[dict[str, Any]], source: str | None = None) -> None:
+        self.registry.enter(source)
         for manifest in manifests:
             if not isinstance(manifest, dict):
                 continue
@@ -516,9 +520,7 @@ def _detect(obs: _Observations, settings: Settings) -> RegressionReport:
         trends.append(trend)
         for split in splits:
             before, after = split.index - 1, split.index
-            if trend.versions[before] != trend.versions[after]:
-                changes.append(Change(trend, split, "liger"))
-            elif trend.environments[before] != trend.environments[after]:
+            if trend.environments[before] != trend.environments[after]:
                 changes.append(Change(trend, split, "environment"))
             else:
                 pending.append((trend, split))

@@ -26,6 +26,7 @@ import matplotlib.dates as mdates  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import matplotlib.ticker  # noqa: E402
 
+from .attribution import CauseEvidence, check_message, group_changes  # noqa: E402
 from .host_effects import CLASS_LABELS, MEMORY_CLASS, MIN_GROUPS  # noqa: E402
 from .regressions import CAUSES, PEAK_MEMORY, Change, RegressionReport  # noqa: E402
 
@@ -35,10 +36,12 @@ CHARTS_DIR = "regression-charts"
 MAX_CHARTS_PER_CAUSE = 24  # the rest of a cause's changes are listed in its table without a chart
 
 _CAUSE_TEXT = {
-    "liger": "the Liger version changes between the last run before and the first run after",
-    "environment": "the measured software (torch, triton, CUDA, driver) changes there",
+    "liger_kernel": "commits between the two runs' code touch the kernel (its op module, the modules it imports, its wrapper)",
+    "benchmark_script": "commits between the two runs' code touch its benchmark script or the shared benchmark utilities",
+    "environment": "the toolchain differs: measured (environment digests), or unpinned torch/triton/transformers "
+                   "released between the runs, or the benchmark workflow / its image changed",
     "host": "most kernels of that latency class moved the same way at the same run, and stayed",
-    "unknown": "nothing recorded changes there (rows of one Liger version are often different commits)",
+    "unknown": "nothing recorded or found changes there",
 }
 
 
@@ -98,6 +101,7 @@ def render_page(report: RegressionReport, charts_dir: Path) -> str:
     by_cause = report.by_cause()
     out.append('<nav id="causes">Changes by cause: ' + " · ".join(
         f'<a href="#cause-{c}">{c}: {len(by_cause[c])}</a>' for c in CAUSES) + "</nav>")
+    out.append(_groups_section(report))
     out.append(_host_section(report, charts_dir))
     for cause in CAUSES:
         out.append(_cause_section(cause, by_cause[cause], charts_dir))
@@ -111,6 +115,64 @@ def render_page(report: RegressionReport, charts_dir: Path) -> str:
                    + "</table></section>")
     out.append("</body></html>")
     return "\n".join(out)
+
+
+def _groups_section(report: RegressionReport) -> str:
+    """One entry per (boundary, cause, suspects): what changed, what changed it, and its series."""
+    groups = group_changes(report.changes)
+    out = [f'<section id="by-commit" data-group-count="{len(groups)}"><h2>What changed it</h2>',
+           f'<p class="summary">{_e(check_message(groups))}.</p>']
+    out += [f'<p class="note">{_e(note)}</p>' for note in report.attribution_notes]
+    for i, group in enumerate(groups):
+        d = group.to_dict()
+        shas = ",".join(c.sha for c in group.evidence.commits)
+        before, after = d["before"], d["after"]
+        out.append(f'<details class="change-group" data-cause="{group.cause}" data-change-count="{len(group.changes)}" '
+                   f'data-commits="{shas}"{" open" if i < 8 else ""}><summary><b>{_e(group.cause)}</b>: '
+                   f'{len(group.changes)} changes ({d["slowdowns"]} slower, {d["speedups"]} faster) between '
+                   f'{_e(before["source"])} ({_e(before["observedAt"][:10])}) and {_e(after["source"])} '
+                   f'({_e(after["observedAt"][:10])})</summary>')
+        out.append(_evidence_html(group.evidence))
+        if group.others:
+            out.append('<p class="note">Also possible: ' + "; ".join(_evidence_text(e) for e in group.others) + "</p>")
+        out.append("<table><tr><th>kernel</th><th>pass</th><th>provider</th><th>workload</th><th>metric</th><th>change</th></tr>"
+                   + "".join(f"<tr><td>{_e(s['kernel'])}</td><td>{_e(s['mode'])}</td><td>{_e(s['provider'])}</td>"
+                             f"<td>{_e(s['caseKey'])}</td><td>{_e(s['metric'])}</td>"
+                             f'<td class="num {s["direction"]}">×{s["magnitude"]:.3g}</td></tr>' for s in d["series"])
+                   + "</table></details>")
+    out.append("</section>")
+    return "\n".join(out)
+
+
+def _evidence_html(evidence: CauseEvidence) -> str:
+    out = []
+    if evidence.commits:
+        out.append("<ul class=\"suspects\">" + "".join(
+            f'<li><a href="{_e(c.url)}"><code>{_e(c.sha[:8])}</code></a> {_e(c.date[:10])} {_e(c.subject)} '
+            f'<span class="note">({_e(", ".join(c.files))})</span></li>' for c in evidence.commits) + "</ul>")
+    if evidence.diffstat:
+        out.append(f'<pre class="diffstat">{_e(evidence.diffstat)}</pre>')
+    if evidence.toolchain:
+        out.append('<p class="toolchain">Toolchain: ' + ", ".join(_e(_toolchain_text(t)) for t in evidence.toolchain) + "</p>")
+    if evidence.note:
+        out.append(f'<p class="note">{_e(evidence.note)}</p>')
+    return "\n".join(out)
+
+
+def _toolchain_text(step: dict[str, Any]) -> str:
+    if "measured" in step:
+        return str(step["measured"])
+    return f"{step['package']} {step.get('before') or '—'} → {step['after']} (released {str(step['released'])[:10]})"
+
+
+def _evidence_text(evidence: CauseEvidence) -> str:
+    parts = [evidence.cause]
+    if evidence.commits:
+        parts.append(", ".join(f"{c.sha[:8]} {c.subject[:60]}" for c in evidence.commits[:3])
+                     + (f" (+{len(evidence.commits) - 3})" if len(evidence.commits) > 3 else ""))
+    if evidence.toolchain:
+        parts.append(", ".join(_toolchain_text(t) for t in evidence.toolchain))
+    return _e(": ".join(parts))
 
 
 def _host_section(report: RegressionReport, charts_dir: Path) -> str:
@@ -205,7 +267,16 @@ def _caption(d: dict[str, Any]) -> str:
     return (f"<b>{_e(d['kernel'])}</b> {_e(d['mode'])} · {_e(d['provider'])} · {_e(d['gpu'])}<br>{_e(d['caseKey'])} · "
             f"{_e(d['metric'])}: <span class=\"{d['direction']}\">{d['direction']} ×{d['magnitude']:.3g}</span> "
             f"(95 % CI {d['ci95'][0]:.3g}–{d['ci95'][1]:.3g}), Liger {_e(d['before']['ligerVersion'])} → "
-            f"{_e(d['after']['ligerVersion'])}")
+            f"{_e(d['after']['ligerVersion'])}" + _suspect_caption(d))
+
+
+def _suspect_caption(d: dict[str, Any]) -> str:
+    causes = d.get("causes") or []
+    commits = causes[0]["commits"] if causes else []
+    if not commits:
+        return ""
+    return "<br>suspects: " + ", ".join(f'<a href="{_e(c["url"])}"><code>{_e(c["sha"][:8])}</code></a> {_e(c["subject"][:50])}'
+                                        for c in commits[:2]) + (f" (+{len(commits) - 2})" if len(commits) > 2 else "")
 
 
 def _trend_chart(change: Change, path: Path) -> None:

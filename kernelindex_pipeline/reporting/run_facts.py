@@ -71,6 +71,9 @@ class RunFactsAdapter(Protocol):
     def facts(self, manifest: dict[str, Any]) -> RunFacts | str:
         """The run facts of one BenchmarkRun, or why it cannot be used."""
 
+    # Optional: `enter_source(label: str | None)`, told before the records of one source run given as a
+    # whole (a records file, e.g. `2845fe8/records.jsonl`: its label may name the code measured).
+
 
 FactsFunction = Callable[[dict[str, Any]], "RunFacts | str"]
 FactsAdapter = RunFactsAdapter | FactsFunction  # a plain function: an adapter that needs no other record
@@ -151,6 +154,13 @@ class AdapterRegistry:
     def see(self, manifest: dict[str, Any]) -> None:
         for adapter in self._distinct:
             adapter.see(manifest)
+
+    def enter(self, label: str | None) -> None:
+        """The records that follow are one source run named `label` (None: runs of a catalogue)."""
+        for adapter in self._distinct:
+            enter = getattr(adapter, "enter_source", None)
+            if enter is not None:
+                enter(label)
 
     def get(self, source: str) -> RunFactsAdapter | None:
         return self._adapters.get(source)
