@@ -282,7 +282,7 @@ def _import_ci(args: argparse.Namespace) -> int:
 
 def _export_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--catalogue", metavar="URL", help="SQLAlchemy URL (default: $KERNELINDEX_CATALOGUE_URL, else the embedded catalogue under DAGSTER_HOME)")
-    p.add_argument("--out", type=Path, required=True, metavar="DIR", help="writes the JSON Lines export, its manifest and the YAML bundle")
+    p.add_argument("--out", type=Path, required=True, metavar="DIR", help="writes the JSON Lines export, its manifest, the YAML bundle and efficiency.jsonl")
 
 
 def _export(args: argparse.Namespace) -> int:
@@ -290,17 +290,20 @@ def _export(args: argparse.Namespace) -> int:
 
     from kernelindex_pipeline.catalogue.export import export_bundle, export_jsonl
     from kernelindex_pipeline.catalogue.store import CatalogueStore
+    from kernelindex_pipeline.reporting.efficiency import export_sidecar
 
     url = args.catalogue or os.environ.get("KERNELINDEX_CATALOGUE_URL") or None
     store = CatalogueStore.open(url, read_only=True)
     try:
         jsonl = export_jsonl(store, args.out)  # checks the catalogue's integrity first
         bundle = export_bundle(store, args.out)
+        sidecar = export_sidecar(store.manifests(), args.out)
     finally:
         store.close()
     print(f"{jsonl.records} records from {store.safe_url}")
     print(f"{jsonl.path} (sha256 {jsonl.sha256}), manifest {jsonl.manifest_path}")
     print(f"{bundle.path}")
+    print(f"{sidecar} (derived efficiency figures, beside the records)")
     return 0
 
 

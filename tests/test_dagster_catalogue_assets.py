@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from dagster import DagsterInstance, materialize
 from test_dagster_history import _materialize_all, instance, resources  # noqa: F401 (fixtures)
 
@@ -14,6 +15,7 @@ from kernelindex_pipeline.defs.catalogue_assets import (
     benchmark_regressions,
     catalogue_export,
     catalogue_report,
+    efficiency_table,
     no_regressions,
 )
 from kernelindex_pipeline.defs.resources import CatalogueResource, LigerGitResource, RegressionSettingsResource
@@ -105,3 +107,27 @@ def test_regressions_asset_warns_on_a_slowdown_over_every_run(tmp_path, sqlite_u
     assert regressions.metadata["regressions"].value == 0 and regressions.metadata["settings"].value["minEffect"] == 0.5
     (check,) = lenient.get_asset_check_evaluations()
     assert check.passed and check.metadata["regressions"].value == 0
+
+
+@pytest.mark.slow
+def test_efficiency_table_asset_over_the_published_history(instance, resources, tmp_path, sqlite_url):  # noqa: F811
+    """rms_norm's history runs get a percent of peak (H100, A100) written beside the records, never into them."""
+    from kernelindex_pipeline.catalogue.store import CatalogueStore
+    from kernelindex_pipeline.records.canonical import digest_of
+    from kernelindex_pipeline.reporting.efficiency import read_sidecar
+
+    assert _materialize_all(instance, resources).success
+    with CatalogueStore.open(sqlite_url) as store:
+        before = sorted(digest_of(m) for m in store.manifests())
+    with DagsterInstance.ephemeral() as fresh:
+        result = materialize([efficiency_table], instance=fresh, resources={"catalogue": CatalogueResource(url=sqlite_url)},
+                             run_config={"ops": {"efficiency_table": {"config": {"out_dir": str(tmp_path / "eff")}}}})
+    assert result.success
+    (table,) = result.asset_materializations_for_node("efficiency_table")
+    sidecar = read_sidecar(table.metadata["sidecar"].value)
+    with_figures = [r for r in sidecar.runs.values() if r.pct_of_peak is not None]
+    assert table.metadata["runs_with_figures"].value == len(with_figures) > 0
+    assert {r.kernel for r in with_figures} == {"rms_norm"} and {r.bound for r in with_figures} == {"bytes"}
+    assert "| rms_norm |" in table.metadata["least_efficient"].value
+    with CatalogueStore.open(sqlite_url) as store:
+        assert sorted(digest_of(m) for m in store.manifests()) == before

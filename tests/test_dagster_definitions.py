@@ -57,6 +57,7 @@ def test_asset_graph_snapshot(defs):
         "benchmark_coverage": {"deps": publications, "partitioned": False},
         # the report shows the regressions asset's stored result (detected once)
         "catalogue_report": {"deps": sorted([*publications, "benchmark_regressions"]), "partitioned": False},
+        "efficiency_table": {"deps": publications, "partitioned": False},
     }
 
 

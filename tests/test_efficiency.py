@@ -191,3 +191,46 @@ def test_sidecar_round_trips(tmp_path):
     (tmp_path / "bad.jsonl").write_text('{"kind": "something else"}\n')
     with pytest.raises(ValueError, match="line 1"):
         read_sidecar(tmp_path / "bad.jsonl")
+
+
+@pytest.mark.slow
+def test_export_carries_the_figures_in_a_sidecar_not_in_the_records(tmp_path, sqlite_url):
+    import os
+    import subprocess
+    import sys
+
+    from kernelindex_pipeline.catalogue.store import CatalogueStore
+    from kernelindex_pipeline.records.io import load_manifests
+
+    manifests = _ci_slice_manifests()
+    with CatalogueStore.open(sqlite_url) as store:
+        store.publish(manifests, partition="ci|0.7.0")
+    out = tmp_path / "export"
+    completed = subprocess.run([sys.executable, "-W", "ignore", "-m", "kernelindex_pipeline.cli", "export",
+                                "--catalogue", sqlite_url, "--out", str(out)], capture_output=True, text=True,
+                               timeout=600, env=dict(os.environ))
+    assert completed.returncode == 0, completed.stderr
+    exported = {digest_of(m) for _, m in load_manifests(out / "kernelindex-catalogue.jsonl")}
+    assert exported == {digest_of(m) for m in manifests}
+    assert "pctOfPeak" not in (out / "kernelindex-catalogue.jsonl").read_text()
+    sidecar = read_sidecar(out / "efficiency.jsonl")
+    assert set(sidecar.runs) <= exported and any(r.pct_of_peak for r in sidecar.runs.values())
+
+
+def test_regressions_page_says_how_a_change_moved_efficiency(tmp_path):
+    from kernelindex_pipeline.reporting.regressions import detect_regressions
+    from kernelindex_pipeline.reporting.regressions_page import write_regressions
+
+    catalogue = SampleCatalogue()
+    for sweep in range(6):  # Liger 30 % slower from the fourth sweep (a new version) on; torch unchanged
+        for provider in ("liger", "torch"):
+            slower = 1.3 if provider == "liger" and sweep >= 3 else 1.0
+            softmax_run(catalogue, 65536, 4096, int(1_000_000 * slower * (1 + 0.004 * (sweep % 2))), provider=provider,
+                        version="0.8.0" if sweep < 3 else "0.8.1", timestamp=f"2025-0{sweep + 1}-01 00:00:00")
+    manifests = catalogue.manifests()
+    regressions = detect_regressions(manifests)
+    assert len(regressions.slowdowns) == 1
+    page = write_regressions(regressions, tmp_path, efficiency=derive_efficiency(manifests)).page.read_text()
+    # 2 GiB in ~1.002 ms = 64 % of 3.35 TB/s before, in ~1.302 ms = 49 % after
+    assert "64 % → 49 % of peak" in page
+    assert "of peak" not in write_regressions(regressions, tmp_path / "plain").page.read_text()

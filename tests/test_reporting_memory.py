@@ -11,6 +11,7 @@ import pytest
 from kernelindex_pipeline.liger.report import CoverageCell
 from kernelindex_pipeline.reporting import build_report
 from kernelindex_pipeline.reporting.charts import (
+    EFFICIENCY,
     LATENCY,
     MEMORY,
     SAVING,
@@ -274,7 +275,8 @@ def test_memory_rows_imported_from_csv_make_memory_charts(tmp_path):
     [line] = render_chart(saving, tmp_path / "s.svg", colors)
     assert line.ys == pytest.approx([(1 - 12.5390625 / 80.01953125) * 100, (1 - 25.0703125 / 160.03125) * 100])
     page = parse(build_report(manifests, tmp_path / "report").path)
-    assert [f["data-chart-kind"] for f in page.figures] == [LATENCY, MEMORY, SAVING, SPEEDUP]
+    # rms_norm has a cost model: the sweep's efficiency chart comes last (reporting/efficiency.py)
+    assert [f["data-chart-kind"] for f in page.figures] == [LATENCY, MEMORY, SAVING, SPEEDUP, EFFICIENCY]
 
 
 def test_model_config_rows_imported_from_csv_make_categorical_charts(tmp_path):

@@ -30,10 +30,25 @@ from kernelindex_pipeline.defs.sources import CHAINS
 from kernelindex_pipeline.liger.report import CoverageTable
 from kernelindex_pipeline.reporting import RegressionReport, build_report, detect_regressions
 from kernelindex_pipeline.reporting.attribution import check_message, group_changes
+from kernelindex_pipeline.reporting.efficiency import (
+    DEFAULT_LOW_THRESHOLD,
+    IMPLAUSIBLE_FLAGS,
+    derive_efficiency,
+    export_sidecar,
+    rank_by_efficiency,
+    table_markdown,
+    write_sidecar,
+)
+from kernelindex_pipeline.reporting.series import RecordIndex, build_series
 
 
 class OutputDirConfig(Config):
     out_dir: str = Field(default="", description="Where to write; empty: a folder under DAGSTER_HOME.")
+
+
+class EfficiencyConfig(OutputDirConfig):
+    low_threshold: float = Field(default=DEFAULT_LOW_THRESHOLD, gt=0, le=1,
+                                 description="A plausible reading below this fraction of peak is 'low efficiency'.")
 
 
 GROUP = "catalogue"
@@ -53,11 +68,13 @@ def _out(config: OutputDirConfig, name: str) -> Path:
 @asset(**CATALOGUE_WIDE)
 def catalogue_export(context: AssetExecutionContext, config: OutputDirConfig, catalogue: CatalogueResource) -> MaterializeResult:
     """The whole catalogue as files: JSON Lines (one canonical manifest per line) with its small
-    manifest file, and a multi-document YAML submission bundle that `validate` accepts."""
+    manifest file, a multi-document YAML submission bundle that `validate` accepts, and the derived
+    efficiency figures in a sidecar file beside them (efficiency.jsonl, never in the records)."""
     out = _out(config, "exports")
     with catalogue.open() as store:
         jsonl = export_jsonl(store, out)
         bundle = export_bundle(store, out)
+        sidecar = export_sidecar(store.manifests(), out)
     context.log.info(f"exported {jsonl.records} records to {out}")
     return MaterializeResult(
         metadata={
@@ -65,6 +82,7 @@ def catalogue_export(context: AssetExecutionContext, config: OutputDirConfig, ca
             "jsonl": MetadataValue.path(str(jsonl.path)),
             "jsonl_sha256": jsonl.sha256,
             "bundle": MetadataValue.path(str(bundle.path)),
+            "efficiency_sidecar": MetadataValue.path(str(sidecar)),
         }
     )
 
@@ -162,5 +180,31 @@ def benchmark_coverage(context: AssetExecutionContext, catalogue: CatalogueResou
     )
 
 
-ALL = [catalogue_export, benchmark_regressions, benchmark_coverage, catalogue_report]
+@asset(**CATALOGUE_WIDE)
+def efficiency_table(context: AssetExecutionContext, config: EfficiencyConfig, catalogue: CatalogueResource) -> MaterializeResult:
+    """Percent of peak of every latency run in the catalogue (its workload's minimum bytes or FLOPs per
+    second against the GPU's datasheet peak and a sweep's measured ceiling, reporting/efficiency.py),
+    written as the efficiency.jsonl sidecar, and the least efficient (kernel, pass) per GPU."""
+    out = _out(config, "efficiency")
+    with catalogue.open() as store:
+        index = RecordIndex(store.manifests())
+    report = derive_efficiency(index, low_threshold=config.low_threshold)
+    rows = rank_by_efficiency(build_series(index), report)
+    path = write_sidecar(report, out)
+    counts = report.counts()
+    context.log.info(f"efficiency of {counts.get('ok', 0)} runs written to {path}")
+    return MaterializeResult(
+        metadata={
+            "runs_with_figures": counts.get("ok", 0),
+            "no_cost_model": counts.get("no cost model", 0),
+            "no_peak": counts.get("no peak", 0),
+            "low_efficiency": counts.get("low-efficiency", 0),
+            "implausible": sum(1 for r in report.runs.values() if any(f in IMPLAUSIBLE_FLAGS for f in r.flags)),
+            "sidecar": MetadataValue.path(str(path)),
+            "least_efficient": MetadataValue.md(table_markdown(rows)),  # implausible readings last, flagged
+        }
+    )
+
+
+ALL = [catalogue_export, benchmark_regressions, benchmark_coverage, catalogue_report, efficiency_table]
 CHECKS = [no_regressions]

@@ -15,7 +15,11 @@ pass (forward, backward, full):
 - memory-saving: Liger's peak-memory saving over each baseline,
   (baseline - Liger) / baseline in percent (> 0: Liger needs less), paired the same way;
 - versions: the Liger providers' latency at every Liger version measured
-  (only drawn when the sweep has two versions or more).
+  (only drawn when the sweep has two versions or more);
+- efficiency: percent of the GPU's datasheet peak (reporting/efficiency.py) against the swept axis for
+  every provider at its latest Liger version, the implausible region (above 100 %) shaded, workloads
+  whose re-read set fits in L2 shaded too and their points hollow (only drawn where a cost model and a
+  peak give figures).
 
 Figures use the object API (no pyplot state) and the Agg/SVG canvases only.
 """
@@ -32,9 +36,11 @@ import matplotlib
 matplotlib.use("Agg")  # never try a GUI backend (the report is built headless)
 
 from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
 
 from kernelindex_pipeline.records.names import kebab  # noqa: E402
 
+from .efficiency import FLAG_L2, IMPLAUSIBLE_FLAGS, EfficiencyReport, RunEfficiency  # noqa: E402
 from .series import (  # noqa: E402
     LATENCY_METRIC,
     MODE_ORDER,
@@ -48,7 +54,8 @@ from .series import (  # noqa: E402
 )
 
 LATENCY, MEMORY, SPEEDUP, SAVING, VERSIONS = "latency", "memory", "speedup", "memory-saving", "versions"
-CHART_KINDS = (LATENCY, MEMORY, SPEEDUP, SAVING, VERSIONS)
+EFFICIENCY = "efficiency"
+CHART_KINDS = (LATENCY, MEMORY, SPEEDUP, SAVING, VERSIONS, EFFICIENCY)
 ACCOUNTING_KINDS = {LATENCY: LATENCY_METRIC, MEMORY: PEAK_MEMORY_METRIC}  # charts that account for series
 
 _RC = {
@@ -74,6 +81,7 @@ class Chart:
     owned_series: list[Series] = field(default_factory=list)  # series this chart accounts for (latency, memory)
     filename: str = ""
     caption: str = ""
+    efficiency: EfficiencyReport | None = None  # the run facts an efficiency chart draws
 
     @property
     def modes(self) -> list[str]:
@@ -112,11 +120,13 @@ def _mode_rank(mode: str) -> tuple[int, str]:
     return (MODE_ORDER.index(mode) if mode in MODE_ORDER else len(MODE_ORDER), mode)
 
 
-def plan_charts(series_set: SeriesSet, memory_set: SeriesSet | None = None) -> dict[str, list[ChartGroup]]:
+def plan_charts(series_set: SeriesSet, memory_set: SeriesSet | None = None,
+                efficiency: EfficiencyReport | None = None) -> dict[str, list[ChartGroup]]:
     """Which charts the report holds: kernel -> groups (one per environment), with file names.
 
     `series_set` holds latency series, `memory_set` (optional) peak-memory series; both metrics of
     one kernel and GPU share the sweeps, so a sweep's memory charts sit next to its latency charts.
+    `efficiency` (optional) adds a sweep's efficiency chart where its latency runs have figures.
     """
     by_kernel: dict[str, list[Series]] = defaultdict(list)
     for s in [*series_set, *(memory_set or [])]:
@@ -152,6 +162,10 @@ def plan_charts(series_set: SeriesSet, memory_set: SeriesSet | None = None) -> d
                 liger = [s for s in by_metric[LATENCY_METRIC] if s.role == "liger"]
                 if len({p.version for s in liger for p in s.points}) >= 2:
                     charts.append(_chart(VERSIONS, group, sweep, liger))
+                with_figures = [s for s in by_metric[LATENCY_METRIC] if _efficiency_of(efficiency, s) is not None]
+                if with_figures:
+                    charts.append(_chart(EFFICIENCY, group, sweep, with_figures))
+                    charts[-1].efficiency = efficiency
                 for c in charts:
                     counter += 1
                     c.filename = f"{kebab(kernel)}-{counter:03d}-{c.kind}.svg"
@@ -231,6 +245,9 @@ def _caption(chart: Chart) -> str:
         SAVING: f"Peak-memory saving of Liger over baselines against {axis} ((baseline − Liger) / baseline; "
                 ">0 = Liger needs less memory)",
         VERSIONS: f"Liger latency against {axis} for every Liger version measured",
+        EFFICIENCY: f"Percent of the datasheet peak against {axis} (HBM bandwidth or dense FLOP/s, whichever bounds "
+                    "the kernel), latest Liger version per series; shaded: implausible (above peak, or the re-read "
+                    "set fits in L2: hollow points)",
     }[chart.kind]
     return f"{what} · {chart.gpu} · {sweep.label()}"
 
@@ -323,7 +340,7 @@ def render_chart(chart: Chart, path: Path, colors: dict[str, str]) -> list[Drawn
     with matplotlib.rc_context(_RC):
         figure, panels = _new_figure(chart)
         draw = {LATENCY: _draw_latency, MEMORY: _draw_memory, SPEEDUP: _draw_speedup, SAVING: _draw_saving,
-                VERSIONS: _draw_versions}[chart.kind]
+                VERSIONS: _draw_versions, EFFICIENCY: _draw_efficiency}[chart.kind]
         handles = draw(chart, panels, colors, lines)
         if handles:
             legend = figure.legend(handles=handles, loc="upper right", fontsize=8, frameon=False,
@@ -441,4 +458,51 @@ def _draw_versions(chart: Chart, panels, colors, lines) -> list:
         if xs_all:
             _scale_x(ax, chart.sweep, xs_all)
         ax.set_ylim(bottom=0)
+    return [handles[k] for k in sorted(handles)]
+
+
+def _efficiency_of(report: EfficiencyReport | None, series: Series) -> RunEfficiency | None:
+    """The efficiency facts of a latency series' latest point, when they give a percent of peak."""
+    if report is None or series.latest is None:
+        return None
+    facts = report.runs.get(series.latest.run_digest)
+    return facts if facts is not None and facts.pct_of_peak is not None else None
+
+
+def _draw_efficiency(chart: Chart, panels, colors, lines) -> list:
+    """One line per provider and pass: % of the datasheet peak at each series' latest Liger version."""
+    handles = {}
+    for ax, mode in panels:
+        in_mode = [(s, _efficiency_of(chart.efficiency, s)) for s in chart.series if s.mode == mode]
+        in_mode = [(s, f) for s, f in in_mode if f is not None]
+        xs_all, top = [], 100.0
+        for provider in sorted({s.provider for s, _ in in_mode}):
+            line = sorted(((chart.sweep.x_of(s.workload), s, f) for s, f in in_mode if s.provider == provider),
+                          key=lambda xsf: xsf[0])
+            xs = [x for x, _, _ in line]
+            ys = [f.pct_of_peak for _, _, f in line]
+            xs_all += xs
+            top = max(top, *ys)
+            first = line[0][1]
+            label = f"{first.provider_title} ({provider})" if first.provider_title != provider else provider
+            handles[label] = _plot(ax, mode, lines, xs, ys, color=colors[provider], label=label,
+                                   linestyle="--" if first.role == "baseline" else "-")
+            hollow = [(x, y) for (x, _, f), y in zip(line, ys, strict=True) if any(g in IMPLAUSIBLE_FLAGS for g in f.flags)]
+            if hollow:
+                ax.scatter(*zip(*hollow, strict=True), s=40, facecolors="white", edgecolors=colors[provider], zorder=3)
+        resident = sorted({x for x, s, f in ((chart.sweep.x_of(s.workload), s, f) for s, f in in_mode)
+                           if FLAG_L2 in f.flags})
+        for x in resident:  # the workloads whose re-read set fits in L2: the whole column is implausible
+            ax.axvspan(x * 0.9 if chart.sweep.categories is None else x - 0.4,
+                       x * 1.1 if chart.sweep.categories is None else x + 0.4, color="#9a6700", alpha=0.12, linewidth=0)
+        ax.axhspan(100, max(top * 1.08, 110), color="#cf222e", alpha=0.10, linewidth=0)
+        ax.axhline(100, color="#cf222e", linewidth=0.8, alpha=0.6)
+        ax.set_ylabel("% of datasheet peak")
+        if resident:
+            handles["~implausible: re-read set fits in L2"] = Patch(color="#9a6700", alpha=0.25,
+                                                                    label="implausible: fits in L2")
+        handles["~implausible: above peak"] = Patch(color="#cf222e", alpha=0.2, label="implausible: above peak")
+        if xs_all:
+            _scale_x(ax, chart.sweep, xs_all)
+        ax.set_ylim(0, max(top * 1.08, 110))
     return [handles[k] for k in sorted(handles)]

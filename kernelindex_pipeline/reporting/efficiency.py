@@ -37,7 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from kernelindex_pipeline.liger import identity
 from kernelindex_pipeline.liger.costs import BYTES, Cost, CostModels, NoCost, cost_of, default_cost_models
 
-from .series import LATENCY_METRIC, RecordIndex, run_metric
+from .series import LATENCY_METRIC, RecordIndex, Series, run_metric
 
 DEFAULT_LOW_THRESHOLD = 0.30  # a plausible reading below 30 % of peak is "low efficiency"
 L2_LABEL = "l2_cache_bytes"  # ExecutionEnvironment metadata label a sweep host's reported L2 size is in
@@ -167,6 +167,13 @@ class EfficiencyReport:
     runs: dict[str, RunEfficiency]  # run digest -> facts
     low_threshold: float = DEFAULT_LOW_THRESHOLD
     measured: dict[tuple[str, str], float] = field(default_factory=dict)  # (environment, bound) -> ceiling
+    _by_series: dict | None = field(default=None, repr=False, compare=False)
+
+    def series_facts(self) -> dict[tuple[str, str, str, str, str], RunEfficiency]:
+        """(kernel, pass, provider, workload digest, GPU slug) -> the facts of one of its runs (cached)."""
+        if self._by_series is None:
+            self._by_series = {(r.kernel, r.mode, r.provider, r.workload, r.gpu): r for r in self.runs.values()}
+        return self._by_series
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = defaultdict(int)
@@ -315,6 +322,14 @@ def write_sidecar(report: EfficiencyReport, out_dir: str | os.PathLike[str]) -> 
     return path
 
 
+def export_sidecar(manifests: Iterable[dict[str, Any]], out_dir: str | os.PathLike[str], *,
+                   low_threshold: float = DEFAULT_LOW_THRESHOLD) -> Path:
+    """The derived figures of an export (`export`, the catalogue_export asset): `efficiency.jsonl` beside
+    the export's files, so the records themselves stay exactly as published."""
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
+    return write_sidecar(derive_efficiency(manifests, low_threshold=low_threshold), out_dir)
+
+
 def read_sidecar(path: str | os.PathLike[str]) -> EfficiencyReport:
     """Parse what `write_sidecar` wrote; ValueError naming the file and line otherwise."""
     runs: dict[str, RunEfficiency] = {}
@@ -329,3 +344,65 @@ def read_sidecar(path: str | os.PathLike[str]) -> EfficiencyReport:
                 raise ValueError(f"{path}: line {number}: {error}") from error
             runs[facts.run] = facts
     return EfficiencyReport(runs, float(header.get("lowThreshold", DEFAULT_LOW_THRESHOLD)))
+
+
+# ----------------------------------------------------------------------------- the ranking table
+
+@dataclass(frozen=True)
+class TableRow:
+    """One (GPU, kernel, pass, provider): its largest workload's newest run."""
+
+    gpu: str  # display name
+    facts: RunEfficiency
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"gpuName": self.gpu, **self.facts.to_dict()}
+
+
+def rank_by_efficiency(series: Iterable[Series], report: EfficiencyReport, *, roles: tuple[str, ...] = ("liger",)
+                     ) -> list[TableRow]:
+    """Per GPU, kernel, pass and provider (of `roles`), the efficiency of its largest workload (most work)
+    at its newest Liger version; ordered by GPU, then plausible readings from the least efficient up,
+    then implausible ones. Runs without a figure (no cost model, no peak) are left out."""
+    best: dict[tuple[str, str, str, str], tuple[tuple, str, RunEfficiency]] = {}
+    for s in series:
+        facts = report.runs.get(s.latest.run_digest) if s.latest and s.role in roles else None
+        if facts is None or facts.pct_of_peak is None:
+            continue
+        work = facts.bytes if facts.bound == BYTES else facts.flops
+        rank = (work or 0, facts.observed_at, facts.run)
+        key = (s.gpu_slug, s.kernel, s.mode, s.provider)
+        if key not in best or rank > best[key][0]:
+            best[key] = (rank, s.gpu, facts)
+    rows = [TableRow(gpu, facts) for _, gpu, facts in best.values()]
+    rows.sort(key=lambda r: (r.gpu, not r.facts.plausible, r.facts.pct_of_peak, r.facts.kernel, r.facts.mode,
+                             r.facts.provider))
+    return rows
+
+
+def table_markdown(rows: list[TableRow], limit: int = 30) -> str:
+    lines = ["| GPU | kernel | pass | provider | workload | achieved | % of peak | flags |",
+             "| --- | --- | --- | --- | --- | ---: | ---: | --- |"]
+    for row in rows[:limit]:
+        f = row.facts
+        lines.append(f"| {row.gpu} | {f.kernel} | {f.mode} | {f.provider} | {f.case_key} | "
+                     f"{f.achieved / TERA:.3g} {f.unit} | {f.pct_of_peak:.0f} % | {', '.join(f.flags)} |")
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------- a change's efficiency
+
+def format_pct(value: float) -> str:
+    """A percent of peak as the page shows it: one decimal under 10 % (0.4 %, 8.2 %), else whole."""
+    return f"{value:.1f} %" if value < 10 else f"{value:.0f} %"
+
+
+def change_efficiency(report: EfficiencyReport, kernel: str, mode: str, provider: str, workload: str, gpu: str,
+                      before_ns: float, after_ns: float) -> tuple[float, float] | None:
+    """(% of peak before, after) of a latency change of one series, from its levels on either side; None
+    where the series has no figure (every run of a series shares its work and its peak)."""
+    facts = report.series_facts().get((kernel, mode, provider, workload, gpu))
+    if facts is None or facts.pct_of_peak is None:
+        return None
+    scale = facts.pct_of_peak * facts.latency_ns
+    return scale / before_ns, scale / after_ns

@@ -13,6 +13,10 @@ Readable from the file system without a server. Machine-checkable structure
   latency chart, each peak-memory series by one memory chart), so summing them per kernel gives the
   kernel's series count; a sweep's memory charts follow its latency chart;
 - regressions as ``<tr class="regression">`` rows (table ``#regressions``) and per kernel;
+- ``<section id="efficiency-section">``: per GPU a ``<table class="efficiency-ranking">`` of ``<tr
+  class="efficiency" data-gpu data-kernel data-mode data-provider data-pct data-flags>`` rows, one per kernel,
+  pass and Liger provider (largest workload, newest run), least efficient first, implausible readings in a
+  folded table after it; ``efficiency.jsonl`` (reporting/efficiency.py's sidecar) next to the page;
 - with coverage input, ``<table id="coverage">`` with one ``<tr class="coverage" data-kernel data-provider
   data-mode data-gpu data-version data-rows data-runs data-skipped>`` per import cell.
 """
@@ -35,6 +39,7 @@ from kernelindex_pipeline.records.names import kebab
 
 from .charts import (
     ACCOUNTING_KINDS,
+    EFFICIENCY,
     LATENCY,
     MEMORY,
     SAVING,
@@ -45,6 +50,17 @@ from .charts import (
     plan_charts,
     provider_colors,
     render_chart,
+)
+from .efficiency import (
+    FLAG_LOW,
+    SIDECAR_NAME,
+    TERA,
+    EfficiencyReport,
+    TableRow,
+    derive_efficiency,
+    format_pct,
+    rank_by_efficiency,
+    write_sidecar,
 )
 from .regressions import Change, RegressionReport, detect_regressions
 from .regressions_page import CHARTS_DIR as REGRESSION_CHARTS_DIR
@@ -86,7 +102,9 @@ def build_report(manifests: Iterable[dict[str, Any]], out_dir: str | os.PathLike
     memory_set = build_series(index, PEAK_MEMORY_METRIC)
     if regressions is None:
         regressions = detect_regressions(index.by_digest.values())
-    planned = plan_charts(series_set, memory_set)
+    efficiency = derive_efficiency(index)
+    table = rank_by_efficiency(series_set, efficiency)
+    planned = plan_charts(series_set, memory_set, efficiency)
     charts = [c for groups in planned.values() for g in groups for c in g.charts]
     every_series = [*series_set, *memory_set]
     # a run neither metric can hold is skipped by both sets for the same reason: list it once
@@ -108,6 +126,8 @@ def build_report(manifests: Iterable[dict[str, Any]], out_dir: str | os.PathLike
         # exists (regression detection uses every run)
         "supersededRuns": sum(p.runs_for_version - 1 for s in every_series for p in s.points),
         "unversionedRuns": sum(len(s.unversioned_runs) for s in every_series),
+        "efficiencyCharts": sum(1 for c in charts if c.kind == EFFICIENCY),
+        "efficiencyRuns": sum(1 for r in efficiency.runs.values() if r.pct_of_peak is not None),
     }
     summary = summary_markdown(counts, regressions)
 
@@ -118,9 +138,10 @@ def build_report(manifests: Iterable[dict[str, Any]], out_dir: str | os.PathLike
         for chart in charts:
             render_chart(chart, staging / CHARTS_DIR / chart.filename, colors)
         page = render_page(title, planned, regressions, counts, skipped, len(index.by_digest),
-                           coverage=None if coverage is None else list(coverage))
+                           coverage=None if coverage is None else list(coverage), efficiency=(efficiency, table))
         (staging / INDEX_NAME).write_text(page, encoding="utf-8")
-        write_regressions(regressions, staging)
+        write_regressions(regressions, staging, efficiency=efficiency)
+        write_sidecar(efficiency, staging)
         (staging / "summary.md").write_text(summary + "\n", encoding="utf-8")
         _move_into_place(staging, out_dir)
     finally:
@@ -137,7 +158,7 @@ def _move_into_place(staging: Path, out_dir: Path) -> None:
     (staging / CHARTS_DIR).rename(old_charts)
     shutil.rmtree(out_dir / REGRESSION_CHARTS_DIR, ignore_errors=True)
     (staging / REGRESSION_CHARTS_DIR).rename(out_dir / REGRESSION_CHARTS_DIR)
-    for name in (REGRESSIONS_JSON, REGRESSIONS_PAGE, "summary.md", INDEX_NAME):  # index last: it is what readers open
+    for name in (REGRESSIONS_JSON, REGRESSIONS_PAGE, SIDECAR_NAME, "summary.md", INDEX_NAME):  # index last: it is what readers open
         os.replace(staging / name, out_dir / name)
 
 
@@ -169,7 +190,8 @@ color:#1b1f24;line-height:1.45}
 h1{margin-top:1.2rem}h2{border-bottom:1px solid #d0d7de;padding-bottom:.2rem;margin-top:2.2rem}
 table{border-collapse:collapse;margin:.6rem 0;font-size:.9rem}th,td{border:1px solid #d0d7de;padding:.25rem .5rem;
 text-align:left}th{background:#f6f8fa}td.num{text-align:right;font-variant-numeric:tabular-nums}
-tr.regression td{background:#ffebe9}tr.improvement td{background:#e6ffec}tr.coverage.incomplete td{background:#fff8c5}
+tr.regression td{background:#ffebe9}tr.efficiency.low td{background:#fff8c5}tr.efficiency.implausible td{color:#57606a;
+font-style:italic}table.efficiency-ranking td{white-space:nowrap}table.efficiency-ranking th{max-width:7rem}tr.improvement td{background:#e6ffec}tr.coverage.incomplete td{background:#fff8c5}
 .alert{border-left:4px solid #cf222e;background:#ffebe9;padding:.6rem .9rem;margin:1rem 0}
 .ok{border-left:4px solid #1a7f37;background:#e6ffec;padding:.6rem .9rem;margin:1rem 0}
 .caution{border-left:4px solid #9a6700;background:#fff8c5;padding:.6rem .9rem;margin:1rem 0}
@@ -194,7 +216,8 @@ def _chart_key(kernel: str, mode: str, provider: str, workload_digest: str, gpu_
 
 def render_page(title: str, planned: dict[str, list[ChartGroup]], regressions: RegressionReport,
                 counts: dict[str, int], skipped_runs: list[tuple[str, str]], manifest_count: int,
-                coverage: list[CoverageCell] | None = None) -> str:
+                coverage: list[CoverageCell] | None = None,
+                efficiency: tuple[EfficiencyReport, list[TableRow]] | None = None) -> str:
     regressed_keys: dict[tuple, list[Change]] = defaultdict(list)
     by_kernel: dict[str, list[Change]] = defaultdict(list)
     for item in regressions.slowdowns:
@@ -219,6 +242,8 @@ def render_page(title: str, planned: dict[str, list[ChartGroup]], regressions: R
         _summary_section(counts, regressions),
         _regressions_section(regressions),
     ]
+    if efficiency is not None:
+        out.append(efficiency_section(*efficiency))
     if coverage is not None:
         out.append(coverage_section(coverage))
     out.append(_toc(planned, by_kernel))
@@ -327,7 +352,7 @@ def _figure(chart: Chart, regressed_keys: dict[tuple, list[Change]]) -> str:
     accounted = len(chart.owned_series) if chart.kind in ACCOUNTING_KINDS else 0
     flagged = [c for s in chart.series for c in regressed_keys.get(
         _chart_key(s.kernel, s.mode, s.provider, s.key.workload_digest, s.gpu_slug, s.key.metric), [])]
-    if chart.kind in (SPEEDUP, SAVING):
+    if chart.kind in (SPEEDUP, SAVING, EFFICIENCY):
         flagged = []  # regressions are marked on the charts of the series' own values, where they are visible
     css = "chart has-regression" if flagged else "chart"
     badge = f' <span class="badge">{len(flagged)} regression(s) on this chart</span>' if flagged else ""
@@ -338,6 +363,57 @@ def _figure(chart: Chart, regressed_keys: dict[tuple, list[Change]]) -> str:
             f'data-regression-count="{len(flagged)}">'
             f'<img src="{CHARTS_DIR}/{_e(chart.filename)}" alt="{_e(alt)}">'
             f"<figcaption>{_e(chart.caption)}{badge}</figcaption></figure>")
+
+
+def efficiency_section(report: EfficiencyReport, rows: list[TableRow], per_gpu: int = 15) -> str:
+    """The catalogue-wide ranking: per GPU, the least efficient (kernel, pass) of the Liger providers first;
+    implausible readings apart, folded."""
+    counts = report.counts()
+    out = ['<section id="efficiency-section"><h2>Efficiency: percent of peak</h2>',
+           '<p class="note">Each latency run against its GPU\'s roofline: the minimum HBM bytes or FLOPs of its '
+           "workload (data/liger-cost-models.yaml) per second, as a percent of the datasheet peak (data/gpu-peaks.yaml) "
+           "and, where a sweep's copy sentinel ran on the same host, of that measured ceiling. Per GPU, kernel, pass "
+           f"and Liger provider, its largest workload at the newest version; below {report.low_threshold:.0%} is "
+           "<em>low efficiency</em>; readings whose re-read set fits in L2 or above a ceiling are "
+           "<em>implausible</em>, listed apart. "
+           f'{counts.get("ok", 0)} runs with a figure, {counts.get("no cost model", 0)} without a cost model, '
+           f'{counts.get("no peak", 0)} on a GPU without a sourced peak. Every run\'s figures: '
+           f'<a href="{SIDECAR_NAME}">{SIDECAR_NAME}</a>.</p>']
+    if not rows:
+        out.append('<p class="caution">No run has an efficiency figure (no cost model or no peak for these '
+                   "kernels and GPUs).</p></section>")
+        return "\n".join(out)
+    by_gpu: dict[str, list[TableRow]] = defaultdict(list)
+    for row in rows:
+        by_gpu[row.gpu].append(row)
+    head = ("<tr><th>kernel</th><th>pass</th><th>provider</th><th>largest workload</th><th>achieved</th>"
+            "<th>% of datasheet peak</th><th>% of measured ceiling</th><th>flags</th><th>Liger</th></tr>")
+    for gpu, gpu_rows in by_gpu.items():
+        plausible = [r for r in gpu_rows if r.facts.plausible]
+        implausible = [r for r in gpu_rows if not r.facts.plausible]
+        out.append(f'<h3>{_e(gpu)}</h3><table class="efficiency-ranking" data-gpu="{_e(gpu)}">{head}'
+                   + "".join(_efficiency_row(r) for r in plausible[:per_gpu]) + "</table>")
+        if len(plausible) > per_gpu:
+            out.append(f'<p class="note">… and {len(plausible) - per_gpu} more (kernel, pass, provider) readings on '
+                       f"{_e(gpu)}, all in {SIDECAR_NAME}.</p>")
+        if implausible:
+            out.append(f"<details><summary>{len(implausible)} implausible readings on {_e(gpu)} (re-read set fits in "
+                       f"L2, or above a ceiling)</summary><table>{head}"
+                       + "".join(_efficiency_row(r) for r in implausible) + "</table></details>")
+    out.append("</section>")
+    return "\n".join(out)
+
+
+def _efficiency_row(row: TableRow) -> str:
+    f = row.facts
+    measured = format_pct(f.pct_of_measured) if f.pct_of_measured is not None else "–"
+    css = "efficiency" + (" implausible" if not f.plausible else " low" if FLAG_LOW in f.flags else "")
+    return (f'<tr class="{css}" data-gpu="{_e(f.gpu)}" data-kernel="{_e(f.kernel)}" data-mode="{_e(f.mode)}" '
+            f'data-provider="{_e(f.provider)}" data-pct="{f.pct_of_peak:.2f}" data-flags="{_e(" ".join(f.flags))}">'
+            f"<td>{_e(f.kernel)}</td><td>{_e(f.mode)}</td><td>{_e(f.provider)}</td><td>{_e(f.case_key)}</td>"
+            f'<td class="num">{f.achieved / TERA:.3g} {_e(f.unit)}</td>'
+            f'<td class="num">{format_pct(f.pct_of_peak)}</td><td class="num">{measured}</td>'
+            f"<td>{_e(', '.join(f.flags) or '–')}</td><td>{_e(f.liger_version or '')}</td></tr>")
 
 
 def coverage_section(coverage: list[CoverageCell]) -> str:

@@ -27,6 +27,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import matplotlib.ticker  # noqa: E402
 
 from .attribution import CauseEvidence, check_message, group_changes  # noqa: E402
+from .efficiency import EfficiencyReport, change_efficiency, format_pct  # noqa: E402
 from .host_effects import CLASS_LABELS, MEMORY_CLASS, MIN_GROUPS  # noqa: E402
 from .regressions import CAUSES, PEAK_MEMORY, Change, RegressionReport  # noqa: E402
 
@@ -51,14 +52,16 @@ class WrittenRegressions:
     page: Path
 
 
-def write_regressions(report: RegressionReport, out_dir: str | os.PathLike[str]) -> WrittenRegressions:
-    """DIR/regressions.json (the documented shape) and DIR/regressions.html with its charts."""
+def write_regressions(report: RegressionReport, out_dir: str | os.PathLike[str],
+                      efficiency: EfficiencyReport | None = None) -> WrittenRegressions:
+    """DIR/regressions.json (the documented shape) and DIR/regressions.html with its charts; with
+    `efficiency`, each latency change also says how it moved the percent of peak."""
     out = Path(out_dir)
     (out / CHARTS_DIR).mkdir(parents=True, exist_ok=True)
     json_path = out / JSON_NAME
     json_path.write_text(json.dumps(report.to_dict(), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     page = out / PAGE_NAME
-    page.write_text(render_page(report, out / CHARTS_DIR), encoding="utf-8")
+    page.write_text(render_page(report, out / CHARTS_DIR, efficiency), encoding="utf-8")
     return WrittenRegressions(json=json_path, page=page)
 
 
@@ -83,7 +86,7 @@ figure img{width:100%;height:auto;display:block}figcaption{font-size:.8rem;color
 """
 
 
-def render_page(report: RegressionReport, charts_dir: Path) -> str:
+def render_page(report: RegressionReport, charts_dir: Path, efficiency: EfficiencyReport | None = None) -> str:
     s = report.settings
     counts = report.counts()
     out = ["<!doctype html>", '<html lang="en"><head><meta charset="utf-8">',
@@ -104,7 +107,7 @@ def render_page(report: RegressionReport, charts_dir: Path) -> str:
     out.append(_groups_section(report))
     out.append(_host_section(report, charts_dir))
     for cause in CAUSES:
-        out.append(_cause_section(cause, by_cause[cause], charts_dir))
+        out.append(_cause_section(cause, by_cause[cause], charts_dir, efficiency))
     if report.insufficient:
         out.append(f'<section id="insufficient"><h2>Insufficient data</h2><p class="note">{len(report.insufficient)} '
                    f"series have fewer than {s.min_runs} runs: no verdict, which is not “no change”.</p><table>"
@@ -235,7 +238,18 @@ def _host_chart(report: RegressionReport, path: Path) -> bool:
     return True
 
 
-def _cause_section(cause: str, changes: list[Change], charts_dir: Path) -> str:
+def _efficiency_moved(change: Change, efficiency: EfficiencyReport | None) -> str:
+    """"8 % → 22 % of peak": the series' percent of peak at its levels before and after the change."""
+    t, s, k = change.trend, change.split, change.key
+    if efficiency is None or k.metric == PEAK_MEMORY:
+        return ""
+    before, after = (math.exp(sum(map(math.log, t.corrected[a:b])) / (b - a)) for a, b in ((s.start, s.index),
+                                                                                          (s.index, s.stop)))
+    moved = change_efficiency(efficiency, k.kernel, k.mode, k.provider, k.workload_digest, k.gpu, before, after)
+    return "" if moved is None else f"{format_pct(moved[0])} → {format_pct(moved[1])} of peak"
+
+
+def _cause_section(cause: str, changes: list[Change], charts_dir: Path, efficiency: EfficiencyReport | None = None) -> str:
     out = [f'<section class="cause" id="cause-{cause}" data-cause="{cause}" data-change-count="{len(changes)}">',
            f"<h2>{cause}: {len(changes)} changes</h2><p class=\"note\">{_e(_CAUSE_TEXT[cause])}.</p>"]
     if not changes:
@@ -248,19 +262,25 @@ def _cause_section(cause: str, changes: list[Change], charts_dir: Path) -> str:
         d = change.to_dict()
         out.append(f'<figure class="trend" data-kernel="{_e(d["kernel"])}" data-metric="{_e(d["metric"])}" '
                    f'data-direction="{d["direction"]}"><img src="{CHARTS_DIR}/{name}" alt="trend of {_e(d["kernel"])} '
-                   f'{_e(d["mode"])} {_e(d["provider"])}"><figcaption>{_caption(d)}</figcaption></figure>')
+                   f'{_e(d["mode"])} {_e(d["provider"])}"><figcaption>{_caption(d)}'
+                   f'{_efficiency_line(_efficiency_moved(change, efficiency))}</figcaption></figure>')
     out.append("</div>")
     out.append("<table><tr><th>kernel</th><th>pass</th><th>provider</th><th>workload</th><th>metric</th><th>change</th>"
-               "<th>95 % CI</th><th>p</th><th>before</th><th>after</th></tr>")
+               "<th>95 % CI</th><th>p</th><th>efficiency</th><th>before</th><th>after</th></tr>")
     for change in changes:
         d = change.to_dict()
         out.append(f"<tr><td>{_e(d['kernel'])}</td><td>{_e(d['mode'])}</td><td>{_e(d['provider'])}</td><td>{_e(d['caseKey'])}</td>"
                    f"<td>{_e(d['metric'])}</td><td class=\"num {d['direction']}\">×{d['magnitude']:.3g}</td>"
                    f"<td class=\"num\">{d['ci95'][0]:.3g}–{d['ci95'][1]:.3g}</td><td class=\"num\">{d['pValue']:.1g}</td>"
+                   f"<td>{_e(_efficiency_moved(change, efficiency))}</td>"
                    f"<td>{_e(d['before']['ligerVersion'])} · {_e(d['before']['observedAt'][:10])}</td>"
                    f"<td>{_e(d['after']['ligerVersion'])} · {_e(d['after']['observedAt'][:10])}</td></tr>")
     out.append("</table></section>")
     return "\n".join(out)
+
+
+def _efficiency_line(text: str) -> str:
+    return f'<br><span class="efficiency-moved">{_e(text)}</span>' if text else ""
 
 
 def _caption(d: dict[str, Any]) -> str:
