@@ -308,6 +308,8 @@ def test_the_spool_is_read_within_its_bounds(tmp_path, monkeypatch):
     assert read.unreadable_lines == 1  # the line over the per-call bound
     assert 1 < len(read.calls) < 40 and read.cut == "more than 2000 bytes; the rest was not read"
     assert problems == ["its samples spool held more than 2000 bytes; the rest was not read"]
+    # Each call's samples went to its artifact; none are held past their own line.
+    assert all(call.samples is None and "samples" not in call.record and call.sample_count == 1 for call in read.calls)
 
 
 def test_artifacts_replace_planted_links_and_their_directory_is_read_only(tmp_path):

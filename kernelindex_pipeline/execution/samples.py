@@ -45,7 +45,7 @@ import os
 import secrets
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -309,9 +309,12 @@ def artifact_bytes(call: Call, script: str) -> bytes:
     return json.dumps(content, sort_keys=True, separators=(",", ":")).encode("utf-8")
 
 
-def collect_calls(spool: IO[bytes], artifacts: ArtifactDirectory, script: str) -> tuple[SpoolRead, list[str]]:
-    """Every call of a script's spool with its artifact written and its statistics taken, its samples
-    dropped from memory as soon as that is done; and the problems met (as outcome messages)."""
+def collect_calls(
+    spool: IO[bytes], artifacts: ArtifactDirectory, script: str, wanted: Callable[[Call], bool] | None = None
+) -> tuple[SpoolRead, list[str]]:
+    """Every call of a script's spool with its artifact written and, when `wanted` (default: every
+    call), its statistics taken; its samples dropped from memory as soon as that is done. And the
+    problems met (as outcome messages)."""
     read = SpoolRead(calls=[])
     problems: list[str] = []
     for call in iter_spool(spool, read):
@@ -320,11 +323,13 @@ def collect_calls(spool: IO[bytes], artifacts: ArtifactDirectory, script: str) -
                 call.artifact = artifacts.write(artifact_bytes(call, script))
             except ArtifactError as error:
                 problems.append(str(error))
-            try:
-                call.statistics = latency_statistics(call.samples)
-            except ValueError as error:  # the artifact stays as evidence; the run gets no statistics
-                call.invalid = str(error)
+            if wanted is None or wanted(call):
+                try:
+                    call.statistics = latency_statistics(call.samples)
+                except ValueError as error:  # the artifact stays as evidence; the run gets no statistics
+                    call.invalid = str(error)
             call.samples = None
+            call.record.pop("samples", None)  # the artifact holds them
         read.calls.append(call)
     if read.cut:
         problems.append(f"its samples spool held {read.cut}")
@@ -402,7 +407,16 @@ def collect_samples(spool: IO[bytes], artifacts: ArtifactDirectory, script: str,
     """Artifacts for every call of one script's spool, and the samples entry of each row it measured.
     A row whose call's samples are unusable (non-finite, negative, beyond a JSON-safe ns) is named
     in `problems`: its run is made without statistics, every other row keeps its own."""
-    read, problems = collect_calls(spool, artifacts, script)
+    measured = {tuple(row.get(c) for c in CASE_CELLS) + _cells(row) for row in rows}
+    values = {_cells(row) for row in rows}
+
+    def may_pair(call: Call) -> bool:  # statistics only for calls a row may take (pair_rows decides)
+        cells = _returned_cells(call.returned)
+        if call.case is not None:
+            return tuple(call.case.get(c) for c in CASE_CELLS) + (cells or ()) in measured
+        return cells in values
+
+    read, problems = collect_calls(spool, artifacts, script, may_pair)
     result = ScriptSamples(calls=len(read.calls), unreadable_lines=read.unreadable_lines)
     result.calls_without_samples = sum(1 for call in read.calls if not call.sample_count)
     paired, result.rows_without_samples = pair_rows(rows, read.calls)
