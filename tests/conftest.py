@@ -24,6 +24,27 @@ FIXTURES = Path(__file__).parent / "fixtures"
 POSTGRES_URL_ENV = "KERNELINDEX_TEST_POSTGRES_URL"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def artifact_store(tmp_path_factory):
+    """Sweeps in tests put their evidence into a store of the session, never into the user's cache
+    (execution/artifact_store.py; the variable reaches the sweep process through its allowlist)."""
+    root = tmp_path_factory.mktemp("artifact-store")
+    previous = os.environ.get("KERNELINDEX_ARTIFACT_STORE")
+    os.environ["KERNELINDEX_ARTIFACT_STORE"] = str(root)
+    yield root
+    if previous is None:
+        os.environ.pop("KERNELINDEX_ARTIFACT_STORE", None)
+    else:
+        os.environ["KERNELINDEX_ARTIFACT_STORE"] = previous
+
+
+def stored_file(ref: dict) -> Path:
+    """The artifact store's file of a record's {"uri", "digest"} (the store of this test session)."""
+    from kernelindex_pipeline.execution.artifact_store import ArtifactStore
+
+    return Path(ArtifactStore.from_environment().path_of(ref["digest"].removeprefix("sha256:")))
+
+
 @pytest.fixture(autouse=True)
 def _no_dagster_instance_context_leak(request):
     """Entering a DagsterInstance sets a context variable (the current defs-state storage) that its

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from conftest import stored_file
 from standin_release import SCRIPTS, build_fake_nvidia_smi, build_fake_torch, build_liger_wheel, build_release_tarball
 
 from kernelindex_pipeline.execution import contain
@@ -411,17 +412,19 @@ def test_scripts_cannot_reach_other_spools_nor_redirect_or_rewrite_artifacts(sit
     (changed,) = [p for p in rms.problems if "lost their raw samples" in p["message"]]
     assert "was changed after it was written" in changed["message"]
     assert sabotage.problems == []
-    # Every artifact a run points at is a regular file in the sweep's samples directory with its digest.
+    # Every artifact a run points at is a regular file in the sweep's samples directory with its digest,
+    # and its copy in the artifact store (the URI the records carry) too.
     entries = list(result.raw_samples().values())
     assert len(entries) == 17 + 12
     for entry in entries:
-        path = Path(entry["artifact"]["uri"].removeprefix("file://"))
-        assert path.parent == samples_dir and not path.is_symlink()
-        assert entry["artifact"]["digest"] == "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
+        local = samples_dir / (entry["artifact"]["digest"].removeprefix("sha256:") + ".json")
+        assert not local.is_symlink() and verify_artifact({"uri": local.as_uri(), "digest": entry["artifact"]["digest"]}) is None
+        assert entry["artifact"]["digest"] == "sha256:" + hashlib.sha256(stored_file(entry["artifact"]).read_bytes()).hexdigest()
     # The sentinel's artifacts (the start's were moved away with the old directory; the stand-in's end
     # measurement is byte-identical, so it wrote them again) are checked the same way.
     for measurement in result.sentinel:
-        assert measurement["status"] == "ok" and verify_artifact(measurement["artifact"]) is None
+        local = samples_dir / (measurement["artifact"]["digest"].removeprefix("sha256:") + ".json")
+        assert measurement["status"] == "ok" and verify_artifact({"uri": local.as_uri(), "digest": measurement["artifact"]["digest"]}) is None
 
 
 # --- item 13: bounded logs -----------------------------------------------------------------------------------

@@ -4,11 +4,13 @@ the data CSV truncated), and the rows read back."""
 
 import csv
 import hashlib
+import json
 import os
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from conftest import stored_file
 from standin_release import (
     GOOD_ROWS,
     build_fake_torch,
@@ -144,8 +146,9 @@ def test_logs_are_evidence_per_kernel(sweep):
     assert set(result.logs_by_kernel) == {"rms_norm", "tiled_swiglu", "tiled_geglu"}
     tiled = result.logs_by_kernel["tiled_geglu"]
     assert tiled == result.logs_by_kernel["tiled_swiglu"]
-    path = Path(tiled["uri"].removeprefix("file://"))
-    assert path.name == "benchmark_tiled_mlp.log"
+    assert tiled["uri"].startswith("ni:///sha-256;")  # the artifact store's content name, no host path
+    path = stored_file(tiled)
+    assert Path(result.work_dir, "logs", "benchmark_tiled_mlp.log").read_bytes() == path.read_bytes()
     assert tiled["digest"] == "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
     assert "wrote 6 rows of tiled_geglu" in path.read_text()
 
@@ -194,6 +197,9 @@ def test_measured_rows_become_valid_records(sweep):
     environments = [m for m in imported.manifests.values() if m["kind"] == "ExecutionEnvironment"]
     assert len(environments) == 1  # the sentinel's runs share it
     assert environments[0]["spec"]["software"] == result.software
+    # evidence is referenced in the artifact store: no record names a path of the sweep host
+    text = json.dumps(list(imported.manifests.values()))
+    assert "file://" not in text and str(Path(result.work_dir).resolve()) not in text
     # the GPU's nvidia-smi state and the rest of the host are labels (not identity): no spec.settings
     assert "settings" not in environments[0]["spec"]
     assert environments[0]["metadata"]["labels"] == result.labels
@@ -278,10 +284,10 @@ def test_measured_speed_runs_carry_their_raw_samples(sweep):
         assert validate_manifest(run) == []
         timing = run["spec"]["timing"]
         assert timing["rawSamples"] == run["spec"]["evidence"]["rawSamples"]
-        path = Path(timing["rawSamples"]["uri"].removeprefix("file://"))
-        assert path.parent == Path(result.work_dir).resolve() / "logs" / "samples"
+        path = stored_file(timing["rawSamples"])
+        assert (Path(result.work_dir).resolve() / "logs" / "samples" / f"{path.name}.json").is_file()  # copied from the sweep
         data = path.read_bytes()
-        assert timing["rawSamples"]["digest"] == "sha256:" + hashlib.sha256(data).hexdigest() == "sha256:" + path.stem
+        assert timing["rawSamples"]["digest"] == "sha256:" + hashlib.sha256(data).hexdigest() == "sha256:" + path.name
         artifact = json.loads(data)
         statistics = latency_statistics(artifact["samples"])
         assert timing["samples"] == statistics["samples"] == len(artifact["samples"])
@@ -325,7 +331,7 @@ def test_the_sentinel_brackets_the_sweep_and_is_published(sweep):
         assert run["metadata"]["labels"]["liger_version"] == VERSION
         case = by_digest[run["spec"]["workloadDigest"]]
         operations.add(case["spec"]["operationSpecDigest"])
-        artifact = json.loads(Path(run["spec"]["timing"]["rawSamples"]["uri"].removeprefix("file://")).read_bytes())
+        artifact = json.loads(stored_file(run["spec"]["timing"]["rawSamples"]).read_bytes())
         assert artifact["case"] == {"sentinel": run["spec"]["sourceNative"]["benchmark"].split("/")[0].removeprefix("sentinel_")}
         statistics = latency_statistics(artifact["samples"])
         assert {k: run["spec"]["timing"]["latencyNs"][k] for k in statistics["latencyNs"]} == statistics["latencyNs"]

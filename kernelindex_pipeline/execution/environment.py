@@ -78,6 +78,11 @@ SCRIPT_ENV_PREFIXES = ("LC_",)  # locale categories
 # the release cache) and talks to Dagster Pipes; the scripts get none of that.
 SWEEP_ENV_ALLOWLIST = SCRIPT_ENV_ALLOWLIST | {
     "KERNELINDEX_CACHE_DIR",
+    # execution/artifact_store.py: where the evidence goes. For object storage only the *location* of
+    # credentials passes (a file, a profile, a web-identity token file as on Kubernetes), never a key.
+    "KERNELINDEX_ARTIFACT_STORE", "KERNELINDEX_ARTIFACT_BASE_URL",
+    "AWS_ENDPOINT_URL", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_PROFILE", "AWS_CONFIG_FILE",
+    "AWS_SHARED_CREDENTIALS_FILE", "AWS_ROLE_ARN", "AWS_WEB_IDENTITY_TOKEN_FILE", "FSSPEC_S3_ENDPOINT_URL",
     "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy",
     "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "PIP_CERT",
 }

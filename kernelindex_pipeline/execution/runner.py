@@ -38,6 +38,7 @@ import psutil
 
 from ..liger.release import ReleaseError, extract_release, fetch_release
 from . import contain, sentinel
+from .artifact_store import ArtifactStore, publish_evidence
 from .coverage import SweepCoverage, expected_cases, read_rows, sweep_coverage
 from .environment import ScriptEnvironment, measured_project_versions, prepare_environment, script_environment
 from .host import HostCapture, check_host, probe_host
@@ -90,6 +91,9 @@ class SweepRequest:
     # Coverage: a CSV of the cases this sweep should measure (the previous successful sweep of the
     # partition); None: the release's own history rows (execution/coverage.py).
     expected_csv: str | None = None
+    # Where the evidence (raw samples, logs) goes: execution/artifact_store.py; None: $KERNELINDEX_ARTIFACT_STORE,
+    # else the local default. Its URIs replace the sweep host's file:// paths before the result leaves.
+    artifact_store: str | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -115,7 +119,7 @@ class SweepResult:
     host: dict  # HostCapture.to_dict()
     software: dict  # ExecutionEnvironment.spec.software
     settings: dict | None  # the GPU's nvidia-smi state; labels, never ExecutionEnvironment.spec (not identity)
-    logs_by_kernel: dict[str, dict]  # CSV kernel_name -> {"uri": "file://...", "digest": "sha256:..."}
+    logs_by_kernel: dict[str, dict]  # CSV kernel_name -> {"uri": the artifact store's, "digest": "sha256:..."}
     environment: dict  # ScriptEnvironment.to_dict()
     timings: dict  # seconds: total, scripts, overhead (total - scripts) and its parts
     work_dir: str
@@ -737,11 +741,12 @@ def _run_sweep(request: SweepRequest, progress: Progress | None) -> SweepResult:
         measurements += run_sentinel("end", workdir, environment.python, env, capture.device_name, request.liger_version, artifacts)
         timings["sentinel_s"] += time.monotonic() - mark
     recheck_artifacts(outcomes, measurements)
+    store = ArtifactStore.from_environment(request.artifact_store)
 
     total = time.monotonic() - started
     scripts_s = sum(outcome.seconds for outcome in outcomes)
     timings.update(total_s=total, scripts_s=scripts_s, overhead_s=total - scripts_s)
-    return SweepResult(
+    return publish_evidence(SweepResult(
         gpu=request.gpu,
         liger_version=request.liger_version,
         csv_path=str(workdir.data_csv.resolve()),
@@ -760,4 +765,4 @@ def _run_sweep(request: SweepRequest, progress: Progress | None) -> SweepResult:
         finished_at=_utc_now(),
         sentinel=measurements,
         coverage=coverage_of(request, release_root, workdir, outcomes).to_dict(),
-    )
+    ), store)
