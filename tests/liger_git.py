@@ -9,6 +9,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+RMS_NORM_OP = ("{imports}from liger_kernel.ops.utils import ensure_contiguous\n\n\n"
+               "@ensure_contiguous\ndef rms_norm(x):\n    return {body}\n")
 BASE_FILES = {
     "setup.py": 'def deps():\n    return ["torch>=2.1.2", "triton>=2.3.1"]\n\ndev = ["transformers>=4.49.0", "pytest"]\n',
     ".github/workflows/benchmark.yml": "name: Benchmarks\njobs: {}\n",
@@ -16,13 +18,15 @@ BASE_FILES = {
     "src/liger_kernel/__init__.py": "",
     "src/liger_kernel/utils.py": "def infer_device():\n    return 'cuda'\n",
     "src/liger_kernel/ops/__init__.py": "",
-    "src/liger_kernel/ops/utils.py": "def ensure_contiguous(fn):\n    return fn\n",
+    "src/liger_kernel/ops/utils.py": "def ensure_contiguous(fn):\n    return fn\n\n\ndef unused():\n    return 0\n",
     "src/liger_kernel/ops/helper.py": "SCALE = 1\n",
-    "src/liger_kernel/ops/rms_norm.py": "from liger_kernel.ops.utils import ensure_contiguous\n\n\ndef rms_norm(x):\n    return x\n",
-    "src/liger_kernel/ops/softmax.py": "from .utils import ensure_contiguous\n\n\ndef softmax(x):\n    return x\n",
+    "src/liger_kernel/ops/rms_norm.py": RMS_NORM_OP.format(imports="", body="x"),
+    "src/liger_kernel/ops/softmax.py": "from .utils import ensure_contiguous\n\n\n@ensure_contiguous\ndef softmax(x):\n    return x\n",
     "src/liger_kernel/transformers/__init__.py": "from .rms_norm import LigerRMSNorm\nfrom .softmax import LigerSoftmax\n",
-    "src/liger_kernel/transformers/rms_norm.py": "from liger_kernel.ops.rms_norm import rms_norm\n\n\nclass LigerRMSNorm:\n    pass\n",
-    "src/liger_kernel/transformers/softmax.py": "from liger_kernel.ops.softmax import softmax\n\n\nclass LigerSoftmax:\n    pass\n",
+    "src/liger_kernel/transformers/rms_norm.py": ("from liger_kernel.ops.rms_norm import rms_norm\n\n\nclass LigerRMSNorm:\n"
+                                                  "    def forward(self, x):\n        return rms_norm(x)\n"),
+    "src/liger_kernel/transformers/softmax.py": ("from liger_kernel.ops.softmax import softmax\n\n\nclass LigerSoftmax:\n"
+                                                 "    def forward(self, x):\n        return softmax(x)\n"),
     "benchmark/scripts/utils.py": "QUANTILES = [0.5, 0.2, 0.8]\n",
     "benchmark/scripts/benchmark_rms_norm.py": (
         "from utils import QUANTILES\n\nfrom liger_kernel.transformers import LigerRMSNorm\n"
@@ -32,6 +36,9 @@ BASE_FILES = {
         "from utils import QUANTILES\n\nfrom liger_kernel.transformers.softmax import LigerSoftmax\n\n"
         'def run(beta):\n    return dict(kernel_name=f"softmax_beta={beta}")\n'),
 }
+
+
+HELPER_V2 = BASE_FILES["src/liger_kernel/ops/utils.py"].replace("    return fn", "    fn.checked = True\n    return fn", 1)
 
 
 @dataclass
@@ -61,19 +68,22 @@ def _commit(repo: Path, files: dict[str, str], subject: str, day: int) -> str:
 def build(root: Path) -> SyntheticLiger:
     """Commits, in order: base; op (rms_norm's op module); helper (ops/utils.py, imported by the op);
     script (benchmark_rms_norm.py); workflow; other (softmax's op only); import (rms_norm's op starts
-    importing ops/helper.py); uses-import (ops/helper.py changes: rms_norm's only at the later end)."""
+    importing ops/helper.py); unused (ops/utils.py changes, but only a function nothing of rms_norm calls);
+    uses-import (ops/helper.py changes: rms_norm's only at the later end)."""
     repo = root / "liger"
     repo.mkdir(parents=True)
     git(repo, "init", "-q", "-b", "main")
     shas = {"base": _commit(repo, BASE_FILES, "base", 1)}
     steps = [
-        ("op", {"src/liger_kernel/ops/rms_norm.py": BASE_FILES["src/liger_kernel/ops/rms_norm.py"] + "# slower\n"}, "rms_norm: slower op (#101)"),
-        ("helper", {"src/liger_kernel/ops/utils.py": BASE_FILES["src/liger_kernel/ops/utils.py"] + "# changed\n"}, "ops utils (#102)"),
+        ("op", {"src/liger_kernel/ops/rms_norm.py": RMS_NORM_OP.format(imports="", body="x * 1.0")}, "rms_norm: slower op (#101)"),
+        ("helper", {"src/liger_kernel/ops/utils.py": HELPER_V2}, "ops utils (#102)"),
         ("script", {"benchmark/scripts/benchmark_rms_norm.py": BASE_FILES["benchmark/scripts/benchmark_rms_norm.py"] + "# more shapes\n"}, "bench rms_norm (#103)"),
         ("workflow", {".github/workflows/benchmark.yml": "name: Benchmarks\njobs: {bench: {}}\n"}, "workflow (#104)"),
-        ("other", {"src/liger_kernel/ops/softmax.py": BASE_FILES["src/liger_kernel/ops/softmax.py"] + "# faster\n"}, "softmax (#105)"),
-        ("import", {"src/liger_kernel/ops/rms_norm.py": "from liger_kernel.ops.helper import SCALE\n"
-                    + BASE_FILES["src/liger_kernel/ops/rms_norm.py"]}, "rms_norm uses helper (#106)"),
+        ("other", {"src/liger_kernel/ops/softmax.py": BASE_FILES["src/liger_kernel/ops/softmax.py"].replace("return x", "return -x")}, "softmax (#105)"),
+        ("import", {"src/liger_kernel/ops/rms_norm.py": RMS_NORM_OP.format(imports="from liger_kernel.ops.helper import SCALE\n",
+                                                                         body="x * SCALE")}, "rms_norm uses helper (#106)"),
+        ("unused", {"src/liger_kernel/ops/utils.py": HELPER_V2.replace("return 0", "return 1")},
+         "ops utils: a function rms_norm never calls (#108)"),
         ("uses-import", {"src/liger_kernel/ops/helper.py": "SCALE = 2\n"}, "helper scale (#107)"),
     ]
     for day, (name, files, subject) in enumerate(steps, start=2):

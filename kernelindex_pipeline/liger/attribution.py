@@ -39,9 +39,9 @@ from typing import Any
 
 from kernelindex_pipeline.reporting import attribution as attr
 
-from .kernel_sources import KernelPaths, KernelSources
+from .kernel_sources import ENVIRONMENT_PATHS, KernelPaths, KernelSources
 from .source_history import Commit, LigerSourceHistory, SourceHistoryError
-from .toolchain import ToolchainTimeline, unpinned_requirements
+from .toolchain import ToolchainTimeline, requirements, unpinned_requirements
 
 # a CI run directory / file: benchmarks/<sha>[-vX.Y.Z]/ (Liger's gh-pages), or a release tag
 _CI_LABEL = re.compile(r"^(?P<sha>[0-9a-f]{7,40})(?:-(?P<tag>v\d+(?:\.\d+)*\S*))?$")
@@ -185,7 +185,7 @@ class LigerAttributor:
         if old and new and old != new and self.history is not None and self.sources is not None:
             try:
                 commits = self.history.commits_between(old, new)
-                paths = self.sources.paths(old, kernel).union(self.sources.paths(new, kernel))
+                paths = self.sources.paths(old, kernel).between(self.sources.paths(new, kernel))
             except SourceHistoryError as exc:
                 self._note(str(exc))
                 commits, paths = [], None
@@ -196,11 +196,28 @@ class LigerAttributor:
                 if touching:
                     diffstat = self._diffstat(old, new, files, touching) if cause == attr.BENCHMARK_SCRIPT else ""
                     out.append(attr.CauseEvidence(cause, touching, diffstat=diffstat))
-        environment_commits = _touching(commits, paths.environment, paths) if paths is not None else ()
+        environment_commits = _touching(commits, self._environment_changed(old, new), paths) if paths is not None else ()
         toolchain = self._toolchain(before, after, new, environments)
         if environment_commits or toolchain:
             out.append(attr.CauseEvidence(attr.ENVIRONMENT, environment_commits, tuple(toolchain)))
         return out
+
+    def _environment_changed(self, old: str, new: str) -> frozenset[str]:
+        """The environment files whose content that matters differs between two commits: the workflow and
+        the image definition as text, setup.py as the requirements it states (a commit that edits setup.py
+        without changing a dependency changes no toolchain)."""
+        key = ("environment", old, new)
+        if key not in self._evidence:
+            texts = [self.history.read(sha, list(ENVIRONMENT_PATHS)) for sha in (old, new)] if self.history else [{}, {}]
+            changed = set()
+            for path in ENVIRONMENT_PATHS:
+                ends = [t.get(path) or "" for t in texts]
+                if path == "setup.py":
+                    ends = [sorted(str(r) for r in requirements(text)) for text in ends]
+                if ends[0] != ends[1]:
+                    changed.add(path)
+            self._evidence[key] = frozenset(changed)
+        return self._evidence[key]
 
     def _diffstat(self, old: str, new: str, files: frozenset[str], touching: tuple[attr.CommitSuspect, ...]) -> str:
         touched = sorted({f for c in touching for f in c.files})

@@ -19,6 +19,7 @@ Parsing imports with `ast` (never a hand-kept list) follows Liger's code as it c
 from __future__ import annotations
 
 import ast
+import hashlib
 from dataclasses import dataclass
 
 from .source_history import LigerSourceHistory
@@ -36,14 +37,19 @@ class KernelPaths:
     script: frozenset[str]  # the benchmark script and the shared benchmark utilities it imports
     environment: frozenset[str] = frozenset(ENVIRONMENT_PATHS)
     depth: tuple[tuple[str, int], ...] = ()  # import steps from the script to each file (0: imported by it)
+    used: tuple[tuple[str, str], ...] = ()  # per file, a digest of the parts the benchmark uses
 
-    def union(self, other: KernelPaths) -> KernelPaths:
-        """Both ends of a boundary: a file imported at either end counts (nearest import step kept)."""
-        steps = dict(other.depth)
+    def between(self, later: KernelPaths) -> KernelPaths:
+        """Both ends of a boundary: the files of either end whose used parts differ between the two (a
+        commit that changes only code the benchmark does not reach cannot move it, net of the range),
+        with the nearest import step of either end."""
+        old, new = dict(self.used), dict(later.used)
+        changed = {f for f in set(old) | set(new) if old.get(f) != new.get(f)}
+        steps = dict(later.depth)
         for path, step in self.depth:
             steps[path] = min(step, steps.get(path, step))
-        return KernelPaths(self.kernel | other.kernel, self.script | other.script, self.environment | other.environment,
-                           tuple(sorted(steps.items())))
+        return KernelPaths((self.kernel | later.kernel) & changed, (self.script | later.script) & changed,
+                           self.environment | later.environment, tuple(sorted(steps.items())))
 
     def distance(self, path: str) -> int:
         """How directly a file makes the benchmark: 0 the script itself or a module it imports, then one
@@ -61,7 +67,7 @@ class KernelSources:
         self.history = history
         self._scripts: dict[str, dict[str, str]] = {}  # sha -> script path -> its text
         self._paths: dict[tuple[str, str], KernelPaths] = {}
-        self._imports: dict[tuple[str, str], tuple[str, ...]] = {}  # (package, text) -> imported names
+        self._imports: dict[tuple, tuple[tuple[str, ...], str]] = {}  # (package, text, name) -> (refs, source)
         self._kernel_names: dict[str, tuple[set[str], set[str]]] = {}
 
     def paths(self, sha: str, kernel: str) -> KernelPaths:
@@ -72,13 +78,16 @@ class KernelSources:
             imported, local_modules = _imports_of(text or "", "")
             tree = set(self.history.tree(sha))
             shared = {f"{SCRIPTS_DIR}{m}.py" for m in local_modules if f"{SCRIPTS_DIR}{m}.py" in tree}
-            depth = self._closure(sha, imported, tree)
+            depth, used = self._closure(sha, imported, tree)
             found = set(depth)
             kernel_files = {f for f in found if f.startswith(PACKAGE_ROOT)}
             harness = found - kernel_files  # e.g. test/transformers/test_dyt.py, whose modules the script times
+            whole = self.history.read(sha, sorted(shared | ({script} if script else set())))
+            used.update({path: [text or ""] for path, text in whole.items()})
             self._paths[key] = KernelPaths(frozenset(kernel_files),
                                            frozenset(({script} if script else set()) | shared | harness),
-                                           depth=tuple(sorted(depth.items())))
+                                           depth=tuple(sorted(depth.items())),
+                                           used=tuple(sorted((f, _digest(parts)) for f, parts in used.items())))
         return self._paths[key]
 
     def script_for(self, sha: str, kernel: str) -> str | None:
@@ -107,76 +116,149 @@ class KernelSources:
             self._scripts[sha] = {p: t for p, t in self.history.read(sha, names).items() if t is not None}
         return self._scripts[sha]
 
-    def _closure(self, sha: str, modules: set[str], tree: set[str]) -> dict[str, int]:
-        """Files of the repository's modules named (liger_kernel under src/, harness modules such as
-        ``test.transformers.test_dyt`` at the top) and everything they import within the repository;
-        third-party modules (torch, triton) are not in the tree and end the walk."""
+    def _closure(self, sha: str, modules: set[str], tree: set[str]) -> tuple[dict[str, int], dict[str, list[str]]]:
+        """Files of the repository's code the names imported depend on (liger_kernel under src/, harness
+        modules such as ``test.transformers.test_dyt`` at the top), with the import steps to reach each.
+
+        Followed by name, not by module: ``from liger_kernel.chunked_loss.functional import
+        liger_fused_linear_kto`` follows what that one name is built from (``LigerFusedLinearKTOFunction``
+        of ``kto_loss``), not every loss ``functional`` imports; a package ``__init__`` is passed through
+        (the module a name comes from counts, not the package re-exporting it). A name that is not found
+        (built dynamically) falls back to every import of its module. Third-party modules (torch, triton)
+        are not in the tree and end the walk."""
         files: dict[str, int] = {}  # file -> import steps from the script
+        used: dict[str, list[str]] = {}  # file -> the source of the parts followed
         frontier = set(modules)
-        seen: set[str] = set()
+        seen: set[tuple[str, str | None]] = set()
         steps = 0
         while frontier and len(seen) < MAX_MODULES:
             level = []
-            for module in sorted(frontier - seen):
-                seen.add(module)
-                path = self._module_file(sha, module, tree)
-                if path is not None and path not in files:
-                    files[path] = steps
-                    level.append((module, path))
-            steps += 1
-            texts = self.history.read(sha, [p for _, p in level])
+            for ref in sorted(frontier):
+                found = self._module_file(ref, tree)
+                if found is None or found in seen:
+                    continue
+                seen.add(found)
+                if not found[0].endswith("/__init__.py"):
+                    files.setdefault(found[0], steps)
+                level.append(found)
+            texts = self.history.read(sha, sorted({path for path, _ in level}))
             frontier = set()
-            for _, path in level:
-                frontier.update(self._package_imports(sha, path, texts.get(path) or ""))
-        return files
+            for path, name in level:
+                refs, part = self._dependencies(path, texts.get(path) or "", name)
+                frontier.update(refs)
+                if not path.endswith("/__init__.py"):
+                    used.setdefault(path, []).append(part)
+            steps += 1
+        return files, used
 
-    def _package_imports(self, sha: str, path: str, text: str) -> tuple[str, ...]:
+    def _dependencies(self, path: str, text: str, name: str | None) -> tuple[tuple[str, ...], str]:
+        """What a module (name None) or one name of it imports, as dotted references, and the source of
+        what was followed (the name's definitions, or the whole module); cached by content."""
         inside = path[len(PACKAGE_ROOT):] if path.startswith(PACKAGE_ROOT) else path
-        key = (inside.rpartition("/")[0].replace("/", "."), text)  # by content: a file is parsed once
+        package = inside.rpartition("/")[0].replace("/", ".")
+        key = (package, text, name)
         if key not in self._imports:
-            found, _ = _imports_of(text, key[0])
-            self._imports[key] = tuple(sorted(found))
+            found = _name_dependencies(text, package, name) if name else None
+            if found is None:
+                refs, part = _imports_of(text, package)[0], text
+            else:
+                refs, part = found
+            self._imports[key] = (tuple(sorted(refs)), part)
         return self._imports[key]
 
-    def _module_file(self, sha: str, module: str, tree: set[str], depth: int = 0) -> str | None:
-        """A dotted name's module file under src/: the module itself, or for a name inside a module that
-        module. A package's ``__init__`` is not a kernel's source (it re-exports every kernel): a name it
-        re-exports is followed to the module it comes from."""
-        parts = module.split(".")
+    @staticmethod
+    def _module_file(ref: str, tree: set[str]) -> tuple[str, str | None] | None:
+        """(file, name) of a dotted reference: the longest prefix that is a module or a package, and the
+        name after it (None: the module itself)."""
+        parts = ref.split(".")
         root = PACKAGE_ROOT if parts[0] == PACKAGE else ""  # the package under src/, harness modules (test.*) at the top
-        while parts:
-            base = root + "/".join(parts)
+        for cut in range(len(parts), 0, -1):
+            base = root + "/".join(parts[:cut])
+            name = parts[cut] if cut < len(parts) else None
             if f"{base}.py" in tree:
-                return f"{base}.py"
-            init = f"{base}/__init__.py"
-            if init in tree and len(parts) < len(module.split(".")) and depth < 4:
-                name = module.split(".")[len(parts)]
-                text = self.history.read(sha, [init])[init] or ""
-                origin = _reexport_origin(text, ".".join(parts), name)
-                return self._module_file(sha, origin, tree, depth + 1) if origin else None
-            parts = parts[:-1]
+                return f"{base}.py", name
+            if f"{base}/__init__.py" in tree:
+                return f"{base}/__init__.py", name
         return None
 
 
-def _reexport_origin(text: str, package: str, name: str) -> str | None:
-    """The module a package's __init__ imports `name` from (``from .rms_norm import LigerRMSNorm``)."""
+def _top_level(tree: ast.Module) -> list[ast.stmt]:
+    """Module-level statements, those inside top-level if/try blocks included (optional imports)."""
+    out: list[ast.stmt] = []
+    stack = list(tree.body)
+    while stack:
+        stmt = stack.pop(0)
+        if isinstance(stmt, (ast.If, ast.Try)):
+            stack[:0] = [*stmt.body, *stmt.orelse, *[s for h in getattr(stmt, "handlers", []) for s in h.body],
+                         *getattr(stmt, "finalbody", [])]
+        else:
+            out.append(stmt)
+    return out
+
+
+def _name_dependencies(text: str, package: str, name: str) -> tuple[set[str], str] | None:
+    """The dotted references one top-level name of a module depends on: the imports its definition (and
+    the module's own definitions it uses, transitively) refers to, and the source of those definitions.
+    None: the name is not defined there."""
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
         return None
-    for node in tree.body:
-        if isinstance(node, ast.ImportFrom) and any((a.asname or a.name) == name for a in node.names):
-            base = node.module or ""
-            if node.level:
-                anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
-                base = ".".join(anchor + ([base] if base else []))
-            return f"{base}.{name}" if base else None
-    return None
+    definitions: dict[str, list[ast.stmt]] = {}
+    imported: dict[str, str] = {}
+    for stmt in _top_level(tree):
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            definitions.setdefault(stmt.name, []).append(stmt)
+        elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            for node in (n for target in targets for n in ast.walk(target)):
+                if isinstance(node, ast.Name):
+                    definitions.setdefault(node.id, []).append(stmt)
+        elif isinstance(stmt, ast.Import):
+            for alias in stmt.names:
+                imported[alias.asname or alias.name.split(".")[0]] = alias.name
+        elif isinstance(stmt, ast.ImportFrom):
+            base = _absolute(stmt, package)
+            for alias in stmt.names:
+                if alias.name != "*":
+                    imported[alias.asname or alias.name] = f"{base}.{alias.name}" if base else alias.name
+    if name not in definitions and name not in imported:
+        return None
+    refs: set[str] = set()
+    seen: set[str] = set()
+    followed: dict[int, ast.stmt] = {}
+    stack = [name]
+    while stack:
+        current = stack.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        if current in imported:
+            refs.add(imported[current])
+            continue
+        for stmt in definitions.get(current, []):
+            followed[id(stmt)] = stmt
+            stack += [n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and n.id != current]
+    source = "\n".join(ast.get_source_segment(text, stmt) or "" for stmt in sorted(followed.values(), key=lambda s: s.lineno))
+    return refs, source
+
+
+def _digest(parts: list[str]) -> str:
+    return hashlib.sha256("\x00".join(sorted(parts)).encode()).hexdigest()
+
+
+def _absolute(node: ast.ImportFrom, package: str) -> str:
+    """The absolute module of a (possibly relative) `from ... import`."""
+    base = node.module or ""
+    if node.level:
+        anchor = package.split(".")[: max(0, len(package.split(".")) - (node.level - 1))] if package else []
+        base = ".".join(anchor + ([base] if base else []))
+    return base
 
 
 def _imports_of(text: str, package: str) -> tuple[set[str], set[str]]:
     """(absolute dotted names imported, top-level names of `import x`/`from x import` without a package).
-    `from a.b import c` yields ``a.b.c`` (c may be a module; `_module_file` falls back to ``a.b``);
+    `from a.b import c` yields ``a.b.c`` (c may be a module or a name of ``a.b``: `_module_file` tells);
     relative imports are resolved against `package`."""
     try:
         tree = ast.parse(text)
@@ -191,15 +273,12 @@ def _imports_of(text: str, package: str) -> tuple[set[str], set[str]]:
                 if "." not in alias.name:
                     local.add(alias.name)
         elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package.split(".")[: max(0, len(package.split(".")) - (node.level - 1))] if package else []
-                base = ".".join(anchor + ([base] if base else []))
-            elif "." not in base:
+            base = _absolute(node, package)
+            if not node.level and "." not in base:
                 local.add(base)
             found.update(f"{base}.{alias.name}" if base else alias.name for alias in node.names if alias.name != "*")
-            if base:
-                found.add(base)
+            if base and any(alias.name == "*" for alias in node.names):
+                found.add(base)  # everything of it
     return found, local
 
 

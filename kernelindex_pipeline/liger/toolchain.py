@@ -129,7 +129,14 @@ def _final_releases(document: dict[str, Any]) -> list[tuple[str, str]]:
 def unpinned_requirements(setup_py: str, pyproject: str = "") -> set[str]:
     """Package names a Liger checkout requires without an exact pin (``torch>=2.1.2``), read from every
     string literal of setup.py and pyproject.toml that parses as a requirement."""
-    names: set[str] = set()
+    return {r.name.lower() for r in requirements(setup_py, pyproject)
+            if not any(s.operator in ("==", "===") for s in r.specifier)}  # callers keep the names the timeline tracks
+
+
+def requirements(setup_py: str, pyproject: str = "") -> list[Requirement]:
+    """Every string literal of setup.py (and line of pyproject.toml) that parses as a requirement with a
+    version specifier: what a checkout asks the installer for."""
+    found: list[Requirement] = []
     texts: list[str] = []
     try:
         texts = [n.value for n in ast.walk(ast.parse(setup_py)) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
@@ -144,9 +151,9 @@ def unpinned_requirements(setup_py: str, pyproject: str = "") -> set[str]:
             requirement = Requirement(text)
         except InvalidRequirement:
             continue
-        if not any(s.operator in ("==", "===") for s in requirement.specifier):
-            names.add(requirement.name.lower())  # callers keep the names the timeline tracks
-    return names
+        if requirement.specifier or requirement.name.lower() in TRACKED_PACKAGES:
+            found.append(requirement)
+    return found
 
 
 def _epoch(stamp: str) -> float:

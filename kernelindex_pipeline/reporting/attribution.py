@@ -132,8 +132,8 @@ def leading_commits(groups: list[ChangeGroup], direction: str | None = None) -> 
     `direction` (all when None) its groups hold and how many other suspects they list."""
     found: dict[str, tuple[CommitSuspect, int, int]] = {}
     for group in groups:
-        if not group.evidence.commits:
-            continue
+        if group.cause not in COMMIT_CAUSES or not group.evidence.commits:
+            continue  # an environment change is named by its toolchain difference, its commits are context
         n = sum(1 for c in group.changes if direction is None or c.direction == direction)
         if not n:
             continue
@@ -156,10 +156,21 @@ def check_message(groups: list[ChangeGroup], direction: str = "slowdown", limit:
         if len(named) > limit:
             text += f"; and {len(named) - limit} more"
     rest: dict[str, int] = defaultdict(int)
+    toolchains: dict[str, int] = defaultdict(int)
     for group in groups:
-        if not group.evidence.commits:
-            rest[group.cause] += sum(1 for c in group.changes if c.direction == direction)
-    rest = {cause: n for cause, n in rest.items() if n}
+        n = sum(1 for c in group.changes if c.direction == direction)
+        if n and (group.cause not in COMMIT_CAUSES or not group.evidence.commits):
+            rest[group.cause] += n
+            for step in group.evidence.toolchain:
+                toolchains[_step_text(step)] += n
     if rest:
         text += ". Without a commit: " + ", ".join(f"{n} {cause}" for cause, n in sorted(rest.items()))
+    if toolchains:
+        text += " (toolchain: " + "; ".join(sorted(toolchains, key=lambda t: -toolchains[t])[:limit]) + ")"
     return text
+
+
+def _step_text(step: dict[str, Any]) -> str:
+    if "measured" in step:
+        return str(step["measured"])
+    return f"{step['package']} {step.get('before') or '—'} → {step['after']}"
