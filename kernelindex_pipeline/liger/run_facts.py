@@ -8,11 +8,10 @@ source names `runs.RUN_SOURCE` and `sentinel.SOURCE` (the sweep sentinel's runs 
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from kernelindex_pipeline.records.canonical import digest_of
-from kernelindex_pipeline.reporting.run_facts import UNLABELLED, MeasuredRun, RunFacts, measured_run
+from kernelindex_pipeline.reporting.run_facts import UNLABELLED, RunFacts, measured_run
 
 from . import identity
 from .builders import series_implementation_digest
@@ -62,25 +61,21 @@ class LigerRunFacts:
             facts = dataclasses.replace(facts, code_ref=self._code_ref, order=self._order)
         if facts.implementation_digest not in self.series_implementation:
             return facts
-        return dataclasses.replace(facts, implementation_digest=self.series_implementation[facts.implementation_digest])
+        return facts._replace(implementation_digest=self.series_implementation[facts.implementation_digest])
 
 
 def run_facts(manifest: dict[str, Any]) -> RunFacts | str:
     """The run facts of one Liger run by itself (its implementation digest as recorded)."""
     spec = manifest.get("spec") or {}
     measured = measured_run(spec, manifest.get("metadata") or {})
-    if not isinstance(measured, MeasuredRun):
+    if isinstance(measured, str):
         return measured
     found = identity.parse_external_id(str((spec.get("sourceNative") or {}).get("externalId") or ""))
     if found is None:
         return "no Liger external id (sourceNative.externalId)"
     if found.metric != measured.metric:
         return "externalId and measurement disagree on the metric"
-    return RunFacts(
-        kernel=found.kernel, mode=found.mode, provider=found.provider, gpu=found.gpu_slug, case_key=found.case_key,
-        metric=measured.metric, value=measured.value, observed_at=measured.observed_at,
-        version=str(measured.labels.get(VERSION_LABEL) or UNLABELLED),
-        implementation_digest=measured.implementation_digest, workload_digest=measured.workload_digest,
-        protocol_digest=measured.protocol_digest, environment_digest=measured.environment_digest,
-        script=found.kernel,
-    )
+    return RunFacts(found.kernel, found.mode, found.provider, found.gpu_slug, found.case_key, measured.metric,
+                    measured.value, measured.observed_at, str(measured.labels.get(VERSION_LABEL) or UNLABELLED),
+                    measured.implementation_digest, measured.workload_digest, measured.protocol_digest,
+                    measured.environment_digest, found.kernel)

@@ -276,6 +276,44 @@ def find_changes(x: np.ndarray, sigma: float, settings: Settings, extra: np.ndar
     return []
 
 
+def newest_step(x: np.ndarray, sigma: float, settings: Settings, splits: list[Split],
+                extra: np.ndarray | None = None) -> tuple[list[Split], Split | None]:
+    """(changes, pending): a step at the newest value, which has one run after it, not the `min_segment`
+    a change needs. It is listed as pending (None: there is none), never reported one run early: when
+    the last accepted change has exactly `min_segment` runs after it and a split before the newest value
+    alone explains its segment better (larger z), that change is the pending step instead. The test: the
+    newest value against the weighted mean of its segment's earlier values, with the model variance
+    (the newest value's own uncertainty, `extra`, included), at `alpha` and `min_effect`."""
+    n = len(x)
+    e2 = extra**2 if extra is not None else np.zeros(n)
+    w = 1.0 / (sigma**2 + e2)
+    start = splits[-1].index if splits else 0
+    if splits and splits[-1].stop == n and n - splits[-1].index == settings.min_segment:
+        last = splits[-1]
+        at_split, _ = _newest_z(x, w, last.start, last.index)
+        at_newest, _ = _newest_z(x, w, last.start, n - 1)
+        if abs(at_newest) <= abs(at_split):
+            return splits, None
+        splits, start = splits[:-1], last.start
+    if n - 1 - start < settings.min_segment:
+        return splits, None
+    z, se = _newest_z(x, w, start, n - 1)
+    shift = z * se
+    p = _p_value(z, math.inf)
+    if p >= settings.alpha or abs(shift) < settings.min_log_effect:
+        return splits, None
+    return splits, Split(index=n - 1, start=start, stop=n, log_ratio=float(shift), half_width=1.96 * se, p_value=p)
+
+
+def _newest_z(x: np.ndarray, w: np.ndarray, start: int, index: int) -> tuple[float, float]:
+    """(z, standard error) of mean(x[index:]) - mean(x[start:index]), weights w (1 / variance)."""
+    before, after = slice(start, index), slice(index, len(x))
+    mean_before = float(np.sum(w[before] * x[before]) / np.sum(w[before]))
+    mean_after = float(np.sum(w[after] * x[after]) / np.sum(w[after]))
+    se = math.sqrt(1.0 / np.sum(w[before]) + 1.0 / np.sum(w[after]))
+    return (mean_after - mean_before) / se, se
+
+
 def t_quantile(alpha: float, df: float) -> float:
     """Two-sided quantile of Student's t (t with t_sf2(t, df) == alpha), by bisection."""
     low, high = 0.0, 1e3

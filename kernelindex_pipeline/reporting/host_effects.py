@@ -42,6 +42,8 @@ TAKE_OUT_Z = 3.0  # an estimated effect is taken out of the series when at least
 MIN_SERIES = 8  # series of one script in one run needed for an effect of that script
 _MAD = 1.4826
 ITERATIONS = 3
+POLISH = 3  # rounds of the median polish of `common_levels`
+MIN_BLOCK_SIDE = 2  # runs needed on each side of a host excursion (one would let a step pass for one)
 CELLS = 4_000_000  # matrix cells per vectorised block (32 MB of float64)
 
 # Latency classes by a series' typical median: half decades, because the host effect falls steeply
@@ -83,18 +85,22 @@ class HostFit:
 
     effects: pd.DataFrame  # index (run, cls); columns log_factor, se, groups, extra
     scripts: pd.DataFrame  # index (run, script): log_factor, series, se, for the scripts with an effect of their own
-    correction: np.ndarray  # per input observation: the log factor taken out
+    correction: np.ndarray  # per input observation: the log factor taken out (its series' loading x the run's effect)
     extra: np.ndarray  # per input observation: sd of how unevenly that run's effect hit kernels, beyond usual
+    loading: np.ndarray  # per input observation: how far its series moves with the run's host effect (0: not at all)
+    excursions: set[tuple[int, int]]  # (run, class) inside a host excursion of one or more consecutive runs
 
 
-def _side_medians(series: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Median of the NEIGHBOURS previous and of the NEIGHBOURS next values of the same series (NaN where
-    there are none); input sorted by series then time. Vectorised over padded (series x position)
-    matrices of series of similar length, CELLS cells at a time."""
+def _window_medians(series: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, ...]:
+    """For each value, the medians of NEIGHBOURS values of the same series: the previous ones (`left`), the
+    next ones (`right`), those ending with it (`trail`) and those starting with it (`lead`); NaN where
+    there are none. Input sorted by series then time. Vectorised over padded (series x position) matrices
+    of series of similar length, CELLS cells at a time."""
     n = len(values)
-    left, right = np.full(n, np.nan), np.full(n, np.nan)
+    out = tuple(np.full(n, np.nan) for _ in range(4))
     if n == 0:
-        return left, right
+        return out
+    left, right, trail, lead = out
     starts = np.flatnonzero(np.r_[True, series[1:] != series[:-1]])
     lengths = np.diff(np.r_[starts, n])
     by_length = np.argsort(lengths, kind="stable")
@@ -108,9 +114,8 @@ def _side_medians(series: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, n
         width = int(lengths[chosen[-1]]) + 2 * pad
         counts = lengths[chosen]
         rows = np.repeat(np.arange(len(chosen)), counts)
-        offsets = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)  # position in series
-        index = np.repeat(starts[chosen], counts) + offsets
-        position = offsets
+        position = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)  # position in series
+        index = np.repeat(starts[chosen], counts) + position
         matrix = np.full((len(chosen), width), np.nan)
         matrix[rows, position + pad] = values[index]
         windows = np.lib.stride_tricks.sliding_window_view(matrix, NEIGHBOURS, axis=1)
@@ -120,24 +125,145 @@ def _side_medians(series: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, n
         # (with one value on a side the smaller of the two deviations is biased low; two would make the
         # second-newest run, the one a nightly alert needs, one-sided)
         medians[np.isfinite(windows).sum(axis=2) < MIN_SIDE] = np.nan
-        # the previous NEIGHBOURS of column c (= position + pad) start at c - NEIGHBOURS, the next at c + 1
-        left[index] = medians[rows, position + pad - NEIGHBOURS]
-        right[index] = medians[rows, position + pad + 1]
+        column = position + pad
+        left[index] = medians[rows, column - NEIGHBOURS]
+        right[index] = medians[rows, column + 1]
+        trail[index] = medians[rows, column - NEIGHBOURS + 1]
+        lead[index] = medians[rows, column]
         first = last
+    return out
+
+
+def _side_medians(series: np.ndarray, values: np.ndarray, masked: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Median of the NEIGHBOURS previous and of the NEIGHBOURS next values of the same series (NaN where
+    there are none), skipping `masked` values (runs inside a host excursion): a value inside an excursion
+    is compared with the series just outside it, on both sides, however long the excursion is."""
+    if masked is None or not masked.any():
+        left, right, _, _ = _window_medians(series, values)
+        return left, right
+    kept = np.flatnonzero(~masked)
+    k_left, k_right, k_trail, k_lead = _window_medians(series[kept], values[kept])
+    left, right = np.full(len(values), np.nan), np.full(len(values), np.nan)
+    left[kept], right[kept] = k_left, k_right
+    inside = np.flatnonzero(masked)
+    after = np.searchsorted(kept, inside)  # the first kept value after each masked one (may be past the end)
+    has_after = after < len(kept)
+    same = has_after.copy()
+    same[has_after] = series[kept[after[has_after]]] == series[inside[has_after]]
+    right[inside[same]] = k_lead[after[same]]
+    has_before = after > 0
+    same = has_before.copy()
+    same[has_before] = series[kept[after[has_before] - 1]] == series[inside[has_before]]
+    left[inside[same]] = k_trail[after[same] - 1]
     return left, right
 
 
-def _deviations(series: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(two-sided, with one side) deviations of each value from its series' neighbours. Two-sided: the
-    transient part (NaN at a series' first and last value); with one side: the same, and at the first
-    and last value the deviation from the one side there is."""
-    left, right = _side_medians(series, y)
+def _deviations(series: np.ndarray, y: np.ndarray, masked: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(two-sided, with one side) deviations of each value from its series' neighbours (outside host
+    excursions, `masked`). Two-sided: the transient part (NaN at a series' first and last value); with
+    one side: the same, and at the first and last value the deviation from the one side there is."""
+    left, right = _side_medians(series, y, masked)
     d_left, d_right = y - left, y - right
     same_side = np.sign(d_left) == np.sign(d_right)
     transient = np.where(same_side, np.sign(d_left) * np.minimum(np.abs(d_left), np.abs(d_right)), 0.0)
     both = np.isfinite(d_left) & np.isfinite(d_right)
     two_sided = np.where(both, transient, np.nan)
     return two_sided, np.where(both, transient, np.where(np.isfinite(d_left), d_left, d_right))
+
+
+def common_levels(series: np.ndarray, run: np.ndarray, cls: np.ndarray, group: np.ndarray, x: np.ndarray) -> pd.Series:
+    """The level of each (run, class) common to its kernel groups: a robust two-way fit (median polish)
+    x = series level + run level, the run level the median over kernel groups (each the median of its
+    series), where at least MIN_GROUPS groups were measured. A few kernels that really changed do not move
+    it; a host that slows most kernels of the class does, for as many runs as it lasts."""
+    level = np.zeros(len(x))
+    keys = [pd.Series(run), pd.Series(cls), pd.Series(group)]
+    table = pd.Series(dtype=float)
+    for _ in range(POLISH):
+        own = pd.Series(x - level).groupby(series).transform("median").to_numpy()
+        per_group = pd.Series(x - own).groupby(keys).median()
+        grouped = per_group.groupby(level=[0, 1])
+        table = grouped.median()[grouped.size() >= MIN_GROUPS]
+        level = _lookup(table, [run, cls])
+    table.index.names = ["run", "cls"]
+    return table.rename("level")
+
+
+def excursions(levels: pd.Series, run_gpu: np.ndarray, z_needed: float) -> set[tuple[int, int]]:
+    """(run, class) pairs inside a host excursion: consecutive runs of one GPU whose common level
+    (`common_levels`) departs from the level around them, the same way at every run, while the levels
+    just before and just after agree (the host came back; a lasting move is a step, not an excursion).
+    A block needs MIN_BLOCK_SIDE runs on each side, so one at the newest runs is judged once later runs
+    exist. Blocks are taken strongest first, any length."""
+    found: set[tuple[int, int]] = set()
+    frame = levels.reset_index()
+    frame["gpu"] = run_gpu[frame["run"].to_numpy()]
+    for (_, cls), part in frame.groupby(["gpu", "cls"]):
+        part = part.sort_values("run")
+        runs, values = part["run"].to_numpy(), part["level"].to_numpy()
+        for a, b in _blocks(values, z_needed):
+            found.update((int(r), int(cls)) for r in runs[a:b])
+    return found
+
+
+def _blocks(c: np.ndarray, z_needed: float) -> list[tuple[int, int]]:
+    """[a, b) blocks of `c` (one class' common level over consecutive runs) that are excursions."""
+    n = len(c)
+    if n < 2 * MIN_BLOCK_SIDE + 1:
+        return []
+    sigma = max(_MAD * float(np.median(np.abs(np.diff(c)))) / math.sqrt(2.0), 1e-3)
+    taken = np.zeros(n, dtype=bool)
+    out: list[tuple[int, int]] = []
+    while True:
+        best = _strongest_block(c, taken, sigma, z_needed)
+        if best is None:
+            return sorted(out)
+        out.append(best)
+        taken[best[0]:best[1]] = True
+
+
+def _side_means(c: np.ndarray, taken: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Mean and count of the NEIGHBOURS untaken values before each position, and after it."""
+    n = len(c)
+    free = np.flatnonzero(~taken)
+    csum = np.r_[0.0, np.cumsum(c[free])]
+    before_end = np.searchsorted(free, np.arange(n))  # free values before position i: free[:before_end]
+    after_start = np.searchsorted(free, np.arange(n), side="right")
+    b_lo = np.maximum(before_end - NEIGHBOURS, 0)
+    a_hi = np.minimum(after_start + NEIGHBOURS, len(free))
+    left_n, right_n = before_end - b_lo, a_hi - after_start
+    with np.errstate(invalid="ignore", divide="ignore"):
+        left = (csum[before_end] - csum[b_lo]) / left_n
+        right = (csum[a_hi] - csum[after_start]) / right_n
+    return left, left_n, right, right_n
+
+
+def _strongest_block(c: np.ndarray, taken: np.ndarray, sigma: float, z_needed: float) -> tuple[int, int] | None:
+    n = len(c)
+    left, left_n, right, right_n = _side_means(c, taken)
+    prefix = np.r_[0.0, np.cumsum(c)]
+    best, best_z = None, z_needed
+    for a in range(MIN_BLOCK_SIDE, n - MIN_BLOCK_SIDE):
+        if taken[a] or left_n[a] < MIN_BLOCK_SIDE:
+            continue
+        stop = a + int(np.argmax(taken[a:])) if taken[a:].any() else n  # blocks never contain a taken run
+        b = np.arange(a, stop)  # last run of the block
+        ok = right_n[b] >= MIN_BLOCK_SIDE
+        if not ok.any():
+            continue
+        length = b - a + 1
+        reference = (left[a] + right[b]) / 2
+        shift = (prefix[b + 1] - prefix[a]) / length - reference
+        both = np.sqrt(1 / left_n[a] + 1 / np.maximum(right_n[b], 1))
+        agree = np.abs(left[a] - right[b]) <= z_needed * sigma * both
+        lowest, highest = np.minimum.accumulate(c[a:stop]), np.maximum.accumulate(c[a:stop])
+        same_way = np.where(shift > 0, lowest > reference, highest < reference)
+        z = np.abs(shift) / (sigma * np.sqrt(1 / length + both**2 / 4))
+        z = np.where(ok & agree & same_way, z, 0.0)
+        k = int(np.argmax(z))
+        if z[k] > best_z:
+            best, best_z = (a, int(b[k]) + 1), float(z[k])
+    return best
 
 
 def _robust_stats(values: pd.Series, keys: list[pd.Series]) -> pd.DataFrame:
@@ -155,16 +281,28 @@ def _lookup(table: pd.Series, keys: list[np.ndarray]) -> np.ndarray:
 
 
 def estimate(series: np.ndarray, run: np.ndarray, cls: np.ndarray, group: np.ndarray, script: np.ndarray,
-             x: np.ndarray, min_log_effect: float, z_needed: float) -> HostFit:
+             x: np.ndarray, min_log_effect: float, z_needed: float, run_gpu: np.ndarray | None = None) -> HostFit:
     """Host effects of observations (arrays of one length, sorted by series then time): `run` is the
     observation's source run, `cls` its latency class, `group` its kernel group, `script` its benchmark
-    script (kernel) and `x` its log value. Script effects are kept when at least `min_log_effect` and
-    `z_needed` standard errors."""
+    script (kernel) and `x` its log value; `run_gpu` the GPU (any id) of each run. Script effects are kept
+    when at least `min_log_effect` and `z_needed` standard errors. Peak memory is never corrected: a
+    host's speed does not change how much memory a kernel allocates."""
+    latency = cls != MEMORY_CLASS
+    if not latency.all():
+        fit = estimate(series[latency], run[latency], cls[latency], group[latency], script[latency], x[latency],
+                       min_log_effect, z_needed, run_gpu)
+        correction, extra, loading = np.zeros(len(x)), np.zeros(len(x)), np.zeros(len(x))
+        correction[latency], extra[latency], loading[latency] = fit.correction, fit.extra, fit.loading
+        return HostFit(fit.effects, fit.scripts, correction, extra, loading, fit.excursions)
+    if run_gpu is None:
+        run_gpu = np.zeros(int(run.max()) + 1 if len(run) else 0, dtype=np.int64)
+    blocks = excursions(common_levels(series, run, cls, group, x), run_gpu, z_needed) if len(x) else set()
+    masked = _lookup(pd.Series(1.0, index=pd.MultiIndex.from_tuples(sorted(blocks))), [run, cls]) > 0 if blocks else None
     run_corr = np.zeros(len(x))
     script_corr = np.zeros(len(x))
     run_s, cls_s, script_s = pd.Series(run), pd.Series(cls), pd.Series(script)
     for _ in range(ITERATIONS):
-        two_sided, _ = _deviations(series, x - run_corr - script_corr)
+        two_sided, _ = _deviations(series, x - run_corr - script_corr, masked)
         d = pd.Series(two_sided)
         ok = d.notna()
         per_group = d[ok].groupby([run_s[ok], cls_s[ok], pd.Series(group)[ok]]).median()
@@ -207,7 +345,7 @@ def estimate(series: np.ndarray, run: np.ndarray, cls: np.ndarray, group: np.nda
     # A series' first and last values have one side only: how far the run stood out there, over its kernel
     # groups, is not taken out (a step in every kernel at the newest run may be real) but counted as
     # uncertainty of those values, so a slow newest (or oldest) run cannot make a change on its own.
-    two_sided, with_one_side = _deviations(series, x - run_corr - script_corr)
+    two_sided, with_one_side = _deviations(series, x - run_corr - script_corr, masked)
     edge = np.isnan(two_sided) & np.isfinite(with_one_side)
     if edge.any():
         one = pd.Series(with_one_side[edge])
@@ -222,5 +360,56 @@ def estimate(series: np.ndarray, run: np.ndarray, cls: np.ndarray, group: np.nda
     script_table["se"] = script_stats["se"].reindex(script_table.index).fillna(0.0)
     script_table = script_table[script_table["log_factor"] != 0.0]
     run_table.index.names = ["run", "cls"]
+    # Each series takes the run's effect only as far as it moves with it (its loading, `_loadings`): a
+    # GPU-bound shape that reads the same on a slow host takes none of it, nor its uncertainty.
+    loading = _loadings(series, cls, x, run_corr + script_corr, masked)
     return HostFit(effects=run_table[["log_factor", "se", "groups", "extra"]], scripts=script_table,
-                   correction=run_corr + script_corr, extra=extra)
+                   correction=loading * (run_corr + script_corr), extra=loading * extra, loading=loading,
+                   excursions=blocks)
+
+
+def _random_effects(estimates: np.ndarray, variances: np.ndarray) -> tuple[float, float]:
+    """(mean, between-series variance) of loadings estimated with these variances: the DerSimonian-Laird
+    estimator of random-effects meta-analysis (the spread beyond what each estimate's own variance
+    explains, weighted so that a few poorly told series cannot hide it)."""
+    weights = 1.0 / variances
+    fixed = float(np.sum(weights * estimates) / np.sum(weights))
+    if len(estimates) < 2:
+        return fixed, 0.0
+    q = float(np.sum(weights * (estimates - fixed) ** 2))
+    scale = float(np.sum(weights) - np.sum(weights**2) / np.sum(weights))
+    spread = max((q - (len(estimates) - 1)) / scale, 0.0) if scale > 0 else 0.0
+    if spread == 0.0:
+        return fixed, 0.0
+    random_weights = 1.0 / (variances + spread)
+    return float(np.sum(random_weights * estimates) / np.sum(random_weights)), spread
+
+
+def _loadings(series: np.ndarray, cls: np.ndarray, x: np.ndarray, effect: np.ndarray, masked: np.ndarray | None) -> np.ndarray:
+    """Per observation, its series' loading on the run effects: the regression slope of the series' own
+    two-sided deviations on the effect estimated for its runs, shrunk (empirical Bayes, per class) towards
+    the class' mean loading by how well the series' own runs tell it, and never below 0 (a slow host makes
+    nothing faster). Series with no run effect to learn from take the class' mean loading."""
+    d, _ = _deviations(series, x, masked)
+    noise = pd.Series(np.diff(x, prepend=np.nan)).where(np.r_[False, series[1:] == series[:-1]])
+    sd = (_MAD * noise.abs().groupby(series).transform("median") / math.sqrt(2.0)).fillna(0.0).to_numpy()
+    usable = np.isfinite(d) & (effect != 0.0)
+    frame = pd.DataFrame({"series": series[usable], "cd": effect[usable] * d[usable], "cc": effect[usable] ** 2})
+    sums = frame.groupby("series")[["cd", "cc"]].sum()
+    first = np.flatnonzero(np.r_[True, series[1:] != series[:-1]])
+    series_ids, series_cls = series[first], cls[first]
+    series_sd = np.maximum(sd[first], 1e-3)
+    cc = sums["cc"].reindex(series_ids).fillna(0.0).to_numpy()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        own = sums["cd"].reindex(series_ids).fillna(0.0).to_numpy() / cc
+        variance = series_sd**2 / cc
+    loading = np.ones(len(series_ids))
+    for c in np.unique(series_cls):
+        members = (series_cls == c) & (cc > 0)
+        if not members.any():
+            continue
+        prior, spread = _random_effects(own[members], variance[members])
+        shrunk = prior if spread == 0.0 else (own[members] / variance[members] + prior / spread) / (1 / variance[members] + 1 / spread)
+        loading[members] = shrunk
+        loading[(series_cls == c) & (cc == 0)] = max(prior, 0.0)
+    return np.repeat(np.maximum(loading, 0.0), np.diff(np.r_[first, len(series)]))

@@ -50,7 +50,16 @@ from typing import Any
 import numpy as np
 
 from . import attribution, host_effects
-from .changepoints import MAD_EFFICIENCY, Settings, Split, find_changes, prior_df, shrunk_noise, within_noise
+from .changepoints import (
+    MAD_EFFICIENCY,
+    Settings,
+    Split,
+    find_changes,
+    newest_step,
+    prior_df,
+    shrunk_noise,
+    within_noise,
+)
 from .run_facts import LATENCY as LATENCY  # re-exported: the metric names are run_facts'
 from .run_facts import PEAK_MEMORY, AdapterRegistry, FactsAdapter, facts_of
 
@@ -195,6 +204,8 @@ class RegressionReport:
     changes: list[Change]
     skipped: Counter = field(default_factory=Counter)  # runs without a usable value, by reason
     attribution_notes: list[str] = field(default_factory=list)  # what the attributor could not use (a clone, a commit)
+    # steps at a series' newest run: one run after, not the two a change needs; judged again with the next
+    pending: list[Change] = field(default_factory=list)
 
     @property
     def slowdowns(self) -> list[Change]:
@@ -222,7 +233,7 @@ class RegressionReport:
         return {
             "series": len(self.trends), "insufficient": len(self.insufficient), "sources": len(self.sources),
             "runs": self.runs, "changes": len(self.changes), "slowdowns": len(self.slowdowns),
-            "speedups": len(self.speedups), "hostEffects": len(self.host_effects),
+            "speedups": len(self.speedups), "pending": len(self.pending), "hostEffects": len(self.host_effects),
             "byCause": {cause: len(items) for cause, items in self.by_cause().items()},
         }
 
@@ -230,7 +241,8 @@ class RegressionReport:
         c = self.counts()
         causes = ", ".join(f"{n} {cause}" for cause, n in c["byCause"].items() if n)
         text = (f"{c['slowdowns']} slowdowns and {c['speedups']} speed-ups ({causes or 'none'}) in {c['series']} judged "
-                f"series over {c['sources']} source runs; {len(self.host_effects)} host effects taken out; "
+                f"series over {c['sources']} source runs; {c['pending']} steps at the newest run pending a second run; "
+                f"{len(self.host_effects)} host effects taken out; "
                 f"{c['insufficient']} series with insufficient data (fewer than {self.settings.min_runs} runs)")
         if not self.trends:
             text += "; NOTHING could be judged, so this is not evidence of 'no regression'"
@@ -265,6 +277,7 @@ class RegressionReport:
             "changes": [c.to_dict() for c in self.changes],
             "groups": [g.to_dict() for g in attribution.group_changes(self.changes)],
             "attributionNotes": list(self.attribution_notes),
+            "pending": [c.to_dict() for c in self.pending],
             "insufficientSeries": _insufficient_summary(self.insufficient),
             "skippedRuns": dict(self.skipped),
         }
@@ -283,7 +296,8 @@ class _Observations:
 
     def __init__(self, adapters: Mapping[str, FactsAdapter] | None = None) -> None:
         self.registry = AdapterRegistry(adapters)
-        self.series: dict[SeriesKey, int] = {}
+        self.series: dict[tuple, int] = {}  # SeriesKey fields -> series id
+        self.keys: list[SeriesKey] = []  # by series id
         self.case_keys: list[str] = []
         self.scripts: list[str] = []  # benchmark script of each series
         self.sid: list[int] = []
@@ -298,31 +312,36 @@ class _Observations:
 
     def add(self, manifests: Iterable[dict[str, Any]], source: str | None = None) -> None:
         self.registry.enter(source)
+        registry, skipped, series, keys = self.registry, self.skipped, self.series, self.keys
+        sid_of, value, observed, order = self.sid.append, self.value.append, self.observed.append, self.order.append
+        version, code_ref, environment, sources = (self.version.append, self.code_ref.append, self.environment.append,
+                                                   self.source.append)
         for manifest in manifests:
             if not isinstance(manifest, dict):
                 continue
             if manifest.get("kind") != "BenchmarkRun":
-                self.registry.see(manifest)
+                registry.see(manifest)
                 continue
-            facts = facts_of(manifest, self.registry)
+            facts = facts_of(manifest, registry)
             if isinstance(facts, str):
-                self.skipped[facts] += 1
+                skipped[facts] += 1
                 continue
-            key = SeriesKey(facts.kernel, facts.mode, facts.provider, facts.implementation_digest,
-                            facts.workload_digest, facts.protocol_digest, facts.gpu, facts.metric)
-            sid = self.series.get(key)
+            identity = (facts.kernel, facts.mode, facts.provider, facts.implementation_digest, facts.workload_digest,
+                        facts.protocol_digest, facts.gpu, facts.metric)
+            sid = series.get(identity)
             if sid is None:
-                sid = self.series[key] = len(self.series)
+                sid = series[identity] = len(keys)
+                keys.append(SeriesKey(*identity))
                 self.case_keys.append(facts.case_key)
                 self.scripts.append(facts.script)
-            self.sid.append(sid)
-            self.value.append(facts.value)
-            self.observed.append(facts.observed_at)
-            self.order.append(math.nan if facts.order is None else facts.order)
-            self.version.append(facts.version)
-            self.code_ref.append(facts.code_ref)
-            self.environment.append(facts.environment_digest)
-            self.source.append(source)
+            sid_of(sid)
+            value(facts.value)
+            observed(facts.observed_at)
+            order(math.nan if facts.order is None else facts.order)
+            version(facts.version)
+            code_ref(facts.code_ref)
+            environment(facts.environment_digest)
+            sources(source)
 
 
 def _epoch_seconds(stamps: list[str]) -> np.ndarray:
@@ -427,7 +446,7 @@ def detect_in_record_files(paths: Sequence[str | os.PathLike[str]], settings: Se
 
 
 def _detect(obs: _Observations, settings: Settings) -> RegressionReport:
-    keys = list(obs.series)
+    keys = obs.keys
     n = len(obs.sid)
     if n == 0:
         return RegressionReport(settings, 0, [], [], [], [], [], [], obs.skipped)
@@ -464,8 +483,9 @@ def _detect(obs: _Observations, settings: Settings) -> RegressionReport:
     p_cls = np.repeat(series_class, lengths)
     script_ids: dict[str, int] = {}
     series_script = np.array([script_ids.setdefault(obs.scripts[s], len(script_ids)) for s in series_ids])
+    run_gpu = np.unique([r.gpu for r in sources], return_inverse=True)[1] if sources else np.empty(0, dtype=np.int64)
     fit = host_effects.estimate(p_sid, p_run, p_cls, np.repeat(series_group, lengths), np.repeat(series_script, lengths),
-                                x, settings.min_log_effect, _z_for(settings.alpha))
+                                x, settings.min_log_effect, _z_for(settings.alpha), run_gpu)
     corrected = x - fit.correction
 
     # Noise. A series' own noise: the MAD of its successive differences. Pooled per (GPU, class): the
@@ -490,8 +510,8 @@ def _detect(obs: _Observations, settings: Settings) -> RegressionReport:
 
     trends: list[Trend] = []
     insufficient: list[Insufficient] = []
-    pending: list[tuple[Trend, Split]] = []  # changes without a version or environment difference
-    changes: list[Change] = []
+    found: list[tuple[Trend, Split]] = []
+    newest: list[tuple[Trend, Split]] = []
     for i, s in enumerate(series_ids):
         a, b = bounds[i], bounds[i + 1]
         key = keys[s]
@@ -510,6 +530,7 @@ def _detect(obs: _Observations, settings: Settings) -> RegressionReport:
 
         splits = find_changes(values, sigma, settings, extra, refine)
         sigma = refined[-1] if refined else sigma
+        splits, pending_step = newest_step(values, sigma, settings, splits, extra)
         idx = first[a:b]
         trend = Trend(key=key, case_key=obs.case_keys[s], observed_at=[obs.observed[j] for j in idx],
                       versions=[obs.version[j] for j in idx], sources=[sources[r].label for r in p_run[a:b]],
@@ -518,17 +539,29 @@ def _detect(obs: _Observations, settings: Settings) -> RegressionReport:
                       cls=int(series_class[i]), group=int(series_group[i]),
                       code_refs=[sources[r].code_ref for r in p_run[a:b]])
         trends.append(trend)
-        for split in splits:
-            before, after = split.index - 1, split.index
-            if trend.environments[before] != trend.environments[after]:
-                changes.append(Change(trend, split, "environment"))
-            else:
-                pending.append((trend, split))
-    changes += _host_or_unknown(pending, trends)
-    changes.sort(key=lambda c: (CAUSES.index(c.cause), -abs(c.split.log_ratio), c.split.p_value))
+        found += [(trend, split) for split in splits]
+        if pending_step is not None:
+            newest.append((trend, pending_step))
+    changes, pending = _with_causes(found, trends), _with_causes(newest, trends)
     reported, every = _host_effect_entries(fit, sources, settings, list(script_ids))
     return RegressionReport(settings=settings, runs=n, sources=sources, trends=trends, insufficient=insufficient,
-                            host_effects=reported, all_host_effects=every, changes=changes, skipped=obs.skipped)
+                            host_effects=reported, all_host_effects=every, changes=changes, skipped=obs.skipped,
+                            pending=pending)
+
+
+def _with_causes(found: list[tuple[Trend, Split]], trends: list[Trend]) -> list[Change]:
+    """Changes with their cause, sorted by cause, then magnitude, then p-value."""
+    changes: list[Change] = []
+    undecided: list[tuple[Trend, Split]] = []  # without a version or environment difference
+    for trend, split in found:
+        before, after = split.index - 1, split.index
+        if trend.environments[before] != trend.environments[after]:
+            changes.append(Change(trend, split, "environment"))
+        else:
+            undecided.append((trend, split))
+    changes += _host_or_unknown(undecided, trends)
+    changes.sort(key=lambda c: (CAUSES.index(c.cause), -abs(c.split.log_ratio), c.split.p_value))
+    return changes
 
 
 def _merge_sparse_classes(classes: np.ndarray, groups: np.ndarray, gpus: np.ndarray) -> np.ndarray:

@@ -19,8 +19,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from kernelindex_pipeline.records.units import MAX_SAFE_INTEGER
 
@@ -36,11 +35,11 @@ SOURCE_ADAPTERS: dict[str, str] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class RunFacts:
+class RunFacts(NamedTuple):
     """One usable run, as detection sees it. A series is (kernel, mode, provider, the three digests,
     gpu, metric); `script` is the benchmark script the run came from (a host hiccup can hit one script
-    of a sweep); `version` the source's version label of the code measured."""
+    of a sweep); `version` the source's version label of the code measured. (A NamedTuple: detection
+    makes one per run, a million in a large catalogue, and a tuple is the cheapest plain record.)"""
 
     kernel: str
     mode: str
@@ -79,8 +78,7 @@ FactsFunction = Callable[[dict[str, Any]], "RunFacts | str"]
 FactsAdapter = RunFactsAdapter | FactsFunction  # a plain function: an adapter that needs no other record
 
 
-@dataclass(frozen=True, slots=True)
-class MeasuredRun:
+class MeasuredRun(NamedTuple):
     """The source-independent part of a BenchmarkRun (the records' contract)."""
 
     metric: str
@@ -101,11 +99,14 @@ def measured_run(spec: dict[str, Any], metadata: dict[str, Any]) -> MeasuredRun 
     if measured is None:
         return "no positive latency median or peak memory"
     observed = spec.get("observedAt")
-    digests = (spec.get("implementationDigest"), spec.get("workloadDigest"), spec.get("protocolDigest"),
-               spec.get("environmentDigest"))
-    if not isinstance(observed, str) or not all(isinstance(d, str) and d for d in digests):
+    implementation, workload = spec.get("implementationDigest"), spec.get("workloadDigest")
+    protocol, environment = spec.get("protocolDigest"), spec.get("environmentDigest")
+    if not (isinstance(observed, str) and implementation and workload and protocol and environment
+            and isinstance(implementation, str) and isinstance(workload, str) and isinstance(protocol, str)
+            and isinstance(environment, str)):
         return "no observedAt or a missing referenced digest"
-    return MeasuredRun(measured[0], measured[1], observed, *digests, labels=(metadata or {}).get("labels") or {})
+    return MeasuredRun(measured[0], measured[1], observed, implementation, workload, protocol, environment,
+                       (metadata or {}).get("labels") or {})
 
 
 def metric_value(spec: dict[str, Any]) -> tuple[str, float] | None:
@@ -150,6 +151,8 @@ class AdapterRegistry:
         for source, adapter in (given or {}).items():
             self._adapters[source] = adapter if hasattr(adapter, "facts") else _Function(adapter)
         self._distinct = list({id(a): a for a in self._adapters.values()}.values())
+        self._functions = {source: adapter.facts for source, adapter in self._adapters.items()}
+        self.no_adapter = "no run-facts adapter for its source (spec.sourceNative.source; known: " + ", ".join(self.known()) + ")"
 
     def see(self, manifest: dict[str, Any]) -> None:
         for adapter in self._distinct:
@@ -165,15 +168,18 @@ class AdapterRegistry:
     def get(self, source: str) -> RunFactsAdapter | None:
         return self._adapters.get(source)
 
+    def facts_function(self, source: Any) -> FactsFunction | None:
+        return self._functions.get(source) if isinstance(source, str) else None
+
     def known(self) -> list[str]:
         return sorted(self._adapters)
 
 
 def facts_of(manifest: dict[str, Any], registry: AdapterRegistry) -> RunFacts | str:
     """The run facts of one BenchmarkRun by its source's adapter, or why there are none."""
-    native = (manifest.get("spec") or {}).get("sourceNative") or {}
+    native = (manifest.get("spec") or {}).get("sourceNative")
     source = native.get("source") if isinstance(native, dict) else None
-    adapter = registry.get(source) if isinstance(source, str) else None
-    if adapter is None:
-        return "no run-facts adapter for its source (spec.sourceNative.source; known: " + ", ".join(registry.known()) + ")"
-    return adapter.facts(manifest)
+    facts = registry.facts_function(source)
+    return facts(manifest) if facts is not None else registry.no_adapter
+
+
