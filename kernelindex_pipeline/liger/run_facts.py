@@ -58,7 +58,7 @@ class LigerRunFacts:
         if isinstance(facts, str):
             return facts
         if self._code_ref is not None:
-            facts = dataclasses.replace(facts, code_ref=self._code_ref, order=self._order)
+            facts = facts._replace(code_ref=self._code_ref, order=self._order)
         if facts.implementation_digest not in self.series_implementation:
             return facts
         return facts._replace(implementation_digest=self.series_implementation[facts.implementation_digest])
