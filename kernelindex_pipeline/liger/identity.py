@@ -129,6 +129,12 @@ def external_id_prefix(kernel: str, mode: str, provider: str, gpu_slug: str, key
     return f"{benchmark(kernel, mode, memory)}/{provider}/{gpu_slug}/{key}/"
 
 
+def external_id_head(text: str) -> str:
+    """An externalId without its timestamp slug: what `external_id_prefix` built (with its final "/"),
+    shared by every run of one run template, so readers of many runs parse each head once."""
+    return text[: text.rfind("/") + 1]
+
+
 def parse_external_id(text: str) -> RunIdentity | None:
     parts = text.split("/") if text else []
     memory = len(parts) == 7 and parts[2] == MEMORY_SEGMENT

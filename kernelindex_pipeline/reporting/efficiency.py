@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import os
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from functools import cache
 from importlib import resources
@@ -163,23 +163,108 @@ def _camel(name: str) -> str:
 
 
 @dataclass
-class EfficiencyReport:
-    runs: dict[str, RunEfficiency]  # run digest -> facts
-    low_threshold: float = DEFAULT_LOW_THRESHOLD
-    measured: dict[tuple[str, str], float] = field(default_factory=dict)  # (environment, bound) -> ceiling
-    _by_series: dict | None = field(default=None, repr=False, compare=False)
+class _Group:
+    """What every run of one run template (externalId head) on one workload and environment shares: its
+    cost, ceilings and L2. A run adds only its latency, time and version (so 1M runs stay cheap)."""
 
-    def series_facts(self) -> dict[tuple[str, str, str, str, str], RunEfficiency]:
-        """(kernel, pass, provider, workload digest, GPU slug) -> the facts of one of its runs (cached)."""
-        if self._by_series is None:
-            self._by_series = {(r.kernel, r.mode, r.provider, r.workload, r.gpu): r for r in self.runs.values()}
-        return self._by_series
+    kernel: str
+    mode: str
+    provider: str
+    gpu: str
+    environment: str
+    workload: str
+    case_key: str
+    status: str = STATUS_OK
+    reason: str | None = None
+    cost: Cost | None = None
+    dtype: str | None = None
+    peak: float | None = None
+    l2_bytes: int | None = None
+    measured: float | None = None  # the sweep sentinel's ceiling on this environment, same unit
+
+    @property
+    def l2_resident(self) -> bool:
+        return (self.cost is not None and self.cost.l2_bytes is not None and self.l2_bytes is not None
+                and self.cost.l2_bytes <= self.l2_bytes)
+
+
+_Row = tuple[_Group, float, str, "str | None"]  # (group, median latency ns, observedAt, liger_version)
+
+
+def _figures(group: _Group, latency_ns: float, low: float) -> tuple[float | None, float | None, float | None, list[str]]:
+    """(achieved, % of peak, % of measured ceiling, flags) of one run."""
+    if group.cost is None:
+        return None, None, None, []
+    achieved = group.cost.work / (latency_ns * 1e-9)
+    pct = achieved / group.peak * 100 if group.peak else None
+    pct_measured = achieved / group.measured * 100 if group.measured else None
+    flags = [FLAG_L2] if group.l2_resident else []
+    if pct_measured is not None and pct_measured > 100:
+        flags.append(FLAG_ABOVE_MEASURED)
+    if pct is not None and pct > 100:
+        flags.append(FLAG_ABOVE_PEAK)
+    if not flags and group.status == STATUS_OK and pct is not None and pct < low * 100:
+        flags.append(FLAG_LOW)
+    return achieved, pct, pct_measured, flags
+
+
+class _LazyRuns(Mapping):
+    """Run digest -> RunEfficiency, built when asked for (a report reads a few thousand of a million)."""
+
+    def __init__(self, rows: dict[str, _Row], low: float):
+        self._rows, self._low = rows, low
+
+    def __getitem__(self, digest: str) -> RunEfficiency:
+        group, latency, observed_at, version = self._rows[digest]
+        achieved, pct, pct_measured, flags = _figures(group, latency, self._low)
+        cost = group.cost
+        return RunEfficiency(
+            run=digest, kernel=group.kernel, mode=group.mode, provider=group.provider, gpu=group.gpu,
+            environment=group.environment, workload=group.workload, case_key=group.case_key, liger_version=version,
+            observed_at=observed_at, latency_ns=latency, status=group.status, reason=group.reason,
+            bound=cost and cost.bound, dtype=group.dtype if cost else None, bytes=cost and cost.bytes,
+            flops=cost and cost.flops, l2_set_bytes=cost and cost.l2_bytes, l2_bytes=group.l2_bytes if cost else None,
+            achieved=achieved, peak=group.peak, pct_of_peak=pct, measured_ceiling=group.measured if cost else None,
+            pct_of_measured=pct_measured, flags=flags)
+
+    def __iter__(self):
+        return iter(self._rows)
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+
+@dataclass
+class EfficiencyReport:
+    runs: Mapping[str, RunEfficiency]  # run digest -> facts
+    low_threshold: float = DEFAULT_LOW_THRESHOLD
+    measured: dict[tuple[str, str], float] = field(default_factory=dict)  # (environment, sentinel) -> ceiling
+    _rows: dict[str, _Row] | None = field(default=None, repr=False, compare=False)
+    _groups: list[_Group] = field(default_factory=list, repr=False, compare=False)
+
+    def percent_scale(self, kernel: str, mode: str, provider: str, workload: str, gpu: str) -> float | None:
+        """% of peak x latency in ns of a series (its work over its peak, x 1e11): a run's percent of peak
+        is this over its latency. None where it has no figure."""
+        if self._rows is None:  # read back from a sidecar: from any run of the series
+            found = next((r for r in self.runs.values() if (r.kernel, r.mode, r.provider, r.workload, r.gpu)
+                          == (kernel, mode, provider, workload, gpu) and r.pct_of_peak is not None), None)
+            return found.pct_of_peak * found.latency_ns if found else None
+        for g in self._groups:
+            if (g.kernel, g.mode, g.provider, g.workload, g.gpu) == (kernel, mode, provider, workload, gpu) and g.peak:
+                return g.cost.work / g.peak * 1e11
+        return None
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = defaultdict(int)
-        for r in self.runs.values():
-            out[r.status] += 1
-            for flag in r.flags:
+        if self._rows is None:
+            for r in self.runs.values():
+                out[r.status] += 1
+                for flag in r.flags:
+                    out[flag] += 1
+            return dict(out)
+        for group, latency, _, _ in self._rows.values():
+            out[group.status] += 1
+            for flag in _figures(group, latency, self.low_threshold)[3]:
                 out[flag] += 1
         return dict(out)
 
@@ -199,86 +284,62 @@ def _environment_l2(index: RecordIndex, environment_digest: str) -> int | None:
 
 
 class _Deriver:
-    """Caches what many runs share (a workload's cost, an environment's L2) so 1M runs stay cheap."""
+    """Makes one _Group per run template, workload and environment, with everything its runs share."""
 
-    def __init__(self, index: RecordIndex, models: CostModels, peaks: PeakTable, low_threshold: float):
-        self.index, self.models, self.peaks, self.low = index, models, peaks, low_threshold
-        self.costs: dict[tuple[str, str, str], tuple[Cost | NoCost, str | None]] = {}
+    def __init__(self, index: RecordIndex, models: CostModels, peaks: PeakTable):
+        self.index, self.models, self.peaks = index, models, peaks
+        self.groups: dict[tuple[str, str, str], _Group | None] = {}
         self.l2: dict[str, int | None] = {}
+        self.costs: dict[tuple[str, str, str], tuple[Cost | NoCost, str | None] | None] = {}
 
     def cost(self, kernel: str, mode: str, workload: str) -> tuple[Cost | NoCost, str | None] | None:
+        """(cost, float dtype) of a pass on a WorkloadCase, once per case (many environments share it)."""
         key = (kernel, mode, workload)
         if key not in self.costs:
             case = self.index.get(workload, "WorkloadCase")
-            if case is None:
-                return None
-            spec = case.get("spec") or {}
-            self.costs[key] = (cost_of(self.models, kernel, mode, spec), _case_dtype(spec))
+            spec = (case or {}).get("spec") or {}
+            self.costs[key] = None if case is None else (cost_of(self.models, kernel, mode, spec), _case_dtype(spec))
         return self.costs[key]
 
-    def base(self, digest: str, run: dict[str, Any]) -> RunEfficiency | None:
-        spec = run.get("spec") or {}
-        if run_metric(spec) != LATENCY_METRIC:
-            return None
-        latency = ((spec.get("timing") or {}).get("latencyNs") or {}).get("median")
-        ident = identity.parse_external_id((spec.get("sourceNative") or {}).get("externalId") or "")
-        if ident is None or not isinstance(latency, (int, float)) or isinstance(latency, bool) or latency <= 0:
-            return None
-        labels = (run.get("metadata") or {}).get("labels") or {}
-        return RunEfficiency(
-            run=digest, kernel=ident.kernel, mode=ident.mode, provider=ident.provider, gpu=ident.gpu_slug,
-            environment=spec.get("environmentDigest") or "", workload=spec.get("workloadDigest") or "",
-            case_key=ident.case_key, liger_version=labels.get("liger_version"),
-            observed_at=spec.get("observedAt") or "", latency_ns=latency, status=STATUS_OK)
+    def group(self, head: str, external_id: str, workload: str, environment: str) -> _Group | None:
+        key = (head, workload, environment)
+        if key not in self.groups:
+            ident = identity.parse_external_id(external_id)
+            self.groups[key] = None if ident is None else self._make(ident, workload, environment)
+        return self.groups[key]
 
-    def fill(self, facts: RunEfficiency) -> None:
-        """Work, achieved rate and the datasheet ceiling (the measured one comes once all runs are seen)."""
-        found = self.cost(facts.kernel, facts.mode, facts.workload)
+    def _make(self, ident: identity.RunIdentity, workload: str, environment: str) -> _Group:
+        group = _Group(ident.kernel, ident.mode, ident.provider, ident.gpu_slug, environment, workload, ident.case_key)
+        found = self.cost(ident.kernel, ident.mode, workload)
         if found is None:
-            facts.status, facts.reason = STATUS_NO_CASE, "the run's WorkloadCase is not in the input"
-            return
+            group.status, group.reason = STATUS_NO_CASE, "the run's WorkloadCase is not in the input"
+            return group
         cost, dtype = found
         if isinstance(cost, NoCost):
-            facts.status, facts.reason = STATUS_NO_COST, cost.reason
-            return
-        facts.bound, facts.dtype = cost.bound, dtype
-        facts.bytes, facts.flops, facts.l2_set_bytes = cost.bytes, cost.flops, cost.l2_bytes
-        facts.achieved = cost.work / (facts.latency_ns * 1e-9)
-        peaks = self.peaks.get(facts.gpu)
-        facts.peak = peaks.peak(cost.bound, dtype) if peaks else None
-        if facts.peak is None:
-            facts.status = STATUS_NO_PEAK
-            facts.reason = (f"no datasheet {cost.bound if cost.bound == BYTES else (dtype or '?') + ' FLOP/s'} "
-                            f"peak for GPU {facts.gpu} in data/gpu-peaks.yaml")
-        else:
-            facts.pct_of_peak = facts.achieved / facts.peak * 100
-        if facts.environment not in self.l2:
-            reported = _environment_l2(self.index, facts.environment)
+            group.status, group.reason = STATUS_NO_COST, cost.reason
+            return group
+        group.cost, group.dtype = cost, dtype
+        peaks = self.peaks.get(ident.gpu_slug)
+        group.peak = peaks.peak(cost.bound, group.dtype) if peaks else None
+        if group.peak is None:
+            group.status = STATUS_NO_PEAK
+            group.reason = (f"no datasheet {cost.bound if cost.bound == BYTES else (group.dtype or '?') + ' FLOP/s'} "
+                            f"peak for GPU {ident.gpu_slug} in data/gpu-peaks.yaml")
+        if environment not in self.l2:
             datasheet = peaks.l2MiB if peaks else None
-            self.l2[facts.environment] = reported or (int(datasheet * 2**20) if datasheet else None)
-        facts.l2_bytes = self.l2[facts.environment]
-
-    def flag(self, facts: RunEfficiency, measured: dict[tuple[str, str], float]) -> None:
-        if facts.bound is None:
-            return
-        ceiling = measured.get((facts.environment, _ceiling_kind(facts)))
-        if ceiling and facts.achieved is not None:
-            facts.measured_ceiling, facts.pct_of_measured = ceiling, facts.achieved / ceiling * 100
-        if facts.l2_bytes is not None and facts.l2_set_bytes is not None and facts.l2_set_bytes <= facts.l2_bytes:
-            facts.flags.append(FLAG_L2)
-        if facts.pct_of_measured is not None and facts.pct_of_measured > 100:
-            facts.flags.append(FLAG_ABOVE_MEASURED)
-        if facts.pct_of_peak is not None and facts.pct_of_peak > 100:
-            facts.flags.append(FLAG_ABOVE_PEAK)
-        if facts.plausible and facts.pct_of_peak is not None and facts.pct_of_peak < self.low * 100:
-            facts.flags.append(FLAG_LOW)
+            self.l2[environment] = _environment_l2(self.index, environment) or (
+                int(datasheet * 2**20) if datasheet else None)
+        group.l2_bytes = self.l2[environment]
+        return group
 
 
-def _ceiling_kind(facts: RunEfficiency) -> str:
-    """Which sentinel calibrates a run: the copy (bytes), the bf16 matrix product (bf16 FLOPs)."""
-    if facts.bound == BYTES:
+def _sentinel_of(group: _Group) -> str | None:
+    """Which sentinel calibrates a group: the copy (bytes), the bf16 matrix product (bf16 FLOPs)."""
+    if group.cost is None:
+        return None
+    if group.cost.bound == BYTES:
         return COPY_SENTINEL_PREFIX
-    return MATMUL_SENTINEL_PREFIX if facts.dtype == "bf16" else "none"
+    return MATMUL_SENTINEL_PREFIX if group.dtype == "bf16" else None
 
 
 def derive_efficiency(manifests: Iterable[dict[str, Any]] | RecordIndex, *,
@@ -288,22 +349,35 @@ def derive_efficiency(manifests: Iterable[dict[str, Any]] | RecordIndex, *,
     if not 0 < low_threshold <= 1:
         raise ValueError(f"low-efficiency threshold {low_threshold!r} must be a fraction in (0, 1], e.g. 0.3")
     index = manifests if isinstance(manifests, RecordIndex) else RecordIndex(manifests)
-    deriver = _Deriver(index, models or default_cost_models(), peaks or default_peaks(), low_threshold)
-    runs: dict[str, RunEfficiency] = {}
-    measured: dict[tuple[str, str], float] = {}
+    deriver = _Deriver(index, models or default_cost_models(), peaks or default_peaks())
+    rows: dict[str, _Row] = {}
+    fastest: dict[int, float] = {}  # id(sentinel group) -> its shortest latency
     for digest, run in index.runs:
-        facts = deriver.base(digest, run)
-        if facts is None:
+        spec = run.get("spec") or {}
+        latency = ((spec.get("timing") or {}).get("latencyNs") or {}).get("median")
+        external_id = (spec.get("sourceNative") or {}).get("externalId")
+        if (not isinstance(latency, (int, float)) or isinstance(latency, bool) or latency <= 0
+                or not isinstance(external_id, str) or run_metric(spec) != LATENCY_METRIC):
             continue
-        deriver.fill(facts)
-        runs[digest] = facts
-        for prefix in (COPY_SENTINEL_PREFIX, MATMUL_SENTINEL_PREFIX):
-            if facts.kernel.startswith(prefix) and facts.achieved:
-                key = (facts.environment, prefix)
-                measured[key] = max(measured.get(key, 0.0), facts.achieved)
-    for facts in runs.values():
-        deriver.flag(facts, measured)
-    return EfficiencyReport(runs, low_threshold, measured)
+        group = deriver.group(identity.external_id_head(external_id), external_id, spec.get("workloadDigest") or "",
+                              spec.get("environmentDigest") or "")
+        if group is None:
+            continue
+        rows[digest] = (group, latency, spec.get("observedAt") or "", ((run.get("metadata") or {}).get("labels") or {})
+                        .get("liger_version"))
+        if group.cost is not None and group.kernel.startswith((COPY_SENTINEL_PREFIX, MATMUL_SENTINEL_PREFIX)):
+            fastest[id(group)] = min(fastest.get(id(group), latency), latency)
+    groups = [g for g in deriver.groups.values() if g is not None]
+    measured: dict[tuple[str, str], float] = {}
+    for g in groups:
+        if id(g) in fastest:
+            key = (g.environment, COPY_SENTINEL_PREFIX if g.kernel.startswith(COPY_SENTINEL_PREFIX)
+                   else MATMUL_SENTINEL_PREFIX)
+            measured[key] = max(measured.get(key, 0.0), g.cost.work / (fastest[id(g)] * 1e-9))
+    for g in groups:
+        sentinel = _sentinel_of(g)
+        g.measured = measured.get((g.environment, sentinel)) if sentinel else None
+    return EfficiencyReport(_LazyRuns(rows, low_threshold), low_threshold, measured, rows, groups)
 
 
 # -------------------------------------------------------------------------------------- sidecar
@@ -401,8 +475,5 @@ def change_efficiency(report: EfficiencyReport, kernel: str, mode: str, provider
                       before_ns: float, after_ns: float) -> tuple[float, float] | None:
     """(% of peak before, after) of a latency change of one series, from its levels on either side; None
     where the series has no figure (every run of a series shares its work and its peak)."""
-    facts = report.series_facts().get((kernel, mode, provider, workload, gpu))
-    if facts is None or facts.pct_of_peak is None:
-        return None
-    scale = facts.pct_of_peak * facts.latency_ns
-    return scale / before_ns, scale / after_ns
+    scale = report.percent_scale(kernel, mode, provider, workload, gpu)
+    return None if scale is None else (scale / before_ns, scale / after_ns)
