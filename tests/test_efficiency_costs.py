@@ -100,6 +100,8 @@ HAND = [
     # read logits 40, target 16; write dlogits 40
     ("cross_entropy", "forward", CE, 96, None, None),
     ("cross_entropy", "full", CE, 96, None, None),
+    # no gradient: read logits 40, target 16
+    ("cross_entropy", "no-grad-forward", CE, 56, None, None),
     # read student 24, teacher 24; write dstudent 24
     ("jsd", "forward", JSD, 72, None, None),
     ("jsd", "full", JSD, 72, None, None),
@@ -128,15 +130,19 @@ HAND = [
     # logits 2*3*4*5 = 120, dx 120, dweight 120; read x 24, weight 40, target 24; write dx 24, dweight 40
     ("fused_linear_cross_entropy", "forward", FLCE, 152, 360, None),
     ("fused_linear_cross_entropy", "full", FLCE, 152, 360, None),
-    # student and teacher logits, student dx and dweight: 4 x 120
-    ("fused_linear_jsd", "forward", FLJSD, None, 480, None),
-    ("fused_linear_jsd", "full", FLJSD, None, 480, None),
-    ("fused_linear_orpo_loss", "forward", PREFERENCE, None, 360, None),
-    ("fused_linear_orpo_loss", "full", PREFERENCE, None, 360, None),
-    ("fused_linear_cpo_loss", "forward", PREFERENCE, None, 360, None),
-    ("fused_linear_cpo_loss", "full", PREFERENCE, None, 360, None),
-    ("fused_linear_simpo_loss", "forward", PREFERENCE, None, 360, None),
-    ("fused_linear_simpo_loss", "full", PREFERENCE, None, 360, None),
+    # no gradient: the logits GEMM 120; read x 24, weight 40, target 24
+    ("fused_linear_cross_entropy", "no-grad-forward", FLCE, 88, 120, None),
+    # student and teacher logits, student dx and dweight: 4 x 120; read student x 24, weight 40, teacher x 24,
+    # weight 40; write student dx 24, dweight 40
+    ("fused_linear_jsd", "forward", FLJSD, 192, 480, None),
+    ("fused_linear_jsd", "full", FLJSD, 192, 480, None),
+    # 3 x 120; read x 24, weight 40, target 24; write dx 24, dweight 40
+    ("fused_linear_orpo_loss", "forward", PREFERENCE, 152, 360, None),
+    ("fused_linear_orpo_loss", "full", PREFERENCE, 152, 360, None),
+    ("fused_linear_cpo_loss", "forward", PREFERENCE, 152, 360, None),
+    ("fused_linear_cpo_loss", "full", PREFERENCE, 152, 360, None),
+    ("fused_linear_simpo_loss", "forward", PREFERENCE, 152, 360, None),
+    ("fused_linear_simpo_loss", "full", PREFERENCE, 152, 360, None),
     # read source 32; write target 32
     ("sentinel_copy_1gib", ANY_PASS, COPY, 64, None, None),
     # 2*2*3*4 FLOPs; read a 16, b 24; write c (2 x 3 bf16) 12
