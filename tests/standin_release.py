@@ -540,7 +540,7 @@ def build_fake_torch(dest_dir: Path, device_name: str | None = "NVIDIA H100 80GB
                 return None
 
             def get_device_properties(index=0):
-                return SimpleNamespace(major=9, minor=0, total_memory=85520809984, multi_processor_count=132,
+                return SimpleNamespace(major=9, minor=0, total_memory=85520809984, multi_processor_count=132, L2_cache_size=52428800,
                                        uuid="5a3c1e2b-0000-4000-8000-000000000001")
             """
         )

@@ -234,3 +234,12 @@ def test_regressions_page_says_how_a_change_moved_efficiency(tmp_path):
     # 2 GiB in ~1.002 ms = 64 % of 3.35 TB/s before, in ~1.302 ms = 49 % after
     assert "64 % → 49 % of peak" in page
     assert "of peak" not in write_regressions(regressions, tmp_path / "plain").page.read_text()
+
+
+def test_a_sweep_hosts_reported_l2_becomes_its_environment_label():
+    from kernelindex_pipeline.execution.environment import environment_labels
+    from kernelindex_pipeline.execution.host import HostCapture
+
+    labels = environment_labels(HostCapture(cuda_available=True, l2_cache_bytes=52428800))
+    assert labels[L2_LABEL] == "52428800"
+    assert L2_LABEL not in environment_labels(HostCapture(cuda_available=True))

@@ -71,6 +71,7 @@ def test_probe_with_standin_torch_and_nvidia_smi(tmp_path):
     assert capture.cuda_available is True
     assert capture.device_name == "NVIDIA H100 80GB HBM3"
     assert (capture.compute_capability, capture.sm_count, capture.memory_bytes) == ("9.0", 132, 85520809984)
+    assert capture.l2_cache_bytes == 52428800  # becomes the environment's l2_cache_bytes label (efficiency's L2 flag)
     assert (capture.torch, capture.triton, capture.cuda_runtime) == ("2.5.1+standin", "3.1.0", "12.4")
     assert capture.python == ".".join(map(str, sys.version_info[:3]))
     assert capture.driver == "550.54.15"

@@ -431,10 +431,12 @@ def _build(
 #   triton version                                the kernel; the baseline's revision pins them)
 #                                               power limit, persistence mode, ECC, clocks
 #                                                 (nvidia-smi state an operator changes freely)
+#                                               L2 size the device reports (the GPU decides it)
 ENVIRONMENT_IDENTITY_FIELDS = ("hardware", "driver major", "cudaToolkit", "torch", "triton")
+L2_LABEL = "l2_cache_bytes"  # the L2 size the host reports: reporting/efficiency.py flags L2-resident runs by it
 ENVIRONMENT_LABEL_FIELDS = (
     "os_kernel", "operating_system", "hostname", "driver", "python", "transformers",
-    "power_limit_watts", "persistence_mode", "ecc_enabled", "clocks_locked",
+    "power_limit_watts", "persistence_mode", "ecc_enabled", "clocks_locked", L2_LABEL,
 )
 _LABEL_LIMIT = 200  # KernelIndex's metadata.labels value limit
 
@@ -472,6 +474,7 @@ def environment_labels(capture, settings: dict | None = None, hostname: str | No
         "persistence_mode": settings.get("persistenceMode"),
         "ecc_enabled": settings.get("eccEnabled"),
         "clocks_locked": settings.get("clocksLocked"),
+        L2_LABEL: getattr(capture, "l2_cache_bytes", None),
     }
     return {
         key: (str(value).lower() if isinstance(value, bool) else f"{value:g}" if isinstance(value, float) else str(value))[:_LABEL_LIMIT]

@@ -62,6 +62,7 @@ try:
         out["compute_capability"] = "%d.%d" % (props.major, props.minor)
         out["memory_bytes"] = int(props.total_memory)
         out["sm_count"] = int(props.multi_processor_count)
+        out["l2_cache_bytes"] = int(getattr(props, "L2_cache_size", 0) or 0) or None  # torch >= 2.1 reports it
         uuid = getattr(props, "uuid", None)
         out["device_uuid"] = str(uuid) if uuid is not None else None
 except Exception as error:
@@ -84,6 +85,7 @@ class HostCapture:
     compute_capability: str | None = None  # "9.0"
     memory_bytes: int | None = None
     sm_count: int | None = None
+    l2_cache_bytes: int | None = None  # the L2 size the device reports (reporting/efficiency.py's L2 flag)
     device_count: int | None = None
     device_uuid: str | None = None
     cuda_runtime: str | None = None  # the CUDA version torch was built with (torch.version.cuda)

@@ -34,13 +34,13 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from kernelindex_pipeline.execution.environment import L2_LABEL  # a sweep host's reported L2 size
 from kernelindex_pipeline.liger import identity
 from kernelindex_pipeline.liger.costs import BYTES, Cost, CostModels, NoCost, cost_of, default_cost_models
 
 from .series import LATENCY_METRIC, RecordIndex, Series, run_metric
 
 DEFAULT_LOW_THRESHOLD = 0.30  # a plausible reading below 30 % of peak is "low efficiency"
-L2_LABEL = "l2_cache_bytes"  # ExecutionEnvironment metadata label a sweep host's reported L2 size is in
 SIDECAR_NAME = "efficiency.jsonl"
 SIDECAR_KIND = "kernelindex-pipeline/efficiency"
 SIDECAR_VERSION = 1
