@@ -256,6 +256,7 @@ def test_import_ci_of_a_malformed_locator_is_a_usage_error_before_anything_is_ma
     assert not home.exists()
 
 
+@pytest.mark.slow  # a CLI process that opens a Dagster instance: 9-17 s on two shared cores
 def test_import_ci_of_a_proc_file_is_one_line_naming_it(tmp_path):
     completed = _cli("import-ci", "/proc/self/pagemap", env={"DAGSTER_HOME": str(tmp_path / "home")})
     assert completed.returncode == 1
