@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Iterable
@@ -238,11 +239,14 @@ def _run_import(args: argparse.Namespace, run) -> int:
         warnings.filterwarnings("ignore", category=BetaWarning)
         warnings.filterwarnings("ignore", category=PreviewWarning)
         logging.getLogger("dagster").setLevel(logging.WARNING)
+    from kernelindex_pipeline.defs.import_daemon import clean_up_after_dead_command
     from kernelindex_pipeline.defs.launch import LaunchError, UnknownPartitions, ui_hint
 
     print(f"DAGSTER_HOME={home}", file=sys.stderr)
     try:
         with _local_instance(home) as instance:
+            # Runs a dead import command's daemon left STARTED hold run slots forever: reported and failed first.
+            clean_up_after_dead_command(instance, home, lambda line: print(line, file=sys.stderr, flush=True))
             # The summary is printed as soon as the import's runs are done, before the catalogue refresh.
             summary = run(instance, home, lambda line: print(line, file=sys.stderr, flush=True),
                           lambda done: print("\n".join(done.lines()), flush=True))
@@ -250,6 +254,10 @@ def _run_import(args: argparse.Namespace, run) -> int:
         raise UsageError(str(error)) from None
     except LaunchError as error:
         raise CommandError(str(error)) from None
+    except subprocess.TimeoutExpired as error:  # a deadline the import module did not turn into its own message
+        command = " ".join(Path(str(part)).name for part in (error.cmd or [])[:3])
+        raise CommandError(f"{command} did not finish within {error.timeout:g}s (the machine may be overloaded); "
+                           "run the command again") from None
     print(f"open the UI on it: {ui_hint(home)}", file=sys.stderr)
     return 0 if summary.ok else 1
 

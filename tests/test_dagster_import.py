@@ -43,6 +43,11 @@ def test_import_ci_publishes_what_transform_makes_then_nothing_new(tmp_path):
     # Without -v the operator sees a summary, not Dagster's event log.
     assert "STEP_START" not in first.stdout + first.stderr and "DEBUG" not in first.stdout + first.stderr
     assert "dagster dev -w" in first.stderr
+    # Dagster's telemetry thread uploads (then deletes) whatever is in these folders: nothing of ours goes there.
+    for reserved in ("logs", ".logs_queue"):
+        ours = [str(path) for path in (home / reserved).rglob("*") if path.is_file()]
+        assert not ours, f"files in DAGSTER_HOME/{reserved}, which Dagster's telemetry upload reads: {ours}"
+    assert (home / "kernelindex" / "import-daemon.log").stat().st_size > 0  # the daemon's output, kept where it is ours
 
     with DagsterInstance.from_config(str(home)) as instance:
         (run,) = instance.get_runs(RunsFilter(job_name="ci_import_job"))

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -27,16 +26,21 @@ from pathlib import Path
 from dagster import AssetRecordsFilter, DagsterInstance, DagsterRunStatus, RunsFilter
 
 from kernelindex_pipeline.defs.chain import STAGES, parse_progress
+from kernelindex_pipeline.defs.import_daemon import ImportDaemon, fail_if_worker_died, utc
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LOCATION = "kernelindex_pipeline"  # workspace.yaml's location_name
 # Tag names Dagster gives a run over a range of partitions (dagster._core.storage.tags, not re-exported).
 RANGE_START_TAG, RANGE_END_TAG = "dagster/asset_partition_range_start", "dagster/asset_partition_range_end"
 PARTITION_TAG = "dagster/partition"
+MAX_RUNTIME_TAG = "dagster/max_runtime"  # seconds; Dagster's run monitoring fails a run that runs longer
 TERMINAL = {DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED}
-ACTIVE = [DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED, DagsterRunStatus.STARTING, DagsterRunStatus.STARTED]
-DAEMON_FRESH_S = 30  # a daemon heartbeat younger than this: `dagster dev` (or another daemon) is running
-AUTOMATION_WAIT_S = 40  # how long to wait for the catalogue automation to pick up the publications
+# Deadlines that must stay are generous (a loaded 2-core machine is slow, not stuck) and their expiry says
+# what was awaited. Everything else waits on events: run status, the event log, the daemon's process.
+LAUNCH_TIMEOUT_S = 900  # `dagster job launch`: loads the code location, then creates and queues the run
+AUTOMATION_WAIT_S = 300  # the catalogue automation (ticks every 30 s) picking up the publications
+IMPORT_MAX_RUNTIME_S = 4 * 3600  # an import run still going after this is wedged (the whole history: minutes)
+WORKER_CHECK_S = 10  # how often a followed run's worker process is checked for life
 
 
 class LaunchError(RuntimeError):
@@ -69,58 +73,21 @@ def ui_hint(home: Path) -> str:
     return f"DAGSTER_HOME={home} {dagster_tool('dagster')} dev -w {workspace_file(home)}"
 
 
-def _daemon_running(instance: DagsterInstance) -> bool:
-    now = time.time()
-    return any(now - beat.timestamp < DAEMON_FRESH_S for beat in instance.get_daemon_heartbeats().values())
-
-
-class Daemon:
-    """`dagster-daemon run` for the duration of an import, unless a live one already serves the instance."""
-
-    def __init__(self, instance: DagsterInstance, home: Path, verbose: bool) -> None:
-        self.instance, self.home, self.verbose = instance, home, verbose
-        self.process: subprocess.Popen | None = None
-        self.log_path = home / "logs" / "import-daemon.log"
-
-    def __enter__(self) -> Daemon:
-        if not _daemon_running(self.instance):
-            self.start()
-        return self
-
-    def start(self) -> None:
-        if self.process is not None:
-            return
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        out = None if self.verbose else self.log_path.open("ab")
-        self.process = subprocess.Popen(
-            [dagster_tool("dagster-daemon"), "run", "-w", str(workspace_file(self.home))],
-            env={**os.environ, "DAGSTER_HOME": str(self.home)}, cwd=REPO_ROOT if (REPO_ROOT / "workspace.yaml").is_file() else self.home,
-            stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT if out else None,
-            start_new_session=True,  # its own process group: stopped as a whole, with its code server
-        )
-        if out:
-            out.close()
-
-    def __exit__(self, *exc_info) -> None:
-        if self.process is None:
-            return
-        try:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            self.process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait()
-        except ProcessLookupError:
-            pass
-
-
-def launch(home: Path, job: str, tags: dict[str, str], verbose: bool) -> str:
-    """Submit one run of `job` to the instance's queue; return its run id."""
+def launch(instance: DagsterInstance, home: Path, job: str, tags: dict[str, str], verbose: bool,
+           timeout_s: float = LAUNCH_TIMEOUT_S) -> str:
+    """Submit one run of `job` to the instance's queue; return its run id. A launch that outlives its
+    deadline is stopped; the run is still followed when it was created, else a LaunchError says so."""
     run_id = str(uuid.uuid4())
     command = [dagster_tool("dagster"), "job", "launch", "-w", str(workspace_file(home)), "-j", job,
-               "--tags", json.dumps(tags), "--run-id", run_id]
-    completed = subprocess.run(command, env={**os.environ, "DAGSTER_HOME": str(home)}, capture_output=True, text=True,
-                               cwd=REPO_ROOT, timeout=300)
+               "--tags", json.dumps({**tags, MAX_RUNTIME_TAG: str(IMPORT_MAX_RUNTIME_S)}), "--run-id", run_id]
+    try:
+        completed = subprocess.run(command, env={**os.environ, "DAGSTER_HOME": str(home)}, capture_output=True,
+                                   text=True, cwd=REPO_ROOT, timeout=timeout_s, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        if instance.get_run_by_id(run_id) is not None:
+            return run_id  # it was queued; only the launcher's own exit was slow
+        raise LaunchError(f"dagster job launch {job} did not return within {timeout_s:g}s and created no run "
+                          "(the machine may be overloaded); run the command again") from None
     if verbose:
         sys.stderr.write(completed.stdout + completed.stderr)
     if completed.returncode != 0:
@@ -153,6 +120,7 @@ class ImportSummary:
     outcomes: dict[str, PartitionOutcome] = field(default_factory=dict)
     failed_runs: dict[str, str] = field(default_factory=dict)  # run id -> reason
     catalogue_run: str = ""
+    refresh_problem: str = ""  # the catalogue automation's refresh failed or never came
     catalogue_by_kind: dict = field(default_factory=dict)
     catalogue_url: str = ""
     seconds: float = 0.0
@@ -160,7 +128,7 @@ class ImportSummary:
 
     @property
     def ok(self) -> bool:
-        return not self.failed_runs and len(self.outcomes) == len(self.partitions)
+        return not self.failed_runs and len(self.outcomes) == len(self.partitions) and not self.refresh_problem
 
     def lines(self) -> list[str]:
         done = list(self.outcomes.values())
@@ -214,19 +182,26 @@ class Progress:
 
 
 def _failure_reason(instance: DagsterInstance, run_id: str) -> str:
-    for entry in reversed(instance.all_logs(run_id)):
+    logs = list(reversed(instance.all_logs(run_id)))
+    for entry in logs:
         event = entry.dagster_event
         if event is not None and event.event_type_value == "STEP_FAILURE":
             error = event.event_specific_data.error
+            while error is not None and error.cause is not None:  # the user code's own error, not Dagster's wrapper
+                error = error.cause
             return f"{event.step_key}: {error.message.strip().splitlines()[0] if error else 'failed'}"
+    for entry in logs:  # no step failed: the run's own failure (run monitoring's reason, a dead worker's)
+        event = entry.dagster_event
+        if event is not None and event.event_type_value in ("RUN_FAILURE", "RUN_CANCELED") and entry.message:
+            return entry.message.strip().splitlines()[0]
     return "see the run's event log in the UI"
 
 
 def follow(instance: DagsterInstance, run_id: str, summary: ImportSummary, progress: Progress, verbose: bool,
-           daemon: Daemon, log: Callable[[str], None]) -> None:
+           daemon: ImportDaemon, log: Callable[[str], None]) -> None:
     """Until the run ends: feed its progress lines to `progress` and `summary` (and print its events with -v)."""
     seen = 0
-    queued_since = time.monotonic()
+    checked = time.monotonic()
     while True:
         run = instance.get_run_by_id(run_id)
         logs = instance.all_logs(run_id)
@@ -245,34 +220,49 @@ def follow(instance: DagsterInstance, run_id: str, summary: ImportSummary, progr
             if run.status is not DagsterRunStatus.SUCCESS:
                 summary.failed_runs[run_id] = _failure_reason(instance, run_id)
             return
-        if run is not None and run.status is DagsterRunStatus.QUEUED and time.monotonic() - queued_since > DAEMON_FRESH_S:
-            daemon.start()  # the daemon whose heartbeat we saw is gone: serve the queue ourselves
-        if daemon.process is not None and daemon.process.poll() is not None:
-            raise LaunchError(f"dagster-daemon exited with status {daemon.process.returncode} while run {run_id} was "
+        if daemon.exited() is not None:
+            raise LaunchError(f"dagster-daemon exited with status {daemon.exited()} while run {run_id} was "
                               f"{run.status.value if run else 'unknown'}; its log: {daemon.log_path}")
+        if time.monotonic() - checked > WORKER_CHECK_S:
+            checked = time.monotonic()
+            daemon.serve()  # the daemon we used (another command's, `dagster dev`'s) is gone: serve the queue ourselves
+            died = fail_if_worker_died(instance, run_id)
+            if died:
+                log(died)
         time.sleep(0.5)
 
 
-def wait_for_catalogue_refresh(instance: DagsterInstance, since: float, log: Callable[[str], None]) -> str:
-    """The run id of the automation's refresh of the catalogue-wide assets after `since`, once it ended."""
-    deadline = time.monotonic() + AUTOMATION_WAIT_S
+@dataclass
+class Refresh:
+    """The catalogue automation's refresh of the catalogue-wide assets: its run and, if it did not succeed, why."""
+
+    run_id: str = ""
+    problem: str = ""
+
+
+def wait_for_catalogue_refresh(instance: DagsterInstance, since: float, deadline_s: float = AUTOMATION_WAIT_S) -> Refresh:
+    """The automation's refresh run of the catalogue-wide assets created after `since`, once it ended."""
+    deadline = time.monotonic() + deadline_s
     while time.monotonic() < deadline:
-        records = instance.get_run_records(RunsFilter(created_after=_datetime(since)), limit=20)
-        for record in records:
+        for record in instance.get_run_records(RunsFilter(created_after=utc(since)), limit=20):
             run = record.dagster_run
             if run.asset_selection and any(key.path[0] in ("catalogue_export", "catalogue_report") for key in run.asset_selection):
-                while instance.get_run_by_id(run.run_id).status not in TERMINAL:
-                    time.sleep(0.5)
-                return run.run_id
+                return _refresh_outcome(instance, run.run_id)
         time.sleep(1)
-    log("the catalogue automation did not refresh the catalogue-wide assets yet; `dagster dev` will")
-    return ""
+    return Refresh(problem=f"the catalogue automation launched no refresh of the catalogue-wide assets within "
+                           f"{deadline_s:g}s of the publication; `dagster dev -w workspace.yaml` refreshes them")
 
 
-def _datetime(timestamp: float):
-    from datetime import UTC, datetime
-
-    return datetime.fromtimestamp(timestamp, UTC)
+def _refresh_outcome(instance: DagsterInstance, run_id: str) -> Refresh:
+    checked = time.monotonic()
+    while (run := instance.get_run_by_id(run_id)).status not in TERMINAL:
+        if time.monotonic() - checked > WORKER_CHECK_S:
+            checked = time.monotonic()
+            fail_if_worker_died(instance, run_id)
+        time.sleep(0.5)
+    if run.status is DagsterRunStatus.SUCCESS:
+        return Refresh(run_id)
+    return Refresh(run_id, f"catalogue refresh run {run_id} {run.status.value.lower()}: {_failure_reason(instance, run_id)}")
 
 
 def run_import(
@@ -289,11 +279,14 @@ def run_import(
     """Launch one run per entry of `run_tags`, follow them to the end, `report` the summary, then wait
     for the catalogue automation's refresh of the catalogue-wide assets."""
     started_wall, started = time.time(), time.perf_counter()
-    with Daemon(instance, home, verbose) as daemon:
+    workspace = workspace_file(home)
+    command = [dagster_tool("dagster-daemon"), "run", "-w", str(workspace)]
+    # Leaving the daemon waits for every run it launched (an automation run, another command's) to end.
+    with ImportDaemon(instance, home, verbose, log, command, cwd=workspace.parent) as daemon:
         progress = Progress(len(summary.partitions), f"{summary.source} import")
         try:
             for tags in run_tags:
-                run_id = launch(home, job, tags, verbose)
+                run_id = launch(instance, home, job, tags, verbose)
                 summary.run_ids.append(run_id)
                 follow(instance, run_id, summary, progress, verbose, daemon, log)
         finally:
@@ -303,15 +296,12 @@ def run_import(
         if summary.outcomes:
             log("waiting for the catalogue automation to refresh export, regressions, coverage and report ...")
             refresh_started = time.perf_counter()
-            summary.catalogue_run = wait_for_catalogue_refresh(instance, started_wall, log)
-            if summary.catalogue_run:
-                log(f"catalogue-wide assets refreshed by run {summary.catalogue_run} in {time.perf_counter() - refresh_started:.1f}s")
-        # Nothing our own daemon launched may be cut off when it stops (a run it started would be left
-        # "started" forever); a daemon of `dagster dev` keeps running, so its runs need no waiting for.
-        while daemon.process is not None and instance.get_run_records(
-            RunsFilter(statuses=ACTIVE, created_after=_datetime(started_wall)), limit=1
-        ):
-            time.sleep(0.5)
+            refresh = wait_for_catalogue_refresh(instance, started_wall)
+            summary.catalogue_run, summary.refresh_problem = refresh.run_id, refresh.problem
+            if refresh.problem:
+                log(f"catalogue-wide assets NOT refreshed: {refresh.problem}")
+            else:
+                log(f"catalogue-wide assets refreshed by run {refresh.run_id} in {time.perf_counter() - refresh_started:.1f}s")
     return summary
 
 

@@ -1,0 +1,91 @@
+"""Runs a command (the import commands' `dagster-daemon run`) for exactly as long as the process that
+started it holds this process's stdin open: the lease.
+
+    python -m kernelindex_pipeline.defs.daemon_supervisor dagster-daemon run -w workspace.yaml
+
+The import command starts this supervisor as the leader of a new process group, with a pipe as its
+stdin. Everything the daemon starts (code servers, their run workers) stays in that group. When the
+command ends, however it ends (kill -9 included: the kernel closes its end of the pipe), the
+supervisor reads end-of-file, stops the daemon with SIGTERM (it shuts its code servers down) and then
+stops whatever is left of the group. Nothing outlives the command that needed it.
+
+Deliberately free of Dagster imports: it starts in a fraction of a second, and the process-group
+helpers here are shared with `import_daemon`, which stops what a supervisor killed itself left behind.
+Hand-written because no library ties a process tree's life to another process on both Linux and
+macOS (prctl's parent-death signal is Linux-only and reaches only the direct child, not the code
+servers and run workers below it).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+
+import psutil
+
+DAEMON_STOP_GRACE_S = 60  # dagster-daemon's own shutdown (it stops its code servers) on a loaded machine
+GROUP_STOP_GRACE_S = 10  # SIGTERM -> SIGKILL for whatever of the group is still there after the daemon
+
+
+def group_members(group: int, started_after: float, exclude: int | None = None) -> list[psutil.Process]:
+    """Processes of process group `group` created since `started_after` (a process-group id is a pid, and
+    a pid is reused only after its group is gone: the time check keeps a later group of the same number out)."""
+    members = []
+    for process in psutil.process_iter(["create_time"]):
+        try:
+            if process.pid != exclude and os.getpgid(process.pid) == group and process.info["create_time"] >= started_after - 1:
+                members.append(process)
+        except (ProcessLookupError, psutil.Error):
+            continue  # it ended while we looked
+    return members
+
+
+def stop_processes(processes: list[psutil.Process], grace_s: float = GROUP_STOP_GRACE_S) -> None:
+    """SIGTERM, then SIGKILL for those still running after `grace_s`; returns once all have ended."""
+    for process in processes:
+        try:
+            process.terminate()
+        except psutil.NoSuchProcess:
+            pass
+    _, alive = psutil.wait_procs(processes, timeout=grace_s)
+    for process in alive:
+        try:
+            process.kill()
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(alive, timeout=grace_s)
+
+
+def supervise(command: list[str]) -> int:
+    """Run `command` until our stdin closes or we are signalled; then stop it and the rest of our group."""
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, lambda *_: stop.set())
+    started = psutil.Process().create_time()
+    child = subprocess.Popen(command, stdin=subprocess.DEVNULL)
+
+    def watch_lease() -> None:
+        sys.stdin.buffer.read()  # the command never writes; this returns when its end of the pipe closes
+        stop.set()
+
+    threading.Thread(target=watch_lease, daemon=True).start()
+    while not stop.is_set() and child.poll() is None:
+        stop.wait(0.5)
+    asked_to_stop = child.poll() is None
+    if asked_to_stop:
+        child.terminate()
+        try:
+            child.wait(timeout=DAEMON_STOP_GRACE_S)
+        except subprocess.TimeoutExpired:
+            pass
+    stop_processes(group_members(os.getpgrp(), started, exclude=os.getpid()))
+    return 0 if asked_to_stop else child.wait()
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2:
+        sys.exit("usage: python -m kernelindex_pipeline.defs.daemon_supervisor COMMAND [ARG...]")
+    sys.exit(supervise(sys.argv[1:]))

@@ -1,0 +1,291 @@
+"""The import commands' daemon and runs (issue 22, items 1, 3, 4, 5, 15): run monitoring in the shipped
+instance config; our files out of Dagster's telemetry folders; runs a dead command left behind are
+reported and failed; a run whose worker died is failed; a slow `dagster job launch` and a failed
+catalogue refresh are errors, never success. The real-process cases (kill -9 of a command, two commands
+at once) are at the end, marked slow."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import psutil
+import pytest
+from dagster import AssetKey, DagsterInstance, DagsterRun, DagsterRunStatus, Definitions, RunsFilter, asset
+
+from kernelindex_pipeline import cli
+from kernelindex_pipeline.catalogue.store import CatalogueStore
+from kernelindex_pipeline.defs.daemon_supervisor import group_members
+from kernelindex_pipeline.defs.import_daemon import (
+    TELEMETRY_DIRS,
+    WORKER_STARTED,
+    FileLock,
+    ImportDaemon,
+    Lease,
+    clean_up_after_dead_command,
+    fail_if_worker_died,
+)
+from kernelindex_pipeline.defs.launch import ImportSummary, LaunchError, launch, wait_for_catalogue_refresh
+from kernelindex_pipeline.liger import import_csv
+
+FIXTURES = Path(__file__).parent / "fixtures" / "liger-ci"
+H100_FILES = [FIXTURES / "7644a0f-v0.7.0.csv", FIXTURES / "7644a0f.csv"]  # partition nvidia-h100-80gb-hbm3|0.7.0
+H200_FILES = [FIXTURES / "0701bab.csv"]  # partition nvidia-h200|0.5.10
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    return home
+
+
+@pytest.fixture
+def instance(home):
+    with cli._local_instance(home) as instance:  # the project's dagster.yaml, as the import commands make it
+        yield instance
+
+
+def _run(instance: DagsterInstance, status: DagsterRunStatus, job: str = "ci_import_job") -> DagsterRun:
+    return instance.add_run(DagsterRun(job_name=job, run_id=str(uuid.uuid4()), status=status))
+
+
+def _status(instance: DagsterInstance, run: DagsterRun) -> DagsterRunStatus:
+    return instance.get_run_by_id(run.run_id).status
+
+
+def test_the_shipped_instance_config_monitors_runs(instance):
+    assert instance.run_monitoring_enabled
+    assert instance.run_monitoring_start_timeout_seconds == 600
+    assert instance.run_monitoring_cancel_timeout_seconds == 300
+    assert instance.run_monitoring_poll_interval_seconds <= 30
+
+
+def test_the_import_commands_files_stay_out_of_dagsters_telemetry_folders(instance, home):
+    daemon = ImportDaemon(instance, home, verbose=False, log=print, command=[], cwd=home)
+    for path in daemon.files():
+        for reserved in TELEMETRY_DIRS:
+            assert not path.is_relative_to(home / reserved), f"{path} is in DAGSTER_HOME/{reserved}, which Dagster's telemetry uploads"
+
+
+def _dead_pid() -> int:
+    process = subprocess.Popen([sys.executable, "-c", "pass"])
+    process.wait()
+    return process.pid
+
+
+def test_runs_a_dead_command_left_behind_are_reported_and_failed_and_its_processes_stopped(instance, home):
+    before = _run(instance, DagsterRunStatus.STARTED)  # not of that daemon: created before it started
+    time.sleep(0.01)
+    leftover = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], start_new_session=True)
+    try:
+        lease = Lease(_dead_pid(), leftover.pid, psutil.Process(leftover.pid).create_time(), time.time())
+        lease.write(ImportDaemon(instance, home, False, print, [], home).lease_path)
+        stuck, starting, queued = (_run(instance, s) for s in (DagsterRunStatus.STARTED, DagsterRunStatus.STARTING, DagsterRunStatus.NOT_STARTED))
+        done = _run(instance, DagsterRunStatus.SUCCESS)
+        lines: list[str] = []
+
+        other_command = FileLock(home / "kernelindex" / "import-daemon.lock")  # a live command owns the daemon: hands off
+        assert other_command.acquire(blocking=False)
+        clean_up_after_dead_command(instance, home, lines.append)
+        assert not lines and _status(instance, stuck) is DagsterRunStatus.STARTED and leftover.poll() is None
+        other_command.release()
+
+        clean_up_after_dead_command(instance, home, lines.append)
+        assert leftover.wait(timeout=60) is not None  # generous: SIGTERM is immediate, the wait is for a loaded machine
+        assert lines[0].startswith(f"stopped 1 processes left behind by import command pid {lease.command_pid}")
+        for run in (stuck, starting):
+            assert _status(instance, run) is DagsterRunStatus.FAILURE
+            assert any(line.startswith(f"run {run.run_id} (ci_import_job) was {run.status.value}") and line.endswith("marked failed")
+                       for line in lines), lines
+        assert (_status(instance, queued), _status(instance, done), _status(instance, before)) == (
+            DagsterRunStatus.NOT_STARTED, DagsterRunStatus.SUCCESS, DagsterRunStatus.STARTED)
+        assert len(lines) == 3
+        lines.clear()
+        clean_up_after_dead_command(instance, home, lines.append)  # once only
+        assert not lines
+    finally:
+        leftover.kill()
+        leftover.wait()
+
+
+def test_a_started_run_whose_worker_died_is_failed(instance):
+    run = _run(instance, DagsterRunStatus.STARTED)
+    assert fail_if_worker_died(instance, run.run_id) is None  # no worker known yet: nothing to judge
+    instance.report_engine_event(f"Started process for run (pid: {os.getpid()}).", run)
+    assert fail_if_worker_died(instance, run.run_id) is None  # alive
+    gone = _dead_pid()
+    other = _run(instance, DagsterRunStatus.STARTED)
+    instance.report_engine_event(f"Started process for run (pid: {gone}).", other)
+    line = fail_if_worker_died(instance, other.run_id)
+    assert line == (f"run {other.run_id} (ci_import_job) was STARTED: its run worker (pid {gone}) exited without "
+                    "ending the run; marked failed")
+    assert _status(instance, other) is DagsterRunStatus.FAILURE and _status(instance, run) is DagsterRunStatus.STARTED
+
+
+def test_a_launch_past_its_deadline_is_a_launch_error_naming_it(instance, home):
+    with pytest.raises(LaunchError, match=r"dagster job launch ci_import_job did not return within 0.5s and created no run"):
+        launch(instance, home, "ci_import_job", {}, verbose=False, timeout_s=0.5)
+
+
+@asset(name="catalogue_export")
+def failing_catalogue_export() -> None:
+    raise RuntimeError("gRPC deadline exceeded")
+
+
+def test_a_failed_catalogue_refresh_is_reported_and_not_success():
+    with DagsterInstance.ephemeral() as instance:
+        since = time.time() - 1
+        nothing = wait_for_catalogue_refresh(instance, since, deadline_s=1)
+        assert nothing.problem.startswith("the catalogue automation launched no refresh of the catalogue-wide assets within 1s")
+        # As the automation launches it: a run of the global asset job selecting the catalogue-wide assets.
+        job = Definitions(assets=[failing_catalogue_export]).resolve_implicit_global_asset_job_def()
+        result = job.execute_in_process(instance=instance, raise_on_error=False, asset_selection=[AssetKey("catalogue_export")])
+        refresh = wait_for_catalogue_refresh(instance, since, deadline_s=60)
+    assert refresh.run_id == result.run_id
+    assert refresh.problem.startswith(f"catalogue refresh run {result.run_id} failure: catalogue_export: ")
+    assert "gRPC deadline exceeded" in refresh.problem
+    summary = ImportSummary("history", "history", [], refresh_problem=refresh.problem)
+    assert not summary.ok
+
+
+# --------------------------------------------------------------------------- real processes (slow)
+
+DEADLINE_S = 600  # generous: a loaded 2-core machine takes minutes to start Dagster's processes
+
+
+def _command(home: Path, *locators: Path) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-W", "ignore", "-m", "kernelindex_pipeline.cli", "import-ci", *map(str, locators)],
+                            env={**os.environ, "DAGSTER_HOME": str(home)}, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _wait_for(what: str, condition, deadline_s: float = DEADLINE_S):
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"waited {deadline_s}s for {what}")
+
+
+def _started_run(home: Path) -> DagsterRun | None:
+    with DagsterInstance.from_config(str(home)) as instance:
+        runs = instance.get_runs(RunsFilter(job_name="ci_import_job", statuses=[DagsterRunStatus.STARTED]))
+    return runs[0] if runs else None
+
+
+def _catalogue(home: Path, files: list[Path]) -> bool:
+    expected = set().union(*(import_csv(path).manifests for path in files))
+    with CatalogueStore.open(None, home=home) as store:
+        return store.present_digests(expected) == expected and sum(store.counts_by_kind().values()) == len(expected)
+
+
+def _no_active_runs(home: Path) -> None:
+    from kernelindex_pipeline.defs.import_daemon import ACTIVE
+
+    with DagsterInstance.from_config(str(home)) as instance:
+        assert not instance.get_runs(RunsFilter(statuses=ACTIVE))
+
+
+def _lease_of(home: Path, pid: int) -> Lease | None:
+    lease = Lease.read(home / "kernelindex" / "import-daemon.json")
+    return lease if lease is not None and lease.command_pid == pid else None
+
+
+def _started_import(home: Path, files: list[Path]) -> tuple[subprocess.Popen, Lease, DagsterRun]:
+    """An import-ci command whose daemon is up and whose run has started."""
+    command = _command(home, *files)
+    try:
+        # The lease is written once the command made its instance and started its daemon.
+        lease = _wait_for("the daemon's lease", lambda: _lease_of(home, command.pid))
+        run = _wait_for("the import's run to start", lambda: _started_run(home))
+    except BaseException:
+        command.kill()
+        command.communicate()
+        raise
+    assert group_members(lease.group, lease.group_started), "the daemon's process group is empty while its run runs"
+    return command, lease, run
+
+
+def _rerun(home: Path, files: list[Path], catalogue_files: list[Path]) -> str:
+    rerun = _command(home, *files)
+    out, err = rerun.communicate(timeout=DEADLINE_S)
+    assert rerun.returncode == 0, out + err[-3000:]
+    assert _catalogue(home, catalogue_files)
+    _no_active_runs(home)
+    lease = Lease.read(home / "kernelindex" / "import-daemon.json")
+    assert lease.stopped_at is not None and not group_members(lease.group, lease.group_started)
+    return err
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(4 * DEADLINE_S)  # four imports, each given DEADLINE_S
+def test_kill_9_of_an_import_orphans_nothing_and_a_rerun_fails_what_a_crash_left_started(tmp_path):
+    home = tmp_path / "home"
+    # A crash of the command and its whole process group at once: the run is left STARTED.
+    command, lease, run = _started_import(home, H100_FILES)
+    os.killpg(lease.group, signal.SIGKILL)
+    command.kill()
+    command.communicate()
+    with DagsterInstance.from_config(str(home)) as instance:
+        assert instance.get_run_by_id(run.run_id).status is DagsterRunStatus.STARTED
+    err = _rerun(home, H100_FILES, H100_FILES)
+    assert (f"run {run.run_id} (ci_import_job) was STARTED: left behind by the daemon of import command pid {command.pid}, "
+            "which died; its run worker is gone; marked failed") in err, err
+    with DagsterInstance.from_config(str(home)) as instance:
+        assert instance.get_run_by_id(run.run_id).status is DagsterRunStatus.FAILURE
+
+    # kill -9 of the command alone: its supervisor stops the daemon, code servers and run worker.
+    command, lease, run = _started_import(home, H200_FILES)
+    command.send_signal(signal.SIGKILL)
+    command.communicate()
+    _wait_for(f"the dead command's daemon group {lease.group} to end",
+              lambda: not group_members(lease.group, lease.group_started), deadline_s=180)
+    with DagsterInstance.from_config(str(home)) as instance:  # its worker, stopped, ended the run itself
+        assert instance.get_run_by_id(run.run_id).status is DagsterRunStatus.FAILURE
+    _rerun(home, H200_FILES, H100_FILES + H200_FILES)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(2 * DEADLINE_S)
+def test_two_concurrent_imports_share_one_daemon_and_each_run_gets_one_worker(tmp_path):
+    from dagster import DagsterEventType
+
+    home = tmp_path / "home"
+    first, second = _command(home, *H100_FILES), _command(home, *H200_FILES)
+    results = [process.communicate(timeout=DEADLINE_S) for process in (first, second)]
+    for process, (out, err) in zip((first, second), results, strict=True):
+        assert process.returncode == 0, out + err[-3000:]
+        assert "1 partitions in 1 run(s)" in out and "(1 published, 0 not)" in out, out
+    shared = [err for _, err in results if "using the running dagster-daemon" in err]
+    assert len(shared) == 1, [err[-2000:] for _, err in results]
+    with DagsterInstance.from_config(str(home)) as instance:
+        runs = instance.get_runs(RunsFilter(job_name="ci_import_job"))
+        assert len(runs) == 2 and {run.status for run in runs} == {DagsterRunStatus.SUCCESS}
+        for run in runs:
+            workers = [entry for entry in instance.all_logs(run.run_id, of_type=DagsterEventType.ENGINE_EVENT)
+                       if WORKER_STARTED.match(entry.message or "")]
+            assert len(workers) == 1, f"run {run.run_id} got {len(workers)} workers"
+    _no_active_runs(home)
+    assert _catalogue(home, H100_FILES + H200_FILES)
+
+
+def test_an_import_past_any_deadline_ends_in_its_one_line_message_not_an_internal_error(home, monkeypatch, capsys):
+    import kernelindex_pipeline.defs.launch as launch_module
+
+    def overloaded(*args, **kwargs):
+        raise subprocess.TimeoutExpired(["/venv/bin/dagster", "job", "launch", "-w", "workspace.yaml"], 300)
+
+    monkeypatch.setattr(launch_module, "import_ci", overloaded)
+    assert cli.main(["import-ci", str(H200_FILES[0])]) == 1
+    (line,) = [line for line in capsys.readouterr().err.splitlines() if "error" in line]
+    assert line == ("kernelindex-pipeline import-ci: error: dagster job launch did not finish within 300s "
+                    "(the machine may be overloaded); run the command again")
