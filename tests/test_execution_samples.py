@@ -352,3 +352,20 @@ def test_an_artifact_changed_after_its_digest_was_taken_is_found(tmp_path):
     path.unlink()
     os.symlink(tmp_path / "elsewhere.json", path)
     assert verify_artifact(reference) == f"{path} is reached through a symbolic link"
+
+
+def test_the_hook_writes_only_into_the_runners_unnamed_spool(tmp_path):
+    """A process that got the variable but another descriptor under that number (a named file) is left
+    alone: the hook stays off and writes nothing into that file."""
+    fake = build_fake_torch(tmp_path / "torch", "NVIDIA H200", triton="summarize")
+    named = tmp_path / "named.txt"
+    with named.open("ab") as handle:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("KERNELINDEX_")}
+        env["PYTHONPATH"] = os.pathsep.join([str(HOOK_DIR), str(fake)])
+        env.update(hook_environment(handle.fileno()))
+        completed = subprocess.run(
+            [sys.executable, "-c", "import sys, triton.testing as t; print(getattr(t.do_bench, '__kernelindex_wrapped__', False))"],
+            capture_output=True, text=True, env=env, timeout=120, pass_fds=(handle.fileno(),),
+        )
+    assert completed.stdout.split() == ["False"], completed.stderr
+    assert named.read_bytes() == b""

@@ -31,6 +31,7 @@ that the host itself has further along sys.path is run after this one, so the ho
 from __future__ import annotations
 
 import contextvars
+import fcntl
 import functools
 import importlib.abc
 import importlib.machinery
@@ -38,6 +39,7 @@ import importlib.util
 import inspect
 import json
 import os
+import stat
 import sys
 
 SPOOL_FD_VARIABLE = "KERNELINDEX_SAMPLES_SPOOL_FD"
@@ -317,9 +319,14 @@ def install() -> None:
         return
     try:
         fd = int(os.environ.get(SPOOL_FD_VARIABLE, ""))
-        os.fstat(fd)
+        info = os.fstat(fd)
+        flags = fcntl.fcntl(fd, fcntl.F_GETFL)
     except (ValueError, OSError):
-        return  # no spool (or not ours to write): the script runs without samples
+        return  # no spool: the script runs without samples
+    if not stat.S_ISREG(info.st_mode) or info.st_nlink != 0 or not flags & os.O_APPEND:
+        # Not the runner's spool (a file without a name, open for appending): a process that got the
+        # variable but not the descriptor (a subprocess of the script) must not write into another file.
+        return
     try:
         max_bytes = int(os.environ.get(MAX_BYTES_VARIABLE) or DEFAULT_MAX_BYTES)
     except ValueError:
