@@ -284,3 +284,40 @@ def test_cli_names_the_commits_and_a_missing_clone_is_a_note(liger, tmp_path, ca
     saved = json.loads((out / "regressions.json").read_text())
     assert saved["counts"]["changes"] == 9 and saved["counts"]["byCause"]["liger_kernel"] == 0
     assert saved["attributionNotes"] and "no such directory" in saved["attributionNotes"][0]
+
+
+def test_a_sweep_names_its_release_and_its_changes_name_the_commits_between_tags(liger, tmp_path):
+    """Sweeps in a catalogue: each run's implementation is pinned to the release it measured
+    (projectRevision.version), which is the run's code; the commits between two tags are the suspects."""
+    from test_reporting_regressions import run
+
+    from kernelindex_pipeline.liger.attribution import LigerAttribution
+    from kernelindex_pipeline.liger.builders import LIGER_REPOSITORY
+    from kernelindex_pipeline.records.canonical import digest_of
+    from kernelindex_pipeline.reporting.regressions import detect_regressions
+
+    git(liger.path, "tag", "-f", "v0.1.0", liger.shas["base"])
+    git(liger.path, "tag", "-f", "v0.2.0", liger.shas["op"])
+    manifests = []
+    for j in range(8):
+        tag = "v0.1.0" if j < 4 else "v0.2.0"
+        for kernel, provider, case in [("rms_norm", p, c) for p in ("liger", "torch") for c in "abcd"] \
+                + [("softmax_beta=True", p, c) for p in ("liger", "torch") for c in "ab"]:
+            revision = {"apiVersion": "kernelindex.dev/v1alpha1", "kind": "ImplementationRevision",
+                        "metadata": {"name": f"{kernel}-{provider}-{tag}"},
+                        "spec": {"projectRevision": {"repository": LIGER_REPOSITORY, "version": tag},
+                                 "callable": {"name": f"{kernel}/{provider}"}}}
+            value = 100_000.0 * (1.01 if j % 2 else 0.99) * (1.5 if (kernel, provider) == ("rms_norm", "liger")
+                                                              and case in "ab" and j >= 4 else 1.0)
+            measured = run(kernel, provider, case, START + timedelta(days=7 * j, minutes=len(manifests) % 50), value,
+                           version=tag[1:])
+            measured["spec"]["implementationDigest"] = digest_of(revision)
+            manifests += [revision, measured]
+    liger_attribution = LigerAttribution(liger.path)
+    report = detect_regressions(manifests, adapters=liger_attribution.adapters)
+    assert [s.code_ref for s in report.sources] == ["v0.1.0"] * 4 + ["v0.2.0"] * 4
+    liger_attribution.attribute(report)
+    assert {(c.key.kernel, c.key.provider, c.trend.case_key) for c in report.changes} == {("rms_norm", "liger", "a"),
+                                                                                        ("rms_norm", "liger", "b")}
+    assert all(c.cause == attr.LIGER_KERNEL and [s.subject for s in c.causes[0].commits] == ["rms_norm: slower op (#101)"]
+               for c in report.changes)

@@ -14,7 +14,7 @@ from kernelindex_pipeline.records.canonical import digest_of
 from kernelindex_pipeline.reporting.run_facts import UNLABELLED, RunFacts, measured_run
 
 from . import identity
-from .builders import series_implementation_digest
+from .builders import LIGER_REPOSITORY, series_implementation_digest
 
 VERSION_LABEL = "liger_version"
 
@@ -26,7 +26,8 @@ class LigerRunFacts:
     series follows.
 
     The code measured (`code_ref`): a records file named by a CI run directory (``2845fe8``,
-    ``7644a0f-v0.7.0``: a commit) or a release tag (``v0.6.3``), see `attribution.code_ref_of_label`. With
+    ``7644a0f-v0.7.0``: a commit) or a release tag (``v0.6.3``), see `attribution.code_ref_of_label`; a
+    sweep's run: the release its pinned ImplementationRevision names (``projectRevision.version``). With
     Liger's clone (`history`) a run's place on the run timeline (`order`) is its commit's time, so a manual
     CI run of an older commit, measured later, sits where its code belongs; a commit the clone lacks keeps
     the measurement time."""
@@ -37,21 +38,33 @@ class LigerRunFacts:
         self.software_recorded: set[str] = set()  # environment digests whose records name torch, triton, ...
         self._code_ref: str | None = None
         self._order: float | None = None
+        self._orders: dict[str, float | None] = {}
+        self.release_of: dict[str, str] = {}  # pinned implementation digest -> the release tag it measured
 
     def enter_source(self, label: str | None) -> None:
         from .attribution import code_ref_of_label
 
         self._code_ref = code_ref_of_label(label) if label else None
-        self._order = None
-        if self._code_ref is not None and self.history is not None:
-            sha = self.history.resolve(self._code_ref)
-            self._order = float(self.history.commit_time(sha)) if sha else None
+        self._order = self._order_of(self._code_ref)
+
+    def _order_of(self, ref: str | None) -> float | None:
+        """The commit time of the code (None: unknown code, or no clone that has it)."""
+        if ref is None or self.history is None:
+            return None
+        if ref not in self._orders:
+            sha = self.history.resolve(ref)
+            self._orders[ref] = float(self.history.commit_time(sha)) if sha else None
+        return self._orders[ref]
 
     def see(self, manifest: dict[str, Any]) -> None:
         if manifest.get("kind") == "ExecutionEnvironment" and ((manifest.get("spec") or {}).get("software") or {}):
             self.software_recorded.add(digest_of(manifest))  # attribution: these runs say what they ran
         if manifest.get("kind") == "ImplementationRevision" and (manifest.get("spec") or {}).get("projectRevision"):
-            self.series_implementation[digest_of(manifest)] = series_implementation_digest(manifest)
+            digest = digest_of(manifest)
+            self.series_implementation[digest] = series_implementation_digest(manifest)
+            revision = manifest["spec"]["projectRevision"]
+            if isinstance(revision, dict) and revision.get("repository") == LIGER_REPOSITORY and revision.get("version"):
+                self.release_of[digest] = str(revision["version"])  # a sweep names the release it measured
 
     def facts(self, manifest: dict[str, Any]) -> RunFacts | str:
         facts = run_facts(manifest)
@@ -59,6 +72,9 @@ class LigerRunFacts:
             return facts
         if self._code_ref is not None:
             facts = facts._replace(code_ref=self._code_ref, order=self._order)
+        elif facts.implementation_digest in self.release_of:
+            tag = self.release_of[facts.implementation_digest]
+            facts = facts._replace(code_ref=tag, order=self._order_of(tag))
         if facts.implementation_digest not in self.series_implementation:
             return facts
         return facts._replace(implementation_digest=self.series_implementation[facts.implementation_digest])
