@@ -289,3 +289,15 @@ def test_an_import_past_any_deadline_ends_in_its_one_line_message_not_an_interna
     (line,) = [line for line in capsys.readouterr().err.splitlines() if "error" in line]
     assert line == ("kernelindex-pipeline import-ci: error: dagster job launch did not finish within 300s "
                     "(the machine may be overloaded); run the command again")
+
+
+@pytest.mark.slow
+def test_a_stopped_catalogue_automation_is_seen_so_nothing_waits_for_it(instance, home):
+    from kernelindex_pipeline.defs.launch import automation_stopped, workspace_file
+
+    assert not automation_stopped(instance)  # on by default
+    stopped = subprocess.run([str(Path(sys.executable).with_name("dagster")), "sensor", "stop", "catalogue_automation",
+                              "-w", str(workspace_file(home))], capture_output=True, text=True, timeout=DEADLINE_S,
+                             env={**os.environ, "DAGSTER_HOME": str(home)})
+    assert stopped.returncode == 0, stopped.stdout + stopped.stderr
+    assert automation_stopped(instance)

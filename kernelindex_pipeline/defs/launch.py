@@ -40,6 +40,7 @@ TERMINAL = {DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE, DagsterRunStatus
 LAUNCH_TIMEOUT_S = 900  # `dagster job launch`: loads the code location, then creates and queues the run
 AUTOMATION_WAIT_S = 300  # the catalogue automation (ticks every 30 s) picking up the publications
 IMPORT_MAX_RUNTIME_S = 4 * 3600  # an import run still going after this is wedged (the whole history: minutes)
+AUTOMATION_SENSOR = "catalogue_automation"  # definitions.py's AutomationConditionSensorDefinition
 WORKER_CHECK_S = 10  # how often a followed run's worker process is checked for life
 
 
@@ -253,6 +254,11 @@ def wait_for_catalogue_refresh(instance: DagsterInstance, since: float, deadline
                            f"{deadline_s:g}s of the publication; `dagster dev -w workspace.yaml` refreshes them")
 
 
+def automation_stopped(instance: DagsterInstance) -> bool:
+    """Whether someone stopped the catalogue automation (it is on by default; a stopped one has a stored state)."""
+    return any(state.name == AUTOMATION_SENSOR and not state.is_running for state in instance.all_instigator_state())
+
+
 def _refresh_outcome(instance: DagsterInstance, run_id: str) -> Refresh:
     checked = time.monotonic()
     while (run := instance.get_run_by_id(run_id)).status not in TERMINAL:
@@ -293,7 +299,10 @@ def run_import(
             progress.close()
         summary.seconds = time.perf_counter() - started
         report(summary)
-        if summary.outcomes:
+        if summary.outcomes and automation_stopped(instance):
+            log(f"the {AUTOMATION_SENSOR} sensor is stopped (in the UI): the catalogue-wide assets were not refreshed; "
+                "start it, or materialize them from the `catalogue` group")
+        elif summary.outcomes:
             log("waiting for the catalogue automation to refresh export, regressions, coverage and report ...")
             refresh_started = time.perf_counter()
             refresh = wait_for_catalogue_refresh(instance, started_wall)
