@@ -291,6 +291,12 @@ def _import_ci(args: argparse.Namespace) -> int:
 def _export_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--catalogue", metavar="URL", help="SQLAlchemy URL (default: $KERNELINDEX_CATALOGUE_URL, else the embedded catalogue under DAGSTER_HOME)")
     p.add_argument("--out", type=Path, required=True, metavar="DIR", help="writes the JSON Lines export, its manifest, the YAML bundle and efficiency.jsonl")
+    p.add_argument(
+        "--kernelindex", action="store_true",
+        help="also write kernelindex-submission.yaml and kernelindex-import-bundle.json, the files KernelIndex's own "
+        "publication code takes (README: Publishing in KernelIndex); runs in time order, peak-memory runs left out",
+    )
+    p.add_argument("--kernelindex-memory", action="store_true", help="with --kernelindex: include peak-memory runs (KernelIndex ranks them as latencies)")
 
 
 def _export(args: argparse.Namespace) -> int:
@@ -300,19 +306,38 @@ def _export(args: argparse.Namespace) -> int:
     from kernelindex_pipeline.catalogue.store import CatalogueStore
     from kernelindex_pipeline.reporting.efficiency import export_sidecar
 
+    if args.kernelindex_memory and not args.kernelindex:
+        raise UsageError("--kernelindex-memory goes with --kernelindex")
     url = args.catalogue or os.environ.get("KERNELINDEX_CATALOGUE_URL") or None
     store = CatalogueStore.open(url, read_only=True)
     try:
         jsonl = export_jsonl(store, args.out)  # checks the catalogue's integrity first
         bundle = export_bundle(store, args.out)
         sidecar = export_sidecar(store.manifests(), args.out)
+        kernelindex = _kernelindex_export(store, args) if args.kernelindex else None
     finally:
         store.close()
     print(f"{jsonl.records} records from {store.safe_url}")
     print(f"{jsonl.path} (sha256 {jsonl.sha256}), manifest {jsonl.manifest_path}")
     print(f"{bundle.path}")
     print(f"{sidecar} (derived efficiency figures, beside the records)")
+    if kernelindex is not None:
+        submission, bundle = kernelindex
+        print(f"{submission.path} and {bundle.path}: {submission.records_by_kind['BenchmarkRun']} runs for KernelIndex")
     return 0
+
+
+def _kernelindex_export(store, args: argparse.Namespace):
+    from kernelindex_pipeline.catalogue.export import export_kernelindex
+    from kernelindex_pipeline.catalogue.kernelindex import KernelIndexExportError, snapshots_of_publications
+
+    try:
+        return export_kernelindex(
+            store.manifests(), args.out, snapshots=snapshots_of_publications(store.publications()),
+            include_memory=args.kernelindex_memory, order="time",
+        )
+    except KernelIndexExportError as error:
+        raise CommandError(f"KernelIndex export: {error}") from None
 
 
 # ------------------------------------------------------------------------------------------ report

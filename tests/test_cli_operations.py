@@ -62,3 +62,35 @@ def test_import_history_runs_a_partition_through_dagster(tmp_path):
         assert len(history_runs) == 2
         assert {run.remote_job_origin.location_name for run in history_runs} == {"kernelindex_pipeline"}
         assert {run.tags.get("dagster/partition") for run in history_runs} == {"nvidia-b200|0.8.0"}
+
+
+@pytest.mark.slow  # three CLI processes over the CI slice: about 40 s on two shared cores
+def test_export_for_kernelindex_from_the_catalogue(tmp_path, sqlite_url):
+    """`export --kernelindex`: the two KernelIndex files of a catalogue, memory runs only on request,
+    snapshots only with https locators (a local path never leaves)."""
+    import yaml
+    from kernelindex_scenarios import FIXTURES
+
+    from kernelindex_pipeline.liger import import_csv
+
+    csv = FIXTURES / "liger-ci-slice.csv"
+    records = list(import_csv(csv).manifests.values())
+    store = CatalogueStore.open(sqlite_url)
+    store.publish(records, partition="ci|slice", source={"locator": csv.resolve().as_uri(), "sha256": "0" * 64})
+    store.close()
+    out = tmp_path / "export"
+    completed = _cli("export", "--catalogue", sqlite_url, "--out", str(out), "--kernelindex")
+    assert completed.returncode == 0, completed.stderr
+    document = yaml.safe_load((out / "kernelindex-submission.yaml").read_text())
+    bundle = json.loads((out / "kernelindex-import-bundle.json").read_text())
+    memory = sum("timing" not in r["spec"] for r in records if r["kind"] == "BenchmarkRun")
+    speed = sum(r["kind"] == "BenchmarkRun" for r in records) - memory
+    assert memory and len(document["runs"]) == len(bundle["runs"]) == speed
+    assert bundle["snapshots"] == [] and str(tmp_path) not in json.dumps(bundle)
+    stamps = [r["manifest"]["spec"]["observedAt"] for r in bundle["runs"]]
+    assert stamps == sorted(stamps)  # time order: a catalogue lists runs by name
+    with_memory = _cli("export", "--catalogue", sqlite_url, "--out", str(tmp_path / "m"), "--kernelindex", "--kernelindex-memory")
+    assert with_memory.returncode == 0, with_memory.stderr
+    assert len(yaml.safe_load((tmp_path / "m" / "kernelindex-submission.yaml").read_text())["runs"]) == speed + memory
+    alone = _cli("export", "--catalogue", sqlite_url, "--out", str(tmp_path / "x"), "--kernelindex-memory")
+    assert alone.returncode == 2 and "--kernelindex-memory goes with --kernelindex" in alone.stderr

@@ -203,3 +203,21 @@ def test_the_sweeps_unit_bearing_fields_are_written_in_kernelindex_units():
             for measurement in manifest["spec"].get("measurements", []):
                 assert measurement["unit"] in ("ns", "bytes"), measurement
                 assert type(measurement["value"]) is int if measurement["unit"] == "ns" else isinstance(measurement["value"], (int, float))
+
+
+def test_editorial_metadata_as_kernelindexs_importer_writes_it(tmp_path):
+    """Descriptions (and an operation's script link at the source commit) are added in the export only;
+    digests and our records stay as they are."""
+    records, snapshots = scenarios.seeds()
+    before = json.dumps(records, sort_keys=True)
+    commit = "2120862ba532c9449e72d603ba6324310ae756e7"
+    submission, bundle = export_kernelindex(records, tmp_path, snapshots=snapshots, source_commit=commit)
+    document = yaml.safe_load(submission.path.read_text("utf-8"))
+    assert json.dumps(records, sort_keys=True) == before
+    for operation in document["operations"]:
+        assert operation["metadata"]["description"]
+        (ref,) = operation["metadata"]["sourceRefs"]
+        assert ref["url"].startswith(f"https://github.com/linkedin/Liger-Kernel/blob/{commit}/benchmark/scripts/benchmark_")
+    assert all(entry["manifest"]["metadata"]["description"] for entry in document["implementations"])
+    originals = {digest_of(m) for m in records}
+    assert {digest_of(m) for m in document["operations"]} <= originals  # metadata never changes a digest

@@ -181,17 +181,23 @@ def export_kernelindex(
     snapshots: Iterable[dict[str, Any]] = (),
     include_memory: bool = False,
     catalogue: Any = None,
+    order: str = "given",
+    source_commit: str | None = None,
 ) -> tuple[ExportResult, ExportResult]:
     """Write `kernelindex-submission.yaml` (one document, `bundleFromSubmission`'s shape) and
     `kernelindex-import-bundle.json` (`ImportBundle`) for records given in publication order
-    (catalogue/kernelindex.py says what each holds). Memory runs only with `include_memory`."""
+    (catalogue/kernelindex.py says what each holds). Memory runs only with `include_memory`. `order`:
+    "given" keeps the runs' order (an import's rows), "time" publishes by observedAt, best first among
+    equal instants (a catalogue's records, whose row order is lost)."""
     from kernelindex_pipeline.liger.catalogue import default_catalogue
 
     from .kernelindex import group_for_kernelindex, import_bundle, submission_document
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    grouped = group_for_kernelindex(manifests, catalogue or default_catalogue(), include_memory=include_memory)
+    grouped = group_for_kernelindex(
+        manifests, catalogue or default_catalogue(), include_memory=include_memory, order=order, source_commit=source_commit
+    )
     counts = {
         "SoftwareProject": len(grouped.projects), "OperationSpec": len(grouped.operations),
         "WorkloadCase": len(grouped.workloads), "ImplementationRevision": len(grouped.implementations),

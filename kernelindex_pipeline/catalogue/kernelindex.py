@@ -41,9 +41,13 @@ largest footprint as worst-is-best. They stay in our catalogue and other exports
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from importlib import resources
 from typing import Any
+
+import yaml
 
 from kernelindex_pipeline.liger import identity
 from kernelindex_pipeline.liger.catalogue import Catalogue
@@ -67,6 +71,7 @@ LIGER_SOURCE = {
 }
 PARSER = {"parserName": "kernelindex-pipeline", "parserVersion": "1"}
 SUBMISSION_GROUPS = ("projects", "operations", "workloads", "implementations", "runs")
+LIGER_SCRIPT_URL = "https://github.com/linkedin/Liger-Kernel/blob/{commit}/benchmark/scripts/benchmark_{kernel}.py"
 SENTINEL_PREFIX = "sentinel_"  # liger/sentinel.py benchmarks: sentinel_<operation>/<position>
 SENTINEL_PROJECT = "pytorch"
 
@@ -100,6 +105,32 @@ class KernelIndexExport:
     memory_runs_left_out: int = 0
 
 
+@functools.cache
+def _descriptions() -> dict[str, dict[str, str]]:
+    """KernelIndex's descriptions of Liger kernels and providers (data/kernelindex-liger-descriptions.yaml)."""
+    text = resources.files("kernelindex_pipeline").joinpath("data/kernelindex-liger-descriptions.yaml").read_text("utf-8")
+    return yaml.safe_load(text)
+
+
+def _with_editorial(manifest: dict[str, Any], external_id: str | None, source_commit: str | None) -> dict[str, Any]:
+    """Metadata KernelIndex's own Liger importer writes and our records leave out (never digested): an
+    operation's and an implementation's description, an operation's link to its benchmark script at
+    the source's commit. Only where the record has none and its source name is a Liger one."""
+    if external_id is None:
+        return manifest
+    metadata = dict(manifest["metadata"])
+    descriptions = _descriptions()
+    if manifest["kind"] == "OperationSpec":
+        description = descriptions["kernels"].get(external_id)
+        if source_commit and "sourceRefs" not in metadata and description is not None:
+            metadata["sourceRefs"] = [{"url": LIGER_SCRIPT_URL.format(commit=source_commit, kernel=external_id)}]
+    else:
+        description = descriptions["providers"].get(external_id.rpartition("/")[2])
+    if description is not None and "description" not in metadata:
+        metadata["description"] = description
+    return manifest if metadata == manifest["metadata"] else {**manifest, "metadata": metadata}
+
+
 def _is_memory_run(run: dict[str, Any]) -> bool:
     spec = run["spec"]
     measurements = spec.get("measurements") or []
@@ -124,28 +155,60 @@ def _project_of_provider(catalogue: Catalogue, provider: str) -> str | None:
     return found.project if found is not None else None
 
 
+def _primary_value(run: dict[str, Any]) -> float:
+    """The value KernelIndex ranks a run by (its primary measurement), for ordering only."""
+    spec = run["spec"]
+    timing = spec.get("timing")
+    if timing:
+        latency = timing.get("latencyNs") or {}
+        value = latency.get("mean") if timing.get("primaryStatistic") == "mean" else latency.get("median")
+        return float(value if value is not None else latency.get("median", latency.get("mean", 0)))
+    measurements = spec.get("measurements") or [{}]
+    return float(measurements[0].get("value", 0))
+
+
+def publication_order(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Runs by observedAt, and among runs observed at one instant the better (lower) primary value
+    first: KernelIndex derives record events by observedAt, then insertion order, so this publishes
+    no "record" for a run that was never the best at any instant. For records whose source order is
+    lost (a catalogue or records.jsonl lists runs by name); an import's own row order is kept as given."""
+    return sorted(runs, key=lambda run: (run["spec"].get("observedAt", ""), _primary_value(run)))
+
+
 def group_for_kernelindex(
-    manifests: Iterable[dict[str, Any]], catalogue: Catalogue, *, include_memory: bool = False
+    manifests: Iterable[dict[str, Any]],
+    catalogue: Catalogue,
+    *,
+    include_memory: bool = False,
+    order: str = "given",
+    source_commit: str | None = None,
 ) -> KernelIndexExport:
-    """Group records (runs in publication order) for either route; raises KernelIndexExportError when a
-    run references a record that is missing or an implementation has no project."""
+    """Group records for either route, runs in the order given (`order="given"`: an import's row order)
+    or in `publication_order` (`order="time"`: records whose source order is lost); raises
+    KernelIndexExportError when a run references a record that is missing or an implementation has no
+    project. `source_commit`: the Liger commit the records' CSV was read at (operations then link their
+    benchmark script there, as KernelIndex's importer does)."""
+    if order not in ("given", "time"):
+        raise ValueError(f"order is 'given' or 'time', not {order!r}")
     from kernelindex_pipeline.liger.builders import software_project
     from kernelindex_pipeline.records.canonical import digest_of
 
     by_digest: dict[str, dict[str, Any]] = {}
-    order: list[str] = []
+    seen: list[str] = []
     for manifest in manifests:
         manifest = normal_form(manifest)
         digest = digest_of(manifest)
         if digest not in by_digest:
             by_digest[digest] = manifest
-            order.append(digest)
+            seen.append(digest)
     out = KernelIndexExport()
     used: set[str] = set()
-    for digest in order:
+    run_digests = [digest for digest in seen if by_digest[digest]["kind"] == "BenchmarkRun"]
+    if order == "time":
+        runs_in_order = publication_order([by_digest[digest] for digest in run_digests])
+        run_digests = [digest_of(run) for run in runs_in_order]
+    for digest in run_digests:
         run = by_digest[digest]
-        if run["kind"] != "BenchmarkRun":
-            continue
         if _is_memory_run(run) and not include_memory:
             out.memory_runs_left_out += 1
             continue
@@ -161,17 +224,18 @@ def group_for_kernelindex(
         used.update([spec["implementationDigest"], spec["workloadDigest"], operation_digest])
         out.runs.append({"manifest": run, "protocol": referenced["BenchmarkProtocol"], "environment": referenced["ExecutionEnvironment"]})
         _link_run(out, catalogue, digest, run, spec, operation_digest)
-    for digest in order:
+    for digest in seen:
         manifest = by_digest[digest]
         kind = manifest["kind"]
+        first_id = (out.external_ids.get(digest) or [None])[0]
         if kind == "OperationSpec" and digest in used:
-            out.operations.append(manifest)
+            out.operations.append(_with_editorial(manifest, first_id, source_commit))
         elif kind == "WorkloadCase" and digest in used:
             out.workloads.append(_ordered_tensors(manifest, by_digest.get(manifest["spec"]["operationSpecDigest"])))
         elif kind == "ImplementationRevision" and digest in used:
             if digest not in out.project_of:
                 out.project_of[digest] = {None: _project_by_name(manifest, catalogue)}
-            out.implementations.append(manifest)
+            out.implementations.append(_with_editorial(manifest, first_id, source_commit))
     present = {kebab(m["metadata"]["name"]) for m in by_digest.values() if m["kind"] == "SoftwareProject"}
     needed = list(dict.fromkeys(project for m in out.implementations for project in out.project_of[digest_of(m)].values()))
     projects = {kebab(m["metadata"]["name"]): m for m in by_digest.values() if m["kind"] == "SoftwareProject"}
@@ -293,3 +357,24 @@ def snapshot_of_bytes(locator: str, data: bytes, fetched_at: str, media_type: st
         "observedAt": fetched_at,
         "fetchedAt": fetched_at,
     }
+
+
+def snapshots_of_publications(publications: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Source snapshot entries of a catalogue's publication log (CatalogueStore.publications()): those
+    with an https locator and a sha256. A sweep's or a local file's locator names a path of our hosts,
+    which has no place in KernelIndex; those snapshots stay in our catalogue."""
+    from urllib.parse import urlsplit
+
+    found: dict[tuple[str, str], dict[str, Any]] = {}
+    for publication in publications:
+        snapshot = publication.get("snapshot") or {}
+        locator, sha256 = snapshot.get("locator"), snapshot.get("sha256")
+        if not isinstance(locator, str) or not isinstance(sha256, str) or urlsplit(locator).scheme != "https":
+            continue
+        fetched = snapshot.get("fetchedAt") or publication.get("startedAt")
+        entry = {"locator": locator, "contentDigest": f"sha256:{sha256}", "observedAt": fetched, "fetchedAt": fetched}
+        if isinstance(snapshot.get("sizeBytes"), int):
+            entry["sizeBytes"] = snapshot["sizeBytes"]
+        found.setdefault((locator, sha256), entry)
+    return list(found.values())
+

@@ -88,6 +88,23 @@ for (const table of Object.keys(PROJECTIONS)) {
     onlyOurs: onlyOurs.slice(0, 2).map((row) => row.slice(0, 600)),
   }
 }
+// Where a manifest differs between the two routes: which parts (spec or a metadata field), per table.
+for (const table of ["operation_manifests", "implementation_manifests"]) {
+  const byDigest = (set: Set<string>) =>
+    new Map([...set].map((row) => JSON.parse(row)).map((row) => [Object.values(row)[0] as string, row.manifest]))
+  const theirManifests = byDigest(theirs[table])
+  const differences: Record<string, number> = {}
+  for (const [digest, manifest] of byDigest(mine[table])) {
+    const other = theirManifests.get(digest)
+    if (!other) continue
+    if (JSON.stringify(other.spec) !== JSON.stringify(manifest.spec)) differences.spec = (differences.spec ?? 0) + 1
+    for (const key of new Set([...Object.keys(other.metadata), ...Object.keys(manifest.metadata)])) {
+      if (JSON.stringify(other.metadata[key]) !== JSON.stringify(manifest.metadata[key]))
+        differences[`metadata.${key}`] = (differences[`metadata.${key}`] ?? 0) + 1
+    }
+  }
+  report[`${table}_differences`] = differences
+}
 console.log(JSON.stringify(report, null, 2))
 await kernelindex.client.end()
 await ours.client.end()

@@ -29,8 +29,12 @@ def history_export(out: Path, csv: Path, commit: str) -> None:
     locator = f"https://raw.githubusercontent.com/linkedin/Liger-Kernel/{commit}/benchmark/data/all_benchmark_data.csv"
     records = list(import_csv(data, profile="reference").manifests.values())
     snapshot = snapshot_of_bytes(locator, data, "2026-12-01T00:00:00.000Z")
-    submission, _ = export_kernelindex(records, out / "history-reference", snapshots=[snapshot])
+    submission, _ = export_kernelindex(records, out / "history-reference", snapshots=[snapshot], source_commit=commit)
     print(f"history-reference: {submission.records_by_kind}", file=sys.stderr)
+    # as a catalogue export would see them: runs listed by name, published in time order
+    by_name = sorted(records, key=lambda m: (m["kind"] != "BenchmarkRun", m["metadata"]["name"]))
+    export_kernelindex(by_name, out / "history-reference-time-order", snapshots=[snapshot], order="time", source_commit=commit)
+    export_kernelindex(by_name, out / "history-reference-name-order", snapshots=[snapshot], source_commit=commit)
 
 
 def main(out: Path) -> None:

@@ -67,6 +67,9 @@ if [ -d "$LIGER_REPO_DIR" ]; then
   LIGER_COMMIT=$(git --git-dir="$LIGER_REPO_DIR" log -1 --format=%H -- "$CSV_PATH")
   git --git-dir="$LIGER_REPO_DIR" show "$LIGER_COMMIT:$CSV_PATH" > "$WORK/liger-history.csv"
   "$REPO/.venv/bin/python" "$HERE/make_exports.py" "$WORK/compare" --csv "$WORK/liger-history.csv" --commit "$LIGER_COMMIT"
-  node "$WORK/compare.mjs" "$ADMIN_URL" "$WORK/ki/apps/web/drizzle" "$WORK/liger-history.csv" "$LIGER_COMMIT" \
-    "$WORK/compare/history-reference/kernelindex-import-bundle.json" | tee "$WORK/compare.json"
+  for variant in ${COMPARE_VARIANTS:-history-reference history-reference-time-order history-reference-name-order}; do
+    node "$WORK/compare.mjs" "$ADMIN_URL" "$WORK/ki/apps/web/drizzle" "$WORK/liger-history.csv" "$LIGER_COMMIT" \
+      "$WORK/compare/$variant/kernelindex-import-bundle.json" > "$WORK/compare-$variant.json"
+  done
+  cat "$WORK/compare-history-reference.json"
 fi
