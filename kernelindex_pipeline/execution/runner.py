@@ -505,7 +505,8 @@ def run_scripts(
     owners: dict[tuple, tuple[str, str]] = {key: ("(the work tree)", row_digest(row)) for key, row in state.rows.items()}
     for index, script in enumerate(scripts, start=1):
         log_path = workdir.logs_dir / f"{script.stem}.log"
-        spool = private_spool()  # this script's alone: no other can reach it
+        control.mkdir(parents=True, exist_ok=True)
+        spool = private_spool(control)  # this script's alone (no name): no other can reach it
         run = run_script(
             script, python, {**env, **hook_environment(spool.fileno())}, log_path, timeout_s, list(args or []), control,
             pass_fds=(spool.fileno(),),
@@ -582,7 +583,8 @@ def run_sentinel(
     logs = workdir.logs_dir
     out = sentinel.result_path(logs, position)
     log_path = logs / f"sentinel-{position}.log"
-    with private_spool() as spool:
+    control_dir(workdir).mkdir(parents=True, exist_ok=True)
+    with private_spool(control_dir(workdir)) as spool:  # in the work dir: a pod's /tmp may be small
         run = run_script(
             sentinel.PROGRAM, python, {**env, **hook_environment(spool.fileno())}, log_path, sentinel.TIMEOUT_S,
             [json.dumps(sentinel.PLAN), str(out.resolve())], control_dir(workdir), pass_fds=(spool.fileno(),),
