@@ -239,3 +239,16 @@ def test_an_unreadable_record_names_its_data_row():
 def test_a_directory_is_not_no_such_file(tmp_path):
     with pytest.raises(CsvFormatError, match="is a directory"):
         CsvReader(tmp_path)
+
+
+def test_the_bounded_reader_gives_the_fast_paths_rows_on_real_ci_rows(monkeypatch):
+    from pathlib import Path
+
+    import kernelindex_pipeline.liger.csv as liger_csv
+
+    real = Path(__file__).parent / "fixtures" / "liger-ci-slice.csv"
+    assert not liger_csv.may_hold_wide_rows(real)
+    fast = read_rows(real)
+    monkeypatch.setattr(liger_csv, "may_hold_wide_rows", lambda source: True)
+    bounded = read_rows(real)
+    assert bounded[0].columns == fast[0].columns and bounded[1] == fast[1] and len(fast[1]) == 940
