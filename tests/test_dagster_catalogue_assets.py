@@ -42,6 +42,10 @@ def test_export_regressions_and_report_over_the_published_history(instance, reso
     (export,) = result.asset_materializations_for_node("catalogue_export")
     jsonl = Path(export.metadata["jsonl"].value)
     assert export.metadata["records"].value == len(jsonl.read_text().splitlines()) == len(load_manifests(jsonl))
+    # the KernelIndex files: speed runs only (memory runs behind kernelindex_memory_runs, default off)
+    runs = [m for m in map(json.loads, jsonl.read_text().splitlines()) if m["kind"] == "BenchmarkRun"]
+    assert export.metadata["kernelindex_runs"].value == sum("timing" in r["spec"] for r in runs) < len(runs)
+    assert Path(export.metadata["kernelindex_submission"].value).is_file()
 
     # rms_norm on the H100 at 0.5.0 and 0.6.0 and on the A100 at 0.6.0: one or two runs per series, so every
     # series is insufficient (a change needs two runs on each side): reported as such, not as "no regression".

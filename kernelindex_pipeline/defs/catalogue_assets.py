@@ -19,7 +19,8 @@ from dagster import (
 )
 from pydantic import Field
 
-from kernelindex_pipeline.catalogue.export import export_bundle, export_jsonl
+from kernelindex_pipeline.catalogue.export import export_bundle, export_jsonl, export_kernelindex
+from kernelindex_pipeline.catalogue.kernelindex import snapshots_of_publications
 from kernelindex_pipeline.defs.resources import (
     CatalogueResource,
     LigerGitResource,
@@ -46,6 +47,14 @@ class OutputDirConfig(Config):
     out_dir: str = Field(default="", description="Where to write; empty: a folder under DAGSTER_HOME.")
 
 
+class CatalogueExportConfig(OutputDirConfig):
+    kernelindex_memory_runs: bool = Field(
+        default=False,
+        description="Include peak-memory runs in the KernelIndex files. Off: KernelIndex ranks every primary value "
+        "as a latency (README: Publishing in KernelIndex).",
+    )
+
+
 class EfficiencyConfig(OutputDirConfig):
     low_threshold: float = Field(default=DEFAULT_LOW_THRESHOLD, gt=0, le=1,
                                  description="A plausible reading below this fraction of peak is 'low efficiency'.")
@@ -66,15 +75,21 @@ def _out(config: OutputDirConfig, name: str) -> Path:
 
 
 @asset(**CATALOGUE_WIDE)
-def catalogue_export(context: AssetExecutionContext, config: OutputDirConfig, catalogue: CatalogueResource) -> MaterializeResult:
+def catalogue_export(context: AssetExecutionContext, config: CatalogueExportConfig, catalogue: CatalogueResource) -> MaterializeResult:
     """The whole catalogue as files: JSON Lines (one canonical manifest per line) with its small
-    manifest file, a multi-document YAML submission bundle that `validate` accepts, and the derived
-    efficiency figures in a sidecar file beside them (efficiency.jsonl, never in the records)."""
+    manifest file, a multi-document YAML submission bundle that `validate` accepts, the derived
+    efficiency figures in a sidecar file beside them (efficiency.jsonl, never in the records), and the
+    two files KernelIndex's own publication code takes (kernelindex-submission.yaml,
+    kernelindex-import-bundle.json; peak-memory runs only with `kernelindex_memory_runs`)."""
     out = _out(config, "exports")
     with catalogue.open() as store:
         jsonl = export_jsonl(store, out)
         bundle = export_bundle(store, out)
         sidecar = export_sidecar(store.manifests(), out)
+        submission, import_bundle = export_kernelindex(
+            store.manifests(), out, snapshots=snapshots_of_publications(store.publications()),
+            include_memory=config.kernelindex_memory_runs, order="time",
+        )
     context.log.info(f"exported {jsonl.records} records to {out}")
     return MaterializeResult(
         metadata={
@@ -83,6 +98,9 @@ def catalogue_export(context: AssetExecutionContext, config: OutputDirConfig, ca
             "jsonl_sha256": jsonl.sha256,
             "bundle": MetadataValue.path(str(bundle.path)),
             "efficiency_sidecar": MetadataValue.path(str(sidecar)),
+            "kernelindex_submission": MetadataValue.path(str(submission.path)),
+            "kernelindex_import_bundle": MetadataValue.path(str(import_bundle.path)),
+            "kernelindex_runs": submission.records_by_kind["BenchmarkRun"],
         }
     )
 
