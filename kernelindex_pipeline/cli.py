@@ -352,13 +352,12 @@ def _report_arguments(p: argparse.ArgumentParser) -> None:
     _detection_arguments(p)
 
 
-def _report(args: argparse.Namespace) -> int:
+def _report_inputs(args: argparse.Namespace):
+    """(manifests, coverage cells or None, regressions) of --records files or the catalogue, the same for
+    `report` and `site`."""
     import os
 
-    from kernelindex_pipeline.reporting import build_report
-
     settings = _detection_settings(args)
-
     if args.records and args.catalogue:
         raise UsageError("give --records or --catalogue, not both")
     if args.records:
@@ -381,18 +380,36 @@ def _report(args: argparse.Namespace) -> int:
                     raise CommandError(f"{report_path}: {exc}") from None
         coverage = CoverageTable.of(import_reports).cells if import_reports else None
         # each file one source run, as `regressions --records` judges them
-        regressions = _detect_and_attribute(args, settings, records=args.records)
-        result = build_report(manifests, args.out, coverage=coverage, regressions=regressions)
-    else:
-        from kernelindex_pipeline.catalogue.store import CatalogueStore
+        return manifests, coverage, _detect_and_attribute(args, settings, records=args.records)
+    from kernelindex_pipeline.catalogue.store import CatalogueStore
 
-        store = CatalogueStore.open(args.catalogue or os.environ.get("KERNELINDEX_CATALOGUE_URL") or None, read_only=True)
-        try:
-            manifests = list(store.manifests())
-            result = build_report(manifests, args.out, regressions=_detect_and_attribute(args, settings, manifests=manifests))
-        finally:
-            store.close()
+    store = CatalogueStore.open(args.catalogue or os.environ.get("KERNELINDEX_CATALOGUE_URL") or None, read_only=True)
+    try:
+        manifests = list(store.manifests())
+        return manifests, None, _detect_and_attribute(args, settings, manifests=manifests)
+    finally:
+        store.close()
+
+
+def _report(args: argparse.Namespace) -> int:
+    from kernelindex_pipeline.reporting import build_report
+
+    manifests, coverage, regressions = _report_inputs(args)
+    result = build_report(manifests, args.out, coverage=coverage, regressions=regressions)
     print(result.summary_markdown)
+    print(f"wrote {result.path}")
+    return 0
+
+
+def _site(args: argparse.Namespace) -> int:
+    from kernelindex_pipeline.reporting.site import build_site
+
+    manifests, coverage, regressions = _report_inputs(args)
+    result = build_site(manifests, args.out, coverage=coverage, regressions=regressions)
+    changed = ", ".join(f"{k} ({v})" for k, v in sorted(result.changed.items())) or "nothing"
+    print(f"{result.counts['kernels']} kernels, {result.counts['series']} series, {result.counts['runs']} runs; "
+          f"{result.counts['slowdowns']} slowdowns, {result.counts['pending']} pending")
+    print(f"changed since the previous build: {changed}; kernel pages rewritten: {len(result.rewritten)}")
     print(f"wrote {result.path}")
     return 0
 
@@ -481,6 +498,8 @@ COMMANDS: dict[str, Command] = {
     "import-ci": ("Liger CI result CSVs (URLs or paths) through Dagster into the catalogue", _import_ci_arguments, _import_ci),
     "export": ("export the catalogue: JSON Lines + manifest file, and a YAML submission bundle", _export_arguments, _export),
     "report": ("the static HTML report (charts, coverage, regressions) of records files or a catalogue", _report_arguments, _report),
+    "site": ("the interactive static site (landing page, a page per kernel, regressions) of records files or a catalogue",
+             _report_arguments, _site),
     "regressions": ("change points over every run, host effects taken out: regressions.json + a page", _regressions_arguments, _regressions),
 }
 
