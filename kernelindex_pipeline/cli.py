@@ -64,8 +64,12 @@ def _transform(args: argparse.Namespace) -> int:
         raise UsageError(f"--gpu {args.gpu!r} can never match: it is compared with kebab(gpu_name), e.g. nvidia-h100-80gb-hbm3{hint}")
     if args.liger_version is not None and (not args.liger_version or args.liger_version != args.liger_version.strip()):
         raise UsageError(f"--liger-version {args.liger_version!r} can never match: liger_version is compared exactly, e.g. 0.8.5")
+    code_ref = None
     if args.csv is not None:
+        from kernelindex_pipeline.liger.ci import code_ref_of_locator
+
         source, snapshot, label = args.csv, None, str(args.csv)
+        code_ref = code_ref_of_locator(str(args.csv))  # a CI file named by its run directory: 2845fe8.csv
     else:
         source, snapshot = read_history_csv(fetch_release(args.liger_release, args.cache_dir))
         label = snapshot.locator
@@ -76,7 +80,7 @@ def _transform(args: argparse.Namespace) -> int:
         spool = SortedRunSpool(tmp_dir=tmp)
         result = import_csv(
             source, gpu=args.gpu, liger_version=args.liger_version, snapshot=snapshot, on_run=spool.add,
-            workers=args.workers, profile=args.profile,
+            workers=args.workers, profile=args.profile, code_ref=code_ref,
         )
         rows = result.report.rows_read
         if rows and result.report.filtered_out == rows:  # the filters left nothing: say so, write nothing

@@ -321,3 +321,59 @@ def test_a_sweep_names_its_release_and_its_changes_name_the_commits_between_tags
                                                                                         ("rms_norm", "liger", "b")}
     assert all(c.cause == attr.LIGER_KERNEL and [s.subject for s in c.causes[0].commits] == ["rms_norm: slower op (#101)"]
                for c in report.changes)
+
+
+# ------------------------------------------------------------------------- the code in the records
+
+
+def test_a_ci_file_names_its_commit():
+    from kernelindex_pipeline.liger.ci import code_ref_of_locator
+
+    gh_pages = "https://raw.githubusercontent.com/linkedin/Liger-Kernel/gh-pages/benchmarks/{}/benchmark.csv"
+    assert code_ref_of_locator(gh_pages.format("7644a0f-v0.7.0")) == "7644a0f"
+    assert code_ref_of_locator(gh_pages.format("2845fe8") + "?token=***") == "2845fe8"
+    assert code_ref_of_locator("/data/liger-ci/d5648bf-v0.6.3.csv") == "d5648bf"
+    assert code_ref_of_locator("/data/ci/ab7fe2a/benchmark.csv") == "ab7fe2a"
+    assert code_ref_of_locator("/data/benchmark.csv") is None and code_ref_of_locator("/data/v0.6.3.csv") is None
+
+
+def test_transform_labels_each_run_with_the_commit_its_ci_file_names(tmp_path):
+    """The label is metadata (no digest changes) and the fast path's canonical line stays the manifest's
+    canonical JSON; a catalogue of such runs gives detection each run's code."""
+    from kernelindex_pipeline.cli import main
+    from kernelindex_pipeline.liger.attribution import LigerAttribution
+    from kernelindex_pipeline.liger.runs import CODE_REF_LABEL
+    from kernelindex_pipeline.records.canonical import canonical_bytes, digest_of
+    from kernelindex_pipeline.reporting.regressions import detect_regressions
+
+    fixture = Path(__file__).parent / "fixtures" / "liger-ci" / "7644a0f.csv"
+    csv = tmp_path / "7644a0f.csv"
+    csv.write_bytes(fixture.read_bytes())
+    assert main(["transform", str(csv), "--out", str(tmp_path / "labelled")]) == 0
+    plain = tmp_path / "plain.csv"
+    plain.write_bytes(fixture.read_bytes())
+    assert main(["transform", str(plain), "--out", str(tmp_path / "plain")]) == 0
+    labelled_lines = (tmp_path / "labelled" / "records.jsonl").read_bytes().splitlines()
+    plain_lines = (tmp_path / "plain" / "records.jsonl").read_bytes().splitlines()
+    runs = [json.loads(line) for line in labelled_lines if b'"kind":"BenchmarkRun"' in line]
+    assert runs and all(r["metadata"]["labels"] == {CODE_REF_LABEL: "7644a0f", "liger_version": r["metadata"]["labels"]["liger_version"]}
+                        for r in runs)
+    assert all(canonical_bytes(json.loads(line)) == line for line in labelled_lines)
+    assert sorted(digest_of(json.loads(line)) for line in labelled_lines) == sorted(digest_of(json.loads(line)) for line in plain_lines)
+    assert not any(CODE_REF_LABEL.encode() in line for line in plain_lines)
+    report = detect_regressions((json.loads(line) for line in labelled_lines), adapters=LigerAttribution(None).adapters)
+    assert {s.code_ref for s in report.sources} == {"7644a0f"}
+
+
+def test_the_ci_chain_labels_the_runs_of_a_part_with_its_files_commit():
+    from kernelindex_pipeline.liger.ci import CiFile, gather
+    from kernelindex_pipeline.liger.partition import build_records, parse_partition_csv
+    from kernelindex_pipeline.liger.runs import CODE_REF_LABEL
+
+    data = (Path(__file__).parent / "fixtures" / "liger-ci" / "7644a0f.csv").read_bytes()
+    url = "https://raw.githubusercontent.com/linkedin/Liger-Kernel/gh-pages/benchmarks/7644a0f-v0.7.0/benchmark.csv"
+    parts = gather([CiFile(url, data, "2026-02-13T00:00:00Z")])
+    [part] = [p for pair in parts.parts.values() for p in pair]
+    result = build_records(parse_partition_csv(part), part)
+    runs = [m for m in result.manifests.values() if m["kind"] == "BenchmarkRun"]
+    assert runs and {m["metadata"]["labels"][CODE_REF_LABEL] for m in runs} == {"7644a0f"}

@@ -38,7 +38,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from urllib.parse import urljoin, urlsplit
 
 import requests
@@ -69,6 +69,20 @@ def _is_loopback(host: str | None) -> bool:
         return ipaddress.ip_address(host or "").is_loopback
     except ValueError:
         return False
+
+
+def code_ref_of_locator(locator: str) -> str | None:
+    """The Liger commit a CI results file names: its run directory (gh-pages
+    ``benchmarks/<sha>[-vX.Y.Z]/benchmark.csv``) or, for a local copy, its file name (``<sha>[-vX.Y.Z].csv``).
+    None when neither reads as one."""
+    from .attribution import code_ref_of_label
+
+    path = PurePosixPath(urlsplit(locator).path if scheme_of(locator).lower() in ("http", "https") else locator)
+    for name in (path.name, path.parent.name):
+        found = code_ref_of_label(name) if name else None
+        if found is not None and not found.startswith("v"):  # a commit; a bare tag is not a CI run directory
+            return found
+    return None
 
 
 def check_locator_text(locator: str) -> None:

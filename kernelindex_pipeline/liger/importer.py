@@ -76,12 +76,15 @@ def import_csv(
     profile: str = DEFAULT_PROFILE,
     validate: bool = True,
     workers: int | None = None,
+    code_ref: str | None = None,
 ) -> ImportResult:
     """Read a Liger benchmark CSV (a path or its bytes) and build its records.
 
     gpu: keep only rows whose kebab(gpu_name) equals this slug; liger_version: only rows with exactly
     this liger_version. Rows left out count as `skipped.filteredOut`.
     measured: facts for rows the pipeline ran itself (see MeasuredContext).
+    code_ref: the Liger commit (or tag) the rows measured, where the source names it (a CI run directory,
+    `ci.code_ref_of_locator`): every run gets the metadata label `runs.CODE_REF_LABEL` (no digest changes).
     on_run: receive each BenchmarkRun as a RunRecord instead of keeping it in `manifests` (for
     millions of rows); shared objects are always kept.
     profile: the packaged catalogue's profile, `full` (default) or `reference` (KernelIndex parity);
@@ -99,7 +102,7 @@ def import_csv(
     drift = reader.header.drift_warnings if reader.header is not None else ["the file is empty: no header and no rows"]
     return import_chunks(
         reader, drift, snapshot, gpu=gpu, liger_version=liger_version, measured=measured, on_run=on_run,
-        catalogue=catalogue, profile=profile, validate=validate, workers=workers,
+        catalogue=catalogue, profile=profile, validate=validate, workers=workers, code_ref=code_ref,
     )
 
 
@@ -116,6 +119,7 @@ def import_chunks(
     profile: str = DEFAULT_PROFILE,
     validate: bool = True,
     workers: int = 0,
+    code_ref: str | None = None,
 ) -> ImportResult:
     """Normalize rows already read into chunks (see `import_csv` for the arguments)."""
     if workers and on_run is None:
@@ -134,6 +138,7 @@ def import_chunks(
             on_run=on_run,
             validate=schema_validator() if validate else None,
             builder=builder,
+            code_ref=code_ref,
         )
         normalizer.report.drift_warnings.extend(drift_warnings)
         for chunk in chunks:

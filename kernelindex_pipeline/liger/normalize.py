@@ -180,8 +180,10 @@ class Normalizer:
         on_run: Callable[[RunRecord], None] | None = None,
         validate: Callable[[dict[str, Any]], None] | None = None,
         builder: Any = None,
+        code_ref: str | None = None,
     ):
         self.catalogue = catalogue
+        self.code_ref = code_ref  # the Liger commit the rows measured, when the source names it (a label)
         self.gpu_filter = gpu
         self.version_filter = liger_version
         self.measured = measured
@@ -416,6 +418,7 @@ class Normalizer:
             },
             evidence_logs=logs,
             metric=PEAK_MEMORY if memory else LATENCY,
+            code_ref=self.code_ref,
         )
 
     def _run(self, row: int, t: RunTemplate, y50: str, y20: str, y80: str, ts: str, version: str) -> str | SkipReason:

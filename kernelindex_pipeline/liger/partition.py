@@ -168,9 +168,14 @@ def build_records(parsed: ParsedRows, partition_csv: PartitionCsv, profile: str 
     from kernelindex_pipeline.liger.release import SourceSnapshot
 
     snapshot_fields = {k: partition_csv.snapshot.get(k) for k in ("locator", "resolvedVersion", "sha256", "sizeBytes", "fetchedAt")}
+    code_ref = None
+    if partition_csv.mode == "ci":  # a CI file names the commit it measured (its run directory)
+        from kernelindex_pipeline.liger.ci import code_ref_of_locator
+
+        code_ref = code_ref_of_locator(str(partition_csv.snapshot.get("locator") or ""))
     return import_chunks(
         parsed.chunks, parsed.drift_warnings, SourceSnapshot(**snapshot_fields), gpu=partition_csv.gpu,
-        liger_version=partition_csv.liger_version, measured=partition_csv.measured, profile=profile,
+        liger_version=partition_csv.liger_version, measured=partition_csv.measured, profile=profile, code_ref=code_ref,
     )
 
 

@@ -15,6 +15,7 @@ from kernelindex_pipeline.reporting.run_facts import UNLABELLED, RunFacts, measu
 
 from . import identity
 from .builders import LIGER_REPOSITORY, series_implementation_digest
+from .runs import CODE_REF_LABEL
 
 VERSION_LABEL = "liger_version"
 
@@ -27,7 +28,8 @@ class LigerRunFacts:
 
     The code measured (`code_ref`): a records file named by a CI run directory (``2845fe8``,
     ``7644a0f-v0.7.0``: a commit) or a release tag (``v0.6.3``), see `attribution.code_ref_of_label`; a
-    sweep's run: the release its pinned ImplementationRevision names (``projectRevision.version``). With
+    sweep's run: the release its pinned ImplementationRevision names (``projectRevision.version``); a run of
+    Liger's CI in a catalogue: its label `runs.CODE_REF_LABEL`, set from the file's run directory. With
     Liger's clone (`history`) a run's place on the run timeline (`order`) is its commit's time, so a manual
     CI run of an older commit, measured later, sits where its code belongs; a commit the clone lacks keeps
     the measurement time."""
@@ -70,8 +72,11 @@ class LigerRunFacts:
         facts = run_facts(manifest)
         if isinstance(facts, str):
             return facts
+        labelled = ((manifest.get("metadata") or {}).get("labels") or {}).get(CODE_REF_LABEL)
         if self._code_ref is not None:
             facts = facts._replace(code_ref=self._code_ref, order=self._order)
+        elif isinstance(labelled, str) and labelled:  # a CI run in a catalogue: the commit its file named
+            facts = facts._replace(code_ref=labelled, order=self._order_of(labelled))
         elif facts.implementation_digest in self.release_of:
             tag = self.release_of[facts.implementation_digest]
             facts = facts._replace(code_ref=tag, order=self._order_of(tag))

@@ -55,6 +55,9 @@ class RunTemplate:
     tail: str
     metric: str = LATENCY  # LATENCY or PEAK_MEMORY
     raw_samples: dict[str, Any] | None = None  # the row's samples entry (measured speed rows only)
+    # metadata labels before liger_version (RFC 8785 order) and their canonical text: the code measured
+    labels: tuple[tuple[str, str], ...] = ()
+    labels_text: str = ""
 
 
 class RunItem(NamedTuple):
@@ -78,6 +81,11 @@ class RunItem(NamedTuple):
 
 _BODY_PREFIX = '{"apiVersion":"' + API_VERSION + '","kind":"BenchmarkRun",'
 _META_PREFIX = _BODY_PREFIX + '"metadata":{"labels":{"liger_version":'
+_LABELS_OPEN = _BODY_PREFIX + '"metadata":{"labels":{'
+# The commit (or tag) of Liger that a run measured, where its source names it (a CI run directory
+# benchmarks/<sha>[-vX.Y.Z]/): a metadata label, so no digest changes; regression attribution reads it
+# (liger/run_facts.py).
+CODE_REF_LABEL = "liger_code_ref"
 _OBSERVED = ',"observedAt":"'
 _METRICS = '","metrics":'
 _TIMING = ',"source":"' + RUN_SOURCE + '"},"status":"passed","timing":{"latencyNs":{"median":'
@@ -145,6 +153,7 @@ def make_template(
     digests: dict[str, str],
     evidence_logs: dict[str, str] | None,
     metric: str = LATENCY,
+    code_ref: str | None = None,
 ) -> RunTemplate:
     """A run template with its canonical text pre-cut (see RunTemplate for how the parts join)."""
     head = '{"environmentDigest":' + json_text(digests["environmentDigest"])
@@ -161,6 +170,8 @@ def make_template(
         id=template_id, name_head=name_head, title=title, title_json=json_text(title), benchmark=benchmark,
         external_prefix=external_prefix, digests=digests, evidence_logs=evidence_logs, head=head, source=source,
         tail=tail, metric=metric,
+        labels=((CODE_REF_LABEL, code_ref),) if code_ref else (),
+        labels_text=f'"{CODE_REF_LABEL}":{json_text(code_ref)},' if code_ref else "",
     )
 
 
@@ -261,7 +272,7 @@ def _finish_run(
     # kebab(name_prefix + timestamp) without redoing the prefix: the prefix ends in "-", so a
     # timestamp starting with a separator merges into it; then strip the end and cut at 100.
     name = (t.name_head + (ts_name[1:] if ts_name[:1] == "-" else ts_name)).rstrip("-")[:NAME_LIMIT]
-    metadata = {"name": name, "title": t.title, "labels": {"liger_version": version}}
+    metadata = {"name": name, "title": t.title, "labels": {**dict(t.labels), "liger_version": version}}
     manifest = {"apiVersion": API_VERSION, "kind": "BenchmarkRun", "metadata": metadata, "spec": spec}
     if raw_samples is not None:
         # Measured with raw samples: the enrichment step changes the spec, so the pre-cut canonical
@@ -276,7 +287,8 @@ def _finish_run(
     line = b""
     if with_line:
         line = (
-            _META_PREFIX + version_json + '},"name":"' + name + '","title":' + t.title_json
+            (_LABELS_OPEN + t.labels_text + '"liger_version":' if t.labels_text else _META_PREFIX)
+            + version_json + '},"name":"' + name + '","title":' + t.title_json
             + '},"spec":' + spec_text + "}"
         ).encode()
     return RunRecord(name, digest, external_id, line, manifest)
