@@ -175,7 +175,10 @@ def test_causes_liger_environment_unknown_and_host():
     assert (labelled["before"]["ligerVersion"], labelled["after"]["ligerVersion"]) == ("0.8.0", "0.9.0")
 
     # every kernel of the class moves at run 5 and stays: the whole host moved, not 24 regressions of Liger
-    levels = np.full((24, n), 100_000.0) * np.exp(np.tile([0.01, -0.01], (24, n // 2)))
+    # (kernels whose time grows with the size: a flat kernel is launch-bound and judged against the host's
+    # speed, where such a move is no change at all, see test_a_launch_bound_series_is_judged_against_the_hosts_speed)
+    sizes = np.tile([100_000.0, 140_000.0, 200_000.0, 280_000.0], 6).reshape(24, 1)
+    levels = sizes * np.exp(np.tile([0.01, -0.01], (24, n // 2)))
     levels[:, 5:] *= 1.4
     report = detect_regressions(panel(levels))
     assert {c.cause for c in report.changes} == {"host"} and len(report.changes) == 24
@@ -448,3 +451,34 @@ def test_a_step_at_the_newest_run_is_pending_never_a_change_one_run_early(n, see
     [change] = [c for c in again.changes if c.key.kernel == "kernel0" and c.trend.case_key == "case0"]
     assert change.split.index == n - 1
     assert not [c for c in again.pending if c.key.kernel == "kernel0" and c.trend.case_key == "case0"]
+
+
+def test_pending_steps_have_their_own_section_on_the_page_and_in_the_json(tmp_path):
+    from kernelindex_pipeline.reporting.regressions_page import write_regressions
+
+    rng = np.random.default_rng(5)
+    base = 200_000 * np.exp(np.clip(rng.normal(0, 0.01, size=(24, 8)), -0.025, 0.025))
+    base[0, -1] *= 1.3
+    paths = write_regressions(detect_regressions(panel(base)), tmp_path)
+    saved = json.loads(paths.json.read_text())
+    assert [(p["kernel"], p["caseKey"], p["runsAfter"]) for p in saved["pending"]] == [("kernel0", "case0", 1)]
+    assert saved["counts"]["pending"] == 1 and saved["changes"] == []
+    page = paths.page.read_text()
+    assert '<section id="pending" data-pending-count="1">' in page and page.count('<tr class="pending">') == 1
+
+
+def test_a_launch_bound_series_is_judged_against_the_hosts_speed():
+    """Six kernels take 140 us at every size (launch-bound: the time is the host's), six grow with the
+    size (GPU-bound). From run 5 on the host's CPU is 25 % slower for good: the launch-bound kernels follow
+    it, the GPU-bound ones do not. Not 24 steps: no change, except the one launch-bound series that really
+    got 30 % slower at run 7."""
+    n = 10
+    rng = np.random.default_rng(11)
+    launch = np.full((24, n), 140_000.0)
+    gpu = np.tile([1e6, 2e6, 4e6, 8e6], 6).reshape(24, 1) * np.ones((1, n))  # each kernel's four sizes
+    levels = np.vstack([launch, gpu]) * np.exp(rng.normal(0, 0.01, size=(48, n)))
+    levels[:24, 5:] *= 1.25
+    levels[1, 7:] *= 1.3  # kernel0 case1: a real change of its own
+    report = detect_regressions(panel(levels, kernels=12))
+    assert [(c.key.kernel, c.trend.case_key, c.split.index) for c in report.changes] == [("kernel0", "case1", 7)]
+    assert report.pending == []

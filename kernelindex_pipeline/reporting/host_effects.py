@@ -387,14 +387,21 @@ def _random_effects(estimates: np.ndarray, variances: np.ndarray) -> tuple[float
 
 def _loadings(series: np.ndarray, cls: np.ndarray, x: np.ndarray, effect: np.ndarray, masked: np.ndarray | None) -> np.ndarray:
     """Per observation, its series' loading on the run effects: the regression slope of the series' own
-    two-sided deviations on the effect estimated for its runs, shrunk (empirical Bayes, per class) towards
-    the class' mean loading by how well the series' own runs tell it, and never below 0 (a slow host makes
-    nothing faster). Series with no run effect to learn from take the class' mean loading."""
+    two-sided deviations on the effect estimated for its runs (`shrunk_slopes`)."""
     d, _ = _deviations(series, x, masked)
+    return shrunk_slopes(series, cls, x, d, effect)
+
+
+def shrunk_slopes(series: np.ndarray, cls: np.ndarray, x: np.ndarray, response: np.ndarray, effect: np.ndarray) -> np.ndarray:
+    """Per observation, its series' slope of `response` on `effect` (through 0, over the values where both
+    are known and the effect is not 0), shrunk (empirical Bayes, per class) towards the class' mean slope
+    by how well the series' own runs tell it (its noise: the MAD of the successive differences of `x`),
+    and never below 0 (a slow host makes nothing faster). Series with nothing to learn from take the
+    class' mean. Input sorted by series then time."""
     noise = pd.Series(np.diff(x, prepend=np.nan)).where(np.r_[False, series[1:] == series[:-1]])
     sd = (_MAD * noise.abs().groupby(series).transform("median") / math.sqrt(2.0)).fillna(0.0).to_numpy()
-    usable = np.isfinite(d) & (effect != 0.0)
-    frame = pd.DataFrame({"series": series[usable], "cd": effect[usable] * d[usable], "cc": effect[usable] ** 2})
+    usable = np.isfinite(response) & np.isfinite(effect) & (effect != 0.0)
+    frame = pd.DataFrame({"series": series[usable], "cd": effect[usable] * response[usable], "cc": effect[usable] ** 2})
     sums = frame.groupby("series")[["cd", "cc"]].sum()
     first = np.flatnonzero(np.r_[True, series[1:] != series[:-1]])
     series_ids, series_cls = series[first], cls[first]
@@ -403,13 +410,13 @@ def _loadings(series: np.ndarray, cls: np.ndarray, x: np.ndarray, effect: np.nda
     with np.errstate(invalid="ignore", divide="ignore"):
         own = sums["cd"].reindex(series_ids).fillna(0.0).to_numpy() / cc
         variance = series_sd**2 / cc
-    loading = np.ones(len(series_ids))
+    slope = np.ones(len(series_ids))
     for c in np.unique(series_cls):
         members = (series_cls == c) & (cc > 0)
         if not members.any():
             continue
         prior, spread = _random_effects(own[members], variance[members])
         shrunk = prior if spread == 0.0 else (own[members] / variance[members] + prior / spread) / (1 / variance[members] + 1 / spread)
-        loading[members] = shrunk
-        loading[(series_cls == c) & (cc == 0)] = max(prior, 0.0)
-    return np.repeat(np.maximum(loading, 0.0), np.diff(np.r_[first, len(series)]))
+        slope[members] = shrunk
+        slope[(series_cls == c) & (cc == 0)] = max(prior, 0.0)
+    return np.repeat(np.maximum(slope, 0.0), np.diff(np.r_[first, len(series)]))

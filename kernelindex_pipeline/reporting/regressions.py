@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from . import attribution, host_effects
 from .changepoints import (
@@ -486,7 +487,9 @@ def _detect(obs: _Observations, settings: Settings) -> RegressionReport:
     run_gpu = np.unique([r.gpu for r in sources], return_inverse=True)[1] if sources else np.empty(0, dtype=np.int64)
     fit = host_effects.estimate(p_sid, p_run, p_cls, np.repeat(series_group, lengths), np.repeat(series_script, lengths),
                                 x, settings.min_log_effect, _z_for(settings.alpha), run_gpu)
-    corrected = x - fit.correction
+    launch_bound = _launch_bound(keys, series_ids, typical, settings.min_log_effect)
+    corrected = x - _against_host_speed(fit.correction, np.repeat(launch_bound, lengths), p_sid, p_run, p_cls,
+                                        np.repeat(series_group, lengths), x)
 
     # Noise. A series' own noise: the MAD of its successive differences. Pooled per (GPU, class): the
     # median of its series' noise (a class without series enough borrows the GPU's, else everything's),
@@ -562,6 +565,55 @@ def _with_causes(found: list[tuple[Trend, Split]], trends: list[Trend]) -> list[
     changes += _host_or_unknown(undecided, trends)
     changes.sort(key=lambda c: (CAUSES.index(c.cause), -abs(c.split.log_ratio), c.split.p_value))
     return changes
+
+
+def _launch_bound(keys: list[SeriesKey], series_ids: np.ndarray, typical: np.ndarray, tolerance: float) -> np.ndarray:
+    """Per judged series: is it launch-bound? A kernel whose time does not grow with the work is timing
+    the host (launches, Python dispatch), not the GPU: within one kernel, pass, provider, protocol and
+    GPU, the series whose typical time is within `tolerance` (the smallest change reported)
+    of the fastest one, when at least two workloads sit there (flat in the size axis, e.g. rms_norm
+    backward at 0.14 ms from hidden 1024 to 16384). Latency only."""
+    flat = np.zeros(len(series_ids), dtype=bool)
+    members: dict[tuple, list[int]] = defaultdict(list)
+    for i, s in enumerate(series_ids):
+        k = keys[s]
+        if k.metric != PEAK_MEMORY:
+            members[(k.kernel, k.mode, k.provider, k.protocol_digest, k.gpu)].append(i)
+    for indices in members.values():
+        floor = min(typical[i] for i in indices)
+        plateau = [i for i in indices if typical[i] - floor <= tolerance]
+        if len(plateau) >= 2:
+            flat[plateau] = True
+    return flat
+
+
+def _against_host_speed(correction: np.ndarray, launch_bound: np.ndarray, series: np.ndarray, run: np.ndarray,
+                        cls: np.ndarray, group: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """The correction of each value: launch-bound series are judged against the run's host speed (the
+    common level of the launch-bound kernel groups of that run and latency class,
+    `host_effects.common_levels`, lasting moves included: a slower CPU for weeks is still the host; per
+    class because a launch costs a shorter kernel a larger share of its time), where at least MIN_GROUPS
+    such groups were measured; every other value keeps its run effect (`correction`)."""
+    if not launch_bound.any():
+        return correction
+    chosen = np.flatnonzero(launch_bound)
+    speed = host_effects.common_levels(series[chosen], run[chosen], cls[chosen], group[chosen], x[chosen])
+    if speed.empty:
+        return correction
+    at_run = speed.reindex(pd.MultiIndex.from_arrays([run[chosen], cls[chosen]])).to_numpy()
+    known = np.isfinite(at_run)
+    if not known.any():
+        return correction
+    chosen, at_run = chosen[known], at_run[known]
+    # each series follows the host's speed as far as it moves with it (its slope on the speed, both
+    # centred on the series' own median), a 20 us kernel more than a 0.2 ms one
+    by_series = pd.Series(at_run).groupby(series[chosen])
+    speed_centred = at_run - by_series.transform("median").to_numpy()
+    own_centred = x[chosen] - pd.Series(x[chosen]).groupby(series[chosen]).transform("median").to_numpy()
+    slope = host_effects.shrunk_slopes(series[chosen], cls[chosen], x[chosen], own_centred, speed_centred)
+    out = correction.copy()
+    out[chosen] = slope * speed_centred
+    return out
 
 
 def _merge_sparse_classes(classes: np.ndarray, groups: np.ndarray, gpus: np.ndarray) -> np.ndarray:

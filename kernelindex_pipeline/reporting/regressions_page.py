@@ -105,6 +105,7 @@ def render_page(report: RegressionReport, charts_dir: Path, efficiency: Efficien
     out.append('<nav id="causes">Changes by cause: ' + " · ".join(
         f'<a href="#cause-{c}">{c}: {len(by_cause[c])}</a>' for c in CAUSES) + "</nav>")
     out.append(_groups_section(report))
+    out.append(_pending_section(report))
     out.append(_host_section(report, charts_dir))
     for cause in CAUSES:
         out.append(_cause_section(cause, by_cause[cause], charts_dir, efficiency))
@@ -117,6 +118,29 @@ def render_page(report: RegressionReport, charts_dir: Path, efficiency: Efficien
                              for i in report.to_dict()["insufficientSeries"])
                    + "</table></section>")
     out.append("</body></html>")
+    return "\n".join(out)
+
+
+def _pending_section(report: RegressionReport) -> str:
+    """Steps at a series' newest run: one run after them, not the two a change needs. Listed, never
+    counted as changes; the next run confirms (a change) or drops them."""
+    pending = report.pending
+    out = [f'<section id="pending" data-pending-count="{len(pending)}"><h2>Pending: steps at the newest run</h2>',
+           f'<p class="note">{len(pending)} series moved at their newest run by at least {report.settings.min_effect:.0%} '
+           f"(significance {report.settings.alpha:g}); one run after is not yet a change: the next run decides.</p>"]
+    if pending:
+        out.append("<table><tr><th>kernel</th><th>pass</th><th>provider</th><th>workload</th><th>metric</th>"
+                   "<th>step</th><th>95 % CI</th><th>p</th><th>before</th><th>newest run</th><th>cause so far</th></tr>")
+        for change in pending:
+            d = change.to_dict()
+            out.append(f"<tr class=\"pending\"><td>{_e(d['kernel'])}</td><td>{_e(d['mode'])}</td><td>{_e(d['provider'])}</td>"
+                       f"<td>{_e(d['caseKey'])}</td><td>{_e(d['metric'])}</td>"
+                       f"<td class=\"num {d['direction']}\">×{d['magnitude']:.3g}</td>"
+                       f"<td class=\"num\">{d['ci95'][0]:.3g}–{d['ci95'][1]:.3g}</td><td class=\"num\">{d['pValue']:.1g}</td>"
+                       f"<td>{_e(d['before']['source'])} · {_e(d['before']['observedAt'][:10])}</td>"
+                       f"<td>{_e(d['after']['source'])} · {_e(d['after']['observedAt'][:10])}</td><td>{_e(d['cause'])}</td></tr>")
+        out.append("</table>")
+    out.append("</section>")
     return "\n".join(out)
 
 
