@@ -68,7 +68,12 @@ def test_export_regressions_and_report_over_the_published_history(instance, reso
 
     (report,) = result.asset_materializations_for_node("catalogue_report")
     index = Path(report.metadata["path"].value)
-    assert index.exists() and "<svg" in index.read_text() + "".join(p.read_text() for p in index.parent.rglob("*.svg"))
+    # the site: its landing page with the coverage pivot (from the publications' import reports), a page and
+    # the data of each kernel (rms_norm and the uncurated kernel's skipped rows: one kernel)
+    page = index.read_text()
+    assert 'id="pivot"' in page and 'data-kernel="rms_norm"' in page
+    assert (index.parent / "kernels" / "rms-norm.html").is_file() and (index.parent / "data" / "rms-norm.js").is_file()
+    assert report.metadata["kernels_rewritten"].value == 1
     assert "|" in report.metadata["summary"].value  # a markdown table
     json.dumps({k: str(v) for k, v in report.metadata.items()})  # metadata is serialisable as shown in the UI
 

@@ -131,6 +131,22 @@ def test_rebuild_rewrites_only_what_changed(manifests, tmp_path):
     assert 'data-change="changed"' in third.path.read_text()
 
 
+def test_pivot_marks_cells_whose_rows_did_not_all_become_runs(site):
+    from kernelindex_pipeline.liger.report import CoverageCell
+    from kernelindex_pipeline.reporting.site import coverage_pivot
+
+    state = {"rms_norm": {"slug": "rms-norm", "title": "RMSNorm"}}
+    pivot = {"rms_norm": {("nvidia-h200", "0.5.10"): 12, ("nvidia-h200", "0.6.0"): 4}}
+    lost = CoverageCell(kernel="rms_norm", provider="huggingface", mode="forward", gpu="NVIDIA H200", version="0.6.0",
+                        metric="speed", rows=12, runs=4, skipped={"uncuratedKernels": 8}, issues=0)
+    page = coverage_pivot(state, pivot, [lost])
+    cells = re.findall(r'<td class="([^"]+)" data-gpu="([^"]+)" data-version="([^"]+)" data-runs="(\d+)"( title="[^"]*")?', page)
+    assert cells == [("pivot-cell", "nvidia-h200", "0.5.10", "12", ""),
+                     ("pivot-cell incomplete", "nvidia-h200", "0.6.0", "4",
+                      ' title="huggingface forward speed: 8 of 12 rows"')]
+    assert 'href="kernels/rms-norm.html#gpu=nvidia-h200&amp;version=0.6.0"' in page
+
+
 def test_kernel_file_names_never_collide():
     from kernelindex_pipeline.reporting.site import kernel_slugs
 

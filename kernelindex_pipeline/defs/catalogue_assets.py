@@ -29,7 +29,7 @@ from kernelindex_pipeline.defs.resources import (
 )
 from kernelindex_pipeline.defs.sources import CHAINS
 from kernelindex_pipeline.liger.report import CoverageTable
-from kernelindex_pipeline.reporting import RegressionReport, build_report, detect_regressions
+from kernelindex_pipeline.reporting import RegressionReport, detect_regressions
 from kernelindex_pipeline.reporting.attribution import check_message, group_changes
 from kernelindex_pipeline.reporting.efficiency import (
     DEFAULT_LOW_THRESHOLD,
@@ -41,6 +41,7 @@ from kernelindex_pipeline.reporting.efficiency import (
     write_sidecar,
 )
 from kernelindex_pipeline.reporting.series import RecordIndex, build_series
+from kernelindex_pipeline.reporting.site import build_site
 
 
 class OutputDirConfig(Config):
@@ -149,18 +150,27 @@ def no_regressions(benchmark_regressions: RegressionReport) -> AssetCheckResult:
 @asset(**CATALOGUE_WIDE)
 def catalogue_report(context: AssetExecutionContext, config: OutputDirConfig, catalogue: CatalogueResource,
                      benchmark_regressions: RegressionReport) -> MaterializeResult:
-    """A static HTML report of the catalogue: per kernel and GPU, latency against the swept axis for
-    every provider (median with p20-p80 band), Liger's speed-up over each baseline, the same kernel
-    across Liger versions, and the regressions highlighted (the `benchmark_regressions` result, as stored)."""
+    """The catalogue as an interactive static site (reporting/site.py): a landing page (what changed since the
+    previous build, the coverage pivot of the latest import of every partition and file, efficiency, the
+    regressions), a page per kernel drawn in the browser from that kernel's data, the regressions page (the
+    `benchmark_regressions` result, as stored). Only kernels whose data changed are rewritten."""
     out = _out(config, "report")
     with catalogue.open() as store:
-        report = build_report(store.manifests(), out, regressions=benchmark_regressions)
-    context.log.info(f"report written to {report.path}")
+        coverage = CoverageTable.of(r for reports in _latest_reports(store.publications()).values() for r in reports)
+        site = build_site(store.manifests(), out, coverage=coverage.cells, regressions=benchmark_regressions)
+    c = site.counts
+    changed = ", ".join(f"{k} ({v})" for k, v in sorted(site.changed.items())) or "nothing"
+    context.log.info(f"site written to {site.path}: {c['rewritten']} of {c['kernels']} kernel pages rewritten")
+    summary = ("| kernels | series | runs | slowdowns | speed-ups | pending | kernel pages rewritten |\n"
+               "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n"
+               f"| {c['kernels']} | {c['series']} | {c['runs']} | {c['slowdowns']} | {c['speedups']} | {c['pending']} "
+               f"| {c['rewritten']} |\n\nChanged since the previous build: {changed}.")
     return MaterializeResult(
         metadata={
-            "report": MetadataValue.url(report.path.resolve().as_uri()),
-            "path": MetadataValue.path(str(report.path)),
-            "summary": MetadataValue.md(report.summary_markdown),
+            "report": MetadataValue.url(site.path.resolve().as_uri()),
+            "path": MetadataValue.path(str(site.path)),
+            "summary": MetadataValue.md(summary),
+            "kernels_rewritten": c["rewritten"],
         }
     )
 

@@ -37,6 +37,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from kernelindex_pipeline.liger import identity
 from kernelindex_pipeline.liger.report import CoverageCell
 from kernelindex_pipeline.records.names import kebab
 
@@ -344,8 +345,8 @@ def coverage_pivot(state: dict[str, Any], pivot: dict[str, dict[tuple[str, str],
     versions = {g: _version_order(v for cells in pivot.values() for gg, v in cells if gg == g) for g in gpus}
     lost: dict[tuple[str, str, str], list[str]] = defaultdict(list)
     for c in coverage or []:
-        if c.rows > c.runs:
-            lost[(c.kernel, c.gpu, c.version)].append(f"{c.provider} {c.mode} {c.metric}: {c.rows - c.runs} of {c.rows} rows")
+        if c.rows > c.runs:  # import reports name the GPU as the CSV does; the pivot keys on its slug
+            lost[(c.kernel, identity.gpu_slug(c.gpu), c.version)].append(f"{c.provider} {c.mode} {c.metric}: {c.rows - c.runs} of {c.rows} rows")
     head1 = "<tr><th rowspan=\"2\">kernel</th>" + "".join(
         f'<th colspan="{len(versions[g])}" class="pivot-gpu">{_e(g)}</th>' for g in gpus) + "</tr>"
     head2 = "<tr>" + "".join(f"<th class=\"pivot-version\">{_e(v)}</th>" for g in gpus for v in versions[g]) + "</tr>"
