@@ -272,9 +272,10 @@ def _link_run(out: KernelIndexExport, catalogue: Catalogue, digest: str, run: di
 def _project_by_name(implementation: dict[str, Any], catalogue: Catalogue) -> str:
     """The project of an implementation none of whose runs name a provider: from its name's provider."""
     name = implementation["metadata"]["name"]
-    for provider_name, provider in catalogue.providers.items():
-        if name.endswith("-" + kebab(provider_name)):
-            return provider.project
+    matches = [(len(provider_name), provider.project) for provider_name, provider in catalogue.providers.items()
+               if name.endswith("-" + kebab(provider_name))]
+    if matches:
+        return max(matches)[1]  # the longest provider name: "-liger-fp32-accum" before "-accum"
     raise KernelIndexExportError(f"implementation {name}: no project (no run names its provider, nor does its name)")
 
 

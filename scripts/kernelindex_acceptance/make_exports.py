@@ -37,6 +37,29 @@ def history_export(out: Path, csv: Path, commit: str) -> None:
     export_kernelindex(by_name, out / "history-reference-name-order", snapshots=[snapshot], source_commit=commit)
 
 
+def wide_exports(out: Path, csv: Path, commit: str) -> None:
+    """The widest sets, when ../shared has Liger's CI files: the eleven CI files and the history CSV under
+    the full profile, memory runs included (scenario dirs wide-*)."""
+    from kernelindex_pipeline.catalogue.kernelindex import snapshot_of_bytes
+    from kernelindex_pipeline.liger import import_csv
+
+    shared = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "liger-ci"
+    records, snapshots = [], []
+    for path in sorted(shared.glob("*.csv")):
+        data = path.read_bytes()
+        records += import_csv(data, profile="full").manifests.values()
+        snapshots.append(snapshot_of_bytes(f"https://github.com/linkedin/Liger-Kernel/tree/gh-pages/benchmarks/{path.stem}", data, "2026-12-01T00:00:00.000Z"))
+    if records:
+        submission, _ = export_kernelindex(records, out / "wide-ci-files-full-memory", snapshots=snapshots, include_memory=True)
+        print(f"wide-ci-files-full-memory: {submission.records_by_kind}", file=sys.stderr)
+    data = csv.read_bytes()
+    locator = f"https://raw.githubusercontent.com/linkedin/Liger-Kernel/{commit}/benchmark/data/all_benchmark_data.csv"
+    records = list(import_csv(data, profile="full").manifests.values())
+    submission, _ = export_kernelindex(records, out / "wide-history-full-memory", snapshots=[snapshot_of_bytes(locator, data, "2026-12-01T00:00:00.000Z")],
+                                       include_memory=True, source_commit=commit)
+    print(f"wide-history-full-memory: {submission.records_by_kind}", file=sys.stderr)
+
+
 def main(out: Path) -> None:
     host_a, snaps_a = scenarios.standin_sweep("host-a")
     host_b, snaps_b = scenarios.standin_sweep("host-b", kernel="5.15.0-122-generic", driver="550.90.07")
@@ -53,7 +76,9 @@ def main(out: Path) -> None:
 
 
 if __name__ == "__main__":
-    if "--csv" in sys.argv:
+    if "--wide" in sys.argv:
+        wide_exports(Path(sys.argv[1]), Path(sys.argv[sys.argv.index("--csv") + 1]), sys.argv[sys.argv.index("--commit") + 1])
+    elif "--csv" in sys.argv:
         history_export(Path(sys.argv[1]), Path(sys.argv[sys.argv.index("--csv") + 1]), sys.argv[sys.argv.index("--commit") + 1])
     else:
         main(Path(sys.argv[1]))

@@ -72,4 +72,10 @@ if [ -d "$LIGER_REPO_DIR" ]; then
       "$WORK/compare/$variant/kernelindex-import-bundle.json" > "$WORK/compare-$variant.json"
   done
   cat "$WORK/compare-history-reference.json"
+  # the widest sets (KERNELINDEX_WIDE=1): the eleven CI files of ../shared and the full-profile history,
+  # memory runs included, through both routes
+  if [ "${KERNELINDEX_WIDE:-0}" = 1 ]; then
+    "$REPO/.venv/bin/python" "$HERE/make_exports.py" "$WORK/wide" --wide --csv "$WORK/liger-history.csv" --commit "$LIGER_COMMIT"
+    node "$WORK/harness.mjs" "$ADMIN_URL" "$WORK/ki/apps/web/drizzle" "$WORK"/wide/*/ > "$WORK/results-wide.json"
+  fi
 fi
