@@ -16,6 +16,8 @@ import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from kernelindex_pipeline.home import dagster_home
+
 PROG = "kernelindex-pipeline"
 
 
@@ -196,7 +198,7 @@ def _checked_partitions(keys: list[str]) -> list[tuple[str, str]]:
 
 def _dagster_home() -> Path:
     """DAGSTER_HOME (default ./.dagster_home), created when new (see _local_instance)."""
-    home = Path(os.environ.get("DAGSTER_HOME") or Path.cwd() / ".dagster_home").resolve()
+    home = dagster_home().resolve()
     home.mkdir(parents=True, exist_ok=True)
     os.environ["DAGSTER_HOME"] = str(home)
     return home

@@ -51,6 +51,7 @@ from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.engine import URL, Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
 
+from kernelindex_pipeline.home import dagster_home
 from kernelindex_pipeline.records.canonical import canonical_json, digest_of
 from kernelindex_pipeline.records.schema import KINDS
 from kernelindex_pipeline.redaction import MalformedUrl, is_secret_parameter, parse_url, redact_url, scrub, url_secrets
@@ -189,7 +190,7 @@ def _grouped(number: int) -> str:
 
 def default_catalogue_path(home: str | os.PathLike[str] | None = None) -> Path:
     """``<home or $DAGSTER_HOME or ./.dagster_home>/kernelindex-catalogue.sqlite``."""
-    base = Path(home) if home else Path(os.environ.get("DAGSTER_HOME") or Path.cwd() / ".dagster_home")
+    base = Path(home) if home else dagster_home()
     return base / CATALOGUE_FILENAME
 
 

@@ -53,7 +53,7 @@ from kernelindex_pipeline.defs.checks import (
     schema_problems,
 )
 from kernelindex_pipeline.defs.partitions import source_partitions
-from kernelindex_pipeline.defs.resources import dagster_home
+from kernelindex_pipeline.home import dagster_home
 from kernelindex_pipeline.liger import partition as liger_partition
 from kernelindex_pipeline.liger.partition import PartitionCsv
 

@@ -6,7 +6,6 @@ so the Dagster UI shows the variable's name, never a password.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Literal
 
@@ -15,15 +14,11 @@ from pydantic import Field
 
 from kernelindex_pipeline.catalogue.store import CatalogueStore, redact_url
 from kernelindex_pipeline.defs.pipes_messages import CompleteLinePipesMessageReader
+from kernelindex_pipeline.home import dagster_home
 from kernelindex_pipeline.liger import release
 from kernelindex_pipeline.reporting.changepoints import Settings
 
 CATALOGUE_URL_ENV = "KERNELINDEX_CATALOGUE_URL"
-
-
-def dagster_home() -> Path:
-    """DAGSTER_HOME, or the project's local `.dagster_home` when it is unset."""
-    return Path(os.environ.get("DAGSTER_HOME") or Path.cwd() / ".dagster_home")
 
 
 class CatalogueResource(ConfigurableResource):

@@ -10,7 +10,7 @@ from pydantic import Field as PydanticField
 
 from kernelindex_pipeline.defs.chain import Chain, ChainSpec, SourceRead, build_chain
 from kernelindex_pipeline.defs.partitions import split_partition_key
-from kernelindex_pipeline.defs.resources import dagster_home
+from kernelindex_pipeline.home import dagster_home
 from kernelindex_pipeline.liger import ci as liger_ci
 from kernelindex_pipeline.liger import partition as liger_partition
 
