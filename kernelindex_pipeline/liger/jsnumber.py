@@ -19,7 +19,7 @@ import math
 import re
 from typing import Any
 
-MAX_SAFE_INTEGER = 2**53 - 1
+from kernelindex_pipeline.records.units import MAX_SAFE_INTEGER
 
 # StrWhiteSpaceChar: WhiteSpace and LineTerminator of ECMA-262 (Unicode "Zs" plus a few controls).
 _JS_WHITESPACE = (

@@ -47,7 +47,7 @@ from typing import Any
 
 import rfc8785
 
-from .units import normal_spec
+from .units import MAX_SAFE_INTEGER, normal_spec
 
 try:
     import orjson
@@ -55,9 +55,6 @@ except ImportError:  # optional speed-up: without it the standard-library path s
     orjson = None
 
 API_VERSION = "kernelindex.dev/v1alpha1"
-
-# JSON numbers are IEEE doubles: rfc8785 refuses integers outside +-(2**53 - 1).
-MAX_SAFE_INTEGER = 2**53 - 1
 
 
 class _NotSure(Exception):

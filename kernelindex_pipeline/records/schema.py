@@ -46,6 +46,7 @@ from pydantic_core import PydanticCustomError
 from typing_extensions import TypedDict
 
 from .canonical import API_VERSION
+from .units import MAX_SAFE_INTEGER
 
 KINDS = (
     "SoftwareProject",
@@ -56,8 +57,6 @@ KINDS = (
     "ExecutionEnvironment",
     "BenchmarkRun",
 )
-
-MAX_SAFE_INTEGER = 2**53 - 1
 
 STRICT = ConfigDict(extra="forbid", strict=True)
 

@@ -28,6 +28,8 @@ from typing import Any
 # schemas/common.ts DURATION_UNIT_NS and its pattern (one optional space, µ as U+00B5)
 DURATION_UNIT_NS = {"ns": 1, "us": 10**3, "µs": 10**3, "ms": 10**6, "s": 10**9}
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)\s?(ns|us|µs|ms|s)")
+# JSON numbers are IEEE doubles (JavaScript's Number.MAX_SAFE_INTEGER): RFC 8785 cannot write a larger
+# integer exactly. The one home of this bound: the lowest module of records/, which imports nothing of ours.
 MAX_SAFE_INTEGER = 2**53 - 1
 LATENCY_FIELDS = ("median", "mean", "p05", "p95", "minimum", "maximum", "mad")
 SET_LIKE_SUPPORT_FIELDS = ("hardwareArchitectures", "productsTested", "axes", "dtypes", "layouts")
