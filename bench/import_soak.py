@@ -113,6 +113,7 @@ def soak(home: Path, args, clean_wall: float, rng: random.Random) -> list[str]:
         for line in reported:
             print(f"          {line[:200]}", flush=True)
         if verdict != "ok":
+            print("          " + "\n          ".join(rerun.stderr.strip().splitlines()[-5:] + stuck + left), flush=True)
             problems.append(f"kill {number}: exit {rerun.returncode}, stuck {stuck}, left {left}, "
                             f"stderr tail {rerun.stderr.strip().splitlines()[-3:]}")
     return problems

@@ -301,3 +301,28 @@ def test_a_stopped_catalogue_automation_is_seen_so_nothing_waits_for_it(instance
                              env={**os.environ, "DAGSTER_HOME": str(home)})
     assert stopped.returncode == 0, stopped.stdout + stopped.stderr
     assert automation_stopped(instance)
+
+
+def _processes_of(home: Path) -> list[str]:
+    """Processes whose environment names `home` as DAGSTER_HOME: the command's helpers, at any depth."""
+    found = []
+    for process in psutil.process_iter(["cmdline"]):
+        try:
+            if process.environ().get("DAGSTER_HOME") == str(home):
+                found.append(" ".join(process.info["cmdline"][:5]))
+        except psutil.Error:
+            continue
+    return found
+
+
+@pytest.mark.slow
+def test_kill_9_of_an_import_while_it_launches_leaves_no_launch_behind(tmp_path):
+    home = tmp_path / "home"
+    command = _command(home, *H200_FILES)
+    try:
+        _wait_for("the command's `dagster job launch`", lambda: any(" job launch " in line for line in _processes_of(home)))
+    finally:
+        command.kill()
+        command.communicate()
+    _wait_for(f"every process of the dead command to end (left: {_processes_of(home)})", lambda: not _processes_of(home),
+              deadline_s=180)

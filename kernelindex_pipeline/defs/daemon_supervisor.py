@@ -1,5 +1,5 @@
-"""Runs a command (the import commands' `dagster-daemon run`) for exactly as long as the process that
-started it holds this process's stdin open: the lease.
+"""Runs a command (the import commands' `dagster-daemon run`, their `dagster job launch`) for exactly as
+long as the process that started it holds this process's stdin open: the lease.
 
     python -m kernelindex_pipeline.defs.daemon_supervisor dagster-daemon run -w workspace.yaml
 
@@ -59,6 +59,11 @@ def stop_processes(processes: list[psutil.Process], grace_s: float = GROUP_STOP_
     psutil.wait_procs(alive, timeout=grace_s)
 
 
+def supervised(command: list[str]) -> list[str]:
+    """The command line that runs `command` under this supervisor (start it with stdin=PIPE, start_new_session=True)."""
+    return [sys.executable, "-m", __spec__.name if __spec__ else "kernelindex_pipeline.defs.daemon_supervisor", *command]
+
+
 def supervise(command: list[str]) -> int:
     """Run `command` until our stdin closes or we are signalled; then stop it and the rest of our group."""
     stop = threading.Event()
@@ -68,7 +73,9 @@ def supervise(command: list[str]) -> int:
     child = subprocess.Popen(command, stdin=subprocess.DEVNULL)
 
     def watch_lease() -> None:
-        sys.stdin.buffer.read()  # the command never writes; this returns when its end of the pipe closes
+        # The raw fd, not sys.stdin: a daemon thread blocked in a buffered read aborts the interpreter's exit.
+        while os.read(0, 65536):  # the command never writes; b"" when its end of the pipe closes
+            pass
         stop.set()
 
     threading.Thread(target=watch_lease, daemon=True).start()

@@ -28,7 +28,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -38,7 +37,7 @@ from pathlib import Path
 import psutil
 from dagster import DagsterEventType, DagsterInstance, DagsterRun, DagsterRunStatus, RunsFilter
 
-from kernelindex_pipeline.defs.daemon_supervisor import group_members, stop_processes
+from kernelindex_pipeline.defs.daemon_supervisor import group_members, stop_processes, supervised
 
 PRIVATE_DIR = "kernelindex"  # DAGSTER_HOME/kernelindex: the import commands' own files
 # Folders under DAGSTER_HOME that Dagster's telemetry upload reads, posts and empties.
@@ -231,7 +230,7 @@ class ImportDaemon:
     def start(self) -> None:
         out = None if self.verbose else self.log_path.open("ab")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "kernelindex_pipeline.defs.daemon_supervisor", *self.command],
+            supervised(self.command),
             env={**os.environ, "DAGSTER_HOME": str(self.home)}, cwd=self.cwd,
             stdin=subprocess.PIPE,  # the lease: closed when this command ends, however it ends
             stdout=out, stderr=subprocess.STDOUT if out else None,

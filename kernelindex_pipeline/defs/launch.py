@@ -17,6 +17,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Callable
@@ -26,6 +27,7 @@ from pathlib import Path
 from dagster import AssetRecordsFilter, DagsterInstance, DagsterRunStatus, RunsFilter
 
 from kernelindex_pipeline.defs.chain import STAGES, parse_progress
+from kernelindex_pipeline.defs.daemon_supervisor import supervised
 from kernelindex_pipeline.defs.import_daemon import ImportDaemon, fail_if_worker_died, utc
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -81,14 +83,27 @@ def launch(instance: DagsterInstance, home: Path, job: str, tags: dict[str, str]
     run_id = str(uuid.uuid4())
     command = [dagster_tool("dagster"), "job", "launch", "-w", str(workspace_file(home)), "-j", job,
                "--tags", json.dumps({**tags, MAX_RUNTIME_TAG: str(IMPORT_MAX_RUNTIME_S)}), "--run-id", run_id]
-    try:
-        completed = subprocess.run(command, env={**os.environ, "DAGSTER_HOME": str(home)}, capture_output=True,
-                                   text=True, cwd=REPO_ROOT, timeout=timeout_s, stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired:
+    # Under the supervisor, like the daemon: a kill -9 of this command stops the launch and its code server
+    # too (an orphaned launch used to queue its run after the command was gone).
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        process = subprocess.Popen(supervised(command), env={**os.environ, "DAGSTER_HOME": str(home)}, cwd=REPO_ROOT,
+                                   stdin=subprocess.PIPE, stdout=out, stderr=err, start_new_session=True)
+        try:
+            returncode = process.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            returncode = None
+        finally:
+            process.stdin.close()  # ends the lease: the supervisor stops whatever is left of the launch
+            process.wait()
+        out.seek(0)
+        err.seek(0)
+        completed = subprocess.CompletedProcess(command, returncode, out.read().decode(errors="replace"),
+                                                err.read().decode(errors="replace"))
+    if returncode is None:
         if instance.get_run_by_id(run_id) is not None:
             return run_id  # it was queued; only the launcher's own exit was slow
         raise LaunchError(f"dagster job launch {job} did not return within {timeout_s:g}s and created no run "
-                          "(the machine may be overloaded); run the command again") from None
+                          "(the machine may be overloaded); run the command again")
     if verbose:
         sys.stderr.write(completed.stdout + completed.stderr)
     if completed.returncode != 0:
