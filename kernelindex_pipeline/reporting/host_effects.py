@@ -5,8 +5,14 @@ overhead: the shorter the kernel, the larger the factor). That is one fact about
 of regressions, so it is estimated once per source run and latency class, reported, and taken out of
 every series before change points are judged.
 
-Estimate (all in log scale, per latency class; pandas group-bys, so a million runs take seconds):
+Estimate (all in log scale, per latency class; pandas group-bys, so a million runs take seconds). Peak
+memory is never corrected: a host's speed does not change what a kernel allocates.
 
+0. Host *excursions* (`excursions`): the class' common level per run (`common_levels`, a median polish
+   over kernel groups) is searched for blocks of consecutive runs, of any length, that depart the same
+   way at every run while the levels just before and after agree (the host came back; a lasting move is
+   a step, not an excursion). A series' neighbours (step 1) skip those runs, so a value inside a block
+   of three or five slow runs is compared with the series outside it, not with its slow neighbours.
 1. For every value of a series, its deviation from the series' own neighbours: ``d_left`` from the
    median of the ``NEIGHBOURS`` previous values, ``d_right`` from the median of the next ones (a side
    needs ``MIN_SIDE`` values). A host
@@ -19,6 +25,9 @@ Estimate (all in log scale, per latency class; pandas group-bys, so a million ru
    deviation, so a kernel with forty workloads is one voice, not forty; needs ``MIN_GROUPS`` groups.
 3. Repeated ``ITERATIONS`` times on the values with the current effects removed, so two slow runs in a
    row (each the other's neighbour) are both found in full.
+4. Each series takes the effect only as far as it moves with it (`_loadings`, `shrunk_slopes`): its own
+   slope on the effects of its runs, shrunk per class (DerSimonian-Laird), never below 0. A GPU-bound
+   shape that reads the same on a slow host takes none of it.
 
 The effect's standard error is ``1.2533 * 1.4826 * MAD / sqrt(groups)`` over the group medians (at least
 what the class's usual spread gives); effects within ``TAKE_OUT_Z`` standard errors of 0 are left in; how
