@@ -310,6 +310,7 @@ def _export(args: argparse.Namespace) -> int:
 
     from kernelindex_pipeline.catalogue.export import export_bundle, export_jsonl
     from kernelindex_pipeline.catalogue.store import CatalogueStore
+    from kernelindex_pipeline.catalogue.tables import export_tables
     from kernelindex_pipeline.reporting.efficiency import export_sidecar
 
     if args.kernelindex_memory and not args.kernelindex:
@@ -319,6 +320,7 @@ def _export(args: argparse.Namespace) -> int:
     try:
         jsonl = export_jsonl(store, args.out)  # checks the catalogue's integrity first
         bundle = export_bundle(store, args.out)
+        tables = export_tables(store, args.out)
         sidecar = export_sidecar(store.manifests(), args.out)
         kernelindex = _kernelindex_export(store, args) if args.kernelindex else None
     finally:
@@ -326,6 +328,11 @@ def _export(args: argparse.Namespace) -> int:
     print(f"{jsonl.records} records from {store.safe_url}")
     print(f"{jsonl.path} (sha256 {jsonl.sha256}), manifest {jsonl.manifest_path}")
     print(f"{bundle.path}")
+    print("tables (Parquet, keyed on digests): " + ", ".join(f"{p} ({tables.rows[n]} rows)" for n, p in tables.paths.items()))
+    collisions = json.loads(jsonl.manifest_path.read_text(encoding="utf-8"))["nameCollisions"]
+    if collisions["records"]:
+        print(f"{collisions['records']} records share their metadata.name with another ({collisions['names']} names, "
+              "KernelIndex's 100-character cut): key on digests")
     print(f"{sidecar} (derived efficiency figures, beside the records)")
     if kernelindex is not None:
         submission, bundle = kernelindex

@@ -104,6 +104,18 @@ def test_the_libyaml_and_pure_python_emitters_write_the_same_bundle(store, tmp_p
     assert fast.path.read_bytes() == pure.path.read_bytes()
 
 
+def test_the_streamed_bundle_is_the_bytes_of_each_group_dumped_whole(store, tmp_path):
+    """The bundle is written one manifest at a time; its bytes are those of `{group: [manifests]}` dumped whole
+    per group (the form before streaming, and the one a reader expects)."""
+    bundle = export_bundle(store, tmp_path)
+    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+    whole = [yaml.dump({group: list(store.manifests(kinds=[kind]))}, Dumper=dumper, explicit_start=True, sort_keys=False,
+                       allow_unicode=True, default_flow_style=False, width=1_000_000)
+             for kind, group in BUNDLE_GROUPS.items()]
+    text = bundle.path.read_text(encoding="utf-8")
+    assert text[text.index("---"):] == "".join(whole)
+
+
 def test_an_empty_catalogue_exports_empty_files_that_still_load(sqlite_url, tmp_path):
     with CatalogueStore.open(sqlite_url) as store:
         jsonl = export_jsonl(store, tmp_path)
@@ -118,11 +130,11 @@ def test_a_failed_export_keeps_the_previous_file_and_leaves_no_partial_one(store
     previous = export_jsonl(store, tmp_path)
     previous_bytes = previous.path.read_bytes()
 
-    def broken_manifests(kinds=None):
-        yield from ({"kind": "SoftwareProject", "metadata": {"name": "x"}, "spec": {}},)
+    def broken_records(kinds=None):  # the stream export_jsonl reads: (digest, manifest) pairs
+        yield from (("sha256:" + "0" * 64, {"kind": "SoftwareProject", "metadata": {"name": "x"}, "spec": {}}),)
         raise OSError("connection lost (simulated)")
 
-    monkeypatch.setattr(store, "manifests", broken_manifests)
+    monkeypatch.setattr(store, "records", broken_records)
     with pytest.raises(OSError, match="connection lost"):
         export_jsonl(store, tmp_path)
     assert previous.path.read_bytes() == previous_bytes

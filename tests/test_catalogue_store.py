@@ -90,6 +90,16 @@ def test_manifests_come_back_canonical_in_kinds_then_name_then_digest_order(stor
     assert store.get("sha256:" + "0" * 64) is None
 
 
+def test_names_are_ordered_by_code_point_on_every_database(store, synthetic_runs):
+    """The database sorts while streaming: PostgreSQL's locale collation would put 'alpha' before 'Zeta'."""
+    runs = synthetic_runs(7)
+    for run, name in zip(runs.values(), ["Zeta", "alpha", "\u00e9clair", "a-b", "a_b", "a1", "Alpha"], strict=True):
+        run["metadata"]["name"] = name
+    store.publish(runs, partition="p", source=None, report=None)
+    names = [m["metadata"]["name"] for m in store.manifests(kinds=["BenchmarkRun"])]
+    assert names == sorted(names) == ["Alpha", "Zeta", "a-b", "a1", "a_b", "alpha", "\u00e9clair"]
+
+
 def test_a_list_of_manifests_is_published_under_the_digests_it_hashes_to(store, catalogue_records):
     result = store.publish(list(catalogue_records.values()), partition="p")
 

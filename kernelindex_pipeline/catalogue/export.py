@@ -81,10 +81,12 @@ def export_jsonl(store: CatalogueStore, out_dir: str | os.PathLike[str], *, gene
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     counts: Counter[str] = Counter()
+    collisions = NameCollisions()
 
     def lines() -> Iterable[bytes]:
-        for manifest in store.manifests():
+        for digest, manifest in store.records():
             counts[manifest["kind"]] += 1
+            collisions.see(manifest["kind"], (manifest.get("metadata") or {}).get("name", ""), digest)
             yield canonical_json(manifest).encode("utf-8") + b"\n"
 
     path = out / JSONL_NAME
@@ -98,10 +100,50 @@ def export_jsonl(store: CatalogueStore, out_dir: str | os.PathLike[str], *, gene
         "generatedAt": stamp.isoformat(timespec="seconds").replace("+00:00", "Z"),
         "apiVersion": API_VERSION,
         "recordsByKind": _by_kind(counts),
+        "nameCollisions": collisions.to_dict(),
     }
     manifest_path = out / JSONL_MANIFEST_NAME
     _write_atomically(manifest_path, [json.dumps(description, indent=2, ensure_ascii=False).encode("utf-8") + b"\n"])
     return ExportResult(path, sha256, records, _by_kind(counts), manifest_path)
+
+
+class NameCollisions:
+    """Records that share (kind, metadata.name) with another: KernelIndex cuts names at 100 characters, and we
+    keep its names (reference parity), so the export's manifest file says how many collide; tables and joins key
+    on digests. Counted while streaming: the catalogue's order (kind, name, digest) puts equal names next to each
+    other, so only the current name's digests are held."""
+
+    EXAMPLES = 10
+
+    def __init__(self) -> None:
+        self.by_kind: Counter[str] = Counter()
+        self.names = 0
+        self.examples: list[dict[str, Any]] = []
+        self._current: tuple[str, str] | None = None
+        self._digests: list[str] = []
+
+    def see(self, kind: str, name: str, digest: str) -> None:
+        if (kind, name) != self._current:
+            self._close()
+            self._current, self._digests = (kind, name), []
+        self._digests.append(digest)
+
+    def _close(self) -> None:
+        if self._current is not None and len(self._digests) > 1:
+            kind, name = self._current
+            self.by_kind[kind] += len(self._digests)
+            self.names += 1
+            if len(self.examples) < self.EXAMPLES:
+                self.examples.append({"kind": kind, "name": name, "records": len(self._digests),
+                                      "digests": self._digests[:5]})
+
+    def to_dict(self) -> dict[str, Any]:
+        self._close()
+        self._current, self._digests = None, []
+        return {"records": sum(self.by_kind.values()), "names": self.names, "byKind": dict(sorted(self.by_kind.items())),
+                "examples": self.examples,
+                "note": "metadata.name is KernelIndex's (cut at 100 characters), so names can repeat; "
+                        "key on digests (records.parquet, runs.parquet)"}
 
 
 def export_bundle(store: CatalogueStore, out_dir: str | os.PathLike[str]) -> ExportResult:
@@ -111,30 +153,41 @@ def export_bundle(store: CatalogueStore, out_dir: str | os.PathLike[str]) -> Exp
     store.check_integrity()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    grouped: dict[str, list[dict[str, Any]]] = {group: [] for group in BUNDLE_GROUPS.values()}
-    for manifest in store.manifests():
-        grouped[BUNDLE_GROUPS[manifest["kind"]]].append(manifest)
-    counts = {kind: len(grouped[group]) for kind, group in BUNDLE_GROUPS.items()}
+    counts: Counter[str] = Counter()
 
     def documents() -> Iterable[bytes]:
         yield (
             f"# KernelIndex submission bundle: {API_VERSION} records, one YAML document per group in\n"
             f"# dependency order ({', '.join(BUNDLE_GROUPS.values())}).\n"
         ).encode()
-        for group, manifests in grouped.items():
-            yield yaml.dump(
-                {group: manifests},
-                Dumper=_DUMPER,
-                explicit_start=True,
-                sort_keys=False,  # manifests arrive in canonical key order already
-                allow_unicode=True,
-                default_flow_style=False,
-                width=1_000_000,  # no folded lines: one scalar, one line
-            ).encode("utf-8")
+        # Streamed, one manifest at a time: each as a one-item block sequence, which is the bytes the same
+        # manifest has inside its group's sequence (`{group: [...]}` dumped whole, as before; the test
+        # compares both), so memory stays flat however large the catalogue.
+        for kind, group in BUNDLE_GROUPS.items():
+            empty = True
+            for manifest in store.manifests(kinds=[kind]):
+                if empty:
+                    yield f"---\n{group}:\n".encode()
+                    empty = False
+                counts[kind] += 1
+                yield _yaml_block([manifest]).encode("utf-8")
+            if empty:
+                yield ("---\n" + _yaml_block({group: []})).encode("utf-8")
 
     path = out / BUNDLE_NAME
     sha256 = _write_atomically(path, documents())
-    return ExportResult(path, sha256, sum(counts.values()), counts)
+    return ExportResult(path, sha256, sum(counts.values()), _by_kind(counts))
+
+
+def _yaml_block(data: Any) -> str:
+    return yaml.dump(
+        data,
+        Dumper=_DUMPER,
+        sort_keys=False,  # manifests arrive in canonical key order already
+        allow_unicode=True,
+        default_flow_style=False,
+        width=1_000_000,  # no folded lines: one scalar, one line
+    )
 
 
 def _by_kind(counts: Counter[str]) -> dict[str, int]:

@@ -39,6 +39,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    case,
     create_engine,
     event,
     func,
@@ -57,6 +58,7 @@ from kernelindex_pipeline.records.schema import KINDS
 from kernelindex_pipeline.redaction import MalformedUrl, is_secret_parameter, parse_url, redact_url, scrub, url_secrets
 
 log = logging.getLogger(__name__)
+STREAM_BATCH = 2000  # rows per fetch when streaming manifests
 T = TypeVar("T")
 
 CATALOGUE_FILENAME = "kernelindex-catalogue.sqlite"
@@ -522,14 +524,37 @@ class CatalogueStore:
 
     def manifests(self, kinds: Iterable[str] | None = None) -> Iterator[dict[str, Any]]:
         """Every manifest (or those of `kinds`), in KINDS order, then name, then digest (code-point
-        order, the same on every database)."""
-        statement = select(objects.c.kind, objects.c.name, objects.c.digest, objects.c.manifest)
+        order, the same on every database: byte order of UTF-8, SQLite's BINARY and PostgreSQL's "C").
+
+        Streamed: the database sorts, rows arrive `STREAM_BATCH` at a time, so memory stays flat however
+        large the catalogue (an export of a million runs holds a batch, never the catalogue)."""
+        for _, manifest in self.records(kinds):
+            yield manifest
+
+    def records(self, kinds: Iterable[str] | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
+        """(digest, manifest) of every record, in the order and streamed as `manifests` (the stored digest:
+        no recomputation)."""
+        by_bytes = (lambda column: column.collate("C")) if self.dialect == "postgresql" else (lambda column: column)
+        rank = case({kind: i for i, kind in enumerate(KINDS)}, value=objects.c.kind, else_=len(KINDS))
+        statement = select(objects.c.digest, objects.c.manifest).order_by(
+            rank, by_bytes(objects.c.kind), by_bytes(objects.c.name), objects.c.digest)
         if kinds is not None:
             statement = statement.where(objects.c.kind.in_(list(kinds)))
-        rows = self._read(lambda conn: conn.execute(statement).all())
-        rows.sort(key=lambda row: (_kind_rank(row.kind), row.kind, row.name, row.digest))
-        for row in rows:
-            yield json.loads(row.manifest)
+        for digest, text in self._stream(statement):
+            yield digest, json.loads(text)
+
+    def _stream(self, statement: Any) -> Iterator[Any]:
+        """The rows of `statement`, fetched in batches over one connection (a server-side
+        cursor on PostgreSQL); database errors become CatalogueError as in `_read`."""
+        action = f"reading {self.safe_url} failed"
+        conn = _guarded(self._url, action, self._engine.connect)
+        try:
+            result = _guarded(self._url, action, lambda: conn.execution_options(
+                stream_results=True, yield_per=STREAM_BATCH).execute(statement))
+            while rows := _guarded(self._url, action, lambda: result.fetchmany(STREAM_BATCH)):
+                yield from rows
+        finally:
+            conn.close()
 
     def get(self, digest: str) -> dict[str, Any] | None:
         """The manifest with this digest, or None."""

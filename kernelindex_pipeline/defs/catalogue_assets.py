@@ -21,6 +21,7 @@ from pydantic import Field
 
 from kernelindex_pipeline.catalogue.export import export_bundle, export_jsonl, export_kernelindex
 from kernelindex_pipeline.catalogue.kernelindex import snapshots_of_publications
+from kernelindex_pipeline.catalogue.tables import export_tables
 from kernelindex_pipeline.defs.resources import (
     CatalogueResource,
     LigerGitResource,
@@ -86,6 +87,7 @@ def catalogue_export(context: AssetExecutionContext, config: CatalogueExportConf
     with catalogue.open() as store:
         jsonl = export_jsonl(store, out)
         bundle = export_bundle(store, out)
+        tables = export_tables(store, out)
         sidecar = export_sidecar(store.manifests(), out)
         submission, import_bundle = export_kernelindex(
             store.manifests(), out, snapshots=snapshots_of_publications(store.publications()),
@@ -98,6 +100,8 @@ def catalogue_export(context: AssetExecutionContext, config: CatalogueExportConf
             "jsonl": MetadataValue.path(str(jsonl.path)),
             "jsonl_sha256": jsonl.sha256,
             "bundle": MetadataValue.path(str(bundle.path)),
+            "runs_table": MetadataValue.path(str(tables.paths["runs.parquet"])),
+            "table_rows": MetadataValue.json(tables.rows),
             "efficiency_sidecar": MetadataValue.path(str(sidecar)),
             "kernelindex_submission": MetadataValue.path(str(submission.path)),
             "kernelindex_import_bundle": MetadataValue.path(str(import_bundle.path)),
