@@ -129,6 +129,7 @@ def benchmark_regressions(context: AssetExecutionContext, catalogue: CatalogueRe
     return Output(result, metadata={
         "regressions": len(result.slowdowns),
         "speedups": len(result.speedups),
+        "pending": len(result.pending),  # steps at a series' newest run, awaiting a second run
         "series_judged": len(result.trends),
         "host_effects": len(result.host_effects),
         "insufficient_data": len(result.insufficient),
@@ -147,7 +148,8 @@ def no_regressions(benchmark_regressions: RegressionReport) -> AssetCheckResult:
         severity=AssetCheckSeverity.WARN,
         # "N slowdowns from M commits: <sha> <subject> (n); ..." then the rest by cause
         description=check_message(group_changes(result.changes)) + ". " + result.summary(),
-        metadata={"regressions": len(result.slowdowns), "insufficient_data": len(result.insufficient)},
+        metadata={"regressions": len(result.slowdowns), "pending": len(result.pending),
+                  "insufficient_data": len(result.insufficient)},
     )
 
 
