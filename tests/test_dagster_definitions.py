@@ -129,3 +129,24 @@ def test_workspace_yaml_loads_the_code_location(tmp_path):
         cwd=ROOT, capture_output=True, text=True, timeout=300, env={**__import__("os").environ, "DAGSTER_HOME": str(tmp_path)},
     )
     assert completed.returncode == 0, completed.stdout + completed.stderr
+
+
+def test_the_defs_package_never_imports_the_root_definitions_module():
+    """`definitions.py` assembles `defs/`; an import the other way is a cycle (issue 16). Read from the
+    source (every import statement, module level or inside a function) so a lazy import counts too."""
+    import ast
+
+    offenders = []
+    for path in sorted((ROOT / "kernelindex_pipeline" / "defs").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            names += [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+            if any(name == "kernelindex_pipeline.definitions" for name in names):
+                offenders.append(f"{path.name}:{node.lineno}")
+    assert not offenders, f"defs/ imports kernelindex_pipeline.definitions at {offenders}"
+
+
+def test_the_import_commands_get_the_same_resources_as_the_code_location(defs):
+    from kernelindex_pipeline.defs.environment_resources import resources_from_environment
+
+    assert sorted(resources_from_environment()) == sorted(defs.resources)

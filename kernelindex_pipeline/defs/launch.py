@@ -351,9 +351,10 @@ def partition_runs(keys: list[str], registered: list[str], tags: dict[str, str])
 def _resources(*names: str):
     from dagster import build_resources
 
-    from kernelindex_pipeline.definitions import defs
+    from kernelindex_pipeline.defs.environment_resources import resources_from_environment
 
-    return build_resources({name: defs.resources[name] for name in names})
+    configured = resources_from_environment()
+    return build_resources({name: configured[name] for name in names})
 
 
 def _finish(summary: ImportSummary, catalogue) -> ImportSummary:
