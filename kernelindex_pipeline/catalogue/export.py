@@ -28,6 +28,7 @@ from typing import Any
 import yaml
 
 from kernelindex_pipeline.records.canonical import API_VERSION, canonical_json
+from kernelindex_pipeline.records.io import BUNDLE_GROUPS as KIND_OF_BUNDLE_GROUP
 from kernelindex_pipeline.records.schema import KINDS
 
 from .store import CatalogueStore
@@ -36,16 +37,9 @@ JSONL_NAME = "kernelindex-catalogue.jsonl"
 JSONL_MANIFEST_NAME = "kernelindex-catalogue.jsonl.manifest.json"
 BUNDLE_NAME = "kernelindex-catalogue.bundle.yaml"
 
-# The submission bundle's groups, in the dependency order of KINDS.
-BUNDLE_GROUPS: dict[str, str] = {
-    "SoftwareProject": "projects",
-    "OperationSpec": "operations",
-    "WorkloadCase": "workloads",
-    "ImplementationRevision": "implementations",
-    "BenchmarkProtocol": "protocols",
-    "ExecutionEnvironment": "environments",
-    "BenchmarkRun": "runs",
-}
+# The submission bundle's group of each kind, in the dependency order of KINDS: the reader's table
+# (records.io, the one home of the group names) read the other way, so what we write it parses back.
+BUNDLE_GROUPS: dict[str, str] = {kind: group for group, kind in KIND_OF_BUNDLE_GROUP.items()}
 assert tuple(BUNDLE_GROUPS) == tuple(KINDS), "bundle groups must follow records.schema.KINDS"
 
 # libyaml's emitter when PyYAML has it (several times faster); it writes the same bytes as the
