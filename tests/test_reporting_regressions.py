@@ -431,6 +431,7 @@ def test_a_flat_gpu_bound_series_takes_no_host_correction_and_memory_none():
         assert np.max(np.abs(np.log(t.corrected[[3, 6]] / t.values[[3, 6]]))) > 0.3
 
 
+@pytest.mark.slow  # two detections per example: about 1.5 times the other property tests
 @PROPERTY
 @given(n=st.integers(6, 30), seed=st.integers(0, 2**32 - 1), up=st.booleans())
 def test_a_step_at_the_newest_run_is_pending_never_a_change_one_run_early(n, seed, up):
