@@ -222,9 +222,21 @@ def write_version_evidence(directory: Path, result, imported, lines: list[str]) 
         for manifest in imported.sorted_manifests():
             handle.write(json.dumps(manifest, sort_keys=True, separators=(",", ":")) + "\n")
     # The spools (*.samples.jsonl) hold the same calls as the artifacts: left out.
-    _tar(directory / "logs.tar.gz", logs_dir, sorted(p for p in logs_dir.glob("*") if p.is_file() and not p.name.endswith(".samples.jsonl")))
+    logs = [p for p in logs_dir.rglob("*") if p.is_file() and p.parent.name != "samples" and not p.name.endswith(".samples.jsonl")]
+    _tar(directory / "logs.tar.gz", logs_dir, sorted(logs))  # the rounds' folders too (round-1/, round-2/, ...)
     _tar(directory / "samples.tar.gz", logs_dir, sorted((logs_dir / "samples").glob("*.json")))
     (directory / "summary.txt").write_text("\n".join(lines) + "\n")
+
+
+def parse_backends(text: str | None) -> dict[str, list[str]] | None:
+    """`swiglu=nvidia-triton,nvidia-cutedsl;cross_entropy=nvidia-triton,nvidia-cutedsl` -> the sweep's backends setting."""
+    if not text:
+        return None
+    backends = {}
+    for part in text.split(";"):
+        op, _, impls = part.partition("=")
+        backends[op.strip()] = [name.strip() for name in impls.split(",") if name.strip()]
+    return backends
 
 
 def sweep_one(args, version: str, gpu: str, base_python: str, work_root: Path, timeout_s: float):
@@ -245,9 +257,13 @@ def sweep_one(args, version: str, gpu: str, base_python: str, work_root: Path, t
         wheel_dir=args.wheels,
         base_python=base_python,
         extra_pythonpath=list(args.extra_pythonpath or []),
+        rounds=args.rounds,
+        backends=parse_backends(args.backends),
     )
-    log(f"liger {version}: scripts for {args.kernels} with {timeout_s:.0f} s each at most")
-    result = run_sweep(request, progress=lambda e: log(f"  [{e['index']}/{e['total']}] {e['script']}: {e['status']}, {e['rows']} rows ({e['rows_so_far']} so far), {e['seconds']:.1f} s"))
+    log(f"liger {version}: scripts for {args.kernels}, {args.rounds} round(s), with {timeout_s:.0f} s each at most")
+    result = run_sweep(request, progress=lambda e: log(
+        f"  round {e['round']} {e['variant']} [{e['index']}/{e['total']}] {e['script']}: {e['status']}, {e['rows']} rows ({e['rows_so_far']} so far), {e['seconds']:.1f} s"
+    ))
     catalogue, note = catalogue_for(result.host["device_name"], result.host.get("compute_capability"))
     imported = import_csv(result.csv_path, gpu=gpu, liger_version=version, measured=MeasuredContext(**result.measured_context()), catalogue=catalogue)
     ensure_valid(imported.manifests.values())  # raises InvalidRecords naming record and field
@@ -403,6 +419,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--release-dir", help="a directory holding liger_kernel-<V>.tar.gz for every version")
     parser.add_argument("--liger-version", default=DEFAULT_VERSIONS, help="comma-separated releases, swept in this order")
     parser.add_argument("--kernels", default=",".join(DEFAULT_KERNELS), help="comma-separated CSV kernel names")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds per script, interleaved (the sweep's rounds setting)")
+    parser.add_argument("--backends", help="implementations to sweep, e.g. 'swiglu=nvidia-triton,nvidia-cutedsl;cross_entropy=nvidia-triton,nvidia-cutedsl'")
     parser.add_argument("--timeout", type=float, default=DEFAULT_SCRIPT_TIMEOUT_S, help="seconds per script at most")
     parser.add_argument("--budget", type=float, default=DEFAULT_BUDGET_S, help="seconds for the whole check (all releases)")
     parser.add_argument("--gpu", help="partition GPU slug (default: kebab of this host's CUDA device name)")

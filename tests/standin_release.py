@@ -248,12 +248,14 @@ def _record_line(name: str, data: bytes) -> str:
     return f"{name},sha256={digest},{len(data)}"
 
 
-def build_liger_wheel(dest_dir: Path, version: str = "0.0.1") -> Path:
-    """A pure-Python `liger_kernel-<version>-py3-none-any.whl` with liger_kernel.utils.infer_device."""
+def build_liger_wheel(dest_dir: Path, version: str = "0.0.1", extra_files: dict[str, str] | None = None) -> Path:
+    """A pure-Python `liger_kernel-<version>-py3-none-any.whl` with liger_kernel.utils.infer_device
+    (and `extra_files`: path in the wheel -> text, e.g. Liger's real backends/ package)."""
     dest_dir.mkdir(parents=True, exist_ok=True)
     dist_info = f"liger_kernel-{version}.dist-info"
     files = {
-        "liger_kernel/__init__.py": "",
+        **(extra_files or {}),
+        "liger_kernel/__init__.py": (extra_files or {}).get("liger_kernel/__init__.py", ""),
         "liger_kernel/utils.py": (
             "import torch\n\n\ndef infer_device():\n"
             "    return 'cuda' if torch.cuda.is_available() else 'cpu'\n"

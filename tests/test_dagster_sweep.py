@@ -37,6 +37,7 @@ def _run(site, tmp_path, sqlite_url, device_name, instance=None):
             env_cache_dir=str(site["root"] / "envs"),
             wheel_dir=str(site["wheels"]),
             script_timeout_s=20,
+            rounds=1,  # one run per script: the metadata counts below are per script
             extra_pythonpath=[str(torch_dir)],
             extra_env={"PATH": site["path"]},
         ),

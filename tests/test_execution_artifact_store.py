@@ -68,6 +68,7 @@ class _Result:
     outcomes: list
     sentinel: list
     logs_by_kernel: dict
+    merged_samples: dict = field(default_factory=dict)  # SweepResult's rounds (execution/rounds.py)
 
 
 def test_publish_evidence_replaces_every_host_file_ref(tmp_path):

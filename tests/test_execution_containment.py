@@ -234,6 +234,7 @@ def request_fields(site, name, scripts, **overrides):
         extra_pythonpath=[str(site["torch"])],
         extra_env={"PATH": site["path"], "STANDIN_DIR": str(site["dir"])},
         script_timeout_s=300,
+        rounds=1,  # containment of one run per script
     )
     fields.update(overrides)
     return fields

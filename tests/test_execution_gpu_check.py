@@ -42,7 +42,7 @@ def test_gpu_check_offline_through_its_bootstrap(site):
     evidence = site["root"] / "evidence"
     completed = gpu_check(
         site, "--kernels", "rms_norm,tiled_swiglu", "--evidence", str(evidence),
-        "--bootstrap", "--bootstrap-dir", str(site["root"] / "bootstrap"),
+        "--bootstrap", "--bootstrap-dir", str(site["root"] / "bootstrap"), "--rounds", "2",
     )
     assert completed.returncode == 0, completed.stderr[-3000:]
     assert completed.stdout.startswith(f"GPU check PASSED: nvidia-h200 x liger {VERSION}, {OLDER}")
@@ -90,12 +90,19 @@ def test_gpu_check_offline_through_its_bootstrap(site):
 
     with tarfile.open(evidence / VERSION / "logs.tar.gz") as archive:
         names = archive.getnames()
-    assert {"logs/benchmark_rms_norm.log", "logs/benchmark_tiled_mlp.log", "logs/host.json", "logs/sentinel-start.log"} <= set(names)
+    assert {"logs/round-1/benchmark_rms_norm.log", "logs/round-2/benchmark_tiled_mlp.log", "logs/round-2/all_benchmark_data.csv",
+            "logs/host.json", "logs/sentinel-start.log"} <= set(names)
     with tarfile.open(evidence / VERSION / "samples.tar.gz") as archive:
         samples = archive.getnames()
     runs = [r for r in records if r["kind"] == "BenchmarkRun" and r["metadata"]["labels"]["liger_version"] == VERSION]
     artifacts = {r["spec"]["timing"]["rawSamples"]["digest"].removeprefix("sha256:") for r in runs if "rawSamples" in r["spec"].get("timing", {})}
-    assert {f"logs/samples/{digest}.json" for digest in artifacts} == set(samples)
+    # Two rounds: each Liger run's artifact lists its rounds' call artifacts, all in the tarball.
+    assert {f"logs/samples/{digest}.json" for digest in artifacts} < set(samples)
+    with tarfile.open(evidence / VERSION / "samples.tar.gz") as archive:
+        listed = [json.load(archive.extractfile(f"logs/samples/{d}.json")) for d in sorted(artifacts)]
+    rounds = [content for content in listed if content["format"] == "kernelindex-sweep-rounds/v1"]
+    assert len(rounds) == 30 and all(len(content["rounds"]) == 2 for content in rounds)
+    assert {r["artifact"]["digest"].removeprefix("sha256:") for c in rounds for r in c["rounds"]} <= {Path(n).stem for n in samples}
 
 
 def test_gpu_check_without_cuda_says_so(site):

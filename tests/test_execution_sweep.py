@@ -50,6 +50,7 @@ def request(site, name, **overrides):
         extra_pythonpath=[str(site["torch"])],
         extra_env={"PATH": site["path"]},
         script_timeout_s=TIMEOUT_S,
+        rounds=1,  # one run per script here; rounds have tests of their own (test_execution_rounds.py)
     )
     fields.update(overrides)
     return SweepRequest(**fields)
@@ -148,7 +149,7 @@ def test_logs_are_evidence_per_kernel(sweep):
     assert tiled == result.logs_by_kernel["tiled_swiglu"]
     assert tiled["uri"].startswith("ni:///sha-256;")  # the artifact store's content name, no host path
     path = stored_file(tiled)
-    assert Path(result.work_dir, "logs", "benchmark_tiled_mlp.log").read_bytes() == path.read_bytes()
+    assert Path(result.work_dir, "logs", "round-1", "benchmark_tiled_mlp.log").read_bytes() == path.read_bytes()
     assert tiled["digest"] == "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
     assert "wrote 6 rows of tiled_geglu" in path.read_text()
 
@@ -291,6 +292,9 @@ def test_measured_speed_runs_carry_their_raw_samples(sweep):
         artifact = json.loads(data)
         statistics = latency_statistics(artifact["samples"])
         assert timing["samples"] == statistics["samples"] == len(artifact["samples"])
+        # A single-round sweep publishes no confidence95: one process's samples say nothing of run-to-run noise.
+        assert "confidence95" not in timing["latencyNs"]
+        statistics["latencyNs"].pop("confidence95")
         assert {k: timing["latencyNs"][k] for k in statistics["latencyNs"]} == statistics["latencyNs"]
         # The median is the CSV's, which is the call's own return value.
         assert timing["latencyNs"]["median"] == ms_to_ns(artifact["returned"][0])
@@ -314,7 +318,10 @@ def test_the_sentinel_brackets_the_sweep_and_is_published(sweep):
     assert [(m["position"], m["operation"], m["status"]) for m in result.sentinel] == [
         (position, name, "ok") for position in ("start", "end") for name in names
     ]
-    assert [line.split(":")[0] for line in result.summary_lines() if line.startswith("sentinel ")] == [f"sentinel {n}" for n in names]
+    assert [line.split(":")[0] for line in result.summary_lines() if line.startswith("sentinel ")] == [
+        *(f"sentinel {n}" for n in names), "sentinel band"
+    ]
+    assert result.sentinel_band["status"] == "insufficient_history"  # no earlier sweeps of this host given
 
     imported = import_csv(result.csv_path, gpu=H100, liger_version=VERSION, measured=MeasuredContext(**result.measured_context()))
     sentinel_runs = [r for r in imported.runs() if r["spec"]["sourceNative"]["source"] == "kernelindex-sentinel"]

@@ -118,6 +118,14 @@ class BenchmarkRunnerResource(ConfigurableResource):
     env_cache_dir: str = Field(default="", description="Per-version script environments; empty: DAGSTER_HOME/script-envs.")
     wheel_dir: str = Field(default="", description="Offline wheel directory for GPU hosts without network.")
     script_timeout_s: int = Field(default=1800, description="Per-script timeout in seconds.")
+    rounds: int = Field(default=3, description="Runs of every script, interleaved across the sweep's scripts; a run's median is the median of its rounds.")
+    backends: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="Liger implementations to sweep per op, e.g. {'swiglu': ['nvidia-triton', 'nvidia-cutedsl']}; empty: what the dispatcher resolves.",
+    )
+    flce_chunk_mem_consts: list[int] = Field(
+        default_factory=list, description="FLCE chunk-memory budgets to sweep (0.8.5+, providers liger-chunk-c<N>); empty: no chunk sweep."
+    )
     extra_pythonpath: list[str] = Field(
         default_factory=list, description="Directories prepended to the scripts' PYTHONPATH (e.g. a host's own torch build)."
     )

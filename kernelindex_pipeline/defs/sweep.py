@@ -29,6 +29,9 @@ def _sweep_request(context: AssetExecutionContext, gpu: str, version: str, kerne
         "kernels": kernels or None,
         "script_timeout_s": runner.script_timeout_s,
         "wheel_dir": runner.wheel_dir or None,
+        "rounds": runner.rounds,
+        "backends": dict(runner.backends) or None,
+        "flce_chunk_mem_consts": list(runner.flce_chunk_mem_consts) or None,
     }
     if runner.runner == "subprocess":
         request.update(
@@ -92,8 +95,9 @@ def run_sweep_through_pipes(
 def sweep_metadata(result: SweepResult) -> dict:
     """The benchmark_csv metadata of one sweep, made from its typed result."""
     return {
-        "scripts": len(result.outcomes),
+        "scripts": len(result.outcomes),  # script runs: every round and backend variant
         "scripts_failed": len(result.failed),
+        "rounds": result.rounds,
         "script_outcomes": MetadataValue.md(outcomes_table(result)),
         "orchestration_overhead_s": round(result.timings["overhead_s"], 3),
         "scripts_s": round(result.timings["scripts_s"], 3),

@@ -163,4 +163,7 @@ def publish_evidence(result, store: ArtifactStore):
                 updated[name] = put(updated[name])
         sentinel.append(updated)
     logs = {kernel: put(ref) for kernel, ref in result.logs_by_kernel.items()}
-    return dataclasses.replace(result, outcomes=outcomes, sentinel=sentinel, logs_by_kernel=logs)
+    merged = {}  # execution/rounds.py: a run's artifact, and the rounds' calls it names by digest
+    for key, entry in result.merged_samples.items():
+        merged[key] = {**entry, "artifact": put(entry["artifact"]), "roundArtifacts": [put(ref) for ref in entry.get("roundArtifacts", [])]}
+    return dataclasses.replace(result, outcomes=outcomes, sentinel=sentinel, logs_by_kernel=logs, merged_samples=merged)

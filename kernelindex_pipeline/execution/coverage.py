@@ -36,6 +36,7 @@ REASON_OF_STATUS = {
     ScriptStatus.OUT_OF_MEMORY: "out_of_memory",
     ScriptStatus.FAILED: "crash",
     ScriptStatus.OK: "not_produced",
+    ScriptStatus.SKIPPED: "skipped_by_host",
 }
 NO_SCRIPT = "(no script)"
 
@@ -88,6 +89,8 @@ class ScriptCoverage:
     unexpected: int = 0  # cases it measured that the expectation does not list
     missing: dict[str, int] = field(default_factory=dict)  # reason -> cases
     missing_cases: list[dict[str, str]] = field(default_factory=list)  # the first MISSING_LISTED, with reason
+    rounds: dict[str, int] = field(default_factory=dict)  # status -> rounds (and variants) that ended so
+    throttled: list[str] = field(default_factory=list)  # throttle reasons seen around any of its runs
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -140,12 +143,13 @@ class SweepCoverage:
         lines = [
             f"expected from: {self.expectation} ({self.source})",
             "",
-            "| script | status | expected | measured | unexpected | missing |",
-            "| --- | --- | ---: | ---: | ---: | --- |",
+            "| script | status | expected | measured | unexpected | missing | throttled |",
+            "| --- | --- | ---: | ---: | ---: | --- | --- |",
         ]
         for s in self.scripts:
             missing = ", ".join(f"{reason} {count}" for reason, count in sorted(s.missing.items())) or "-"
-            lines.append(f"| {s.script} | {s.status} | {s.expected} | {s.measured} | {s.unexpected} | {missing} |")
+            throttled = ", ".join(s.throttled) or "-"
+            lines.append(f"| {s.script} | {s.status} | {s.expected} | {s.measured} | {s.unexpected} | {missing} | {throttled} |")
         return "\n".join(lines)
 
 
@@ -163,7 +167,12 @@ def sweep_coverage(
     rows: the sweep's CSV rows; outcomes: the scripts it ran; expected: `expected_cases(...)`;
     script_of_kernel: the release's script (file name) for every expected kernel that has one.
     """
-    outcome_of = {o.script: o for o in outcomes}
+    # A script runs once per round and backend variant: it counts as its best run (ok if any round was),
+    # and `rounds` says how every run ended.
+    runs_of: dict[str, list[ScriptOutcome]] = {}
+    for o in outcomes:
+        runs_of.setdefault(o.script, []).append(o)
+    outcome_of = {script: next((o for o in runs if o.ok), runs[-1]) for script, runs in runs_of.items()}
     measured_by_kernel: dict[str, set[Case]] = {}
     for row in rows:
         measured_by_kernel.setdefault(row.get("kernel_name") or "", set()).add(case_of(row))
@@ -178,7 +187,15 @@ def sweep_coverage(
         if script not in coverage:
             outcome = outcome_of.get(script)
             status = outcome.status.value if outcome else ("not_run" if script != NO_SCRIPT else "missing")
+            if outcome is not None and outcome.status is ScriptStatus.SKIPPED:
+                status = f"skipped: {outcome.error_line}"  # e.g. "skipped: needs 8 GPUs"
             coverage[script] = ScriptCoverage(script, status)
+            for run in runs_of.get(script, []):
+                item = coverage[script]
+                item.rounds[run.status.value] = item.rounds.get(run.status.value, 0) + 1
+                for reason in run.gpu_state.get("throttle_reasons") or []:
+                    if reason not in item.throttled:
+                        item.throttled.append(reason)
         return coverage[script]
 
     for outcome in outcomes:

@@ -429,10 +429,15 @@ def _build(
 #   CUDA (the toolkit torch was built with)     exact driver (550.54.15 vs 550.90.07)
 #   torch version                               Python, transformers (they run the baseline, not
 #   triton version                                the kernel; the baseline's revision pins them)
+#   Liger's optional backends installed
+#     (nvidia-cutlass-dsl, apache-tvm-ffi,
+#     cuda-tile, liger-cute-kernels: which
+#     kernel an unpinned op resolves to and how
+#     it compiles; execution/backends.py)
 #                                               power limit, persistence mode, ECC, clocks
 #                                                 (nvidia-smi state an operator changes freely)
 #                                               L2 size the device reports (the GPU decides it)
-ENVIRONMENT_IDENTITY_FIELDS = ("hardware", "driver major", "cudaToolkit", "torch", "triton")
+ENVIRONMENT_IDENTITY_FIELDS = ("hardware", "driver major", "cudaToolkit", "torch", "triton", "liger extras")
 L2_LABEL = "l2_cache_bytes"  # the L2 size the host reports: reporting/efficiency.py flags L2-resident runs by it
 ENVIRONMENT_LABEL_FIELDS = (
     "os_kernel", "operating_system", "hostname", "driver", "python", "transformers",
@@ -455,7 +460,10 @@ def environment_identity(capture) -> dict:
         "driver": driver_major(capture.driver),
         "cudaToolkit": capture.cuda_runtime,
         "framework": {"name": "torch", "version": capture.torch[:100]} if capture.torch else None,
-        "libraries": {"triton": capture.triton[:100]} if capture.triton else None,
+        "libraries": {
+            **({"triton": capture.triton[:100]} if capture.triton else {}),
+            **{name.replace("-", "_"): str(v)[:100] for name, v in sorted((getattr(capture, "liger_extras", None) or {}).items()) if v},
+        } or None,
     }
     return {key: value for key, value in software.items() if value}
 

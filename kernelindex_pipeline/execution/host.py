@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ..records.names import kebab
+from .backends import EXTRA_DISTRIBUTIONS
 from .environment import environment_identity, environment_labels
 from .outcomes import HostCheckError
 
@@ -46,6 +47,7 @@ out = {
     "operating_system": operating_system(),
     "liger_kernel": version("liger-kernel"),
     "transformers": version("transformers"),
+    "liger_extras": {name: version(name) for name in EXTRAS if version(name)},
     "cuda_available": False,
 }
 try:
@@ -97,6 +99,8 @@ class HostCapture:
     python: str | None = None
     liger_kernel: str | None = None
     transformers: str | None = None
+    # Liger's optional implementations installed (execution/backends.py EXTRA_DISTRIBUTIONS): name -> version
+    liger_extras: dict | None = None
     operating_system: str | None = None
     kernel: str | None = None
     torch_error: str | None = None
@@ -310,7 +314,7 @@ def _select_gpu(parsed: dict, device_name: str | None, device_uuid: str | None) 
 # --- probe and check --------------------------------------------------------------------------------
 def probe_host(python: str | Path, env: dict | None = None, *, timeout: float = PROBE_TIMEOUT_S) -> HostCapture:
     """Run the probe with `python` (and `env`, the scripts' environment variables) and read nvidia-smi."""
-    script = _PROBE_SCRIPT.replace("PREFIX", repr(PROBE_PREFIX), 1)
+    script = _PROBE_SCRIPT.replace("PREFIX", repr(PROBE_PREFIX), 1).replace("EXTRAS", repr(EXTRA_DISTRIBUTIONS), 1)
     try:
         completed = subprocess.run(
             [str(python), "-c", script], capture_output=True, text=True, timeout=timeout, env=env

@@ -4,7 +4,9 @@ A script ends in one of four ways:
 - ``ok``: exit code 0;
 - ``timed_out``: still running at its timeout, so its whole process group was killed;
 - ``out_of_memory``: a non-zero exit whose log shows the CUDA allocator (or CUDA itself) running out of memory;
-- ``failed``: any other non-zero exit, with the last error line of its log.
+- ``failed``: any other non-zero exit, with the last error line of its log;
+- ``skipped``: not run, because this host cannot run it (the TP script on fewer GPUs than it needs);
+  its error line says why ("needs 8 GPUs").
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ class ScriptStatus(enum.StrEnum):
     FAILED = "failed"
     TIMED_OUT = "timed_out"
     OUT_OF_MEMORY = "out_of_memory"
+    SKIPPED = "skipped"
 
 
 # Text PyTorch, CUDA and cuBLAS print when GPU memory runs out. Triton's OutOfResources is about shared
@@ -81,6 +84,13 @@ class ScriptOutcome:
     # What else the runner found and dealt with: {"kind": ..., "message": one sentence}; kinds:
     # leftover_processes, log_truncated, launcher_failed, data_csv, rows_lost, rows_rewritten.
     problems: list[dict] = field(default_factory=list)
+    round: int = 1  # which round of the sweep (execution/rounds.py)
+    variant: str = "resolved"  # which backend variant (execution/backends.py)
+    # execution/backends.py Dispatches.summary(): what Liger's dispatcher resolved in this script
+    backends: dict = field(default_factory=dict)
+    backends_by_row: dict[str, str] = field(default_factory=dict)  # rounds.key_text(row) -> resolved backend
+    # execution/gpu_state.py: {"before": ..., "after": ..., "throttle_reasons": [...]}
+    gpu_state: dict = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -96,13 +106,16 @@ class ScriptOutcome:
         return cls(**{**data, "status": ScriptStatus(data["status"])})
 
     def summary(self) -> str:
-        text = f"{self.script}: {self.status.value}, {self.rows} rows in {self.seconds:.1f} s"
+        where = f" (round {self.round}{'' if self.variant == 'resolved' else ', ' + self.variant})" if self.round > 1 or self.variant != "resolved" else ""
+        text = f"{self.script}{where}: {self.status.value}, {self.rows} rows in {self.seconds:.1f} s"
         if self.samples.get("calls"):
             text += f", {self.samples['rows_with_samples']} with raw samples ({self.samples['calls']} do_bench calls)"
         if self.exit_code not in (0, None):
             text += f", exit code {self.exit_code}"
         if self.error_line:
             text += f" ({self.error_line})"
+        if self.gpu_state.get("throttle_reasons"):
+            text += f", throttled ({', '.join(self.gpu_state['throttle_reasons'])})"
         for problem in self.problems:
             text += f"; {problem['message']}"
         return text

@@ -37,12 +37,15 @@ from pathlib import Path
 import psutil
 
 from ..liger.release import ReleaseError, extract_release, fetch_release
-from . import contain, sentinel
+from . import contain, sentinel, tp
 from .artifact_store import ArtifactStore, publish_evidence
+from .backends import Variant, backend_variants, dispatch_environment, read_dispatches
 from .coverage import SweepCoverage, expected_cases, read_rows, sweep_coverage
 from .environment import ScriptEnvironment, measured_project_versions, prepare_environment, script_environment
+from .gpu_state import read_gpu_state, throttle_reasons
 from .host import HostCapture, check_host, probe_host
 from .outcomes import ConfigurationError, HostCheckError, ScriptOutcome, ScriptStatus, SweepError, classify
+from .rounds import RoundRun, key_text, merge_rounds
 from .samples import (
     HOOK_DIR,
     ArtifactDirectory,
@@ -52,9 +55,11 @@ from .samples import (
     private_spool,
     verify_artifact,
 )
-from .workdir import DATA_CSV, UPSTREAM_COLUMNS, WorkDir, prepare_workdir
+from .workdir import DATA_CSV, UPSTREAM_COLUMNS, WorkDir, prepare_workdir, write_empty_data_csv
 
 DEFAULT_SCRIPT_TIMEOUT_S = 1800.0
+DEFAULT_ROUNDS = 3
+MAX_ROUNDS = 20
 # The columns utils.update_benchmark_data_csv uses as a row's identity.
 ROW_KEY_COLUMNS = (
     "kernel_name",
@@ -94,6 +99,18 @@ class SweepRequest:
     # Where the evidence (raw samples, logs) goes: execution/artifact_store.py; None: $KERNELINDEX_ARTIFACT_STORE,
     # else the local default. Its URIs replace the sweep host's file:// paths before the result leaves.
     artifact_store: str | None = None
+    # Rounds (execution/rounds.py): every script this many times, interleaved (A B C, A B C, ...); a run's
+    # median is the median of its rounds and its confidence95 covers them (none for a single round).
+    rounds: int = DEFAULT_ROUNDS
+    # Backends (execution/backends.py): {op: [implementation, ...]} pinned through LIGER_KERNEL_IMPL_<OP>,
+    # each combination a variant of its own; None: what Liger's dispatcher resolves.
+    backends: dict[str, list[str]] | None = None
+    # 0.8.5's opt-in chunk-memory sweep of benchmark_fused_linear_cross_entropy.py (providers liger-chunk-c<N>):
+    # the LIGER_FLCE_BENCH_CHUNK_MEM_CONSTS it runs with; None: not swept.
+    flce_chunk_mem_consts: list[int] | None = None
+    # The sentinel band (execution/sentinel.py sentinel_band): this host's earlier sweeps' sentinel
+    # measurements ({"operation", "median_ms"}), oldest first.
+    sentinel_history: list[dict] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -106,7 +123,23 @@ class SweepRequest:
         for required in ("gpu", "liger_version"):
             if not data.get(required):
                 raise ConfigurationError(f"the sweep request needs {required!r}")
-        return cls(**data)
+        request = cls(**data)
+        request.check()
+        return request
+
+    def check(self) -> None:
+        """Refuse settings that cannot run (before anything is built)."""
+        if type(self.rounds) is not int or not 1 <= self.rounds <= MAX_ROUNDS:
+            raise ConfigurationError(f"rounds must be a whole number from 1 to {MAX_ROUNDS} (3 is the default); got {self.rounds!r}")
+        backend_variants(self.backends)
+        consts = self.flce_chunk_mem_consts
+        if consts is not None:
+            known = tp.chunk_budgets()
+            if not consts or any(type(c) is not int or c not in known for c in consts):
+                raise ConfigurationError(
+                    f"flce_chunk_mem_consts must be chunk budgets the catalogue names (providers liger-chunk-c<N>): "
+                    f"some of {sorted(known)}; got {consts!r}"
+                )
 
 
 @dataclass
@@ -129,6 +162,12 @@ class SweepResult:
     coverage: dict = field(default_factory=dict)  # execution/coverage.py SweepCoverage.to_dict()
     labels: dict = field(default_factory=dict)  # ExecutionEnvironment.metadata.labels (host facts, not identity)
     project_versions: dict = field(default_factory=dict)  # project slug -> release tag / commit measured
+    rounds: int = 1
+    variants: list[dict] = field(default_factory=list)  # [{"name", "env"}] (execution/backends.py)
+    # execution/rounds.py: the merged rows' samples entries and their runs' labels (throttled)
+    merged_samples: dict[str, dict] = field(default_factory=dict)
+    row_labels: dict[str, dict] = field(default_factory=dict)
+    sentinel_band: dict = field(default_factory=dict)  # execution/sentinel.py sentinel_band()
 
     @property
     def failed(self) -> list[ScriptOutcome]:
@@ -143,14 +182,13 @@ class SweepResult:
             "logs_by_kernel": self.logs_by_kernel,
             "raw_samples": self.raw_samples(),
             "sentinel": self.sentinel,
+            "row_labels": self.row_labels,
+            "run_labels": sentinel.band_labels(self.sentinel_band),
         }
 
     def raw_samples(self) -> dict[str, dict]:
-        """Row key (liger.samples.row_key) -> samples entry, over all scripts."""
-        merged: dict[str, dict] = {}
-        for outcome in self.outcomes:
-            merged.update(outcome.raw_samples)
-        return merged
+        """Row key (liger.samples.row_key) of a merged row -> its samples entry (execution/rounds.py)."""
+        return dict(self.merged_samples)
 
     def outcome_counts(self) -> dict[str, int]:
         counts = {status.value: 0 for status in ScriptStatus}
@@ -178,6 +216,8 @@ class SweepResult:
         ]
         lines += [f"  {outcome.summary()}" for outcome in self.outcomes]
         lines += sentinel.summary_lines(self.sentinel)
+        if self.sentinel_band:
+            lines.append(sentinel.band_summary(self.sentinel_band))
         if self.coverage:
             lines.append(SweepCoverage.from_dict(self.coverage).summary())
         return lines
@@ -418,7 +458,7 @@ def _stop_launcher(launcher: subprocess.Popen) -> None:
 
 def run_script(
     script: Path, python: Path, env: dict[str, str], log_path: Path, timeout_s: float, args: list[str], control_dir: Path,
-    pass_fds: tuple[int, ...] = (),
+    pass_fds: tuple[int, ...] = (), launcher_args: list[str] | None = None,
 ) -> ScriptRun:
     """Run one script through the launcher (contain.py): contained, its log capped.
 
@@ -433,7 +473,7 @@ def run_script(
     timed_out, orphans = False, []
     with contain.subreaper(), (control_dir / f"{script.stem}.launcher.log").open("wb") as launcher_log:
         launcher = contain.launch(
-            [str(python), script.name, *args], cwd=script.parent, env=env, log_path=log_path, status_path=status_path,
+            [str(python), *(launcher_args or []), script.name, *args], cwd=script.parent, env=env, log_path=log_path, status_path=status_path,
             stderr=launcher_log, pass_fds=pass_fds,
         )
         try:
@@ -479,7 +519,7 @@ def _run_problems(run: ScriptRun) -> list[dict]:
 
 def control_dir(workdir: WorkDir) -> Path:
     """The runner's own files of a sweep (launcher status files, quarantined CSV debris): not evidence."""
-    return workdir.logs_dir.parent / "runner"
+    return workdir.root.parent / "runner"
 
 
 def run_scripts(
@@ -492,6 +532,11 @@ def run_scripts(
     timeout_s: float,
     args: list[str] | None = None,
     progress: Progress | None = None,
+    round_number: int = 1,
+    variant: Variant | None = None,
+    gpus: int | None = None,
+    gpu_identity: tuple[str | None, str | None] = (None, None),
+    liger_version: str = "",
 ) -> list[ScriptOutcome]:
     """Run `scripts` one after another against the work tree's data CSV; one outcome per script.
 
@@ -503,16 +548,37 @@ def run_scripts(
     control = control_dir(workdir)
     state = read_data_csv(workdir.data_csv)
     owners: dict[tuple, tuple[str, str]] = {key: ("(the work tree)", row_digest(row)) for key, row in state.rows.items()}
+    variant = variant or Variant("resolved", {})
     for index, script in enumerate(scripts, start=1):
         log_path = workdir.logs_dir / f"{script.stem}.log"
+        plan = tp.plan_of(script)
+        if plan is not None and (gpus or 0) < plan.gpus:
+            outcome = tp.skipped_outcome(script, plan, gpus, round_number, variant.name)
+            outcomes.append(outcome)
+            if progress is not None:
+                progress({**outcome.to_dict(), "index": index, "total": len(scripts), "rows_so_far": len(state.rows)})
+            continue
         control.mkdir(parents=True, exist_ok=True)
         spool = private_spool(control)  # this script's alone (no name): no other can reach it
-        run = run_script(
-            script, python, {**env, **hook_environment(spool.fileno())}, log_path, timeout_s, list(args or []), control,
-            pass_fds=(spool.fileno(),),
-        )
+        with private_spool(control) as dispatch_spool:
+            script_env = {**env, **variant.env, **hook_environment(spool.fileno()), **dispatch_environment(dispatch_spool.fileno())}
+            fds = (spool.fileno(), dispatch_spool.fileno())
+            gpu_before = read_gpu_state(env, *gpu_identity)
+            if plan is not None:
+                run, tp_rows = tp.run_tp(script, plan, python, script_env, log_path, timeout_s, control, run_script, fds)
+            else:
+                run, tp_rows = run_script(script, python, script_env, log_path, timeout_s, list(args or []), control, pass_fds=fds), None
+            gpu_after = read_gpu_state(env, *gpu_identity)
+            dispatches = read_dispatches(dispatch_spool)
         status, error_line = classify(run.exit_code, run.timed_out, read_log_tail(log_path))
         problems = _run_problems(run)
+        for failure in dispatches.errors[:3]:
+            problems.append(
+                {"kind": "dispatch_failed", "message": f"Liger's dispatcher raised for op {failure['op']!r}: {failure['error']} "
+                 "(pin another implementation with the sweep's backends setting, or install its extra)"}
+            )  # fmt: skip
+        if tp_rows is not None:
+            problems += tp.append_rows(workdir.data_csv, tp_rows, gpu_identity[0] or "", liger_version)
 
         after = read_data_csv(workdir.data_csv)
         new_keys = [key for key in after.rows if key not in owners]
@@ -558,12 +624,53 @@ def run_scripts(
             samples=samples.summary(),
             raw_samples=samples.by_row,
             problems=problems,
+            round=round_number,
+            variant=variant.name,
+            backends=dispatches.summary() if (dispatches.by_case or dispatches.errors or dispatches.outside_cases) else {},
+            backends_by_row={
+                key_text(after.rows[key]): backend
+                for key in new_keys if key in after.rows and (backend := dispatches.backend_of(after.rows[key]))
+            },
+            gpu_state={"before": gpu_before, "after": gpu_after, "throttle_reasons": throttle_reasons(gpu_before, gpu_after)},
         )
         outcomes.append(outcome)
         state = after
         if progress is not None:
             progress({**outcome.to_dict(), "index": index, "total": len(scripts), "rows_so_far": len(state.rows)})
     return outcomes
+
+
+def round_label(round_number: int, variant: Variant, variants: int) -> str:
+    """The folder of one round (and variant) under logs/: round-2, round-2-swiglu-nvidia-cutedsl."""
+    suffix = "" if variants == 1 else "-" + re.sub(r"[^a-z0-9_]+", "-", variant.name.lower()).strip("-")
+    return f"round-{round_number}{suffix}"
+
+
+def run_rounds(
+    workdir: WorkDir, scripts: list[Path], python: Path, env: dict[str, str], request: SweepRequest, variants: list[Variant],
+    progress: Progress | None, *, artifacts: ArtifactDirectory, gpus: int | None, gpu_identity: tuple[str | None, str | None],
+) -> list[RoundRun]:
+    """Every script `request.rounds` times, interleaved: round 1 runs each variant's scripts in order,
+    then round 2, ... Each round and variant starts from an empty data CSV, kept afterwards in its log
+    folder (a script that fails or hangs in one round loses nothing of the others)."""
+    runs: list[RoundRun] = []
+    for round_number in range(1, request.rounds + 1):
+        for variant in variants:
+            logs = workdir.logs_dir / round_label(round_number, variant, len(variants))
+            logs.mkdir(parents=True, exist_ok=True)
+            round_dir = WorkDir(root=workdir.root, scripts_dir=workdir.scripts_dir, data_csv=workdir.data_csv, logs_dir=logs)
+            write_empty_data_csv(workdir.data_csv)
+            outcomes = run_scripts(
+                round_dir, scripts, python, env, artifacts=artifacts, timeout_s=request.script_timeout_s, args=request.script_args,
+                progress=progress, round_number=round_number, variant=variant, gpus=gpus, gpu_identity=gpu_identity,
+                liger_version=request.liger_version,
+            )
+            rows = [{c: row.get(c, "") for c in UPSTREAM_COLUMNS} for row in read_data_csv(workdir.data_csv).rows.values()]
+            write_data_csv(logs / DATA_CSV.name, list(UPSTREAM_COLUMNS), rows, control_dir(workdir) / "quarantine")
+            script_of_kernel = {kernel: o.script for o in outcomes for kernel in o.kernels}
+            backends = {key: backend for o in outcomes for key, backend in o.backends_by_row.items()}
+            runs.append(RoundRun(round_number, variant.name, outcomes, {key_text(r): r for r in rows}, backends, script_of_kernel))
+    return runs
 
 
 def logs_by_kernel(outcomes: list[ScriptOutcome]) -> dict[str, dict]:
@@ -697,6 +804,7 @@ def run_sweep(request: SweepRequest, progress: Progress | None = None) -> SweepR
 def _run_sweep(request: SweepRequest, progress: Progress | None) -> SweepResult:
     started_at, started = _utc_now(), time.monotonic()
     timings: dict[str, float] = {}
+    request.check()
 
     work_dir = fresh_work_dir(request.work_dir)
     mark = time.monotonic()
@@ -735,14 +843,21 @@ def _run_sweep(request: SweepRequest, progress: Progress | None) -> SweepResult:
     with ArtifactDirectory(workdir.logs_dir / "samples", control_dir(workdir) / "quarantine") as artifacts:
         measurements = run_sentinel("start", workdir, environment.python, env, capture.device_name, request.liger_version, artifacts)
         timings["sentinel_s"] = time.monotonic() - mark
-        outcomes = run_scripts(
-            workdir, scripts, environment.python, env, artifacts=artifacts, timeout_s=request.script_timeout_s,
-            args=request.script_args, progress=progress,
+        variants = backend_variants(request.backends)
+        if request.flce_chunk_mem_consts:
+            env = {**env, tp.FLCE_CHUNK_VARIABLE: ",".join(str(c) for c in request.flce_chunk_mem_consts)}
+        round_runs = run_rounds(
+            workdir, scripts, environment.python, env, request, variants, progress, artifacts=artifacts,
+            gpus=capture.device_count, gpu_identity=(capture.device_name, capture.device_uuid),
         )
+        outcomes = [outcome for run in round_runs for outcome in run.outcomes]
         mark = time.monotonic()
         measurements += run_sentinel("end", workdir, environment.python, env, capture.device_name, request.liger_version, artifacts)
         timings["sentinel_s"] += time.monotonic() - mark
     recheck_artifacts(outcomes, measurements)
+    with ArtifactDirectory(workdir.logs_dir / "samples", control_dir(workdir) / "quarantine") as artifacts:
+        merged = merge_rounds(round_runs, artifacts)
+    write_data_csv(workdir.data_csv, list(UPSTREAM_COLUMNS), merged.rows, control_dir(workdir) / "quarantine")
     store = ArtifactStore.from_environment(request.artifact_store)
 
     total = time.monotonic() - started
@@ -767,4 +882,9 @@ def _run_sweep(request: SweepRequest, progress: Progress | None) -> SweepResult:
         finished_at=_utc_now(),
         sentinel=measurements,
         coverage=coverage_of(request, release_root, workdir, outcomes).to_dict(),
+        rounds=request.rounds,
+        variants=[{"name": v.name, "env": v.env} for v in variants],
+        merged_samples=merged.raw_samples,
+        row_labels=merged.row_labels,
+        sentinel_band=sentinel.sentinel_band(request.sentinel_history, measurements),
     ), store)

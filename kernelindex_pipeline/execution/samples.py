@@ -336,6 +336,21 @@ def collect_calls(
     return read, problems
 
 
+def read_artifact(artifact: dict[str, str]) -> dict[str, Any]:
+    """The JSON content of an artifact this module wrote (artifact_bytes, or any JSON through
+    ArtifactDirectory.write), after verify_artifact; ArtifactError saying what is wrong."""
+    problem = verify_artifact(artifact)
+    if problem is not None:
+        raise ArtifactError(problem)
+    with open(unquote(urlsplit(artifact["uri"]).path), "rb") as handle:
+        return json.loads(handle.read(MAX_ARTIFACT_BYTES))
+
+
+def json_artifact_bytes(content: dict[str, Any]) -> bytes:
+    """Any artifact content as written: compact JSON with sorted keys (as artifact_bytes)."""
+    return json.dumps(content, sort_keys=True, separators=(",", ":")).encode("utf-8")
+
+
 def _returned_cells(returned: Any) -> tuple[str, ...] | None:
     """The call's return value as the CSV writes the three quantile cells (csv writes floats by repr)."""
     if isinstance(returned, list) and len(returned) == 3 and all(isinstance(v, (int, float)) for v in returned):

@@ -85,3 +85,74 @@ def summary_lines(measurements: list[dict[str, Any]]) -> list[str]:
             line += f" ({100.0 * (end['returned'][0] / start['returned'][0] - 1.0):+.1f} %)"
         lines.append(line)
     return lines
+
+
+# --- the sentinel band ------------------------------------------------------------------------------------
+# KernelIndex's verification plan (ADR 0003; ENGINEERING_DESIGN.md 17.9): a pinned reference kernel is
+# run at every boot, and a boot whose calibration falls outside its historical band is discarded. Here:
+# the band of each sentinel operation is the median of this host's earlier sweeps +- BAND_WIDTH_MADS
+# scaled MADs (1.4826 * MAD, a robust standard deviation), at least BAND_FLOOR of the median (so a host
+# whose history is unusually steady is not flagged for noise), from at least BAND_MIN_HISTORY sweeps.
+BAND_MIN_HISTORY = 5
+BAND_WIDTH_MADS = 4.0
+BAND_FLOOR = 0.03
+BAND_LABEL = "sentinel_band"
+
+
+def sentinel_band(history: list[dict[str, Any]], measurements: list[dict[str, Any]]) -> dict[str, Any]:
+    """{"status": "inside" | "outside" | "insufficient_history" | "not_measured", "operations": [...]}.
+
+    history: earlier sweeps of this host, {"operation", "median_ms"} each (one entry per sweep and
+    operation); measurements: this sweep's (collect_sentinel). This sweep's value per operation is the
+    mean of its start and end medians."""
+    import statistics
+
+    operations, statuses = [], []
+    for planned in PLAN["operations"]:
+        name = planned["name"]
+        earlier = [float(h["median_ms"]) for h in history if h.get("operation") == name and _positive(h.get("median_ms"))]
+        now = [m["returned"][0] for m in measurements if m["operation"] == name and m.get("status") == "ok"]
+        entry: dict[str, Any] = {"operation": name, "history": len(earlier)}
+        if not now:
+            entry["status"] = "not_measured"
+        elif len(earlier) < BAND_MIN_HISTORY:
+            entry.update(status="insufficient_history", value_ms=sum(now) / len(now))
+        else:
+            centre = statistics.median(earlier)
+            spread = 1.4826 * statistics.median(abs(v - centre) for v in earlier)
+            half = max(BAND_WIDTH_MADS * spread, BAND_FLOOR * centre)
+            value = sum(now) / len(now)
+            entry.update(value_ms=value, band_ms=[centre - half, centre + half],
+                         status="inside" if abs(value - centre) <= half else "outside")  # fmt: skip
+        operations.append(entry)
+        statuses.append(entry["status"])
+    if "outside" in statuses:
+        status = "outside"
+    elif "inside" in statuses:
+        status = "inside"
+    elif "insufficient_history" in statuses:
+        status = "insufficient_history"
+    else:
+        status = "not_measured"
+    return {"status": status, "operations": operations, "method": f"median +- max({BAND_WIDTH_MADS} scaled MAD, {BAND_FLOOR:.0%}) of >= {BAND_MIN_HISTORY} earlier sweeps"}
+
+
+def _positive(value: Any) -> bool:
+    return isinstance(value, (int, float)) and value > 0 and value == value and value != float("inf")
+
+
+def band_labels(band: dict[str, Any]) -> dict[str, str]:
+    """Labels every run of a sweep carries: `sentinel_band: outside` for an outlier sweep."""
+    return {BAND_LABEL: "outside"} if band.get("status") == "outside" else {}
+
+
+def band_summary(band: dict[str, Any]) -> str:
+    parts = []
+    for op in band.get("operations", []):
+        if "band_ms" in op:
+            low, high = op["band_ms"]
+            parts.append(f"{op['operation']} {op['value_ms']:.4f} ms in [{low:.4f}, {high:.4f}]: {op['status']}")
+        else:
+            parts.append(f"{op['operation']}: {op['status'].replace('_', ' ')} ({op['history']} earlier sweeps)")
+    mark = " - OUTLIER SWEEP: its runs carry sentinel_band=outside" if band.get("status") == "outside" else ""
+    return "sentinel band: " + "; ".join(parts) + mark

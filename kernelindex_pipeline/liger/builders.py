@@ -35,6 +35,7 @@ from kernelindex_pipeline.liger.jsnumber import (
     whole,
 )
 from kernelindex_pipeline.records.canonical import API_VERSION, digest_of
+from kernelindex_pipeline.records.names import kebab
 
 LIGER_REPOSITORY = "https://github.com/linkedin/Liger-Kernel"
 _FAST_NUMBER_EDGE = frozenset("0123456789.")
@@ -73,6 +74,10 @@ class MeasuredContext:
             return None
         field_name = "commit" if re.fullmatch(r"[0-9a-f]{40}", revision) else "version"
         return {"repository": repository, field_name: revision}
+    # Labels of runs: per row key (execution/rounds.py: `throttled`), and for every run of the sweep
+    # (execution/sentinel.py band_labels: `sentinel_band: outside` for an outlier sweep).
+    row_labels: dict[str, dict[str, str]] = field(default_factory=dict)
+    run_labels: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -261,17 +266,26 @@ def implementation_revision(
     operation_digest: str,
     ab: tuple[str, str] | None = None,
     revision: dict[str, str] | None = None,
+    backend: str | None = None,
 ) -> dict[str, Any]:
     """`ab`: (row provider name, commit) of an A/B comparison row (full profile): an implementation of
     its own, named and labelled for that commit, so it never joins a release's series. `revision`: the
-    exact projectRevision a sweep measured (MeasuredContext.project_revision); history rows have none."""
+    exact projectRevision a sweep measured (MeasuredContext.project_revision); history rows have none.
+    `backend`: the implementation Liger's dispatcher resolved for a measured row (Liger >= 0.8.3,
+    execution/backends.py), e.g. `nvidia-cutedsl`: part of the revision (spec.callable.symbol), so
+    two backends of one op are two implementations, two series."""
+    provider_name = ab[0] if ab else provider.name + (f"-{backend}" if backend else "")
     metadata: dict[str, Any] = {
-        "name": identity.implementation_name(kernel.kernel, ab[0] if ab else provider.name, ab[1] if ab else None),
-        "title": identity.implementation_title(kernel.title, provider.title + (f" @ {ab[1]}" if ab else "")),
+        "name": identity.implementation_name(kernel.kernel, provider_name, ab[1] if ab else None),
+        "title": identity.implementation_title(
+            kernel.title, provider.title + (f" @ {ab[1]}" if ab else "") + (f" ({backend})" if backend else "")
+        ),
     }
     labels = {"role": "baseline"} if provider.baseline else {}
     if ab:
         labels["ab_revision"] = ab[1]
+    if backend:
+        labels["liger_backend"] = backend
     if labels:
         metadata["labels"] = labels
     metadata["sourceRefs"] = [{"url": LIGER_REPOSITORY}]
@@ -280,7 +294,7 @@ def implementation_revision(
         # `commit` takes 40 hex digits, so it is the revision's version (and a label).
         "projectRevision": {"repository": LIGER_REPOSITORY, "version": ab[1]} if ab else dict(revision or {}),
         "operation": {"specDigest": operation_digest},
-        "callable": {"language": provider.language},
+        "callable": {"language": provider.language, **({"symbol": f"liger_kernel.backends.dispatch:{backend}"} if backend else {})},
         "support": {"hardwareArchitectures": [], "dtypes": []},
     }
     if provider.pip:
@@ -323,6 +337,42 @@ def benchmark_protocol(mode: str, phrases: dict[str, str] | None = None) -> dict
         {"name": identity.protocol_name(mode), "title": identity.protocol_title(mode)},
         spec,
     )
+
+
+def sweep_protocol(mode: str, phrases: dict[str, str], warmup: Any, rep: Any, rounds: int) -> dict[str, Any]:
+    """The speed protocol of a pass this pipeline measured: do_bench's warmup/rep as the sample hook saw
+    them, and how many rounds the median and confidence95 come from (history protocols stay as they are)."""
+    from kernelindex_pipeline.liger.samples import ROUNDS_INTERVAL_METHOD
+
+    manifest = benchmark_protocol(mode, phrases)
+    spec = manifest["spec"]
+    if isinstance(warmup, (int, float)) and warmup >= 0:
+        spec["measurement"]["warmupDuration"] = f"{warmup:g} ms"
+    spec["measurement"]["outlierPolicy"] = "none: every timed sample counts"
+    timing = f"do_bench warmup {warmup} ms, rep {rep} ms" if warmup is not None or rep is not None else "do_bench defaults"
+    spec["comparability"]["notes"] = (
+        f"Measured by kernelindex-pipeline: {timing} per call, {rounds} round(s) interleaved across the sweep's "
+        f"scripts; median = median of the rounds' medians. {ROUNDS_INTERVAL_METHOD}. Timed: {(phrases or REFERENCE_MODE_PHRASES)[mode]}."
+    )[:1000]
+    name = identity.protocol_name(mode) + f"-sweep-w{warmup}-r{rep}-x{rounds}"
+    manifest["metadata"] = {"name": kebab(name)[:100].rstrip("-"), "title": identity.protocol_title(mode) + f" · sweep, {rounds} round(s)"}
+    return manifest
+
+
+def tp_protocol() -> dict[str, Any]:
+    """The protocol of the TP script's runs (execution/tp.py): its own timing loop, not do_bench."""
+    notes = (
+        "benchmark_fused_scaled_linear_cross_entropy_tp.py under torchrun: after --warmups forward passes, "
+        "--iterations forward passes each between torch.cuda.Event records behind a barrier; per iteration the "
+        "maximum over ranks (all_reduce MAX); the median of the iterations, from rank 0's "
+        "FSLCE_TP_FORWARD_BENCHMARK line. No p20/p80, no raw samples. Comparable only within one world size and GPU."
+    )
+    spec = {
+        "harness": {"name": "Liger-Kernel FSLCE TP benchmark", "repository": LIGER_REPOSITORY},
+        "measurement": {"timer": "cuda_events", "synchronization": "barrier_per_iteration", "primaryStatistic": "median"},
+        "comparability": {"family": "liger_kernel_tp_forward", "notes": notes},
+    }
+    return _manifest("BenchmarkProtocol", {"name": "liger-bench-tp-forward", "title": "Liger TP forward · cuda events"}, spec)
 
 
 def memory_protocol(mode: str, phrases: dict[str, str]) -> dict[str, Any]:

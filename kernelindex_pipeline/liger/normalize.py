@@ -49,6 +49,8 @@ from kernelindex_pipeline.liger.builders import (
     memory_protocol,
     operation_spec,
     software_project,
+    sweep_protocol,
+    tp_protocol,
     workload_case,
 )
 from kernelindex_pipeline.liger.catalogue import Catalogue, Kernel, Provider
@@ -330,7 +332,7 @@ class Normalizer:
             if cat.profile == "reference":
                 return Skip(SkipReason.UNKNOWN_CONFIG, key.kernel)  # no mode counter (CATALOGUE.md step 3)
             return Skip(SkipReason.UNKNOWN_MODE, key.mode)
-        provider, ab = self._provider(key)
+        provider, ab, backend = self._provider(key)
         if provider is None:
             return Skip(SkipReason.UNKNOWN_PROVIDER, key.provider)
         try:
@@ -340,43 +342,61 @@ class Normalizer:
         if binding is None:
             return Skip(SkipReason.UNKNOWN_CONFIG, key.kernel)
         ref = cat.reference
-        primary = ref is None or (not memory and ab is None and ref.binds(kernel.kernel, binding.rule_index, provider.name, key.mode))
+        primary = ref is None or (
+            not memory and ab is None and backend is None and ref.binds(kernel.kernel, binding.rule_index, provider.name, key.mode)
+        )
         operation_digest = self._operation_digest(kernel, primary)
         hardware = cat.hardware.get(key.gpu)
         if hardware is None:
             return Skip(SkipReason.UNKNOWN_GPU, key.gpu)
         primary = primary and (ref is None or key.gpu in ref.hardware)
-        template = self._template(kernel, provider, ab, key.mode, key.gpu, hardware, binding, operation_digest, memory, primary)
-        if self.measured is not None and self.measured.raw_samples and not memory:
+        raw_samples, labels = None, None
+        if self.measured is not None:
             from kernelindex_pipeline.liger.samples import row_key
 
-            template.raw_samples = self.measured.raw_samples.get(
-                row_key(key.kernel, key.provider, key.mode, key.metric, key.x_name, key.x_value, key.config, key.gpu)
-            )
+            text_key = row_key(key.kernel, key.provider, key.mode, key.metric, key.x_name, key.x_value, key.config, key.gpu)
+            raw_samples = None if memory else self.measured.raw_samples.get(text_key)
+            labels = {**self.measured.run_labels, **self.measured.row_labels.get(text_key, {})} or None
+        template = self._template(
+            kernel, provider, (ab, backend), key.mode, key.gpu, hardware, binding, operation_digest, memory, primary, raw_samples
+        )
+        template.raw_samples, template.extra_labels = raw_samples, labels
         return template
 
-    def _provider(self, key: RowKey) -> tuple[Provider | None, tuple[str, str] | None]:
+    def _provider(self, key: RowKey) -> tuple[Provider | None, tuple[str, str] | None, str | None]:
         """The row's provider, and (row provider, commit) when it is one side of an A/B comparison.
 
         An A/B row (full profile) has the catalogue's A/B keys in its config and a provider named
         `<provider>-base` or `<provider>-pr` (benchmark_fused_scaled_cross_entropy_sm90.py); its
         commit is the config's base_sha or pr_sha.
+
+        A measured row whose Liger ops the dispatcher resolved (Liger >= 0.8.3) has the provider cell
+        `<provider>@<backend>` (execution/rounds.py): the provider with that backend, an
+        implementation of its own (never the reference's). Third item: the backend, or None.
         """
         cat = self.catalogue
         provider = cat.providers.get(key.provider)
-        if provider is not None or not cat.ab_config_keys:
-            return provider, None
+        if provider is not None:
+            return provider, None, None
+        if self.measured is not None:
+            from kernelindex_pipeline.execution.backends import split_provider
+
+            stem, backend = split_provider(key.provider)
+            if backend is not None and stem in cat.providers and not cat.providers[stem].baseline:
+                return cat.providers[stem], None, backend
+        if not cat.ab_config_keys:
+            return None, None, None
         stem, sep, side = key.provider.rpartition("-")
         if not sep or side not in ("base", "pr") or stem not in cat.providers:
-            return None, None
+            return None, None, None
         try:
             config = js_json_parse(key.config)
         except JSParseError:
-            return None, None
+            return None, None, None
         commit = config.get(f"{side}_sha") if isinstance(config, dict) else None
         if f"{side}_sha" not in cat.ab_config_keys or not isinstance(commit, str) or not re.fullmatch(r"[0-9a-f]{7,40}", commit):
-            return None, None
-        return cat.providers[stem], (key.provider, commit)
+            return None, None, None
+        return cat.providers[stem], (key.provider, commit), None
 
     def _revision_of(self, provider, ab) -> dict[str, str] | None:
         """The exact revision a sweep measured of this provider's project (None for history rows and A/B rows)."""
@@ -384,20 +404,18 @@ class Normalizer:
             return None
         return self.measured.project_revision(self.catalogue.projects[provider.project].repository, provider.project)
 
-    def _template(self, kernel, provider, ab, mode, gpu, hardware, binding, operation_digest, memory, primary) -> RunTemplate:
+    def _template(self, kernel, provider, variant, mode, gpu, hardware, binding, operation_digest, memory, primary, raw_samples=None) -> RunTemplate:
         cat = self.catalogue
+        ab, backend = variant
         self._shared(self._project, provider.project, primary, lambda: software_project(cat, provider.project))
-        provider_name = ab[0] if ab else provider.name
+        provider_name = ab[0] if ab else provider.name + (f"@{backend}" if backend else "")
         impl = self._shared(
             self._implementation, (kernel.kernel, provider_name, ab[1] if ab else None), primary,
-            lambda: implementation_revision(kernel, provider, operation_digest, ab, self._revision_of(provider, ab)),
+            lambda: implementation_revision(kernel, provider, operation_digest, ab, self._revision_of(provider, ab), backend),
         )
         # one case per kernel x caseKey: the first row's scalars decide it (the first reference row's)
         case = self._shared(self._case, (kernel.kernel, binding.case_key), primary, lambda: workload_case(kernel, binding, operation_digest))
-        protocol = self._shared(
-            self._protocol, (mode, memory), primary,
-            lambda: memory_protocol(mode, cat.mode_phrases) if memory else benchmark_protocol(mode, cat.mode_phrases),
-        )
+        protocol = self._protocol_digest(kernel, mode, memory, primary, raw_samples)
         environment = self._shared(self._environment, gpu, primary, lambda: execution_environment(gpu, hardware, self.measured))
         logs = None
         if self.measured is not None:
@@ -419,6 +437,23 @@ class Normalizer:
             evidence_logs=logs,
             metric=PEAK_MEMORY if memory else LATENCY,
             code_ref=self.code_ref,
+        )
+
+    def _protocol_digest(self, kernel: Kernel, mode: str, memory: bool, primary: bool, raw_samples: dict[str, Any] | None) -> str:
+        """The run's protocol: Liger's do_bench pass (history), or for measured runs with samples the
+        sweep's (do_bench warmup/rep, rounds), or the TP script's own (execution/tp.py)."""
+        from kernelindex_pipeline.execution.tp import TP_KERNEL  # the CSV kernel name execution/tp.py writes
+
+        phrases = self.catalogue.mode_phrases
+        if self.measured is not None and kernel.kernel == TP_KERNEL:
+            return self._shared(self._protocol, ("tp", False), primary, tp_protocol)
+        if raw_samples is not None and "rounds" in raw_samples:
+            warmup, rep = (raw_samples.get("doBench") or {}).get("warmup"), (raw_samples.get("doBench") or {}).get("rep")
+            key = (mode, memory, warmup, rep, raw_samples["rounds"])
+            return self._shared(self._protocol, key, primary, lambda: sweep_protocol(mode, phrases, warmup, rep, raw_samples["rounds"]))
+        return self._shared(
+            self._protocol, (mode, memory), primary,
+            lambda: memory_protocol(mode, phrases) if memory else benchmark_protocol(mode, phrases),
         )
 
     def _run(self, row: int, t: RunTemplate, y50: str, y20: str, y80: str, ts: str, version: str) -> str | SkipReason:

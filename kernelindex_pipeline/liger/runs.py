@@ -59,6 +59,8 @@ class RunTemplate:
     # metadata labels before liger_version (RFC 8785 order) and their canonical text: the code measured
     labels: tuple[tuple[str, str], ...] = ()
     labels_text: str = ""
+    # labels of a measured run beyond those (throttled, sentinel_band): such a run takes the slow path
+    extra_labels: dict[str, str] | None = None
 
 
 class RunItem(NamedTuple):
@@ -273,14 +275,16 @@ def _finish_run(
     # kebab(name_prefix + timestamp) without redoing the prefix: the prefix ends in "-", so a
     # timestamp starting with a separator merges into it; then strip the end and cut at 100.
     name = (t.name_head + (ts_name[1:] if ts_name[:1] == "-" else ts_name)).rstrip("-")[:NAME_LIMIT]
-    metadata = {"name": name, "title": t.title, "labels": {**dict(t.labels), "liger_version": version}}
+    metadata = {"name": name, "title": t.title, "labels": {**dict(t.labels), **(t.extra_labels or {}), "liger_version": version}}
     manifest = {"apiVersion": API_VERSION, "kind": "BenchmarkRun", "metadata": metadata, "spec": spec}
-    if raw_samples is not None:
-        # Measured with raw samples: the enrichment step changes the spec, so the pre-cut canonical
-        # text no longer applies; digest and line come from the manifest itself (few runs, slow path).
-        from kernelindex_pipeline.liger.samples import with_raw_samples  # numpy: only where needed
+    if raw_samples is not None or t.extra_labels:
+        # Measured with raw samples or labels of its own: the enrichment step changes the spec (and the
+        # labels the metadata), so the pre-cut canonical text no longer applies; digest and line come
+        # from the manifest itself (few runs, slow path).
+        if raw_samples is not None:
+            from kernelindex_pipeline.liger.samples import with_raw_samples  # numpy: only where needed
 
-        manifest["spec"] = with_raw_samples(spec, raw_samples)
+            manifest["spec"] = with_raw_samples(spec, raw_samples)
         validate(manifest)
         line = canonical_bytes(manifest) if with_line else b""
         return RunRecord(name, digest_of(manifest), external_id, line, manifest)

@@ -14,6 +14,11 @@ scripts' own `utils` are patched only when a script imports them:
     timings): the original runs unchanged with the script's arguments and the hook watches the last
     `torch.quantile` call made during it, whose input tensor holds the timings. The script gets the
     original's own return value. A call without quantiles returns unchanged, without samples.
+* `liger_kernel.backends.dispatch.resolve_impl` (Liger >= 0.8.3): every implementation the dispatcher
+  resolves (or the error it raises), per op and current case, with the step of its resolution order
+  that decided and the LIGER_KERNEL_IMPL* variables, goes to the descriptor $KERNELINDEX_DISPATCH_SPOOL_FD (private, as the samples spool), one line per
+  distinct (case, op, outcome); the script gets exactly what the original returns or raises
+  (execution/backends.py reads it back);
 * `utils.run_benchmarks` (the scripts' shared helper) tells the hook which CSV row each call measures:
   every `bench_test_fn(input)` call runs with the row's key cells (kernel, provider, mode, metric, x,
   config string) as the current case, computed the way `update_benchmark_data_csv` writes them.
@@ -261,8 +266,93 @@ def _wrap_run_benchmarks(utils) -> None:
     utils.run_benchmarks = run_benchmarks
 
 
+# --- liger_kernel.backends.dispatch (Liger >= 0.8.3) --------------------------------------------------
+DISPATCH_SPOOL_FD_VARIABLE = "KERNELINDEX_DISPATCH_SPOOL_FD"  # a private descriptor, as the samples spool
+DISPATCH_FORMAT = "kernelindex-liger-dispatch/v1"
+_DISPATCH_LIMIT = 10_000  # distinct (case, op, outcome) lines per script; dispatch runs on every call
+_dispatch_seen: set = set()
+
+
+def _impl_variables() -> dict:
+    return {k: v for k, v in sorted(os.environ.items()) if k.startswith(("LIGER_KERNEL_IMPL", "LIGER_KERNEL_BACKEND"))}
+
+
+def _chosen_by(module, op_name, requested) -> str:
+    """Which step of the dispatcher's resolution order decided (its own order: argument, per-op
+    variable, global variable, set_impl, preference rank)."""
+    if requested:
+        return "argument"
+    per_op = getattr(module, "_per_op_env", None)
+    if per_op is not None and per_op(op_name):
+        return "op_variable"
+    global_env = getattr(module, "_global_env", None)
+    if global_env is not None and global_env():
+        return "global_variable"
+    if getattr(module, "_GLOBAL_IMPL", None) or getattr(module, "_GLOBAL_BACKEND", None):
+        return "set_impl"
+    return "preference_rank"
+
+
+def _dispatch_fd():
+    """The dispatch spool's descriptor when it is the runner's (a file without a name, open for
+    appending, like the samples spool), else None."""
+    try:
+        fd = int(os.environ.get(DISPATCH_SPOOL_FD_VARIABLE, ""))
+        info = os.fstat(fd)
+        flags = fcntl.fcntl(fd, fcntl.F_GETFL)
+    except (ValueError, OSError):
+        return None
+    return fd if stat.S_ISREG(info.st_mode) and info.st_nlink == 0 and flags & os.O_APPEND else None
+
+
+def _write_dispatch(record: dict) -> None:
+    fd = _dispatch_fd()
+    key = json.dumps([record.get("case"), record.get("op"), record.get("impl"), record.get("error")], sort_keys=True, default=str)
+    if fd is None or key in _dispatch_seen or len(_dispatch_seen) >= _DISPATCH_LIMIT:
+        return
+    _dispatch_seen.add(key)
+    data = (json.dumps({"format": DISPATCH_FORMAT, **record}, separators=(",", ":"), default=str) + "\n").encode("utf-8")
+    while data:  # os.write may write less than asked
+        data = data[os.write(fd, data):]
+
+
+def _wrap_resolve_impl(module) -> None:
+    """Record which implementation Liger's dispatcher resolved for each op, per CSV case. `dispatch()`
+    looks `resolve_impl` up in its module at every call, so replacing the module attribute sees them all;
+    the script gets exactly what the original returns (or raises)."""
+    original = getattr(module, "resolve_impl", None)
+    if original is None or getattr(original, "__kernelindex_wrapped__", False):
+        return
+
+    @functools.wraps(original)
+    def resolve_impl(op_name, requested=None, device=None):
+        record = {"case": current_case(), "op": str(op_name), "variables": _impl_variables()}
+        try:
+            record["chosen_by"] = _chosen_by(module, op_name, requested)
+        except Exception as error:  # the dispatcher's own helpers failed: say so, resolve anyway
+            record["chosen_by"] = f"unknown ({type(error).__name__})"
+        try:
+            impl = original(op_name, requested, device)
+        except Exception as error:
+            _write_dispatch({**record, "error": f"{type(error).__name__}: {error}"[:500]})
+            raise
+        _write_dispatch(
+            {**record, "impl": str(getattr(impl, "impl_name", impl)), "rank": getattr(impl, "preference_rank", None)}
+        )
+        return impl
+
+    resolve_impl.__kernelindex_wrapped__ = True
+    module.resolve_impl = resolve_impl
+    if getattr(module, "resolve_backend", None) is original:
+        module.resolve_backend = resolve_impl
+
+
 # --- the import hook ---------------------------------------------------------------------------------
-_PATCHES = {"triton.testing": _wrap_do_bench, "utils": _wrap_run_benchmarks}
+_PATCHES = {
+    "triton.testing": _wrap_do_bench,
+    "utils": _wrap_run_benchmarks,
+    "liger_kernel.backends.dispatch": _wrap_resolve_impl,
+}
 
 
 class _PatchingLoader(importlib.abc.Loader):
@@ -317,16 +407,19 @@ def install() -> None:
     global _spool
     if any(isinstance(f, _Finder) for f in sys.meta_path):
         return
+    dispatch_only = _dispatch_fd() is not None  # the dispatcher's records need no samples spool
     try:
         fd = int(os.environ.get(SPOOL_FD_VARIABLE, ""))
         info = os.fstat(fd)
         flags = fcntl.fcntl(fd, fcntl.F_GETFL)
     except (ValueError, OSError):
-        return  # no spool: the script runs without samples
-    if not stat.S_ISREG(info.st_mode) or info.st_nlink != 0 or not flags & os.O_APPEND:
-        # Not the runner's spool (a file without a name, open for appending): a process that got the
-        # variable but not the descriptor (a subprocess of the script) must not write into another file.
-        return
+        info = flags = None
+    if info is None or not stat.S_ISREG(info.st_mode) or info.st_nlink != 0 or not flags & os.O_APPEND:
+        # No spool, or not the runner's (a file without a name, open for appending): a process that got
+        # the variable but not the descriptor (a subprocess of the script) must not write into another file.
+        if dispatch_only:
+            sys.meta_path.insert(0, _Finder())
+        return  # the script runs without samples
     try:
         max_bytes = int(os.environ.get(MAX_BYTES_VARIABLE) or DEFAULT_MAX_BYTES)
     except ValueError:
