@@ -286,6 +286,7 @@ def raw_sample_counts(imported) -> dict:
 def run_check(args: argparse.Namespace) -> int:
     sys.path.insert(0, str(REPO))
     from kernelindex_pipeline.catalogue.store import CatalogueStore
+    from kernelindex_pipeline.execution.backends import backend_variants
     from kernelindex_pipeline.execution.host import probe_host
     from kernelindex_pipeline.execution.outcomes import SweepError
     from kernelindex_pipeline.liger.report import CoverageTable
@@ -316,13 +317,15 @@ def run_check(args: argparse.Namespace) -> int:
     store = CatalogueStore.open(f"sqlite:///{work_root / 'catalogue.sqlite'}")
     swept, lines, notes = [], [], set()
     kernels = len(args.kernels.split(","))
+    # every script runs once per round and backend variant (execution/rounds.py, backends.py)
+    runs_per_script = args.rounds * max(1, len(backend_variants(parse_backends(args.backends))))
     try:
         for index, version in enumerate(versions):
             # The budget is shared: what is left, less a reserve per release for its environment, sentinel
             # and records, split over the scripts still to run.
             left = len(versions) - index
             remaining = args.budget - (time.monotonic() - started) - RESERVE_PER_VERSION_S * left
-            timeout_s = max(MIN_SCRIPT_TIMEOUT_S, min(args.timeout, remaining / (kernels * left)))
+            timeout_s = max(MIN_SCRIPT_TIMEOUT_S, min(args.timeout, remaining / (kernels * runs_per_script * left)))
             try:
                 result, imported, note = sweep_one(args, version, gpu, base_python, work_root, timeout_s)
             except SweepError as error:

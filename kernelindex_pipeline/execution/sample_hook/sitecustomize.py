@@ -307,10 +307,8 @@ def _dispatch_fd():
 
 def _write_dispatch(record: dict) -> None:
     fd = _dispatch_fd()
-    key = json.dumps([record.get("case"), record.get("op"), record.get("impl"), record.get("error")], sort_keys=True, default=str)
-    if fd is None or key in _dispatch_seen or len(_dispatch_seen) >= _DISPATCH_LIMIT:
+    if fd is None or len(_dispatch_seen) >= _DISPATCH_LIMIT:
         return
-    _dispatch_seen.add(key)
     data = (json.dumps({"format": DISPATCH_FORMAT, **record}, separators=(",", ":"), default=str) + "\n").encode("utf-8")
     while data:  # os.write may write less than asked
         data = data[os.write(fd, data):]
@@ -319,26 +317,45 @@ def _write_dispatch(record: dict) -> None:
 def _wrap_resolve_impl(module) -> None:
     """Record which implementation Liger's dispatcher resolved for each op, per CSV case. `dispatch()`
     looks `resolve_impl` up in its module at every call, so replacing the module attribute sees them all;
-    the script gets exactly what the original returns (or raises)."""
+    the script gets exactly what the original returns (or raises). It runs on every kernel call, inside
+    do_bench's timed loop: a repeat (same case object, op, request and implementation object as the op's
+    last call) costs a dict lookup and identity compares; only a new one is described and written."""
     original = getattr(module, "resolve_impl", None)
     if original is None or getattr(original, "__kernelindex_wrapped__", False):
         return
 
-    @functools.wraps(original)
-    def resolve_impl(op_name, requested=None, device=None):
-        record = {"case": current_case(), "op": str(op_name), "variables": _impl_variables()}
+    def describe(op_name, requested, case) -> dict:
+        record = {"case": case, "op": str(op_name), "variables": _impl_variables()}
         try:
             record["chosen_by"] = _chosen_by(module, op_name, requested)
         except Exception as error:  # the dispatcher's own helpers failed: say so, resolve anyway
             record["chosen_by"] = f"unknown ({type(error).__name__})"
+        return record
+
+    last: dict = {}  # op -> (case object, request, impl object) of its last recorded resolution
+
+    @functools.wraps(original)
+    def resolve_impl(op_name, requested=None, device=None):
+        case = current_case()
         try:
             impl = original(op_name, requested, device)
         except Exception as error:
-            _write_dispatch({**record, "error": f"{type(error).__name__}: {error}"[:500]})
+            cells = tuple(case.values()) if case else None
+            key = (cells, op_name, requested, "error", str(error))
+            if key not in _dispatch_seen:
+                _dispatch_seen.add(key)
+                _write_dispatch({**describe(op_name, requested, case), "error": f"{type(error).__name__}: {error}"[:500]})
             raise
-        _write_dispatch(
-            {**record, "impl": str(getattr(impl, "impl_name", impl)), "rank": getattr(impl, "preference_rank", None)}
-        )
+        seen = last.get(op_name)
+        if seen is not None and seen[0] is case and seen[2] is impl and seen[1] == requested:
+            return impl  # the hot path: the same case resolving the same way again (identity compares only)
+        last[op_name] = (case, requested, impl)  # holding them keeps their ids from being reused
+        key = (tuple(case.values()) if case else None, op_name, requested, getattr(impl, "impl_name", None))
+        if key not in _dispatch_seen:
+            _dispatch_seen.add(key)
+            _write_dispatch(
+                {**describe(op_name, requested, case), "impl": str(getattr(impl, "impl_name", impl)), "rank": getattr(impl, "preference_rank", None)}
+            )
         return impl
 
     resolve_impl.__kernelindex_wrapped__ = True
