@@ -528,11 +528,11 @@ def build_parser() -> argparse.ArgumentParser:
 def _expected_errors() -> tuple[type[BaseException], ...]:
     """Exceptions that mean bad input (exit 1), imported lazily so `--help` stays fast."""
     from kernelindex_pipeline.catalogue.store import CatalogueError as StoreError
-    from kernelindex_pipeline.liger import CatalogueError, CsvFormatError, InvalidRecord
+    from kernelindex_pipeline.liger import CsvFormatError, InvalidRecord, LigerCatalogueError
     from kernelindex_pipeline.liger.ci import CiSourceError
     from kernelindex_pipeline.liger.release import ReleaseError
 
-    errors: list[type[BaseException]] = [CommandError, CatalogueError, CsvFormatError, InvalidRecord, ReleaseError, StoreError, OSError, CiSourceError]
+    errors: list[type[BaseException]] = [CommandError, LigerCatalogueError, CsvFormatError, InvalidRecord, ReleaseError, StoreError, OSError, CiSourceError]
     try:
         from kernelindex_pipeline.records.schema import InvalidRecords
 

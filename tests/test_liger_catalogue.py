@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from kernelindex_pipeline.liger.catalogue import (
-    CatalogueError,
     Check,
     ExpressionUndefined,
+    LigerCatalogueError,
     compile_expression,
     default_catalogue,
     load_catalogue,
@@ -40,7 +40,7 @@ def test_expressions(text, env, value):
 
 @pytest.mark.parametrize("text", ["", "x +", "(x", "x)", "x ** 2", "__import__('os')", "x / 2", "x.y", "1 2", True, None])
 def test_bad_expressions_are_catalogue_errors(text):
-    with pytest.raises(CatalogueError):
+    with pytest.raises(LigerCatalogueError):
         compile_expression(text)
 
 
@@ -112,7 +112,7 @@ not_in_reference: {hardware: {"X": {vendor: nvidia}}}
 def test_malformed_rules_fail_at_load(tmp_path, rule, message):
     (tmp_path / "k.yaml").write_text(KERNEL.format(rule=rule))
     (tmp_path / "p.yaml").write_text(PROVIDERS)
-    with pytest.raises(CatalogueError, match=message):
+    with pytest.raises(LigerCatalogueError, match=message):
         load_catalogue(tmp_path / "k.yaml", tmp_path / "p.yaml")
 
 

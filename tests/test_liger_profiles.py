@@ -13,7 +13,7 @@ import pytest
 from liger_rows import BASE_ROW, csv_bytes, row
 
 from kernelindex_pipeline.liger import import_csv
-from kernelindex_pipeline.liger.catalogue import CatalogueError, default_catalogue, load_catalogue
+from kernelindex_pipeline.liger.catalogue import LigerCatalogueError, default_catalogue, load_catalogue
 from kernelindex_pipeline.liger.report import CoverageTable
 from kernelindex_pipeline.records.canonical import canonical_bytes, digest_of
 from kernelindex_pipeline.records.schema import validate_manifest
@@ -179,12 +179,12 @@ def test_coverage_table_merges_reports_and_their_json():
 def test_extensions_may_not_change_a_reference_fact(tmp_path):
     ext = tmp_path / "ext.yaml"
     ext.write_text("providers:\n  liger: {project: liger-kernel, title: X, language: triton, license: {declared: MIT}}\n")
-    with pytest.raises(CatalogueError, match="already in the reference"):
+    with pytest.raises(LigerCatalogueError, match="already in the reference"):
         load_catalogue(profile="full", extensions_path=ext)
     ext.write_text("rules:\n  no_such_kernel: []\n")
-    with pytest.raises(CatalogueError, match="not a reference kernel"):
+    with pytest.raises(LigerCatalogueError, match="not a reference kernel"):
         load_catalogue(profile="full", extensions_path=ext)
-    with pytest.raises(CatalogueError, match="unknown catalogue profile"):
+    with pytest.raises(LigerCatalogueError, match="unknown catalogue profile"):
         load_catalogue(profile="everything")
 
 

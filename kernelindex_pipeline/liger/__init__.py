@@ -29,7 +29,7 @@ from typing import Any
 _EXPORTS = {
     "DEFAULT_PROFILE": "catalogue",
     "PROFILES": "catalogue",
-    "CatalogueError": "catalogue",
+    "LigerCatalogueError": "catalogue",
     "CoverageTable": "report",
     "CsvFormatError": "csv",
     "ImportReport": "report",

@@ -28,7 +28,7 @@ import yaml
 from kernelindex_pipeline.liger.jsnumber import is_number, is_positive_integer, whole
 
 
-class CatalogueError(ValueError):
+class LigerCatalogueError(ValueError):
     """The catalogue YAML is malformed; the message names the file, kernel and rule."""
 
 
@@ -52,7 +52,7 @@ class _ExpressionParser:
         while pos < len(text_stripped):
             m = _TOKEN.match(text_stripped, pos)
             if not m:
-                raise CatalogueError(f"expression {text!r}: unexpected text at {text_stripped[pos:]!r}")
+                raise LigerCatalogueError(f"expression {text!r}: unexpected text at {text_stripped[pos:]!r}")
             number, name, op = m.groups()
             self.tokens.append(("int", number) if number else ("name", name) if name else ("op", op))
             pos = m.end()
@@ -61,10 +61,10 @@ class _ExpressionParser:
 
     def parse(self) -> Expr:
         if not self.tokens:
-            raise CatalogueError(f"expression {self.text!r} is empty")
+            raise LigerCatalogueError(f"expression {self.text!r} is empty")
         fn = self._expr()
         if self.i != len(self.tokens):
-            raise CatalogueError(f"expression {self.text!r}: unexpected {self.tokens[self.i][1]!r}")
+            raise LigerCatalogueError(f"expression {self.text!r}: unexpected {self.tokens[self.i][1]!r}")
         return fn
 
     def _peek(self) -> str | None:
@@ -90,7 +90,7 @@ class _ExpressionParser:
 
     def _factor(self) -> Expr:
         if self.i >= len(self.tokens):
-            raise CatalogueError(f"expression {self.text!r} ends early")
+            raise LigerCatalogueError(f"expression {self.text!r} ends early")
         kind, value = self.tokens[self.i]
         self.i += 1
         if kind == "int":
@@ -102,13 +102,13 @@ class _ExpressionParser:
         if value == "(":
             inner = self._expr()
             if self._peek() != ")":
-                raise CatalogueError(f"expression {self.text!r}: missing ')'")
+                raise LigerCatalogueError(f"expression {self.text!r}: missing ')'")
             self.i += 1
             return inner
         if value == "-":
             operand = self._factor()
             return lambda env: -operand(env)
-        raise CatalogueError(f"expression {self.text!r}: unexpected {value!r}")
+        raise LigerCatalogueError(f"expression {self.text!r}: unexpected {value!r}")
 
 
 class ExpressionUndefined(ArithmeticError):
@@ -149,7 +149,7 @@ class Expression:
 
 def compile_expression(text: Any) -> Expression:
     if isinstance(text, bool) or not isinstance(text, (str, int)):
-        raise CatalogueError(f"expression {text!r} must be a string or an integer")
+        raise LigerCatalogueError(f"expression {text!r} must be a string or an integer")
     parser = _ExpressionParser(str(text))
     fn = parser.parse()
     return Expression(str(text), tuple(dict.fromkeys(parser.names)), fn)
@@ -198,12 +198,12 @@ class Check:
 def _compile_check(key: str, spec: Any, where: str) -> Check:
     if isinstance(spec, dict):
         if set(spec) != {"equals"}:
-            raise CatalogueError(f"{where}: require.{key} must be a check name, a scalar or {{equals: v}}")
+            raise LigerCatalogueError(f"{where}: require.{key} must be a check name, a scalar or {{equals: v}}")
         return Check(key, "literal", spec["equals"])
     if spec in ("int", "positive", "number", "dtype"):
         return Check(key, spec)
     if isinstance(spec, (list, dict)):
-        raise CatalogueError(f"{where}: require.{key} must be a scalar")
+        raise LigerCatalogueError(f"{where}: require.{key} must be a scalar")
     if isinstance(spec, float):
         spec = whole(spec)
     return Check(key, "literal", spec)
@@ -361,7 +361,7 @@ def _compile_rule(index: int, raw: dict[str, Any], kernel: str, derived_names: s
     where = f"kernel {kernel!r} rule {index + 1}"
     unknown = set(raw) - {"x_name", "require", "where", "axes", "dtype", "scalars", "category"}
     if unknown:
-        raise CatalogueError(f"{where}: unknown keys {sorted(unknown)}")
+        raise LigerCatalogueError(f"{where}: unknown keys {sorted(unknown)}")
     x_name = raw.get("x_name")
     negated = False
     if x_name is None:
@@ -373,37 +373,37 @@ def _compile_rule(index: int, raw: dict[str, Any], kernel: str, derived_names: s
     elif isinstance(x_name, dict) and set(x_name) == {"not"} and isinstance(x_name["not"], list):
         x_names, negated = frozenset(str(n) for n in x_name["not"]), True
     else:
-        raise CatalogueError(f"{where}: x_name must be a name, a list of names or {{not: [...]}}")
+        raise LigerCatalogueError(f"{where}: x_name must be a name, a list of names or {{not: [...]}}")
 
     require = raw.get("require") or {}
     if not isinstance(require, dict):
-        raise CatalogueError(f"{where}: require must be a mapping")
+        raise LigerCatalogueError(f"{where}: require must be a mapping")
     checks = tuple(_compile_check(str(k), v, where) for k, v in require.items())
     int_keys = tuple(c.key for c in checks if c.kind == "int")
 
     axes_raw = raw.get("axes")
     if not isinstance(axes_raw, dict) or not axes_raw:
-        raise CatalogueError(f"{where}: axes must be a non-empty mapping")
+        raise LigerCatalogueError(f"{where}: axes must be a non-empty mapping")
     axes = tuple((str(name), compile_expression(expr)) for name, expr in axes_raw.items())
     category = raw.get("category")
     if category not in (None, "model", "label"):
-        raise CatalogueError(f"{where}: category must be model or label")
+        raise LigerCatalogueError(f"{where}: category must be model or label")
     allowed = set(int_keys) | ({"x"} if category is None else set(MODEL_FIELDS) if category == "model" else set())
     for name, expr in axes:
         missing = set(expr.names) - allowed
         if missing:
-            raise CatalogueError(f"{where}: axis {name!r} uses {sorted(missing)}, which are neither x nor int-checked keys")
+            raise LigerCatalogueError(f"{where}: axis {name!r} uses {sorted(missing)}, which are neither x nor int-checked keys")
     axis_names = {name for name, _ in axes}
     conditions = []
     where_raw = raw.get("where")
     for text in [where_raw] if isinstance(where_raw, str) else (where_raw or []):
         m = _EXPR_OPS.match(str(text))
         if not m:
-            raise CatalogueError(f"{where}: where {text!r} must be '<expr> == <expr>' or '<expr> != <expr>'")
+            raise LigerCatalogueError(f"{where}: where {text!r} must be '<expr> == <expr>' or '<expr> != <expr>'")
         cond = Condition(compile_expression(m.group(1)), m.group(2) == "==", compile_expression(m.group(3)))
         missing = (set(cond.left.names) | set(cond.right.names)) - axis_names - ({"x"} if category is None else set())
         if missing:
-            raise CatalogueError(f"{where}: where {text!r} uses {sorted(missing)}, which are not axes of the rule")
+            raise LigerCatalogueError(f"{where}: where {text!r} uses {sorted(missing)}, which are not axes of the rule")
         conditions.append(cond)
 
     dtype = raw.get("dtype")
@@ -412,28 +412,28 @@ def _compile_rule(index: int, raw: dict[str, Any], kernel: str, derived_names: s
     if isinstance(dtype, str) and dtype.startswith("config."):
         dtype_key = dtype[len("config."):]
         if not any(c.key == dtype_key and c.kind == "dtype" for c in checks):
-            raise CatalogueError(f"{where}: dtype {dtype!r} needs require.{dtype_key}: dtype")
+            raise LigerCatalogueError(f"{where}: dtype {dtype!r} needs require.{dtype_key}: dtype")
     elif dtype == "model" and category == "model":
         dtype_model = True
     elif isinstance(dtype, str) and dtype in DTYPE_TOKENS.values():
         dtype_fixed = dtype
     else:
-        raise CatalogueError(f"{where}: dtype must be bf16, fp16, fp32, config.<key> or (category: model) model")
+        raise LigerCatalogueError(f"{where}: dtype must be bf16, fp16, fp32, config.<key> or (category: model) model")
 
     scalars = []
     for name, source in (raw.get("scalars") or {}).items():
         if isinstance(source, str):
             if not any(c.key == source and c.kind in ("positive", "number") for c in checks):
-                raise CatalogueError(f"{where}: scalar {name!r} reads {source!r}, which needs a positive or number check")
+                raise LigerCatalogueError(f"{where}: scalar {name!r} reads {source!r}, which needs a positive or number check")
         elif not is_number(source):
-            raise CatalogueError(f"{where}: scalar {name!r} must name a config key or be a number")
+            raise LigerCatalogueError(f"{where}: scalar {name!r} must name a config key or be a number")
         else:
             source = whole(source)
         scalars.append((str(name), source))
 
     missing_shape = input_axis_names - axis_names - derived_names
     if missing_shape:
-        raise CatalogueError(f"{where}: input shapes use {sorted(missing_shape)}, which the rule does not bind")
+        raise LigerCatalogueError(f"{where}: input shapes use {sorted(missing_shape)}, which the rule does not bind")
     return Rule(
         index, x_names, negated, checks, int_keys, axes, tuple(conditions), dtype_fixed, dtype_key, tuple(scalars),
         category, dtype_model,
@@ -445,7 +445,7 @@ def _tensor(raw: dict[str, Any], where: str) -> TensorSpec:
         shape = tuple(item if isinstance(item, int) and not isinstance(item, bool) else str(item) for item in raw["shape"])
         return TensorSpec(str(raw["name"]), shape, str(raw["dtype"]))
     except (KeyError, TypeError) as exc:
-        raise CatalogueError(f"{where}: tensor needs name, shape and dtype ({exc})") from None
+        raise LigerCatalogueError(f"{where}: tensor needs name, shape and dtype ({exc})") from None
 
 
 def _kernel(raw: dict[str, Any], first_index: int = 0) -> Kernel:
@@ -453,7 +453,7 @@ def _kernel(raw: dict[str, Any], first_index: int = 0) -> Kernel:
     where = f"kernel {name!r}"
     for key in ("kernel", "slug", "family", "title", "inputs", "outputs", "bindings"):
         if key not in raw:
-            raise CatalogueError(f"{where}: missing {key!r}")
+            raise LigerCatalogueError(f"{where}: missing {key!r}")
     inputs = tuple(_tensor(t, where) for t in raw["inputs"])
     outputs = tuple(_tensor(t, where) for t in raw["outputs"])
     derived = tuple((str(k), compile_expression(v)) for k, v in (raw.get("derived") or {}).items())
@@ -467,7 +467,7 @@ def _kernel(raw: dict[str, Any], first_index: int = 0) -> Kernel:
         for dname, expr in derived:
             missing = set(expr.names) - bound
             if missing:
-                raise CatalogueError(f"{where}: derived axis {dname!r} uses {sorted(missing)}, not bound by rule {rule.index + 1}")
+                raise LigerCatalogueError(f"{where}: derived axis {dname!r} uses {sorted(missing)}, not bound by rule {rule.index + 1}")
     return Kernel(str(name), str(raw["slug"]), str(raw["family"]), str(raw["title"]), inputs, outputs, derived, rules)
 
 
@@ -486,14 +486,14 @@ def load_catalogue(
     projects and GPUs the reference lacks, and the peak-memory metric.
     """
     if profile not in PROFILES:
-        raise CatalogueError(f"unknown catalogue profile {profile!r}: use one of {', '.join(PROFILES)}")
+        raise LigerCatalogueError(f"unknown catalogue profile {profile!r}: use one of {', '.join(PROFILES)}")
     kernels_doc = _read_yaml(kernels_path, "liger-kernels.yaml")
     providers_doc = _read_yaml(providers_path, "liger-providers.yaml")
     kernels: dict[str, Kernel] = {}
     for raw in kernels_doc.get("kernels") or []:
         k = _kernel(raw)
         if k.kernel in kernels:
-            raise CatalogueError(f"kernel {k.kernel!r} is listed twice")
+            raise LigerCatalogueError(f"kernel {k.kernel!r} is listed twice")
         kernels[k.kernel] = k
     projects = _projects(providers_doc.get("projects"))
     providers = _providers(providers_doc.get("providers"), projects)
@@ -519,7 +519,7 @@ def _providers(raw: Any, projects: dict[str, Project]) -> dict[str, Provider]:
     providers = {}
     for name, p in (raw or {}).items():
         if p["project"] not in projects:
-            raise CatalogueError(f"provider {name!r}: unknown project {p['project']!r}")
+            raise LigerCatalogueError(f"provider {name!r}: unknown project {p['project']!r}")
         lic = p.get("license") or {}
         providers[str(name)] = Provider(
             str(name), p["project"], p["title"], p["language"], lic["declared"], lic.get("concluded"),
@@ -534,11 +534,11 @@ def _extend(base: Catalogue, doc: dict[str, Any], where: Any) -> Catalogue:
         "memory_metric", "memory_modes", "modes", "ab_config_keys", "models", "kernels", "rules", "providers", "projects", "hardware",
     }
     if unknown:
-        raise CatalogueError(f"{where}: unknown keys {sorted(unknown)}")
+        raise LigerCatalogueError(f"{where}: unknown keys {sorted(unknown)}")
     modes = dict(base.mode_phrases)
     for mode, phrase in (doc.get("modes") or {}).items():
         if mode in modes:
-            raise CatalogueError(f"{where}: mode {mode!r} is already a reference mode")
+            raise LigerCatalogueError(f"{where}: mode {mode!r} is already a reference mode")
         modes[str(mode)] = str(phrase)
     kernels = dict(base.kernels)
     for raw in doc.get("kernels") or []:
@@ -546,16 +546,16 @@ def _extend(base: Catalogue, doc: dict[str, Any], where: Any) -> Catalogue:
             # another CSV name of an operation already catalogued (a renamed kernel): its facts, own rules
             same = kernels.get(raw["same_as"])
             if same is None:
-                raise CatalogueError(f"{where}: kernel {raw.get('kernel')!r}: same_as {raw['same_as']!r} is not catalogued above it")
+                raise LigerCatalogueError(f"{where}: kernel {raw.get('kernel')!r}: same_as {raw['same_as']!r} is not catalogued above it")
             raw = {**_kernel_facts(same), **{k: v for k, v in raw.items() if k != "same_as"}}
         k = _kernel(raw)
         if k.kernel in kernels:
-            raise CatalogueError(f"{where}: kernel {k.kernel!r} is already in the catalogue (extend it under `rules`)")
+            raise LigerCatalogueError(f"{where}: kernel {k.kernel!r} is already in the catalogue (extend it under `rules`)")
         kernels[k.kernel] = k
     for name, rules in (doc.get("rules") or {}).items():
         kernel = base.kernels.get(name)
         if kernel is None:
-            raise CatalogueError(f"{where}: rules for {name!r}, which is not a reference kernel")
+            raise LigerCatalogueError(f"{where}: rules for {name!r}, which is not a reference kernel")
         extended = _kernel({**_kernel_facts(kernel), "bindings": list(rules)}, first_index=len(kernel.rules))
         kernels[name] = Kernel(
             kernel.kernel, kernel.slug, kernel.family, kernel.title, kernel.inputs, kernel.outputs,
@@ -564,19 +564,19 @@ def _extend(base: Catalogue, doc: dict[str, Any], where: Any) -> Catalogue:
     projects = dict(base.projects)
     for slug, project in _projects(doc.get("projects")).items():
         if slug in projects:
-            raise CatalogueError(f"{where}: project {slug!r} is already in the reference")
+            raise LigerCatalogueError(f"{where}: project {slug!r} is already in the reference")
         projects[slug] = project
     providers = dict(base.providers)
     for name, provider in _providers(doc.get("providers"), projects).items():
         if name in providers:
-            raise CatalogueError(f"{where}: provider {name!r} is already in the reference")
+            raise LigerCatalogueError(f"{where}: provider {name!r} is already in the reference")
         providers[name] = provider
     hardware = dict(base.hardware)
     for gpu, facts in (doc.get("hardware") or {}).items():
         if gpu in hardware:
-            raise CatalogueError(f"{where}: GPU {gpu!r} is already in the reference")
+            raise LigerCatalogueError(f"{where}: GPU {gpu!r} is already in the reference")
         if not isinstance(facts, dict) or not {"vendor", "product", "architecture"} <= set(facts):
-            raise CatalogueError(f"{where}: GPU {gpu!r} needs vendor, product and architecture")
+            raise LigerCatalogueError(f"{where}: GPU {gpu!r} needs vendor, product and architecture")
         hardware[str(gpu)] = {k: str(v) for k, v in facts.items()}
     return Catalogue(
         base.metric_name, base.modes + tuple(m for m in modes if m not in base.modes), kernels, providers,
@@ -595,19 +595,19 @@ def _models(raw: Any, where: Any) -> dict[str, Model]:
     for name, facts in (raw or {}).items():
         name = str(name)
         if not CATEGORY_LABEL.match(name) or not isinstance(facts, dict):
-            raise CatalogueError(f"{where}: model {name!r} needs a plain name and a mapping of facts")
+            raise LigerCatalogueError(f"{where}: model {name!r} needs a plain name and a mapping of facts")
         unknown = set(facts) - set(MODEL_INT_FIELDS) - {"dtype", "hidden_act"}
         if unknown:
-            raise CatalogueError(f"{where}: model {name!r}: unknown fields {sorted(unknown)}")
+            raise LigerCatalogueError(f"{where}: model {name!r}: unknown fields {sorted(unknown)}")
         dims = {}
         for key in MODEL_INT_FIELDS:
             if key in facts:
                 if not is_positive_integer(facts[key]):
-                    raise CatalogueError(f"{where}: model {name!r}: {key} must be a positive integer")
+                    raise LigerCatalogueError(f"{where}: model {name!r}: {key} must be a positive integer")
                 dims[f"model_{key}"] = whole(facts[key])
         dtype = facts.get("dtype", "torch.bfloat16")
         if dtype not in DTYPE_TOKENS:
-            raise CatalogueError(f"{where}: model {name!r}: dtype must be one of {sorted(DTYPE_TOKENS)}")
+            raise LigerCatalogueError(f"{where}: model {name!r}: dtype must be one of {sorted(DTYPE_TOKENS)}")
         models[name] = Model(name, dims, DTYPE_TOKENS[dtype])
     return models
 
@@ -636,9 +636,9 @@ def _read_yaml(path: Path | str | None, default_name: str) -> dict[str, Any]:
             text = Path(path).read_text("utf-8")
         doc = yaml.load(text, Loader=_SAFE_LOADER)
     except (OSError, yaml.YAMLError) as exc:
-        raise CatalogueError(f"cannot read {path or default_name}: {exc}") from None
+        raise LigerCatalogueError(f"cannot read {path or default_name}: {exc}") from None
     if not isinstance(doc, dict):
-        raise CatalogueError(f"{path or default_name}: expected a mapping at the top")
+        raise LigerCatalogueError(f"{path or default_name}: expected a mapping at the top")
     return doc
 
 

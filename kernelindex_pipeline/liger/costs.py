@@ -22,7 +22,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
-from .catalogue import CatalogueError, Expression, ExpressionUndefined, compile_expression, default_catalogue
+from .catalogue import Expression, ExpressionUndefined, LigerCatalogueError, compile_expression, default_catalogue
 
 BYTES, FLOPS = "bytes", "flops"
 ANY_PASS = "any"  # a formula for every pass (the sentinel operations, which are timed at positions)
@@ -228,7 +228,7 @@ def _compile(entry: _Kernel, where: str) -> KernelModel:
                 continue
             try:
                 expression = compile_expression(text)
-            except CatalogueError as error:
+            except LigerCatalogueError as error:
                 raise CostModelError(f"{where} {mode} {what}: {error}") from error
             _check_names(expression, axes, tensors, f"{where} {mode} {what} {text!r}")
             compiled.append(expression)
