@@ -335,8 +335,9 @@ def _export(args: argparse.Namespace) -> int:
               "KernelIndex's 100-character cut): key on digests")
     print(f"{sidecar} (derived efficiency figures, beside the records)")
     if kernelindex is not None:
-        submission, bundle = kernelindex
-        print(f"{submission.path} and {bundle.path}: {submission.records_by_kind['BenchmarkRun']} runs for KernelIndex")
+        print(f"{kernelindex.submission.path}: {kernelindex.submission.records_by_kind['BenchmarkRun']} runs for KernelIndex")
+        for bundle in kernelindex.bundles:
+            print(f"{bundle.path}: {bundle.records_by_kind['BenchmarkRun']} runs")
     return 0
 
 

@@ -87,6 +87,7 @@ def test_export_for_kernelindex_from_the_catalogue(tmp_path, sqlite_url):
     speed = sum(r["kind"] == "BenchmarkRun" for r in records) - memory
     assert memory and len(document["runs"]) == len(bundle["runs"]) == speed
     assert bundle["snapshots"] == [] and str(tmp_path) not in json.dumps(bundle)
+    assert not (out / "kernelindex-import-bundle.sweeps.json").exists()  # Liger's rows only
     stamps = [r["manifest"]["spec"]["observedAt"] for r in bundle["runs"]]
     assert stamps == sorted(stamps)  # time order: a catalogue lists runs by name
     with_memory = _cli("export", "--catalogue", sqlite_url, "--out", str(tmp_path / "m"), "--kernelindex", "--kernelindex-memory")

@@ -42,11 +42,12 @@ def _check_entries(entries: list, type_text: str, where: str) -> None:
 
 
 def _export(tmp_path, records, snapshots, include_memory=False):
-    submission, bundle = export_kernelindex(records, tmp_path, snapshots=snapshots, include_memory=include_memory)
-    text = submission.path.read_text("utf-8")
+    files = export_kernelindex(records, tmp_path, snapshots=snapshots, include_memory=include_memory)
+    text = files.submission.path.read_text("utf-8")
     documents = list(yaml.safe_load_all(text))
     assert len(documents) == 1  # KernelIndex reads one document ("Source contains multiple documents")
     assert "&id" not in text and "*id" not in text  # no YAML aliases (KernelIndex allows 100)
+    (bundle,) = files.bundles  # each scenario is Liger's rows or our sweep, never both
     return documents[0], json.loads(bundle.path.read_text("utf-8"))
 
 
@@ -122,7 +123,9 @@ def test_tensors_follow_the_operations_inputs(exported):
 
 def test_importer_bundle_links_sources_like_kernelindexs_importer(exported):
     name, _, _, bundle = exported
-    assert bundle["source"]["slug"] == "liger-kernel-bench" and bundle["snapshots"]
+    # Liger's rows under KernelIndex's Liger source; our sweeps under ours
+    assert bundle["source"]["slug"] == ("kernelindex-pipeline-sweeps" if name == "standin-sweep" else "liger-kernel-bench")
+    assert bundle["snapshots"]
     assert all(s["contentDigest"].startswith("sha256:") for s in bundle["snapshots"])
     liger_runs = [r for r in bundle["runs"] if not r["manifest"]["spec"]["sourceNative"]["benchmark"].startswith("sentinel_")]
     assert all(r["externalId"] == r["manifest"]["spec"]["sourceNative"]["externalId"] for r in bundle["runs"])
@@ -211,8 +214,8 @@ def test_editorial_metadata_as_kernelindexs_importer_writes_it(tmp_path):
     records, snapshots = scenarios.seeds()
     before = json.dumps(records, sort_keys=True)
     commit = "2120862ba532c9449e72d603ba6324310ae756e7"
-    submission, bundle = export_kernelindex(records, tmp_path, snapshots=snapshots, source_commit=commit)
-    document = yaml.safe_load(submission.path.read_text("utf-8"))
+    files = export_kernelindex(records, tmp_path, snapshots=snapshots, source_commit=commit)
+    document = yaml.safe_load(files.submission.path.read_text("utf-8"))
     assert json.dumps(records, sort_keys=True) == before
     for operation in document["operations"]:
         assert operation["metadata"]["description"]
@@ -221,3 +224,20 @@ def test_editorial_metadata_as_kernelindexs_importer_writes_it(tmp_path):
     assert all(entry["manifest"]["metadata"]["description"] for entry in document["implementations"])
     originals = {digest_of(m) for m in records}
     assert {digest_of(m) for m in document["operations"]} <= originals  # metadata never changes a digest
+
+
+def test_liger_rows_and_our_sweeps_go_to_bundles_of_their_own_sources(tmp_path):
+    ci, ci_snapshots = scenarios.ci_slice("reference")
+    sweep, sweep_snapshots = scenarios.standin_sweep()
+    files = export_kernelindex(ci + sweep, tmp_path, snapshots=ci_snapshots + sweep_snapshots)
+    upstream, ours = (json.loads(bundle.path.read_text("utf-8")) for bundle in files.bundles)
+    assert upstream["source"]["slug"] == "liger-kernel-bench" and ours["source"]["slug"] == "kernelindex-pipeline-sweeps"
+    assert len(upstream["runs"]) + len(ours["runs"]) == len(yaml.safe_load(files.submission.path.read_text("utf-8"))["runs"])
+    assert [s["locator"] for s in upstream["snapshots"]] == [s["locator"] for s in ci_snapshots]
+    assert [s["locator"] for s in ours["snapshots"]] == [s["locator"] for s in sweep_snapshots]
+    assert all(r["environment"]["spec"]["software"] for r in ours["runs"])
+    assert not any(r["environment"]["spec"]["software"] for r in upstream["runs"])
+    # an export without sweeps leaves no sweeps bundle of an earlier export behind
+    export_kernelindex(ci, tmp_path, snapshots=ci_snapshots)
+    assert not (tmp_path / "kernelindex-import-bundle.sweeps.json").exists()
+

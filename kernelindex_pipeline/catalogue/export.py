@@ -211,6 +211,7 @@ def _write_atomically(path: Path, chunks: Iterable[bytes]) -> str:
 
 SUBMISSION_NAME = "kernelindex-submission.yaml"
 IMPORT_BUNDLE_NAME = "kernelindex-import-bundle.json"
+SWEEP_BUNDLE_NAME = "kernelindex-import-bundle.sweeps.json"
 
 
 class _NoAliasDumper(_DUMPER):  # type: ignore[misc, valid-type]
@@ -219,6 +220,14 @@ class _NoAliasDumper(_DUMPER):  # type: ignore[misc, valid-type]
 
     def ignore_aliases(self, data: Any) -> bool:
         return True
+
+
+@dataclass(frozen=True)
+class KernelIndexFiles:
+    """The files of one KernelIndex export: the submission document and one importer bundle per origin."""
+
+    submission: ExportResult
+    bundles: list[ExportResult]  # kernelindex-import-bundle.json (Liger's rows), ...sweeps.json (ours)
 
 
 def export_kernelindex(
@@ -230,37 +239,56 @@ def export_kernelindex(
     catalogue: Any = None,
     order: str = "given",
     source_commit: str | None = None,
-) -> tuple[ExportResult, ExportResult]:
-    """Write `kernelindex-submission.yaml` (one document, `bundleFromSubmission`'s shape) and
-    `kernelindex-import-bundle.json` (`ImportBundle`) for records given in publication order
-    (catalogue/kernelindex.py says what each holds). Memory runs only with `include_memory`. `order`:
-    "given" keeps the runs' order (an import's rows), "time" publishes by observedAt, best first among
-    equal instants (a catalogue's records, whose row order is lost)."""
+) -> KernelIndexFiles:
+    """Write `kernelindex-submission.yaml` (one document, `bundleFromSubmission`'s shape) and the
+    `ImportBundle`s for records given in publication order (catalogue/kernelindex.py says what each
+    holds): `kernelindex-import-bundle.json` for Liger's own rows (history, CI) under KernelIndex's Liger
+    source, `kernelindex-import-bundle.sweeps.json` for runs we measured, under our source; a bundle
+    without runs is not written. Snapshots with an https locator go to the first, others to the second.
+    Memory runs only with `include_memory`. `order`: "given" keeps the runs' order (an import's rows),
+    "time" publishes by observedAt, best first among equal instants (a catalogue's records, whose row
+    order is lost)."""
+    from urllib.parse import urlsplit
+
     from kernelindex_pipeline.liger.catalogue import default_catalogue
 
-    from .kernelindex import group_for_kernelindex, import_bundle, submission_document
+    from .kernelindex import LIGER_SOURCE, PIPELINE_SOURCE, group_for_kernelindex, import_bundle, submission_document
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    grouped = group_for_kernelindex(
-        manifests, catalogue or default_catalogue(), include_memory=include_memory, order=order, source_commit=source_commit
-    )
-    counts = {
-        "SoftwareProject": len(grouped.projects), "OperationSpec": len(grouped.operations),
-        "WorkloadCase": len(grouped.workloads), "ImplementationRevision": len(grouped.implementations),
-        "BenchmarkRun": len(grouped.runs),
-    }
+    manifests = list(manifests)
+    snapshots = list(snapshots)
+    options = {"include_memory": include_memory, "order": order, "source_commit": source_commit}
+    catalogue = catalogue or default_catalogue()
+    grouped = group_for_kernelindex(manifests, catalogue, **options)
     header = (
         f"# KernelIndex submission: one document in bundleFromSubmission's shape ({API_VERSION}); "
-        f"{counts['BenchmarkRun']} runs, {grouped.memory_runs_left_out} peak-memory runs left out\n"
+        f"{len(grouped.runs)} runs, {grouped.memory_runs_left_out} peak-memory runs left out\n"
     ).encode()
     text = yaml.dump(
         submission_document(grouped), Dumper=_NoAliasDumper, sort_keys=False, allow_unicode=True,
         default_flow_style=False, width=1_000_000,
     ).encode("utf-8")
     submission_path = out / SUBMISSION_NAME
-    submission = ExportResult(submission_path, _write_atomically(submission_path, [header, text]), sum(counts.values()), counts)
-    bundle_path = out / IMPORT_BUNDLE_NAME
-    body = json.dumps(import_bundle(grouped, snapshots=snapshots), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    bundle = ExportResult(bundle_path, _write_atomically(bundle_path, [body, b"\n"]), sum(counts.values()), counts)
-    return submission, bundle
+    submission = ExportResult(submission_path, _write_atomically(submission_path, [header, text]), *_kernelindex_counts(grouped))
+    bundles = []
+    for origin, name, source in (("upstream", IMPORT_BUNDLE_NAME, LIGER_SOURCE), ("measured", SWEEP_BUNDLE_NAME, PIPELINE_SOURCE)):
+        part = group_for_kernelindex(manifests, catalogue, runs_from=origin, **options)
+        stale = out / name
+        if not part.runs:
+            stale.unlink(missing_ok=True)  # a bundle of an earlier export with runs this one has not
+            continue
+        https = [(urlsplit(s.get("locator", "")).scheme == "https") == (origin == "upstream") for s in snapshots]
+        own = [snapshot for snapshot, keep in zip(snapshots, https, strict=True) if keep]
+        body = json.dumps(import_bundle(part, source=source, snapshots=own), ensure_ascii=False, separators=(",", ":"))
+        bundles.append(ExportResult(stale, _write_atomically(stale, [body.encode("utf-8"), b"\n"]), *_kernelindex_counts(part)))
+    return KernelIndexFiles(submission, bundles)
+
+
+def _kernelindex_counts(grouped: Any) -> tuple[int, dict[str, int]]:
+    counts = {
+        "SoftwareProject": len(grouped.projects), "OperationSpec": len(grouped.operations),
+        "WorkloadCase": len(grouped.workloads), "ImplementationRevision": len(grouped.implementations),
+        "BenchmarkRun": len(grouped.runs),
+    }
+    return sum(counts.values()), counts

@@ -69,6 +69,12 @@ LIGER_SOURCE = {
         "freshnessDays": 30,
     },
 }
+# Our own measurements (sweeps and their sentinel) are not Liger's rows: they publish under a source of ours.
+PIPELINE_SOURCE = {
+    "slug": "kernelindex-pipeline-sweeps",
+    "kind": "benchmark",
+    "name": "kernelindex-pipeline GPU sweeps of Liger-Kernel releases",
+}
 PARSER = {"parserName": "kernelindex-pipeline", "parserVersion": "1"}
 SUBMISSION_GROUPS = ("projects", "operations", "workloads", "implementations", "runs")
 LIGER_SCRIPT_URL = "https://github.com/linkedin/Liger-Kernel/blob/{commit}/benchmark/scripts/benchmark_{kernel}.py"
@@ -131,6 +137,11 @@ def _with_editorial(manifest: dict[str, Any], external_id: str | None, source_co
     return manifest if metadata == manifest["metadata"] else {**manifest, "metadata": metadata}
 
 
+def _origin(environment: dict[str, Any] | None) -> str:
+    """"measured" for a run on an environment with software facts (our sweeps), else "upstream"."""
+    return "measured" if environment is not None and (environment["spec"].get("software") or {}) else "upstream"
+
+
 def _is_memory_run(run: dict[str, Any]) -> bool:
     spec = run["spec"]
     measurements = spec.get("measurements") or []
@@ -182,12 +193,15 @@ def group_for_kernelindex(
     include_memory: bool = False,
     order: str = "given",
     source_commit: str | None = None,
+    runs_from: str | None = None,
 ) -> KernelIndexExport:
     """Group records for either route, runs in the order given (`order="given"`: an import's row order)
     or in `publication_order` (`order="time"`: records whose source order is lost); raises
     KernelIndexExportError when a run references a record that is missing or an implementation has no
     project. `source_commit`: the Liger commit the records' CSV was read at (operations then link their
-    benchmark script there, as KernelIndex's importer does)."""
+    benchmark script there, as KernelIndex's importer does). `runs_from`: only runs Liger measured
+    ("upstream": history and CI, whose environments carry no software facts) or we did ("measured":
+    sweeps, whose environments do), and what they reference; None: all."""
     if order not in ("given", "time"):
         raise ValueError(f"order is 'given' or 'time', not {order!r}")
     from kernelindex_pipeline.liger.builders import software_project
@@ -209,10 +223,12 @@ def group_for_kernelindex(
         run_digests = [digest_of(run) for run in runs_in_order]
     for digest in run_digests:
         run = by_digest[digest]
+        spec = run["spec"]
+        if runs_from is not None and _origin(by_digest.get(spec.get("environmentDigest", ""))) != runs_from:
+            continue
         if _is_memory_run(run) and not include_memory:
             out.memory_runs_left_out += 1
             continue
-        spec = run["spec"]
         referenced = {}
         for key, kind in (("protocolDigest", "BenchmarkProtocol"), ("environmentDigest", "ExecutionEnvironment"),
                           ("implementationDigest", "ImplementationRevision"), ("workloadDigest", "WorkloadCase")):

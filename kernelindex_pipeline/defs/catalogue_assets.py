@@ -89,7 +89,7 @@ def catalogue_export(context: AssetExecutionContext, config: CatalogueExportConf
         bundle = export_bundle(store, out)
         tables = export_tables(store, out)
         sidecar = export_sidecar(store.manifests(), out)
-        submission, import_bundle = export_kernelindex(
+        kernelindex = export_kernelindex(
             store.manifests(), out, snapshots=snapshots_of_publications(store.publications()),
             include_memory=config.kernelindex_memory_runs, order="time",
         )
@@ -103,9 +103,9 @@ def catalogue_export(context: AssetExecutionContext, config: CatalogueExportConf
             "runs_table": MetadataValue.path(str(tables.paths["runs.parquet"])),
             "table_rows": MetadataValue.json(tables.rows),
             "efficiency_sidecar": MetadataValue.path(str(sidecar)),
-            "kernelindex_submission": MetadataValue.path(str(submission.path)),
-            "kernelindex_import_bundle": MetadataValue.path(str(import_bundle.path)),
-            "kernelindex_runs": submission.records_by_kind["BenchmarkRun"],
+            "kernelindex_submission": MetadataValue.path(str(kernelindex.submission.path)),
+            "kernelindex_import_bundles": MetadataValue.json([str(bundle.path) for bundle in kernelindex.bundles]),
+            "kernelindex_runs": kernelindex.submission.records_by_kind["BenchmarkRun"],
         }
     )
 

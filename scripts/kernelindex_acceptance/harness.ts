@@ -3,7 +3,7 @@
 // that run.sh started. Usage: node harness.mjs <database url> <migrations dir> <scenario dir>...
 // Each scenario dir holds kernelindex-submission.yaml and kernelindex-import-bundle.json; each route is
 // published into a fresh database, twice (idempotency), and summarised as JSON on stdout.
-import { readFileSync } from "node:fs"
+import { existsSync, readFileSync } from "node:fs"
 import { drizzle } from "drizzle-orm/postgres-js"
 import { migrate } from "drizzle-orm/postgres-js/migrator"
 import postgres from "postgres"
@@ -71,18 +71,21 @@ function reviveDates(bundle: ImportBundle): ImportBundle {
   return bundle
 }
 
-async function route(name: string, bundle: () => ImportBundle | { issues: string[] }) {
-  const made = bundle()
+async function route(name: string, bundles: () => ImportBundle[] | { issues: string[] }) {
+  const made = bundles()
   if ("issues" in made) return { route: name, accepted: false, issues: made.issues.length, firstIssues: made.issues.slice(0, 5) }
   const { client, database } = await freshDatabase()
   try {
-    const first = await publishBundle(database, made, { publish: true })
-    const second = await publishBundle(database, made, { publish: true })
+    const published = []
+    for (const bundle of made) published.push((await publishBundle(database, bundle, { publish: true })).counts)
+    let republishedRunsInserted = 0
+    for (const bundle of made) republishedRunsInserted += (await publishBundle(database, bundle, { publish: true })).counts.runs.inserted
     return {
       route: name,
       accepted: true,
-      published: first.counts,
-      republishedRunsInserted: second.counts.runs.inserted,
+      sources: made.map((bundle) => bundle.source.slug),
+      published,
+      republishedRunsInserted,
       ...(await summary(client)),
     }
   } catch (error) {
@@ -92,6 +95,13 @@ async function route(name: string, bundle: () => ImportBundle | { issues: string
   }
 }
 
+// The importer route publishes every bundle of the scenario (Liger's rows, our sweeps) into one database.
+function importerBundles(scenario: string): ImportBundle[] {
+  return ["kernelindex-import-bundle.json", "kernelindex-import-bundle.sweeps.json"]
+    .filter((name) => existsSync(`${scenario}/${name}`))
+    .map((name) => reviveDates(JSON.parse(readFileSync(`${scenario}/${name}`, "utf8"))))
+}
+
 const results = []
 for (const scenario of scenarios) {
   const text = readFileSync(`${scenario}/kernelindex-submission.yaml`, "utf8")
@@ -99,11 +109,9 @@ for (const scenario of scenarios) {
     scenario,
     submission: await route("submission", () => {
       const { bundle, report } = bundleFromSubmission(text)
-      return report.valid ? bundle : { issues: report.issues }
+      return report.valid ? [bundle] : { issues: report.issues }
     }),
-    importer: await route("importer", () =>
-      reviveDates(JSON.parse(readFileSync(`${scenario}/kernelindex-import-bundle.json`, "utf8"))),
-    ),
+    importer: await route("importer", () => importerBundles(scenario)),
   })
 }
 console.log(JSON.stringify(results, null, 2))

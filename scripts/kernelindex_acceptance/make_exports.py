@@ -4,7 +4,8 @@
 
 Scenarios (tests/kernelindex_scenarios.py): the seeds, the CI slice (reference profile; full profile
 without and with memory runs), and a stand-in sweep of Liger 0.8.5 on two hosts of one GPU type
-(host-a, host-b) exported together.
+(host-a, host-b) exported together, and the CI slice with one host's sweep (two importer bundles, two
+sources, one database).
 """
 
 from __future__ import annotations
@@ -29,8 +30,8 @@ def history_export(out: Path, csv: Path, commit: str) -> None:
     locator = f"https://raw.githubusercontent.com/linkedin/Liger-Kernel/{commit}/benchmark/data/all_benchmark_data.csv"
     records = list(import_csv(data, profile="reference").manifests.values())
     snapshot = snapshot_of_bytes(locator, data, "2026-12-01T00:00:00.000Z")
-    submission, _ = export_kernelindex(records, out / "history-reference", snapshots=[snapshot], source_commit=commit)
-    print(f"history-reference: {submission.records_by_kind}", file=sys.stderr)
+    files = export_kernelindex(records, out / "history-reference", snapshots=[snapshot], source_commit=commit)
+    print(f"history-reference: {files.submission.records_by_kind}", file=sys.stderr)
     # as a catalogue export would see them: runs listed by name, published in time order
     by_name = sorted(records, key=lambda m: (m["kind"] != "BenchmarkRun", m["metadata"]["name"]))
     export_kernelindex(by_name, out / "history-reference-time-order", snapshots=[snapshot], order="time", source_commit=commit)
@@ -50,14 +51,14 @@ def wide_exports(out: Path, csv: Path, commit: str) -> None:
         records += import_csv(data, profile="full").manifests.values()
         snapshots.append(snapshot_of_bytes(f"https://github.com/linkedin/Liger-Kernel/tree/gh-pages/benchmarks/{path.stem}", data, "2026-12-01T00:00:00.000Z"))
     if records:
-        submission, _ = export_kernelindex(records, out / "wide-ci-files-full-memory", snapshots=snapshots, include_memory=True)
-        print(f"wide-ci-files-full-memory: {submission.records_by_kind}", file=sys.stderr)
+        files = export_kernelindex(records, out / "wide-ci-files-full-memory", snapshots=snapshots, include_memory=True)
+        print(f"wide-ci-files-full-memory: {files.submission.records_by_kind}", file=sys.stderr)
     data = csv.read_bytes()
     locator = f"https://raw.githubusercontent.com/linkedin/Liger-Kernel/{commit}/benchmark/data/all_benchmark_data.csv"
     records = list(import_csv(data, profile="full").manifests.values())
-    submission, _ = export_kernelindex(records, out / "wide-history-full-memory", snapshots=[snapshot_of_bytes(locator, data, "2026-12-01T00:00:00.000Z")],
+    files = export_kernelindex(records, out / "wide-history-full-memory", snapshots=[snapshot_of_bytes(locator, data, "2026-12-01T00:00:00.000Z")],
                                        include_memory=True, source_commit=commit)
-    print(f"wide-history-full-memory: {submission.records_by_kind}", file=sys.stderr)
+    print(f"wide-history-full-memory: {files.submission.records_by_kind}", file=sys.stderr)
 
 
 def main(out: Path) -> None:
@@ -69,10 +70,11 @@ def main(out: Path) -> None:
         "ci-full": (*scenarios.ci_slice("full"), False),
         "ci-full-memory": (*scenarios.ci_slice("full"), True),
         "sweep-two-hosts": (host_a + host_b, snaps_a + snaps_b, False),
+        "ci-and-sweep": (scenarios.ci_slice("reference")[0] + host_a, scenarios.ci_slice("reference")[1] + snaps_a, False),
     }
     for name, (records, snapshots, memory) in made.items():
-        submission, bundle = export_kernelindex(records, out / name, snapshots=snapshots, include_memory=memory)
-        print(f"{name}: {submission.records_by_kind}", file=sys.stderr)
+        files = export_kernelindex(records, out / name, snapshots=snapshots, include_memory=memory)
+        print(f"{name}: {files.submission.records_by_kind}", file=sys.stderr)
 
 
 if __name__ == "__main__":
