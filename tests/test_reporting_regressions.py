@@ -483,3 +483,13 @@ def test_a_launch_bound_series_is_judged_against_the_hosts_speed():
     report = detect_regressions(panel(levels, kernels=12))
     assert [(c.key.kernel, c.trend.case_key, c.split.index) for c in report.changes] == [("kernel0", "case1", 7)]
     assert report.pending == []
+
+
+def test_a_catalogue_of_peak_memory_runs_only_is_judged_without_host_effects():
+    runs = [run("rms_norm", "liger", case, START + timedelta(days=7 * j),
+                (300 if (case == "a" and j >= 4) else 200) * 2**20, memory=True)
+            for j in range(8) for case in "abcd"]
+    report = detect_regressions(runs)
+    assert len(report.trends) == 4 and report.host_effects == []
+    [change] = report.changes
+    assert (change.trend.case_key, change.to_dict()["magnitude"]) == ("a", 1.5)

@@ -297,6 +297,13 @@ def estimate(series: np.ndarray, run: np.ndarray, cls: np.ndarray, group: np.nda
     when at least `min_log_effect` and `z_needed` standard errors. Peak memory is never corrected: a
     host's speed does not change how much memory a kernel allocates."""
     latency = cls != MEMORY_CLASS
+    if not latency.any():  # nothing a host moves (no runs, or peak memory only)
+        zeros = np.zeros(len(x))
+        effects = pd.DataFrame({"log_factor": [], "se": [], "groups": [], "extra": []},
+                               index=pd.MultiIndex.from_arrays([[], []], names=["run", "cls"]))
+        scripts = pd.DataFrame({"log_factor": [], "series": [], "se": []},
+                               index=pd.MultiIndex.from_arrays([[], []], names=["run", "script"]))
+        return HostFit(effects, scripts, zeros, zeros.copy(), zeros.copy(), set())
     if not latency.all():
         fit = estimate(series[latency], run[latency], cls[latency], group[latency], script[latency], x[latency],
                        min_log_effect, z_needed, run_gpu)
