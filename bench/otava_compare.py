@@ -109,11 +109,11 @@ def main() -> int:
         print(json.dumps({"stepFoundAtRun5": hits, "of": len(steps), "changesInNoiseWithSlowRun": false, "series": 24 * len(slow)}))
         return 0
 
-    from kernelindex_pipeline.reporting.changepoints import Settings
+    from kernelindex_pipeline.reporting.changepoints import DetectionSettings
     from kernelindex_pipeline.reporting.regressions import detect_in_record_files
 
     start = time.perf_counter()
-    report = detect_in_record_files(args.records, Settings(min_effect=args.min_effect))
+    report = detect_in_record_files(args.records, DetectionSettings(min_effect=args.min_effect))
     ours_seconds = time.perf_counter() - start
     trends = report.trends
     ours = figures(trends, lambda i: [(s.index, math.exp(s.log_ratio)) for s in trends[i].splits])

@@ -440,9 +440,9 @@ def _regressions_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _detection_arguments(p: argparse.ArgumentParser) -> None:
-    """The detection settings, the same for `regressions` and `report` (reporting.changepoints.Settings,
+    """The detection settings, the same for `regressions` and `report` (reporting.changepoints.DetectionSettings,
     whose defaults apply where an option is not given; not imported here: `--help` stays light, and
-    tests/test_cli.py checks these texts against Settings)."""
+    tests/test_cli.py checks these texts against DetectionSettings)."""
     p.add_argument("--alpha", type=float, help="significance level per series (default 0.001)")
     p.add_argument("--min-effect", type=float, help="smallest change reported, as a fraction (default 0.05 = 5%%)")
     p.add_argument("--liger-git", metavar="DIR", default=os.environ.get("KERNELINDEX_LIGER_GIT") or None,
@@ -469,11 +469,11 @@ def _detect_and_attribute(args: argparse.Namespace, settings, *, records: list[P
 
 
 def _detection_settings(args: argparse.Namespace):
-    from kernelindex_pipeline.reporting.changepoints import Settings
+    from kernelindex_pipeline.reporting.changepoints import DetectionSettings
 
     given = {"alpha": args.alpha, "min_effect": args.min_effect}
     try:
-        return Settings(**{name: value for name, value in given.items() if value is not None})
+        return DetectionSettings(**{name: value for name, value in given.items() if value is not None})
     except ValueError as exc:
         raise UsageError(str(exc)) from None
 

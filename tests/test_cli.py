@@ -181,8 +181,8 @@ def test_help_imports_no_heavy_library():
 
 def test_detection_option_defaults_are_the_detectors():
     from kernelindex_pipeline.cli import build_parser
-    from kernelindex_pipeline.reporting.changepoints import Settings
+    from kernelindex_pipeline.reporting.changepoints import DetectionSettings
 
     for command in ("regressions", "report"):
         text = build_parser()._subparsers._group_actions[0].choices[command].format_help()
-        assert f"(default {Settings.alpha:g})" in text and f"(default {Settings.min_effect:g} = {Settings.min_effect:.0%})" in " ".join(text.split())
+        assert f"(default {DetectionSettings.alpha:g})" in text and f"(default {DetectionSettings.min_effect:g} = {DetectionSettings.min_effect:.0%})" in " ".join(text.split())

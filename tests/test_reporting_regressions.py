@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kernelindex_pipeline.cli import main
-from kernelindex_pipeline.reporting.changepoints import Settings, find_changes, t_quantile, t_sf2
+from kernelindex_pipeline.reporting.changepoints import DetectionSettings, find_changes, t_quantile, t_sf2
 from kernelindex_pipeline.reporting.regressions import (
     RegressionInputError,
     detect_in_record_files,
@@ -143,15 +143,15 @@ def test_student_t_tail_and_quantile():
 
 def test_settings_are_checked():
     with pytest.raises(ValueError, match="significance level.*1.5"):
-        Settings(alpha=1.5)
+        DetectionSettings(alpha=1.5)
     with pytest.raises(ValueError, match="minimum effect.*-0.1"):
-        Settings(min_effect=-0.1)
+        DetectionSettings(min_effect=-0.1)
 
 
 def test_min_effect_and_alpha_are_honoured():
     x = np.log(np.r_[np.full(6, 1.0), np.full(6, 1.04)]) + np.tile([0.001, -0.001], 6)
-    assert find_changes(x, 0.002, Settings()) == []  # 4 %: below the 5 % minimum
-    assert [s.index for s in find_changes(x, 0.002, Settings(min_effect=0.02))] == [6]
+    assert find_changes(x, 0.002, DetectionSettings()) == []  # 4 %: below the 5 % minimum
+    assert [s.index for s in find_changes(x, 0.002, DetectionSettings(min_effect=0.02))] == [6]
 
 
 # -------------------------------------------------------------------------------------------- causes

@@ -16,7 +16,7 @@ from kernelindex_pipeline.catalogue.store import CatalogueStore, redact_url
 from kernelindex_pipeline.defs.pipes_messages import CompleteLinePipesMessageReader
 from kernelindex_pipeline.home import dagster_home
 from kernelindex_pipeline.liger import release
-from kernelindex_pipeline.reporting.changepoints import Settings
+from kernelindex_pipeline.reporting.changepoints import DetectionSettings
 
 CATALOGUE_URL_ENV = "KERNELINDEX_CATALOGUE_URL"
 
@@ -41,15 +41,15 @@ class CatalogueResource(ConfigurableResource):
 
 
 class RegressionSettingsResource(ConfigurableResource):
-    """The one settings object of regression detection (reporting.changepoints.Settings): the
+    """The one settings object of regression detection (reporting.changepoints.DetectionSettings): the
     `benchmark_regressions` asset judges with it; its check and the report read that asset's result."""
 
-    alpha: float = Field(default=Settings.alpha, description="Significance level per series (Bonferroni over candidate splits).")
-    min_effect: float = Field(default=Settings.min_effect, description="Smallest change reported (fraction, 0.05 = 5 %).")
-    min_segment: int = Field(default=Settings.min_segment, description="Runs needed on each side of a change.")
+    alpha: float = Field(default=DetectionSettings.alpha, description="Significance level per series (Bonferroni over candidate splits).")
+    min_effect: float = Field(default=DetectionSettings.min_effect, description="Smallest change reported (fraction, 0.05 = 5 %).")
+    min_segment: int = Field(default=DetectionSettings.min_segment, description="Runs needed on each side of a change.")
 
-    def settings(self) -> Settings:
-        return Settings(alpha=self.alpha, min_effect=self.min_effect, min_segment=self.min_segment)
+    def settings(self) -> DetectionSettings:
+        return DetectionSettings(alpha=self.alpha, min_effect=self.min_effect, min_segment=self.min_segment)
 
 
 LIGER_GIT_ENV = "KERNELINDEX_LIGER_GIT"

@@ -52,7 +52,7 @@ _MAD = 1.4826  # MAD -> standard deviation of a normal distribution
 
 
 @dataclass(frozen=True)
-class Settings:
+class DetectionSettings:
     """The statistical policy (documented in the README; the CLI exposes it)."""
 
     alpha: float = 0.001  # significance level per series (Bonferroni over candidate splits)
@@ -222,7 +222,7 @@ def _best_split(y: np.ndarray, w: np.ndarray, start: int, stop: int, m: int) -> 
     return start + int(k[best]), min(1.0, len(k) * _p_value(float(z[best]), math.inf)), float(shift[best])
 
 
-def _judge(y: np.ndarray, w: np.ndarray, a: int, index: int, b: int, settings: Settings) -> Split:
+def _judge(y: np.ndarray, w: np.ndarray, a: int, index: int, b: int, settings: DetectionSettings) -> Split:
     """The change at `index` between its neighbouring cuts a and b, with the scatter-aware test."""
     shift, se, df = _split_statistics(y[a:b], w[a:b], np.array([index - a]), PRIOR_DF)
     log_ratio, se_, dof = float(shift[0]), float(se[0]), float(df[0])
@@ -230,11 +230,11 @@ def _judge(y: np.ndarray, w: np.ndarray, a: int, index: int, b: int, settings: S
     return Split(index=index, start=a, stop=b, log_ratio=log_ratio, half_width=t_quantile(0.05, dof) * se_, p_value=p)
 
 
-def _passes(split: Split, settings: Settings) -> bool:
+def _passes(split: Split, settings: DetectionSettings) -> bool:
     return split.p_value < settings.alpha and abs(split.log_ratio) >= settings.min_log_effect
 
 
-def find_changes(x: np.ndarray, sigma: float, settings: Settings, extra: np.ndarray | None = None,
+def find_changes(x: np.ndarray, sigma: float, settings: DetectionSettings, extra: np.ndarray | None = None,
                  refine: Callable[[list[int]], float] | None = None) -> list[Split]:
     """Accepted change points of `x` (log values in time order), in time order. `sigma` is the series'
     noise; `extra` an additional standard deviation per value (the uncertainty of the host effect taken
@@ -276,7 +276,7 @@ def find_changes(x: np.ndarray, sigma: float, settings: Settings, extra: np.ndar
     return []
 
 
-def newest_step(x: np.ndarray, sigma: float, settings: Settings, splits: list[Split],
+def newest_step(x: np.ndarray, sigma: float, settings: DetectionSettings, splits: list[Split],
                 extra: np.ndarray | None = None) -> tuple[list[Split], Split | None]:
     """(changes, pending): a step at the newest value, which has one run after it, not the `min_segment`
     a change needs. It is listed as pending (None: there is none), never reported one run early: when

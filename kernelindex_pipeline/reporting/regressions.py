@@ -53,7 +53,7 @@ import pandas as pd
 from . import attribution, host_effects
 from .changepoints import (
     MAD_EFFICIENCY,
-    Settings,
+    DetectionSettings,
     Split,
     find_changes,
     newest_step,
@@ -195,7 +195,7 @@ class Insufficient:
 
 @dataclass
 class RegressionReport:
-    settings: Settings
+    settings: DetectionSettings
     runs: int  # runs read that have a value
     sources: list[SourceRun]
     trends: list[Trend]  # judged series
@@ -414,16 +414,16 @@ def _source_runs(obs: _Observations, keys: list[SeriesKey], t: np.ndarray) -> tu
 # -------------------------------------------------------------------------------------- detection
 
 
-def detect_regressions(manifests: Iterable[dict[str, Any]], settings: Settings | None = None,
+def detect_regressions(manifests: Iterable[dict[str, Any]], settings: DetectionSettings | None = None,
                        adapters: Mapping[str, FactsAdapter] | None = None) -> RegressionReport:
     """Every BenchmarkRun of a catalogue (any kinds may be mixed in); source runs from the runs' times.
     `adapters`: run-facts adapters by source name, before `run_facts.SOURCE_ADAPTERS`."""
     obs = _Observations(adapters)
     obs.add(manifests)
-    return _detect(obs, settings or Settings())
+    return _detect(obs, settings or DetectionSettings())
 
 
-def detect_in_record_files(paths: Sequence[str | os.PathLike[str]], settings: Settings | None = None,
+def detect_in_record_files(paths: Sequence[str | os.PathLike[str]], settings: DetectionSettings | None = None,
                            adapters: Mapping[str, FactsAdapter] | None = None) -> RegressionReport:
     """Each file one source run (a records.jsonl that `transform` wrote), labelled by its folder name
     when the file is called records.jsonl, else by the file name."""
@@ -443,10 +443,10 @@ def detect_in_record_files(paths: Sequence[str | os.PathLike[str]], settings: Se
         obs.add((manifest for _, manifest in load_manifests(path)), source=label)
         if len(obs.sid) == before:
             raise RegressionInputError(f"{path}: no BenchmarkRun with a latency or peak memory value in it")
-    return _detect(obs, settings or Settings())
+    return _detect(obs, settings or DetectionSettings())
 
 
-def _detect(obs: _Observations, settings: Settings) -> RegressionReport:
+def _detect(obs: _Observations, settings: DetectionSettings) -> RegressionReport:
     keys = obs.keys
     n = len(obs.sid)
     if n == 0:
@@ -656,7 +656,7 @@ def _host_or_unknown(pending: list[tuple[Trend, Split]], trends: list[Trend]) ->
     return out
 
 
-def _host_effect_entries(fit: host_effects.HostFit, sources: list[SourceRun], settings: Settings, scripts: list[str]):
+def _host_effect_entries(fit: host_effects.HostFit, sources: list[SourceRun], settings: DetectionSettings, scripts: list[str]):
     """Significant effects (|z| >= the settings' level and at least min_effect), adjacent latency classes
     of one run with agreeing factors merged into one entry."""
     z_needed = _z_for(settings.alpha)
