@@ -69,6 +69,7 @@ def build(root: Path) -> SyntheticLiger:
     """Commits, in order: base; op (rms_norm's op module); helper (ops/utils.py, imported by the op);
     script (benchmark_rms_norm.py); workflow; other (softmax's op only); import (rms_norm's op starts
     importing ops/helper.py); unused (ops/utils.py changes, but only a function nothing of rms_norm calls);
+    docs (a docstring and a comment in rms_norm's op: no code changes);
     uses-import (ops/helper.py changes: rms_norm's only at the later end)."""
     repo = root / "liger"
     repo.mkdir(parents=True)
@@ -77,13 +78,17 @@ def build(root: Path) -> SyntheticLiger:
     steps = [
         ("op", {"src/liger_kernel/ops/rms_norm.py": RMS_NORM_OP.format(imports="", body="x * 1.0")}, "rms_norm: slower op (#101)"),
         ("helper", {"src/liger_kernel/ops/utils.py": HELPER_V2}, "ops utils (#102)"),
-        ("script", {"benchmark/scripts/benchmark_rms_norm.py": BASE_FILES["benchmark/scripts/benchmark_rms_norm.py"] + "# more shapes\n"}, "bench rms_norm (#103)"),
+        ("script", {"benchmark/scripts/benchmark_rms_norm.py": BASE_FILES["benchmark/scripts/benchmark_rms_norm.py"].replace(
+            '"q": QUANTILES', '"q": QUANTILES, "shapes": 2')}, "bench rms_norm (#103)"),
         ("workflow", {".github/workflows/benchmark.yml": "name: Benchmarks\njobs: {bench: {}}\n"}, "workflow (#104)"),
         ("other", {"src/liger_kernel/ops/softmax.py": BASE_FILES["src/liger_kernel/ops/softmax.py"].replace("return x", "return -x")}, "softmax (#105)"),
         ("import", {"src/liger_kernel/ops/rms_norm.py": RMS_NORM_OP.format(imports="from liger_kernel.ops.helper import SCALE\n",
                                                                          body="x * SCALE")}, "rms_norm uses helper (#106)"),
         ("unused", {"src/liger_kernel/ops/utils.py": HELPER_V2.replace("return 0", "return 1")},
          "ops utils: a function rms_norm never calls (#108)"),
+        ("docs", {"src/liger_kernel/ops/rms_norm.py": RMS_NORM_OP.format(imports="from liger_kernel.ops.helper import SCALE\n",
+                                                                       body="x * SCALE").replace(
+            "def rms_norm(x):\n", 'def rms_norm(x):\n    """Root mean square norm."""\n    # scaled\n')}, "rms_norm: docstring (#109)"),
         ("uses-import", {"src/liger_kernel/ops/helper.py": "SCALE = 2\n"}, "helper scale (#107)"),
     ]
     for day, (name, files, subject) in enumerate(steps, start=2):

@@ -173,7 +173,8 @@ def test_changes_are_attributed_to_the_commits_that_touch_them(liger, tmp_path):
     assert [e.cause for e in script.causes] == [attr.BENCHMARK_SCRIPT, attr.LIGER_KERNEL]
     assert by_case[("rms_norm", "torch", "c")].causes[0].cause == attr.BENCHMARK_SCRIPT
     # ops/helper.py is rms_norm's only at the later end: still a suspect; softmax's commit never is
-    # a commit to ops/utils.py that changes only a function rms_norm never calls is not (#108)
+    # a commit to ops/utils.py that changes only a function rms_norm never calls is not (#108), nor one that
+    # only documents the op (#109: a docstring and a comment)
     late = subjects[("rms_norm", "liger", "e")]
     assert set(late) == {"rms_norm uses helper (#106)", "helper scale (#107)"} and "softmax (#105)" not in late
     # a baseline moved where torch had a release and the workflow changed: environment, with both

@@ -32,7 +32,7 @@ from __future__ import annotations
 import os
 import re
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -192,7 +192,7 @@ class LigerAttributor:
         out = []
         if paths is not None:
             for cause, files in ((attr.LIGER_KERNEL, paths.kernel), (attr.BENCHMARK_SCRIPT, paths.script)):
-                touching = _touching(commits, files, paths)
+                touching = _touching(commits, files, paths, self._changes_code(paths))
                 if touching:
                     diffstat = self._diffstat(old, new, files, touching) if cause == attr.BENCHMARK_SCRIPT else ""
                     out.append(attr.CauseEvidence(cause, touching, diffstat=diffstat))
@@ -201,6 +201,17 @@ class LigerAttributor:
         if environment_commits or toolchain:
             out.append(attr.CauseEvidence(attr.ENVIRONMENT, environment_commits, tuple(toolchain)))
         return out
+
+    def _changes_code(self, paths: KernelPaths) -> Callable[[str, str], bool]:
+        sources = self.sources
+
+        def changes_code(sha: str, path: str) -> bool:
+            try:
+                return sources.commit_changes_code(sha, path, paths.names_in(path)) if sources else True
+            except SourceHistoryError as exc:
+                self._note(str(exc))
+                return True
+        return changes_code
 
     def _environment_changed(self, old: str, new: str) -> frozenset[str]:
         """The environment files whose content that matters differs between two commits: the workflow and
@@ -248,12 +259,14 @@ class LigerAttributor:
         return self._unpinned[sha]
 
 
-def _touching(commits: list[Commit], files: frozenset[str], paths: KernelPaths) -> tuple[attr.CommitSuspect, ...]:
-    """Commits that change any of `files`, the most direct first (fewest import steps from the script to
-    a file they change), then newest first."""
+def _touching(commits: list[Commit], files: frozenset[str], paths: KernelPaths,
+              changes_code: Callable[[str, str], bool] | None = None) -> tuple[attr.CommitSuspect, ...]:
+    """Commits that change any of `files` (where `changes_code(sha, file)` says the change is to code the
+    benchmark uses), the most direct first (fewest import steps from the script to a file they change),
+    then newest first."""
     found = []
     for position, commit in enumerate(commits):
-        hit = tuple(f for f in commit.files if f in files)
+        hit = tuple(f for f in commit.files if f in files and (changes_code is None or changes_code(commit.sha, f)))
         if hit:
             found.append((min(paths.distance(f) for f in hit), position, commit, hit))
     found.sort(key=lambda item: (item[0], item[1]))

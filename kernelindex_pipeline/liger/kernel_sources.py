@@ -19,6 +19,7 @@ Parsing imports with `ast` (never a hand-kept list) follows Liger's code as it c
 from __future__ import annotations
 
 import ast
+import copy
 import hashlib
 from dataclasses import dataclass
 
@@ -38,6 +39,7 @@ class KernelPaths:
     environment: frozenset[str] = frozenset(ENVIRONMENT_PATHS)
     depth: tuple[tuple[str, int], ...] = ()  # import steps from the script to each file (0: imported by it)
     used: tuple[tuple[str, str], ...] = ()  # per file, a digest of the parts the benchmark uses
+    names: tuple[tuple[str, tuple[str, ...]], ...] = ()  # per file, the names followed ("" = the whole file)
 
     def between(self, later: KernelPaths) -> KernelPaths:
         """Both ends of a boundary: the files of either end whose used parts differ between the two (a
@@ -48,8 +50,15 @@ class KernelPaths:
         steps = dict(later.depth)
         for path, step in self.depth:
             steps[path] = min(step, steps.get(path, step))
+        names = {f: set(n) for f, n in self.names}
+        for f, n in later.names:
+            names.setdefault(f, set()).update(n)
         return KernelPaths((self.kernel | later.kernel) & changed, (self.script | later.script) & changed,
-                           self.environment | later.environment, tuple(sorted(steps.items())))
+                           self.environment | later.environment, tuple(sorted(steps.items())),
+                           names=tuple(sorted((f, tuple(sorted(n))) for f, n in names.items())))
+
+    def names_in(self, path: str) -> tuple[str, ...]:
+        return dict(self.names).get(path, ("",))
 
     def distance(self, path: str) -> int:
         """How directly a file makes the benchmark: 0 the script itself or a module it imports, then one
@@ -69,6 +78,7 @@ class KernelSources:
         self._paths: dict[tuple[str, str], KernelPaths] = {}
         self._imports: dict[tuple, tuple[tuple[str, ...], str]] = {}  # (package, text, name) -> (refs, source)
         self._kernel_names: dict[str, tuple[set[str], set[str]]] = {}
+        self._commit_changes: dict[tuple, bool] = {}
 
     def paths(self, sha: str, kernel: str) -> KernelPaths:
         key = (sha, kernel)
@@ -78,16 +88,18 @@ class KernelSources:
             imported, local_modules = _imports_of(text or "", "")
             tree = set(self.history.tree(sha))
             shared = {f"{SCRIPTS_DIR}{m}.py" for m in local_modules if f"{SCRIPTS_DIR}{m}.py" in tree}
-            depth, used = self._closure(sha, imported, tree)
+            depth, used, followed = self._closure(sha, imported, tree)
             found = set(depth)
             kernel_files = {f for f in found if f.startswith(PACKAGE_ROOT)}
             harness = found - kernel_files  # e.g. test/transformers/test_dyt.py, whose modules the script times
             whole = self.history.read(sha, sorted(shared | ({script} if script else set())))
-            used.update({path: [text or ""] for path, text in whole.items()})
+            used.update({path: [_code_of(text or "")] for path, text in whole.items()})
+            followed.update({path: {""} for path in whole})
             self._paths[key] = KernelPaths(frozenset(kernel_files),
                                            frozenset(({script} if script else set()) | shared | harness),
                                            depth=tuple(sorted(depth.items())),
-                                           used=tuple(sorted((f, _digest(parts)) for f, parts in used.items())))
+                                           used=tuple(sorted((f, _digest(parts)) for f, parts in used.items())),
+                                           names=tuple(sorted((f, tuple(sorted(n))) for f, n in followed.items())))
         return self._paths[key]
 
     def script_for(self, sha: str, kernel: str) -> str | None:
@@ -116,7 +128,7 @@ class KernelSources:
             self._scripts[sha] = {p: t for p, t in self.history.read(sha, names).items() if t is not None}
         return self._scripts[sha]
 
-    def _closure(self, sha: str, modules: set[str], tree: set[str]) -> tuple[dict[str, int], dict[str, list[str]]]:
+    def _closure(self, sha: str, modules: set[str], tree: set[str]) -> tuple[dict[str, int], dict[str, list[str]], dict[str, set[str]]]:
         """Files of the repository's code the names imported depend on (liger_kernel under src/, harness
         modules such as ``test.transformers.test_dyt`` at the top), with the import steps to reach each.
 
@@ -128,6 +140,7 @@ class KernelSources:
         are not in the tree and end the walk."""
         files: dict[str, int] = {}  # file -> import steps from the script
         used: dict[str, list[str]] = {}  # file -> the source of the parts followed
+        followed: dict[str, set[str]] = {}  # file -> the names followed in it ("": all of it)
         frontier = set(modules)
         seen: set[tuple[str, str | None]] = set()
         steps = 0
@@ -148,8 +161,30 @@ class KernelSources:
                 frontier.update(refs)
                 if not path.endswith("/__init__.py"):
                     used.setdefault(path, []).append(part)
+                    followed.setdefault(path, set()).add(name or "")
             steps += 1
-        return files, used
+        return files, used, followed
+
+    def commit_changes_code(self, sha: str, path: str, names: tuple[str, ...]) -> bool:
+        """Whether a commit changes what the benchmark uses of a file (the names followed, "" the whole
+        file), comparing the file at the commit and at its first parent: a commit that only reformats,
+        comments or documents it, or changes a function the benchmark never calls, changes nothing."""
+        key = (sha, path, names)
+        if key not in self._commit_changes:
+            texts = [self.history.read(ref, [path])[path] for ref in (f"{sha}^", sha)]
+            if None in texts:
+                changed = True  # added, removed, or over the size cap: counts
+            else:
+                package = (path[len(PACKAGE_ROOT):] if path.startswith(PACKAGE_ROOT) else path).rpartition("/")[0].replace("/", ".")
+                changed = any(self._code_used(texts[0], package, n) != self._code_used(texts[1], package, n) for n in names)
+            self._commit_changes[key] = changed
+        return self._commit_changes[key]
+
+    def _code_used(self, text: str, package: str, name: str) -> str:
+        if not name:
+            return _code_of(text)
+        found = _name_dependencies(text, package, name)
+        return found[1] if found is not None else _code_of(text)
 
     def _dependencies(self, path: str, text: str, name: str | None) -> tuple[tuple[str, ...], str]:
         """What a module (name None) or one name of it imports, as dotted references, and the source of
@@ -160,7 +195,7 @@ class KernelSources:
         if key not in self._imports:
             found = _name_dependencies(text, package, name) if name else None
             if found is None:
-                refs, part = _imports_of(text, package)[0], text
+                refs, part = _imports_of(text, package)[0], _code_of(text)
             else:
                 refs, part = found
             self._imports[key] = (tuple(sorted(refs)), part)
@@ -239,8 +274,27 @@ def _name_dependencies(text: str, package: str, name: str) -> tuple[set[str], st
         for stmt in definitions.get(current, []):
             followed[id(stmt)] = stmt
             stack += [n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and n.id != current]
-    source = "\n".join(ast.get_source_segment(text, stmt) or "" for stmt in sorted(followed.values(), key=lambda s: s.lineno))
-    return refs, source
+    return refs, "\n".join(_code_of(stmt) for stmt in sorted(followed.values(), key=lambda s: s.lineno))
+
+
+def _code_of(source: str | ast.AST) -> str:
+    """What a piece of Python does, as text to compare: its syntax tree without positions, comments,
+    formatting or docstrings (a commit that only reformats or documents a function changes no timing).
+    Text that does not parse is compared as it is."""
+    if isinstance(source, str):
+        try:
+            tree: ast.AST = ast.parse(source)
+        except (SyntaxError, ValueError):
+            return source
+    else:
+        tree = copy.deepcopy(source)
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and body
+                and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)):
+            node.body = body[1:] or [ast.Pass()]
+    return ast.dump(tree)
 
 
 def _digest(parts: list[str]) -> str:
