@@ -79,7 +79,10 @@ class RegressionInputError(ValueError):
 
 
 @dataclass(frozen=True)
-class SeriesKey:
+class GpuSeriesKey:
+    """One series as detection judges it: runs on one GPU, across its environments (not
+    reporting.series.SeriesKey, the charts' series, which keeps environments and categories apart)."""
+
     kernel: str
     mode: str
     provider: str
@@ -107,7 +110,7 @@ class SourceRun:
 class Trend:
     """One judged series: what the page draws (raw values, values with host effects out, noise)."""
 
-    key: SeriesKey
+    key: GpuSeriesKey
     case_key: str
     observed_at: list[str]
     versions: list[str]
@@ -132,7 +135,7 @@ class Change:
     causes: list[attribution.CauseEvidence] = field(default_factory=list)
 
     @property
-    def key(self) -> SeriesKey:
+    def key(self) -> GpuSeriesKey:
         return self.trend.key
 
     @property
@@ -189,7 +192,7 @@ class HostEffect:
 
 @dataclass(frozen=True)
 class Insufficient:
-    key: SeriesKey
+    key: GpuSeriesKey
     runs: int
 
 
@@ -297,8 +300,8 @@ class _Observations:
 
     def __init__(self, adapters: Mapping[str, FactsAdapter] | None = None) -> None:
         self.registry = AdapterRegistry(adapters)
-        self.series: dict[tuple, int] = {}  # SeriesKey fields -> series id
-        self.keys: list[SeriesKey] = []  # by series id
+        self.series: dict[tuple, int] = {}  # GpuSeriesKey fields -> series id
+        self.keys: list[GpuSeriesKey] = []  # by series id
         self.case_keys: list[str] = []
         self.scripts: list[str] = []  # benchmark script of each series
         self.sid: list[int] = []
@@ -332,7 +335,7 @@ class _Observations:
             sid = series.get(identity)
             if sid is None:
                 sid = series[identity] = len(keys)
-                keys.append(SeriesKey(*identity))
+                keys.append(GpuSeriesKey(*identity))
                 self.case_keys.append(facts.case_key)
                 self.scripts.append(facts.script)
             sid_of(sid)
@@ -358,7 +361,7 @@ def _epoch_seconds(stamps: list[str]) -> np.ndarray:
         return np.array(out)
 
 
-def _source_runs(obs: _Observations, keys: list[SeriesKey], t: np.ndarray) -> tuple[np.ndarray, list[SourceRun]]:
+def _source_runs(obs: _Observations, keys: list[GpuSeriesKey], t: np.ndarray) -> tuple[np.ndarray, list[SourceRun]]:
     """Source run index of every observation, runs ordered by GPU then on the run timeline (the adapters'
     order key, else the measurement time). Source runs are cut by measurement time."""
     timeline = np.array(obs.order, dtype=float)
@@ -567,7 +570,7 @@ def _with_causes(found: list[tuple[Trend, Split]], trends: list[Trend]) -> list[
     return changes
 
 
-def _launch_bound(keys: list[SeriesKey], series_ids: np.ndarray, typical: np.ndarray, tolerance: float) -> np.ndarray:
+def _launch_bound(keys: list[GpuSeriesKey], series_ids: np.ndarray, typical: np.ndarray, tolerance: float) -> np.ndarray:
     """Per judged series: is it launch-bound? A kernel whose time does not grow with the work is timing
     the host (launches, Python dispatch), not the GPU: within one kernel, pass, provider, protocol and
     GPU, the series whose typical time is within `tolerance` (the smallest change reported)
