@@ -70,7 +70,7 @@ class _StandinHost:
 
 def _samples_entry(median_ms: float, key: str) -> dict[str, Any]:
     """A raw-samples entry as execution/samples.py makes it: 50 samples around the median, an artifact ref."""
-    from kernelindex_pipeline.liger.samples import latency_statistics
+    from kernelindex_pipeline.liger.sample_statistics import latency_statistics
 
     samples = [median_ms * (1 + ((i * 37) % 21 - 10) / 1000) for i in range(50)]
     body = json.dumps({"key": key, "samplesMs": samples}).encode()
@@ -105,7 +105,7 @@ def standin_sweep(host: str = "gpu-a", kernel: str = "5.15.0-119-generic", drive
     from kernelindex_pipeline.execution.environment import measured_project_versions
     from kernelindex_pipeline.liger import import_csv
     from kernelindex_pipeline.liger.normalize import MeasuredContext
-    from kernelindex_pipeline.liger.samples import row_key
+    from kernelindex_pipeline.liger.sample_statistics import row_key
 
     standin = _StandinHost(host, kernel, driver)
     text = (FIXTURES / "liger-0.8.5-sweep-rows.csv").read_text("utf-8")

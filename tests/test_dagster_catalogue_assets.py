@@ -82,7 +82,7 @@ def test_regressions_asset_warns_on_a_slowdown_over_every_run(tmp_path, sqlite_u
     """The asset and its check on a catalogue where a series has runs enough: six sweeps, Liger 30 % slower
     from the fourth (a new version) on; torch and huggingface unchanged."""
     from kernelindex_pipeline.catalogue.store import CatalogueStore
-    from kernelindex_pipeline.reporting.samples import SampleCatalogue
+    from kernelindex_pipeline.reporting.example_records import SampleCatalogue
 
     catalogue = SampleCatalogue()
     for sweep in range(6):

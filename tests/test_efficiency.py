@@ -23,7 +23,7 @@ from kernelindex_pipeline.reporting.efficiency import (
     read_sidecar,
     write_sidecar,
 )
-from kernelindex_pipeline.reporting.samples import SampleCatalogue
+from kernelindex_pipeline.reporting.example_records import SampleCatalogue
 
 FIXTURES = Path(__file__).parent / "fixtures"
 H100 = "NVIDIA H100 80GB HBM3"

@@ -31,7 +31,7 @@ from kernelindex_pipeline.execution.tp import TpLineError, parse_tp_line
 from kernelindex_pipeline.liger import import_csv
 from kernelindex_pipeline.liger.jsnumber import ms_to_ns
 from kernelindex_pipeline.liger.normalize import MeasuredContext
-from kernelindex_pipeline.liger.samples import latency_statistics
+from kernelindex_pipeline.liger.sample_statistics import latency_statistics
 from kernelindex_pipeline.records.schema import validate_manifest
 
 H100 = "nvidia-h100-80gb-hbm3"

@@ -23,7 +23,7 @@ from kernelindex_pipeline.execution.samples import (
     read_spool,
     verify_artifact,
 )
-from kernelindex_pipeline.liger.samples import (
+from kernelindex_pipeline.liger.sample_statistics import (
     bootstrap_median_interval,
     bootstrap_medians,
     latency_statistics,

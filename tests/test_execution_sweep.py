@@ -265,7 +265,7 @@ def test_measured_speed_runs_carry_their_raw_samples(sweep):
     from kernelindex_pipeline.liger import import_csv
     from kernelindex_pipeline.liger.jsnumber import ms_to_ns
     from kernelindex_pipeline.liger.normalize import MeasuredContext
-    from kernelindex_pipeline.liger.samples import latency_statistics
+    from kernelindex_pipeline.liger.sample_statistics import latency_statistics
     from kernelindex_pipeline.records.schema import validate_manifest
 
     result = sweep["result"]
@@ -310,7 +310,7 @@ def test_the_sentinel_brackets_the_sweep_and_is_published(sweep):
     from kernelindex_pipeline.execution.sentinel import PLAN
     from kernelindex_pipeline.liger import import_csv
     from kernelindex_pipeline.liger.normalize import MeasuredContext
-    from kernelindex_pipeline.liger.samples import latency_statistics
+    from kernelindex_pipeline.liger.sample_statistics import latency_statistics
     from kernelindex_pipeline.records.schema import validate_manifest
 
     result = sweep["result"]

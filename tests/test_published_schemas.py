@@ -18,7 +18,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from kernelindex_pipeline.liger import import_csv
-from kernelindex_pipeline.liger.samples import latency_statistics, with_raw_samples
+from kernelindex_pipeline.liger.sample_statistics import latency_statistics, with_raw_samples
 from kernelindex_pipeline.records.schema import KINDS
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -9,7 +9,7 @@ from html.parser import HTMLParser
 import pytest
 
 from kernelindex_pipeline.reporting import build_report
-from kernelindex_pipeline.reporting.samples import SampleCatalogue
+from kernelindex_pipeline.reporting.example_records import SampleCatalogue
 
 
 class ReportParser(HTMLParser):

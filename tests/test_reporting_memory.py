@@ -1,5 +1,5 @@
 """Peak-memory and model_config charts, and the coverage table, of the static report (synthetic records
-in the memory-run contract's shape, built by reporting.samples; no browser needed)."""
+in the memory-run contract's shape, built by reporting.example_records; no browser needed)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from kernelindex_pipeline.reporting.charts import (
     provider_colors,
     render_chart,
 )
-from kernelindex_pipeline.reporting.samples import SampleCatalogue
+from kernelindex_pipeline.reporting.example_records import SampleCatalogue
 from kernelindex_pipeline.reporting.series import PEAK_MEMORY_METRIC, build_series, run_metric
 
 MIB = 2**20

@@ -17,12 +17,12 @@ from hypothesis import strategies as st
 
 from kernelindex_pipeline.cli import main
 from kernelindex_pipeline.reporting.changepoints import DetectionSettings, find_changes, t_quantile, t_sf2
+from kernelindex_pipeline.reporting.example_records import SampleCatalogue
 from kernelindex_pipeline.reporting.regressions import (
     RegressionInputError,
     detect_in_record_files,
     detect_regressions,
 )
-from kernelindex_pipeline.reporting.samples import SampleCatalogue
 
 SLICE = Path(__file__).parent / "fixtures" / "liger-ci-slice"
 START = datetime(2025, 1, 3, tzinfo=UTC)

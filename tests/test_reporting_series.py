@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kernelindex_pipeline.reporting.samples import SampleCatalogue
+from kernelindex_pipeline.reporting.example_records import SampleCatalogue
 from kernelindex_pipeline.reporting.series import build_series, find_sweeps, parse_case_key
 
 

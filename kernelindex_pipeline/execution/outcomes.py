@@ -78,7 +78,7 @@ class ScriptOutcome:
     # True when the script left the data CSV unreadable or without earlier rows and the runner restored them.
     csv_repaired: bool = False
     # execution/samples.py: the script's do_bench calls (ScriptSamples.summary()) and, per row key
-    # (liger.samples.row_key), the samples entry of each row they measured.
+    # (liger.sample_statistics.row_key), the samples entry of each row they measured.
     samples: dict = field(default_factory=dict)
     raw_samples: dict[str, dict] = field(default_factory=dict)
     # What else the runner found and dealt with: {"kind": ..., "message": one sentence}; kinds:

@@ -9,7 +9,7 @@ A sweep runs its scripts `rounds` times, interleaved (round 1: A B C, round 2: A
 * its y_value_50/20/80 are the medians of its rounds' values (a round that lost the row, e.g. a
   script that timed out in that round, simply does not count); its timestamp is its first round's;
 * its raw samples: the rounds' calls pooled for minimum/maximum/p05/p95/mad, `confidence95` from the
-  rounds (liger.samples.rounds_statistics: none for a single round), one artifact listing every
+  rounds (liger.sample_statistics.rounds_statistics: none for a single round), one artifact listing every
   round's call artifact by digest (a single round: the call's own; `roundArtifacts` keeps their refs
   so the artifact store takes them too), and the do_bench warmup/rep the calls used (for the run's
   protocol);
@@ -22,7 +22,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from kernelindex_pipeline.liger.samples import ROUNDS_INTERVAL_METHOD, rounds_statistics, row_key
+from kernelindex_pipeline.liger.sample_statistics import ROUNDS_INTERVAL_METHOD, rounds_statistics, row_key
 
 from .backends import BACKEND_SEPARATOR
 from .outcomes import ScriptOutcome

@@ -187,7 +187,7 @@ class SweepResult:
         }
 
     def raw_samples(self) -> dict[str, dict]:
-        """Row key (liger.samples.row_key) of a merged row -> its samples entry (execution/rounds.py)."""
+        """Row key (liger.sample_statistics.row_key) of a merged row -> its samples entry (execution/rounds.py)."""
         return dict(self.merged_samples)
 
     def outcome_counts(self) -> dict[str, int]:

@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import IO, Any
 from urllib.parse import unquote, urlsplit
 
-from kernelindex_pipeline.liger.samples import latency_statistics, row_key
+from kernelindex_pipeline.liger.sample_statistics import latency_statistics, row_key
 
 HOOK_DIR = Path(__file__).resolve().parent / "sample_hook"
 SPOOL_FD_VARIABLE = "KERNELINDEX_SAMPLES_SPOOL_FD"  # sample_hook/sitecustomize.py reads the same names
@@ -98,7 +98,7 @@ class Call:
     record: dict[str, Any]
     artifact: dict[str, str] | None = None  # {"uri": "file://...", "digest": "sha256:..."}
     sample_count: int = 0
-    statistics: dict[str, Any] | None = None  # liger.samples.latency_statistics of the samples
+    statistics: dict[str, Any] | None = None  # liger.sample_statistics.latency_statistics of the samples
     invalid: str | None = None  # why the samples give no statistics
 
     def __post_init__(self) -> None:
@@ -112,7 +112,7 @@ class ScriptSamples:
     calls: int = 0
     calls_without_samples: int = 0
     unreadable_lines: int = 0
-    by_row: dict[str, dict[str, Any]] = field(default_factory=dict)  # liger.samples.row_key -> entry
+    by_row: dict[str, dict[str, Any]] = field(default_factory=dict)  # liger.sample_statistics.row_key -> entry
     rows_without_samples: dict[str, int] = field(default_factory=dict)  # reason -> rows
     problems: list[dict[str, str]] = field(default_factory=list)  # for the script's outcome
 

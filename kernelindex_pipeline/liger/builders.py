@@ -50,8 +50,8 @@ class MeasuredContext:
     (execution/environment.py: GPU, driver major, CUDA, torch, triton) and the rest of its host as
     `labels`, so two hosts of one GPU type share one environment. And `logs_by_kernel[kernel]`
     (`{"uri", "digest"}`) becomes BenchmarkRun.spec.evidence.logs for that CSV kernel_name.
-    `raw_samples[liger.samples.row_key(...)]` is the samples entry of that row's do_bench call; its run
-    goes through liger.samples.with_raw_samples (timing statistics, rawSamples artifact). `sentinel`
+    `raw_samples[liger.sample_statistics.row_key(...)]` is the samples entry of that row's do_bench call; its run
+    goes through liger.sample_statistics.with_raw_samples (timing statistics, rawSamples artifact). `sentinel`
     holds the sweep's reference measurements, which become runs of their own (liger/sentinel.py).
     """
 
@@ -342,7 +342,7 @@ def benchmark_protocol(mode: str, phrases: dict[str, str] | None = None) -> dict
 def sweep_protocol(mode: str, phrases: dict[str, str], warmup: Any, rep: Any, rounds: int) -> dict[str, Any]:
     """The speed protocol of a pass this pipeline measured: do_bench's warmup/rep as the sample hook saw
     them, and how many rounds the median and confidence95 come from (history protocols stay as they are)."""
-    from kernelindex_pipeline.liger.samples import ROUNDS_INTERVAL_METHOD
+    from kernelindex_pipeline.liger.sample_statistics import ROUNDS_INTERVAL_METHOD
 
     manifest = benchmark_protocol(mode, phrases)
     spec = manifest["spec"]

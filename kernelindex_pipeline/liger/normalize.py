@@ -352,7 +352,7 @@ class Normalizer:
         primary = primary and (ref is None or key.gpu in ref.hardware)
         raw_samples, labels = None, None
         if self.measured is not None:
-            from kernelindex_pipeline.liger.samples import row_key
+            from kernelindex_pipeline.liger.sample_statistics import row_key
 
             text_key = row_key(key.kernel, key.provider, key.mode, key.metric, key.x_name, key.x_value, key.config, key.gpu)
             raw_samples = None if memory else self.measured.raw_samples.get(text_key)

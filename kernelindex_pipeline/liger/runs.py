@@ -282,7 +282,7 @@ def _finish_run(
         # labels the metadata), so the pre-cut canonical text no longer applies; digest and line come
         # from the manifest itself (few runs, slow path).
         if raw_samples is not None:
-            from kernelindex_pipeline.liger.samples import with_raw_samples  # numpy: only where needed
+            from kernelindex_pipeline.liger.sample_statistics import with_raw_samples  # numpy: only where needed
 
             manifest["spec"] = with_raw_samples(spec, raw_samples)
         validate(manifest)
