@@ -160,7 +160,7 @@ def test_the_resolved_backend_is_part_of_the_implementation(site):
 
 
 @pytest.mark.slow
-def test_two_backends_of_one_op_become_two_series(site):
+def test_two_backends_of_one_op_become_two_series(site, tmp_path):
     result, imported = sweep(site, "two-backends", backends={"cross_entropy": ["nvidia-triton", "nvidia-cutedsl"]}, scripts=["benchmark_cross_entropy.py"])
     assert [v["env"] for v in result.variants] == [
         {"LIGER_KERNEL_IMPL_CROSS_ENTROPY": "nvidia-triton"}, {"LIGER_KERNEL_IMPL_CROSS_ENTROPY": "nvidia-cutedsl"}
@@ -187,6 +187,12 @@ def test_two_backends_of_one_op_become_two_series(site):
     liger_runs = [r for r in runs if "/torch/" not in r["spec"]["sourceNative"]["externalId"]]
     assert not any("confidence95" in r["spec"]["timing"]["latencyNs"] for r in liger_runs)  # one round each
     assert {r["spec"]["sourceNative"]["externalId"].split("/")[2] for r in runs} == {"liger@nvidia-triton", "liger@nvidia-cutedsl", "torch"}
+    # The report compares them: one line per backend in the latency chart, each against the baseline.
+    from kernelindex_pipeline.reporting import build_report
+
+    build_report(imported.manifests.values(), tmp_path / "report")
+    charts = "".join(path.read_text() for path in (tmp_path / "report" / "charts").glob("*cross-entropy*.svg"))
+    assert "liger@nvidia-triton" in charts and "liger@nvidia-cutedsl" in charts
 
 
 @pytest.mark.slow

@@ -292,13 +292,30 @@ def test_gpu_state_without_nvidia_smi_is_unavailable_not_guessed(site):
 @pytest.mark.slow
 def test_the_sentinel_band_marks_an_outlier_sweep(site):
     fresh_counters(site)
-    history = [{"operation": op["name"], "median_ms": 0.5 + i * 0.001} for i in range(6) for op in sentinel.PLAN["operations"]]
+    # (earlier sweeps of this module measured ~1 ms into the host's history file too; these outnumber them)
+    history = [{"operation": op["name"], "median_ms": 0.5 + (i % 3) * 0.001} for i in range(30) for op in sentinel.PLAN["operations"]]
     result = run_sweep(request(site, "outlier", scripts=["benchmark_rms_norm.py"], rounds=1, sentinel_history=history))
     assert result.sentinel_band["status"] == "outside"  # the stand-in sentinel times ~1 ms, its history 0.5 ms
     assert any("OUTLIER SWEEP" in line for line in result.summary_lines())
     imported = import_csv(result.csv_path, gpu=H100, liger_version=VERSION, measured=MeasuredContext(**result.measured_context()))
     runs = list(imported.runs())
     assert runs and all(r["metadata"]["labels"].get("sentinel_band") == "outside" for r in runs)
+
+
+def test_the_host_s_sentinel_history_is_kept_per_gpu(tmp_path):
+    path = sentinel.history_path(tmp_path, "GPU-5a3c1e2b-0000-4000-8000-000000000001", "NVIDIA H100 80GB HBM3")
+    assert path == tmp_path / "sentinel-history" / "gpu-5a3c1e2b-0000-4000-8000-000000000001.jsonl"
+    ok = [{"position": p, "operation": op["name"], "status": "ok", "returned": [1.0, 0.9, 1.1], "observed_at": "2026-12-01T00:00:00Z"}
+          for p in ("start", "end") for op in sentinel.PLAN["operations"]]  # fmt: skip
+    failed = {**ok[0], "status": "failed"}
+    for _ in range(3):
+        sentinel.append_history(path, [*ok, failed], "0.8.5")
+    with open(path, "a") as handle:
+        handle.write('{"cut short\n[1, 2]\n{"operation": "copy_1gib", "median_ms": -1}\n')
+    history = sentinel.read_history(path)
+    assert len(history) == 12 and {h["liger_version"] for h in history} == {"0.8.5"}  # bad lines skipped
+    assert sentinel.sentinel_band(history, ok)["status"] == "inside"
+    assert sentinel.read_history(tmp_path / "none.jsonl") == []
 
 
 def test_the_sentinel_band_needs_history_and_takes_the_host_s_spread():

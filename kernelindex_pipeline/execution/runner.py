@@ -41,7 +41,13 @@ from . import contain, sentinel, tp
 from .artifact_store import ArtifactStore, publish_evidence
 from .backends import Variant, backend_variants, dispatch_environment, read_dispatches
 from .coverage import SweepCoverage, expected_cases, read_rows, sweep_coverage
-from .environment import ScriptEnvironment, measured_project_versions, prepare_environment, script_environment
+from .environment import (
+    ScriptEnvironment,
+    default_environment_cache_dir,
+    measured_project_versions,
+    prepare_environment,
+    script_environment,
+)
 from .gpu_state import read_gpu_state, throttle_reasons
 from .host import HostCapture, check_host, probe_host
 from .outcomes import ConfigurationError, HostCheckError, ScriptOutcome, ScriptStatus, SweepError, classify
@@ -859,6 +865,10 @@ def _run_sweep(request: SweepRequest, progress: Progress | None) -> SweepResult:
         merged = merge_rounds(round_runs, artifacts)
     write_data_csv(workdir.data_csv, list(UPSTREAM_COLUMNS), merged.rows, control_dir(workdir) / "quarantine")
     store = ArtifactStore.from_environment(request.artifact_store)
+    # This GPU's earlier sweeps (a file in the sweep cache) and the request's own: the band; then this sweep joins them.
+    history_file = sentinel.history_path(request.env_cache_dir or default_environment_cache_dir(), capture.device_uuid, capture.device_name)
+    band = sentinel.sentinel_band([*request.sentinel_history, *sentinel.read_history(history_file)], measurements)
+    sentinel.append_history(history_file, measurements, request.liger_version)
 
     total = time.monotonic() - started
     scripts_s = sum(outcome.seconds for outcome in outcomes)
@@ -886,5 +896,5 @@ def _run_sweep(request: SweepRequest, progress: Progress | None) -> SweepResult:
         variants=[{"name": v.name, "env": v.env} for v in variants],
         merged_samples=merged.raw_samples,
         row_labels=merged.row_labels,
-        sentinel_band=sentinel.sentinel_band(request.sentinel_history, measurements),
+        sentinel_band=band,
     ), store)

@@ -11,6 +11,9 @@ PLAN is the one place the operations, their sizes and the do_bench arguments are
 
 from __future__ import annotations
 
+import json
+import re
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -90,13 +93,58 @@ def summary_lines(measurements: list[dict[str, Any]]) -> list[str]:
 # --- the sentinel band ------------------------------------------------------------------------------------
 # KernelIndex's verification plan (ADR 0003; ENGINEERING_DESIGN.md 17.9): a pinned reference kernel is
 # run at every boot, and a boot whose calibration falls outside its historical band is discarded. Here:
-# the band of each sentinel operation is the median of this host's earlier sweeps +- BAND_WIDTH_MADS
+# the history is this GPU's own (history_path: a file per GPU UUID in the sweep cache, appended after
+# each sweep, plus SweepRequest.sentinel_history), and the band of each sentinel operation is the
+# median of its earlier measurements +- BAND_WIDTH_MADS
 # scaled MADs (1.4826 * MAD, a robust standard deviation), at least BAND_FLOOR of the median (so a host
 # whose history is unusually steady is not flagged for noise), from at least BAND_MIN_HISTORY sweeps.
-BAND_MIN_HISTORY = 5
+BAND_MIN_HISTORY = 5  # earlier measurements per operation (start and end of each sweep count)
 BAND_WIDTH_MADS = 4.0
 BAND_FLOOR = 0.03
 BAND_LABEL = "sentinel_band"
+
+
+HISTORY_LINES = 400  # the newest sentinel measurements kept per GPU (about 100 sweeps of 2 operations x 2 positions)
+HISTORY_MAX_BYTES = 1 << 20
+
+
+def history_path(cache_dir: Path, device_uuid: str | None, device_name: str | None) -> Path:
+    """`<cache>/sentinel-history/<gpu>.jsonl`: this GPU's earlier sweeps (by its UUID, so the history is
+    the host's own, also on a cache volume that pods on other nodes share; the name without one)."""
+    key = re.sub(r"[^a-z0-9]+", "-", (device_uuid or device_name or "unknown-gpu").lower()).strip("-")[:100]
+    return Path(cache_dir) / "sentinel-history" / f"{key}.jsonl"
+
+
+def read_history(path: Path) -> list[dict[str, Any]]:
+    """The earlier measurements in `path` (bounded; a line that is not one is skipped)."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(max(0, handle.seek(0, 2) - HISTORY_MAX_BYTES))
+            lines = handle.read(HISTORY_MAX_BYTES).decode("utf-8", errors="replace").splitlines()
+    except OSError:
+        return []
+    history = []
+    for line in lines[-HISTORY_LINES:]:
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(entry, dict) and isinstance(entry.get("operation"), str) and _positive(entry.get("median_ms")):
+            history.append(entry)
+    return history
+
+
+def append_history(path: Path, measurements: list[dict[str, Any]], liger_version: str) -> None:
+    """This sweep's sentinel medians, one line each, for the bands of later sweeps."""
+    lines = [
+        json.dumps({"operation": m["operation"], "position": m["position"], "median_ms": m["returned"][0],
+                    "observed_at": m.get("observed_at"), "liger_version": liger_version}, sort_keys=True)  # fmt: skip
+        for m in measurements if m.get("status") == "ok"
+    ]
+    if lines:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write("\n".join(lines) + "\n")
 
 
 def sentinel_band(history: list[dict[str, Any]], measurements: list[dict[str, Any]]) -> dict[str, Any]:
@@ -105,8 +153,6 @@ def sentinel_band(history: list[dict[str, Any]], measurements: list[dict[str, An
     history: earlier sweeps of this host, {"operation", "median_ms"} each (one entry per sweep and
     operation); measurements: this sweep's (collect_sentinel). This sweep's value per operation is the
     mean of its start and end medians."""
-    import statistics
-
     operations, statuses = [], []
     for planned in PLAN["operations"]:
         name = planned["name"]
