@@ -126,6 +126,24 @@ os.environ.update(LOCAL_RANK="0", RANK="0", WORLD_SIZE=str(nproc))
 sys.argv = args
 runpy.run_path(args[0], run_name="__main__")
 '''
+FLCE_SCRIPT = '''
+"""Stand-in of 0.8.5's benchmark_fused_linear_cross_entropy.py: its opt-in chunk-memory sweep."""
+import os
+import triton
+from utils import QUANTILES, SingleBenchmarkRunOutput, run_benchmarks
+
+if __name__ == "__main__":
+    consts = [int(c) for c in os.environ.get("LIGER_FLCE_BENCH_CHUNK_MEM_CONSTS", "").split(",") if c.strip()]
+    providers = ["torch", *[f"liger-chunk-c{c}" for c in consts]] if consts else ["torch", "liger"]
+    warmup, rep = (100, 400) if consts else (25, 10)
+
+    def bench(input):
+        ms_50, ms_20, ms_80 = triton.testing.do_bench(lambda: None, quantiles=QUANTILES, warmup=warmup, rep=rep)
+        return SingleBenchmarkRunOutput(y_20=ms_20, y_50=ms_50, y_80=ms_80)
+
+    config = {"hidden_size": 4096, "vocab_size": 128256, "dtype": "torch.bfloat16", "eps": 1e-06, "bsz": 2, "seq_len": 4096}
+    run_benchmarks(bench, "fused_linear_cross_entropy", "speed", "ms", "BT", "total tokens", [1024], providers, ["forward"], [config])
+'''
 THROTTLED_XML_REASON = "<clocks_event_reason_sw_thermal_slowdown>Active</clocks_event_reason_sw_thermal_slowdown>"
 
 
@@ -162,6 +180,7 @@ def site(tmp_path_factory):
         "benchmark_layer_norm.py": f"COUNTERS = {str(counters)!r}\n" + textwrap.dedent(LAYER_NORM_HANGS_IN_ITS_SECOND_RUN),
         "benchmark_tiled_mlp.py": f"MARKER = {str(marker)!r}\n" + textwrap.dedent(HOT_SCRIPT),
         "benchmark_fused_scaled_linear_cross_entropy_tp.py": TP_SCRIPT,
+        "benchmark_fused_linear_cross_entropy.py": FLCE_SCRIPT,
     }
     assert "run_benchmarks" in UTILS  # the stand-in utils these scripts use
     return {
@@ -359,6 +378,23 @@ def test_a_tp_json_line_becomes_runs_with_a_protocol_of_their_own(site):
     assert run["spec"]["protocolDigest"] in {d for d, m in imported.manifests.items() if m is protocol}
     case = next(m for m in imported.iter_kind("WorkloadCase") if "tensor parallel" in m["metadata"]["title"].lower())
     assert case["spec"]["axes"] == {"tokens": 4096, "hidden": 4096, "vocab": 131072}
+
+
+@pytest.mark.slow
+def test_the_flce_chunk_sweep_is_opt_in_and_its_providers_bind(site):
+    result = run_sweep(request(site, "flce-chunks", scripts=["benchmark_fused_linear_cross_entropy.py"], rounds=1, flce_chunk_mem_consts=[2, 8]))
+    providers = sorted(row["kernel_provider"] for row in read_csv(result.csv_path))
+    assert providers == ["liger-chunk-c2", "liger-chunk-c8", "torch"]
+    imported = import_csv(result.csv_path, gpu=H100, liger_version=VERSION, measured=MeasuredContext(**result.measured_context()))
+    assert imported.report.runs == 3 and imported.report.issues == []  # every provider binds
+    impls = {m["metadata"]["name"] for m in imported.iter_kind("ImplementationRevision")}
+    assert {"liger-bench-fused-linear-cross-entropy-liger-chunk-c2", "liger-bench-fused-linear-cross-entropy-liger-chunk-c8"} <= impls
+    # the chunk sweep's longer do_bench windows, as the hook saw them, are in its protocol
+    assert {m["metadata"]["name"] for m in imported.iter_kind("BenchmarkProtocol") if "sweep" in m["metadata"]["name"]} == {
+        "liger-bench-do-bench-forward-sweep-w100-r400-x1"
+    }
+    plain = run_sweep(request(site, "flce-plain", scripts=["benchmark_fused_linear_cross_entropy.py"], rounds=1))
+    assert sorted(row["kernel_provider"] for row in read_csv(plain.csv_path)) == ["liger", "torch"]  # off by default
 
 
 def test_malformed_tp_lines_get_clear_errors():

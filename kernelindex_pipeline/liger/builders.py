@@ -294,7 +294,7 @@ def implementation_revision(
         # `commit` takes 40 hex digits, so it is the revision's version (and a label).
         "projectRevision": {"repository": LIGER_REPOSITORY, "version": ab[1]} if ab else dict(revision or {}),
         "operation": {"specDigest": operation_digest},
-        "callable": {"language": provider.language, **({"symbol": f"liger_kernel.backends.dispatch:{backend}"} if backend else {})},
+        "callable": {"language": provider.language, **_symbol(provider, backend)},
         "support": {"hardwareArchitectures": [], "dtypes": []},
     }
     if provider.pip:
@@ -304,6 +304,13 @@ def implementation_revision(
         licensing["concluded"] = provider.license_concluded
     spec["licensing"] = licensing
     return _manifest("ImplementationRevision", metadata, spec)
+
+
+def _symbol(provider: Provider, backend: str | None) -> dict[str, str]:
+    """spec.callable.symbol: the backend Liger's dispatcher resolved, else the provider's own (catalogue), else none."""
+    if backend:
+        return {"symbol": f"liger_kernel.backends.dispatch:{backend}"}
+    return {"symbol": provider.symbol} if provider.symbol else {}
 
 
 def series_implementation_digest(manifest: dict[str, Any]) -> str:

@@ -280,6 +280,9 @@ class Provider:
     license_concluded: str | None
     pip: str | None
     baseline: bool
+    # spec.callable.symbol: what a provider that is one configuration of a kernel calls (liger-chunk-c<N>:
+    # the FLCE loss with chunk_mem_const=N), so each configuration is an implementation of its own
+    symbol: str | None = None
 
 
 @dataclass(frozen=True)
@@ -523,7 +526,7 @@ def _providers(raw: Any, projects: dict[str, Project]) -> dict[str, Provider]:
         lic = p.get("license") or {}
         providers[str(name)] = Provider(
             str(name), p["project"], p["title"], p["language"], lic["declared"], lic.get("concluded"),
-            p.get("pip"), p.get("role") == "baseline",
+            p.get("pip"), p.get("role") == "baseline", p.get("symbol"),
         )
     return providers
 
