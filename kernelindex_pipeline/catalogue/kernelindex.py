@@ -51,6 +51,7 @@ import yaml
 
 from kernelindex_pipeline.liger import identity
 from kernelindex_pipeline.liger.catalogue import Catalogue
+from kernelindex_pipeline.records.metrics import PEAK_MEMORY, run_metric
 from kernelindex_pipeline.records.names import kebab
 from kernelindex_pipeline.records.units import normal_form
 
@@ -143,9 +144,7 @@ def _origin(environment: dict[str, Any] | None) -> str:
 
 
 def _is_memory_run(run: dict[str, Any]) -> bool:
-    spec = run["spec"]
-    measurements = spec.get("measurements") or []
-    return "timing" not in spec and bool(measurements) and measurements[0].get("metric") == "peak_memory"
+    return run_metric(run["spec"]) == PEAK_MEMORY
 
 
 def _ordered_tensors(workload: dict[str, Any], operation: dict[str, Any] | None) -> dict[str, Any]:

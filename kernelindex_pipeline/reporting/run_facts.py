@@ -21,10 +21,9 @@ import importlib
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple, Protocol
 
+from kernelindex_pipeline.records.metrics import LATENCY, PEAK_MEMORY, run_metric
 from kernelindex_pipeline.records.units import MAX_SAFE_INTEGER
 
-LATENCY = "latency"
-PEAK_MEMORY = "peak_memory"
 UNLABELLED = "unlabelled"
 
 # spec.sourceNative.source -> "module:class" of its adapter (one adapter object per class and detection)
@@ -111,16 +110,16 @@ def measured_run(spec: dict[str, Any], metadata: dict[str, Any]) -> MeasuredRun 
 
 def metric_value(spec: dict[str, Any]) -> tuple[str, float] | None:
     """("latency", median ns) when the run has timing, ("peak_memory", bytes) for a memory run (the
-    memory-run contract: no timing, measurements[0] is the peak_memory median)."""
-    timing = spec.get("timing")
-    if timing:
-        value = (timing.get("latencyNs") or {}).get("median")
-        return (LATENCY, float(value)) if _positive(value) else None
-    measurements = spec.get("measurements") or []
-    if measurements and isinstance(measurements[0], dict) and measurements[0].get("metric") == PEAK_MEMORY:
-        value = measurements[0].get("value")
-        return (PEAK_MEMORY, float(value)) if _positive(value) else None
-    return None
+    memory-run contract, read by records.metrics.run_metric)."""
+    metric = run_metric(spec)
+    if metric == LATENCY:
+        timing = spec["timing"]
+        value = (timing.get("latencyNs") or {}).get("median") if isinstance(timing, dict) else None
+    elif metric == PEAK_MEMORY:
+        value = spec["measurements"][0].get("value")
+    else:
+        return None
+    return (metric, float(value)) if _positive(value) else None
 
 
 def _positive(value: Any) -> bool:

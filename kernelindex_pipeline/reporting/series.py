@@ -39,10 +39,10 @@ from packaging.version import InvalidVersion, Version
 from kernelindex_pipeline.liger import identity
 from kernelindex_pipeline.liger.catalogue import Provider, default_catalogue
 from kernelindex_pipeline.records.canonical import digest_of
+from kernelindex_pipeline.records.metrics import LATENCY, METRIC_UNITS, PEAK_MEMORY, run_metric
 
 MODE_ORDER = ("forward", "backward", "full")
-LATENCY_METRIC, PEAK_MEMORY_METRIC = "latency", "peak_memory"
-METRIC_UNITS = {LATENCY_METRIC: "ns", PEAK_MEMORY_METRIC: "bytes"}
+LATENCY_METRIC, PEAK_MEMORY_METRIC = LATENCY, PEAK_MEMORY  # the memory-run contract's names (records.metrics)
 CATEGORICAL_AXIS = "model"  # the x axis of categorical sweeps (model_config rows: the model names)
 LIGER_PACKAGE = "liger-kernel"
 
@@ -205,18 +205,6 @@ def _provider_title(implementation: dict[str, Any] | None) -> str | None:
     """The provider title of an implementation's title (`<kernel title> · <provider title>`)."""
     parsed = identity.parse_implementation_title(((implementation or {}).get("metadata") or {}).get("title") or "")
     return parsed[1] if parsed else None
-
-
-def run_metric(spec: dict[str, Any]) -> str | None:
-    """What a run measured, by the memory-run contract: latency when it has `timing`, peak memory when
-    its first measurement is one, else None (never decided from names)."""
-    if spec.get("timing") is not None:
-        return LATENCY_METRIC
-    measurements = spec.get("measurements") or []
-    first = measurements[0] if measurements and isinstance(measurements[0], dict) else {}
-    if first.get("metric") == PEAK_MEMORY_METRIC and first.get("unit") == METRIC_UNITS[PEAK_MEMORY_METRIC]:
-        return PEAK_MEMORY_METRIC
-    return None
 
 
 def _primary(spec: dict[str, Any], metric: str) -> Any:
