@@ -38,6 +38,7 @@ from kernelindex_pipeline.records.canonical import API_VERSION, digest_of
 from kernelindex_pipeline.records.names import kebab
 
 LIGER_REPOSITORY = "https://github.com/linkedin/Liger-Kernel"
+LIGER_HARNESS_NAME = "Liger-Kernel benchmark scripts"  # both protocols' harness (speed and peak memory)
 _FAST_NUMBER_EDGE = frozenset("0123456789.")
 
 
@@ -335,7 +336,7 @@ def benchmark_protocol(mode: str, phrases: dict[str, str] | None = None) -> dict
         "timed pass, and GPU."
     )
     spec = {
-        "harness": {"name": "Liger-Kernel benchmark scripts", "repository": LIGER_REPOSITORY},
+        "harness": {"name": LIGER_HARNESS_NAME, "repository": LIGER_REPOSITORY},
         "measurement": {"timer": "cuda_events", "primaryStatistic": "median"},
         "comparability": {"family": "liger_kernel_bench", "notes": notes},
     }
@@ -391,7 +392,7 @@ def memory_protocol(mode: str, phrases: dict[str, str]) -> dict[str, Any]:
         "Comparable only within one kernel, workload, pass, and GPU."
     )
     spec = {
-        "harness": {"name": "Liger-Kernel benchmark scripts", "repository": LIGER_REPOSITORY},
+        "harness": {"name": LIGER_HARNESS_NAME, "repository": LIGER_REPOSITORY},
         "measurement": {"timer": "torch_cuda_max_memory_allocated", "primaryStatistic": "median"},
         "comparability": {"family": "liger_kernel_bench_memory", "notes": notes},
     }
