@@ -259,6 +259,7 @@ def sweep_one(args, version: str, gpu: str, base_python: str, work_root: Path, t
         extra_pythonpath=list(args.extra_pythonpath or []),
         rounds=args.rounds,
         backends=parse_backends(args.backends),
+        liger_extras=[e for e in (args.liger_extras or "").split(",") if e],
     )
     log(f"liger {version}: scripts for {args.kernels}, {args.rounds} round(s), with {timeout_s:.0f} s each at most")
     result = run_sweep(request, progress=lambda e: log(
@@ -424,6 +425,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kernels", default=",".join(DEFAULT_KERNELS), help="comma-separated CSV kernel names")
     parser.add_argument("--rounds", type=int, default=3, help="rounds per script, interleaved (the sweep's rounds setting)")
     parser.add_argument("--backends", help="implementations to sweep, e.g. 'swiglu=nvidia-triton,nvidia-cutedsl;cross_entropy=nvidia-triton,nvidia-cutedsl'")
+    parser.add_argument("--liger-extras", help="Liger extras for the scripts' environment, e.g. 'cutedsl' (nvidia-cutlass-dsl, apache-tvm-ffi)")
     parser.add_argument("--timeout", type=float, default=DEFAULT_SCRIPT_TIMEOUT_S, help="seconds per script at most")
     parser.add_argument("--budget", type=float, default=DEFAULT_BUDGET_S, help="seconds for the whole check (all releases)")
     parser.add_argument("--gpu", help="partition GPU slug (default: kebab of this host's CUDA device name)")

@@ -248,9 +248,30 @@ def _record_line(name: str, data: bytes) -> str:
     return f"{name},sha256={digest},{len(data)}"
 
 
-def build_liger_wheel(dest_dir: Path, version: str = "0.0.1", extra_files: dict[str, str] | None = None) -> Path:
+def build_plain_wheel(dest_dir: Path, distribution: str, version: str, files: dict[str, str]) -> Path:
+    """A pure-Python wheel of `distribution` holding `files` (path in the wheel -> text)."""
+    dest_dir.mkdir(parents=True, exist_ok=True)
+    stem = f"{distribution.replace('-', '_')}-{version}"
+    files = {
+        **files,
+        f"{stem}.dist-info/METADATA": f"Metadata-Version: 2.1\nName: {distribution}\nVersion: {version}\n",
+        f"{stem}.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: standin\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    path = dest_dir / f"{stem}-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w") as wheel:
+        records = []
+        for name, text in files.items():
+            wheel.writestr(name, text)
+            records.append(_record_line(name, text.encode()))
+        records.append(f"{stem}.dist-info/RECORD,,")
+        wheel.writestr(f"{stem}.dist-info/RECORD", "\n".join(records) + "\n")
+    return path
+
+
+def build_liger_wheel(dest_dir: Path, version: str = "0.0.1", extra_files: dict[str, str] | None = None, metadata: str = "") -> Path:
     """A pure-Python `liger_kernel-<version>-py3-none-any.whl` with liger_kernel.utils.infer_device
-    (and `extra_files`: path in the wheel -> text, e.g. Liger's real backends/ package)."""
+    (and `extra_files`: path in the wheel -> text, e.g. Liger's real backends/ package; `metadata`: more
+    METADATA lines, e.g. an extra's Provides-Extra and Requires-Dist)."""
     dest_dir.mkdir(parents=True, exist_ok=True)
     dist_info = f"liger_kernel-{version}.dist-info"
     files = {
@@ -260,7 +281,7 @@ def build_liger_wheel(dest_dir: Path, version: str = "0.0.1", extra_files: dict[
             "import torch\n\n\ndef infer_device():\n"
             "    return 'cuda' if torch.cuda.is_available() else 'cpu'\n"
         ),
-        f"{dist_info}/METADATA": f"Metadata-Version: 2.1\nName: liger-kernel\nVersion: {version}\n",
+        f"{dist_info}/METADATA": f"Metadata-Version: 2.1\nName: liger-kernel\nVersion: {version}\n{metadata}",
         f"{dist_info}/WHEEL": "Wheel-Version: 1.0\nGenerator: standin\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
     }
     path = dest_dir / f"liger_kernel-{version}-py3-none-any.whl"

@@ -8,7 +8,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from standin_release import SCRIPTS, build_fake_nvidia_smi, build_fake_torch, build_liger_wheel, build_release_tarball
+from standin_release import (
+    SCRIPTS,
+    build_fake_nvidia_smi,
+    build_fake_torch,
+    build_liger_wheel,
+    build_plain_wheel,
+    build_release_tarball,
+)
 
 from kernelindex_pipeline.execution.backends import backend_variants, split_provider
 from kernelindex_pipeline.execution.outcomes import ConfigurationError
@@ -89,6 +96,14 @@ def _backend_files() -> dict[str, str]:
     return files
 
 
+def _wheels(directory: Path) -> Path:
+    """The stand-in liger-kernel with its `cutedsl` extra (as 0.8.5's setup.py declares it) and a stand-in
+    nvidia-cutlass-dsl that makes `cutlass.cute` importable."""
+    build_liger_wheel(directory, VERSION, _backend_files(), metadata='Provides-Extra: cutedsl\nRequires-Dist: nvidia-cutlass-dsl>=4.6.0; extra == "cutedsl"\n')
+    build_plain_wheel(directory, "nvidia-cutlass-dsl", "4.6.0", {"cutlass/__init__.py": "", "cutlass/cute.py": ""})
+    return directory
+
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     import os
@@ -112,7 +127,7 @@ def site(tmp_path_factory):
     return {
         "root": root,
         "tarball": build_release_tarball(root / "release", VERSION, scripts),
-        "wheels": build_liger_wheel(root / "wheels", VERSION, _backend_files()).parent,
+        "wheels": _wheels(root / "wheels"),
         "path": f"{root / 'bin'}{os.pathsep}{os.environ['PATH']}",
         "torch": torch_dir,
         "cutlass": cutlass,
@@ -157,6 +172,20 @@ def test_the_resolved_backend_is_part_of_the_implementation(site):
     assert "liger-bench-cross-entropy-liger-nvidia-triton" in implementations(imported)
     # rms_norm calls no dispatched op: its identity is what it always was.
     assert any(m["metadata"]["name"] == "liger-bench-rms-norm-liger" for m in imported.iter_kind("ImplementationRevision"))
+
+
+@pytest.mark.slow
+def test_the_cutedsl_extra_installed_for_the_scripts_is_environment_software(site):
+    result, imported = sweep(site, "extra-cutedsl", cutedsl=False, liger_extras=["cutedsl"], scripts=["benchmark_cross_entropy.py"])
+    assert "liger-kernel[cutedsl]==0.8.5" in result.environment["installed"]
+    outcome = next(o for o in result.outcomes if o.script == "benchmark_cross_entropy.py")
+    assert outcome.backends["resolved"] == {"cross_entropy": ["nvidia-cutedsl"]}  # the extra made it available
+    assert result.host["liger_extras"] == {"nvidia-cutlass-dsl": "4.6.0"}
+    [environment] = imported.iter_kind("ExecutionEnvironment")
+    assert environment["spec"]["software"]["libraries"]["nvidia_cutlass_dsl"] == "4.6.0"
+    without, _ = sweep(site, "extra-none", cutedsl=False, scripts=["benchmark_cross_entropy.py"])
+    assert without.environment["path"] != result.environment["path"]  # an environment of its own
+    assert "nvidia_cutlass_dsl" not in without.software.get("libraries", {})
 
 
 @pytest.mark.slow

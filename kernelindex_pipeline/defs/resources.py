@@ -126,6 +126,9 @@ class BenchmarkRunnerResource(ConfigurableResource):
     flce_chunk_mem_consts: list[int] = Field(
         default_factory=list, description="FLCE chunk-memory budgets to sweep (0.8.5+, providers liger-chunk-c<N>); empty: no chunk sweep."
     )
+    liger_extras: list[str] = Field(
+        default_factory=list, description="Liger extras installed for the scripts (e.g. ['cutedsl']: CuTe-DSL implementations)."
+    )
     extra_pythonpath: list[str] = Field(
         default_factory=list, description="Directories prepended to the scripts' PYTHONPATH (e.g. a host's own torch build)."
     )

@@ -32,6 +32,7 @@ def _sweep_request(context: AssetExecutionContext, gpu: str, version: str, kerne
         "rounds": runner.rounds,
         "backends": dict(runner.backends) or None,
         "flce_chunk_mem_consts": list(runner.flce_chunk_mem_consts) or None,
+        "liger_extras": list(runner.liger_extras),
     }
     if runner.runner == "subprocess":
         request.update(

@@ -25,6 +25,7 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -37,7 +38,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from .outcomes import EnvironmentBuildError
+from .outcomes import ConfigurationError, EnvironmentBuildError
 
 MARKER = "kernelindex-environment.json"
 # Never installed by us: the host provides them (CUDA builds).
@@ -256,8 +257,9 @@ def _wheel_listing(wheel_dir: Path) -> list[str]:
     return sorted(p.name for p in wheel_dir.iterdir() if p.is_file())
 
 
-def _key(liger_version: str, base: dict, wheel_dir: Path | None, requirements: dict[str, str]) -> str:
+def _key(liger_version: str, base: dict, wheel_dir: Path | None, requirements: dict[str, str], extras: tuple[str, ...] = ()) -> str:
     material = {
+        **({"liger_extras": list(extras)} if extras else {}),  # (absent: the keys of environments built before extras)
         "liger_version": liger_version,
         "base_python": os.path.realpath(base["executable"]),
         "base_version": base["version"],
@@ -315,8 +317,12 @@ def prepare_environment(
     base_python: str | None = None,
     wheel_dir: Path | str | None = None,
     before_build: Callable[[], None] | None = None,
+    liger_extras: Iterable[str] = (),
 ) -> ScriptEnvironment:
     """Find or build the environment for `liger-kernel==liger_version` and the scripts in `scripts_dir`.
+
+    `liger_extras` (e.g. ["cutedsl"]): Liger's optional implementations, installed as
+    `liger-kernel[<extras>]==<version>` with the host's torch/triton pinned (its own environment key).
 
     `before_build` runs only when a build is needed, before it starts (the runner checks the GPU there).
     """
@@ -330,7 +336,11 @@ def prepare_environment(
 
     base = base_interpreter_info(base_python)
     requirements = script_requirements(scripts_dir)
-    key = _key(liger_version, base, wheel_dir, requirements)
+    extras = tuple(sorted(set(liger_extras)))
+    bad = [e for e in extras if not re.fullmatch(r"[a-z0-9]+(?:[-_][a-z0-9]+)*", e)]
+    if bad:
+        raise ConfigurationError(f"liger extras {bad} are not extra names (lowercase letters, digits, '-', '_'; e.g. cutedsl)")
+    key = _key(liger_version, base, wheel_dir, requirements, extras)
     venv = cache_dir / f"liger-{liger_version}-py{base['version']}-{key}"
 
     def environment(reused: bool, installed: list) -> ScriptEnvironment:
@@ -355,7 +365,7 @@ def prepare_environment(
             before_build()
         if venv.exists():
             shutil.rmtree(venv)  # an interrupted build
-        installed = _build(venv, liger_version, base, base_python, wheel_dir, requirements)
+        installed = _build(venv, liger_version, base, base_python, wheel_dir, requirements, extras)
         marker.write_text(
             json.dumps(
                 {
@@ -379,6 +389,7 @@ def _build(
     base_python: str,
     wheel_dir: Path | None,
     requirements: dict[str, str],
+    extras: tuple[str, ...] = (),
 ) -> list[str]:
     pip = _create_venv(venv, base_python, base)
     python = _venv_python(venv)
@@ -398,6 +409,10 @@ def _build(
 
     installed = [f"liger-kernel=={liger_version}"]
     _pip(pip, wheel_dir, ["--no-deps", installed[0]], None)
+    if extras:  # the extras' own requirements only (liger-kernel itself is in place), host torch/triton pinned
+        with_extras = f"liger-kernel[{','.join(extras)}]=={liger_version}"
+        _pip(pip, wheel_dir, [with_extras], constraints)
+        installed.append(with_extras)
 
     missing = json.loads(
         _run([str(python), "-c", _MISSING_MODULES_SCRIPT, *requirements], what="checking the scripts' imports")

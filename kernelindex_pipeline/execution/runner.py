@@ -114,6 +114,9 @@ class SweepRequest:
     # 0.8.5's opt-in chunk-memory sweep of benchmark_fused_linear_cross_entropy.py (providers liger-chunk-c<N>):
     # the LIGER_FLCE_BENCH_CHUNK_MEM_CONSTS it runs with; None: not swept.
     flce_chunk_mem_consts: list[int] | None = None
+    # Liger's optional implementations to install into the scripts' environment (setup.py extras, e.g.
+    # ["cutedsl"] for nvidia-cutlass-dsl + apache-tvm-ffi); what is installed is environment software.
+    liger_extras: list[str] = field(default_factory=list)
     # The sentinel band (execution/sentinel.py sentinel_band): this host's earlier sweeps' sentinel
     # measurements ({"operation", "median_ms"}), oldest first.
     sentinel_history: list[dict] = field(default_factory=list)
@@ -833,6 +836,7 @@ def _run_sweep(request: SweepRequest, progress: Progress | None) -> SweepResult:
         base_python=request.base_python,
         wheel_dir=request.wheel_dir,
         before_build=refuse_wrong_host_before_building,
+        liger_extras=request.liger_extras,
     )
     timings["environment_s"] = time.monotonic() - mark
 
