@@ -373,3 +373,13 @@ def test_a_median_that_rounds_to_0_ns_is_an_issue():
 def test_an_ordered_band_with_equal_values_is_kept():
     (run,) = run_import([row(y_value_20="0.125", y_value_50="0.125", y_value_80="0.125")]).runs()
     assert [m["value"] for m in run["spec"]["measurements"]] == [125000, 125000]
+
+
+def test_every_skip_reason_has_one_counter_in_the_report():
+    from kernelindex_pipeline.liger.normalize import SkipReason
+    from kernelindex_pipeline.liger.report import SKIP_COUNTERS, ImportReport
+
+    assert set(SKIP_COUNTERS) == {reason.value for reason in SkipReason}
+    report = ImportReport()
+    assert [name for name in SKIP_COUNTERS.values() if not hasattr(report, name)] == []
+    assert list(report.to_dict()["skipped"]) == list(SKIP_COUNTERS)

@@ -34,6 +34,23 @@ class Issue:
 RUN_FATE = "run"
 ISSUE_FATE = "issue"
 
+# report.json's `skipped`, in its order: each skip key (a liger.normalize.SkipReason value) and the
+# ImportReport field that counts it, an int or a Counter by detail. A new reason: its enum member,
+# its field and one entry here; counting, the total and report.json follow from this table.
+SKIP_COUNTERS: dict[str, str] = {
+    "memoryRows": "memory_rows",
+    "unknownMetric": "unknown_metric",
+    "uncuratedKernels": "uncurated_kernels",
+    "unknownMode": "unknown_mode",
+    "unknownConfig": "unknown_config",
+    "unknownProvider": "unknown_provider",
+    "unknownGpu": "unknown_gpu",
+    "duplicateRows": "duplicate_rows",
+    "filteredOut": "filtered_out",
+}
+# Counted where they happen (the importer's filter and duplicate check), never through count_skip.
+_COUNTED_WHERE_THEY_HAPPEN = frozenset({"duplicateRows", "filteredOut"})
+
 
 @dataclass
 class ImportReport:
@@ -68,31 +85,22 @@ class ImportReport:
     def count_skip(self, reason: Any, detail: str) -> None:
         """One row skipped for `reason` (a liger.normalize.SkipReason), counted under `detail`."""
         key = reason.value
-        if key == "memoryRows":
-            self.memory_rows += 1
-        elif key == "uncuratedKernels":
-            self.uncurated_kernels[detail] += 1
-        elif key == "unknownConfig":
-            self.unknown_config[detail] += 1
-        elif key == "unknownProvider":
-            self.unknown_provider[detail] += 1
-        elif key == "unknownGpu":
-            self.unknown_gpu[detail] += 1
-        elif key == "unknownMetric":
-            self.unknown_metric[detail] += 1
-        elif key == "unknownMode":
-            self.unknown_mode[detail] += 1
-        else:
+        name = SKIP_COUNTERS.get(key)
+        if name is None or key in _COUNTED_WHERE_THEY_HAPPEN:
             raise ValueError(f"skip reason {key!r} is counted where it happens, not here")
+        counted = getattr(self, name)
+        if isinstance(counted, Counter):
+            counted[detail] += 1
+        else:
+            setattr(self, name, counted + 1)
+
+    def _skipped(self) -> dict[str, int | Counter]:
+        """Each skip key's count, in report.json's order."""
+        return {key: getattr(self, name) for key, name in SKIP_COUNTERS.items()}
 
     @property
     def skipped_total(self) -> int:
-        return (
-            self.memory_rows + self.filtered_out + self.duplicate_rows
-            + sum(self.uncurated_kernels.values()) + sum(self.unknown_config.values())
-            + sum(self.unknown_provider.values()) + sum(self.unknown_gpu.values())
-            + sum(self.unknown_metric.values()) + sum(self.unknown_mode.values())
-        )
+        return sum(sum(n.values()) if isinstance(n, Counter) else n for n in self._skipped().values())
 
     def conserved(self) -> bool:
         return self.rows_read == self.runs + self.skipped_total + len(self.issues)
@@ -109,15 +117,7 @@ class ImportReport:
             "runs": self.runs,
             "memoryRuns": self.memory_runs,
             "skipped": {
-                "memoryRows": self.memory_rows,
-                "unknownMetric": dict(sorted(self.unknown_metric.items())),
-                "uncuratedKernels": dict(sorted(self.uncurated_kernels.items())),
-                "unknownMode": dict(sorted(self.unknown_mode.items())),
-                "unknownConfig": dict(sorted(self.unknown_config.items())),
-                "unknownProvider": dict(sorted(self.unknown_provider.items())),
-                "unknownGpu": dict(sorted(self.unknown_gpu.items())),
-                "duplicateRows": self.duplicate_rows,
-                "filteredOut": self.filtered_out,
+                key: dict(sorted(n.items())) if isinstance(n, Counter) else n for key, n in self._skipped().items()
             },
             "coverage": {"byMetric": table.by_metric(), "cells": [c.to_dict() for c in table.cells]},
             "issues": [i.to_dict() for i in self.issues],
