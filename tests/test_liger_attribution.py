@@ -378,3 +378,39 @@ def test_the_ci_chain_labels_the_runs_of_a_part_with_its_files_commit():
     result = build_records(parse_partition_csv(part), part)
     runs = [m for m in result.manifests.values() if m["kind"] == "BenchmarkRun"]
     assert runs and {m["metadata"]["labels"][CODE_REF_LABEL] for m in runs} == {"7644a0f"}
+
+
+def test_ranking_follows_the_footprint_of_a_boundary(liger):
+    """Detection's result stood in for: at one boundary (base -> op, where the op commit changes rms_norm
+    and torch had a release), (a) when most scripts moved the same way the shared toolchain ranks first
+    even for rms_norm's Liger series; (b) when only rms_norm's Liger series moved, its commit does."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from kernelindex_pipeline.reporting.changepoints import Split
+    from kernelindex_pipeline.reporting.regressions import Change
+
+    sources = [SimpleNamespace(label=liger.shas["base"], observed_at="2025-01-06T00:00:00.000Z", versions={"0.1": 1}),
+               SimpleNamespace(label=liger.shas["op"], observed_at="2025-01-20T00:00:00.000Z", versions={"0.1": 1})]
+    timeline = ToolchainTimeline({"torch": [("2.5.1", "2024-10-01T00:00:00Z"), ("2.6.0", "2025-01-10T00:00:00Z")]})
+
+    def change(kernel: str, provider: str) -> Change:
+        key = SimpleNamespace(kernel=kernel, mode="forward", provider=provider, gpu="nvidia-h100-80gb-hbm3", metric="latency")
+        trend = SimpleNamespace(key=key, run_index=np.array([0, 0, 1, 1]), environments=["e"] * 4,
+                                sources=[s.label for s in sources for _ in (0, 1)], code_refs=[])
+        split = Split(index=2, start=0, stop=4, log_ratio=0.3, half_width=0.05, p_value=1e-6)
+        return Change(trend, split, "unknown")
+
+    kernels = ["rms_norm", "softmax_beta=True", "k3", "k4"]
+    wide = SimpleNamespace(sources=sources, changes=[change(k, "liger") for k in kernels],
+                           trends=[c.trend for c in [change(k, p) for k in kernels for p in ("liger", "torch")]])
+    LigerAttributor(LigerSourceHistory(liger.path), timeline).attribute(wide)
+    [rms] = [c for c in wide.changes if c.key.kernel == "rms_norm"]
+    assert [e.cause for e in rms.causes] == [attr.ENVIRONMENT, attr.LIGER_KERNEL]
+
+    alone = SimpleNamespace(sources=sources, changes=[change("rms_norm", "liger")], trends=wide.trends)
+    LigerAttributor(LigerSourceHistory(liger.path), timeline).attribute(alone)
+    [rms] = alone.changes
+    assert [e.cause for e in rms.causes] == [attr.LIGER_KERNEL, attr.ENVIRONMENT]
+    assert [c.subject for c in rms.causes[0].commits] == ["rms_norm: slower op (#101)"]
