@@ -556,6 +556,15 @@ class CatalogueStore:
         finally:
             conn.close()
 
+    def content_fingerprint(self) -> str:
+        """A fingerprint of the catalogue's content, cheap at any size: objects are insert-only and each
+        remembers the publication that first brought it, so (how many, the newest such publication) changes
+        exactly when a publication inserts something. Two catalogues with the same records but another
+        publication history differ: it identifies a catalogue's state over time, not content across stores."""
+        statement = select(func.count(), func.max(objects.c.first_publication_id))
+        count, newest = self._read(lambda conn: conn.execute(statement).one())
+        return "sha256:" + hashlib.sha256(f"objects={count};newest={newest}".encode()).hexdigest()
+
     def get(self, digest: str) -> dict[str, Any] | None:
         """The manifest with this digest, or None."""
         statement = select(objects.c.manifest).where(objects.c.digest == digest)

@@ -65,8 +65,14 @@ class EfficiencyConfig(OutputDirConfig):
 GROUP = "catalogue"
 PUBLICATIONS = [chain.publication for chain in CHAINS.values()]
 # Dagster's eager condition without "any dependency missing": the publications are partitioned and a
-# sweep partition may never have run, which must not hold back the catalogue-wide assets.
-CATALOGUE_AUTOMATION = AutomationCondition.eager().without(~AutomationCondition.any_deps_missing())
+# sweep partition may never have run, which must not hold back the catalogue-wide assets. And a dependency
+# counts as updated only when its data version changed: a publication's data version is the catalogue's
+# content fingerprint (defs/chain.py), so an import that published nothing refreshes nothing.
+CONTENT_CHANGED = AutomationCondition.any_deps_match(
+    AutomationCondition.data_version_changed() | AutomationCondition.will_be_requested()
+).with_label("any_deps_content_changed")
+CATALOGUE_AUTOMATION = (AutomationCondition.eager().without(~AutomationCondition.any_deps_missing())
+                        .replace("any_deps_updated", CONTENT_CHANGED))
 CATALOGUE_WIDE = {"group_name": GROUP, "deps": PUBLICATIONS, "automation_condition": CATALOGUE_AUTOMATION}
 
 

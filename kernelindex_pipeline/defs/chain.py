@@ -32,6 +32,7 @@ from dagster import (
     BackfillPolicy,
     BetaWarning,
     ConfigurableIOManager,
+    DataVersion,
     InputContext,
     MaterializeResult,
     MetadataValue,
@@ -320,7 +321,11 @@ def _build_chain(spec: ChainSpec) -> Chain:
                 table.append((key, len(parts), report["runs"], part_new, part_present))
                 new, present = new + part_new, present + part_present
             total = store.counts_by_kind()
+            fingerprint = store.content_fingerprint()
         return MaterializeResult(
+            # the catalogue's content fingerprint: the catalogue-wide assets refresh when it changes, not
+            # whenever a chain ran (a backfill that published nothing leaves it as it was)
+            data_version=DataVersion(fingerprint),
             metadata={
                 "inserted": new,
                 "already_present": present,
@@ -329,6 +334,7 @@ def _build_chain(spec: ChainSpec) -> Chain:
                 "partitions": _table(("partition", "parts", "runs", "new", "already present"), table or [("(none)", 0, 0, 0, 0)]),
                 "catalogue": catalogue.safe_url,
                 "catalogue_size": sum(total.values()),
+                "catalogue_fingerprint": fingerprint,
             }
         )
 

@@ -1,0 +1,99 @@
+"""Benchmark: the export's peak memory and time against the catalogue's size (issue 21: <= 2 GiB at 1M runs, streaming).
+
+Builds a synthetic SQLite catalogue of N latency runs (bench/efficiency.py's generator: real WorkloadCases of
+curated kernels, one H100 environment, nightly sweeps), published in batches so the builder never holds the
+catalogue either, then exports it in a fresh process per measurement and reads that process's peak RSS
+(ru_maxrss of the child):
+
+- `stream`: what streams (catalogue/export.py's JSON Lines + YAML bundle, catalogue/tables.py's Parquet tables);
+- `cli`: the whole `kernelindex-pipeline export` (adds efficiency.jsonl, reporting/efficiency.py's sidecar, which
+  builds a RecordIndex of the catalogue in memory: not streamed).
+
+    .venv/bin/python bench/export_scale.py --runs 20000 100000          # sizes to compare
+    .venv/bin/python bench/export_scale.py --runs 1000000 --only stream  # the target (long on two cores)
+
+Peak memory that stays flat from one size to the next is the streaming; one that grows with N is not.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from efficiency import catalogue as synthetic_catalogue  # noqa: E402
+
+from kernelindex_pipeline.catalogue.store import CatalogueStore  # noqa: E402
+
+SERIES = 4000
+BATCH = 50_000
+
+STREAM = """
+import sys
+from kernelindex_pipeline.catalogue.export import export_bundle, export_jsonl
+from kernelindex_pipeline.catalogue.store import CatalogueStore
+from kernelindex_pipeline.catalogue.tables import export_tables
+with CatalogueStore.open(sys.argv[1], read_only=True) as store:
+    export_jsonl(store, sys.argv[2]); export_bundle(store, sys.argv[2]); export_tables(store, sys.argv[2])
+"""
+
+
+def build(url: str, runs: int) -> None:
+    """Publish `runs` runs: the generator's sweeps of SERIES series, a batch of sweeps at a time."""
+    sweeps = max(1, runs // SERIES)
+    series = min(SERIES, runs)
+    per_batch = max(1, BATCH // series)
+    with CatalogueStore.open(url) as store:
+        for first in range(0, sweeps, per_batch):
+            count = min(per_batch, sweeps - first)
+            manifests = synthetic_catalogue(series, first + count)  # deterministic: earlier sweeps repeat
+            batch = [m for m in manifests if m["kind"] != "BenchmarkRun"] if first == 0 else []
+            batch += [m for m in manifests if m["kind"] == "BenchmarkRun"][first * series:]
+            store.publish(batch, partition=f"bench-{first}", source=None, report=None)
+
+
+def measure(command: list[str]) -> tuple[float, float]:
+    """(wall seconds, peak RSS in MiB) of one child process (os.wait4: that child's own rusage)."""
+    start = time.perf_counter()
+    child = subprocess.Popen(command, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(child.pid, 0)
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode:
+        raise SystemExit(f"{command[:3]} exited {child.returncode}")
+    return time.perf_counter() - start, usage.ru_maxrss / 1024
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, nargs="+", default=[20_000, 100_000])
+    parser.add_argument("--only", choices=["stream", "cli"], help="measure one of the two")
+    args = parser.parse_args()
+    cli = str(Path(sys.executable).with_name("kernelindex-pipeline"))
+    results = []
+    for runs in sorted(args.runs):
+        with tempfile.TemporaryDirectory(prefix="export-scale-") as tmp:
+            url = f"sqlite:///{tmp}/catalogue.sqlite"
+            start = time.perf_counter()
+            build(url, runs)
+            built = time.perf_counter() - start
+            row = {"runs": runs, "buildSeconds": round(built, 1)}
+            if args.only in (None, "stream"):
+                wall, peak = measure([sys.executable, "-c", STREAM, url, f"{tmp}/stream"])
+                size = sum(p.stat().st_size for p in Path(f"{tmp}/stream").iterdir())
+                row |= {"streamSeconds": round(wall, 1), "streamPeakMiB": round(peak), "streamBytes": size}
+            if args.only in (None, "cli"):
+                wall, peak = measure([cli, "export", "--catalogue", url, "--out", f"{tmp}/cli"])
+                row |= {"cliSeconds": round(wall, 1), "cliPeakMiB": round(peak)}
+            print(json.dumps(row), flush=True)
+            results.append(row)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
