@@ -30,7 +30,7 @@ from kernelindex_pipeline.liger import identity
 
 RECORDS_TABLE, RUNS_TABLE, WORKLOADS_TABLE, ENVIRONMENTS_TABLE = (
     "records.parquet", "runs.parquet", "workloads.parquet", "environments.parquet")
-BATCH_ROWS = 50_000
+BATCH_ROWS = 10_000
 
 
 @dataclass(frozen=True)
