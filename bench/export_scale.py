@@ -3,7 +3,7 @@
 Builds a synthetic SQLite catalogue of N latency runs (bench/efficiency.py's generator: real WorkloadCases of
 curated kernels, one H100 environment, nightly sweeps), published in batches so the builder never holds the
 catalogue either, then exports it in a fresh process per measurement and reads that process's peak RSS
-(ru_maxrss of the child):
+(VmHWM, which the child reports: see PEAK):
 
 - `stream`: what streams (catalogue/export.py's JSON Lines + YAML bundle, catalogue/tables.py's Parquet tables);
 - `cli`: the whole `kernelindex-pipeline export` (adds efficiency.jsonl, reporting/efficiency.py's sidecar, which
@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -34,13 +33,24 @@ from kernelindex_pipeline.catalogue.store import CatalogueStore  # noqa: E402
 SERIES = 4000
 BATCH = 50_000
 
-STREAM = """
+# Each child reports its own peak (VmHWM, reset at exec): ru_maxrss of a child counts the parent's peak at fork,
+# and this parent held the synthetic catalogue while building it.
+PEAK = "print(next(l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM')), file=sys.stderr)"
+STREAM = f"""
 import sys
 from kernelindex_pipeline.catalogue.export import export_bundle, export_jsonl
 from kernelindex_pipeline.catalogue.store import CatalogueStore
 from kernelindex_pipeline.catalogue.tables import export_tables
 with CatalogueStore.open(sys.argv[1], read_only=True) as store:
     export_jsonl(store, sys.argv[2]); export_bundle(store, sys.argv[2]); export_tables(store, sys.argv[2])
+{PEAK}
+"""
+CLI = f"""
+import sys
+from kernelindex_pipeline.cli import main
+code = main(sys.argv[1:])
+{PEAK}
+sys.exit(code)
 """
 
 
@@ -59,14 +69,12 @@ def build(url: str, runs: int) -> None:
 
 
 def measure(command: list[str]) -> tuple[float, float]:
-    """(wall seconds, peak RSS in MiB) of one child process (os.wait4: that child's own rusage)."""
+    """(wall seconds, peak RSS in MiB) of one child process, as the child reports it (VmHWM, last stderr line)."""
     start = time.perf_counter()
-    child = subprocess.Popen(command, stdout=subprocess.DEVNULL)
-    _, status, usage = os.wait4(child.pid, 0)
-    child.returncode = os.waitstatus_to_exitcode(status)
-    if child.returncode:
-        raise SystemExit(f"{command[:3]} exited {child.returncode}")
-    return time.perf_counter() - start, usage.ru_maxrss / 1024
+    done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if done.returncode:
+        raise SystemExit(f"{command[:3]} exited {done.returncode}: {done.stderr[-2000:]}")
+    return time.perf_counter() - start, int(done.stderr.split()[-1]) / 1024
 
 
 def main() -> int:
@@ -74,7 +82,6 @@ def main() -> int:
     parser.add_argument("--runs", type=int, nargs="+", default=[20_000, 100_000])
     parser.add_argument("--only", choices=["stream", "cli"], help="measure one of the two")
     args = parser.parse_args()
-    cli = str(Path(sys.executable).with_name("kernelindex-pipeline"))
     results = []
     for runs in sorted(args.runs):
         with tempfile.TemporaryDirectory(prefix="export-scale-") as tmp:
@@ -88,7 +95,7 @@ def main() -> int:
                 size = sum(p.stat().st_size for p in Path(f"{tmp}/stream").iterdir())
                 row |= {"streamSeconds": round(wall, 1), "streamPeakMiB": round(peak), "streamBytes": size}
             if args.only in (None, "cli"):
-                wall, peak = measure([cli, "export", "--catalogue", url, "--out", f"{tmp}/cli"])
+                wall, peak = measure([sys.executable, "-c", CLI, "export", "--catalogue", url, "--out", f"{tmp}/cli"])
                 row |= {"cliSeconds": round(wall, 1), "cliPeakMiB": round(peak)}
             print(json.dumps(row), flush=True)
             results.append(row)
