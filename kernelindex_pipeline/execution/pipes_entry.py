@@ -43,7 +43,9 @@ EXIT_OK, EXIT_ERROR, EXIT_BAD_REQUEST, EXIT_HOST_CHECK = 0, 1, 2, 3
 
 
 def progress_line(event: dict) -> str:
-    line = f"[{event['index']}/{event['total']}] {event['script']}: {event['status']}, {event['rows']} rows ({event['rows_so_far']} so far), {event['seconds']:.1f} s"
+    variant = event.get("variant", "resolved")
+    where = f" (round {event.get('round', 1)}{'' if variant == 'resolved' else ', ' + variant})" if event.get("round", 1) > 1 or variant != "resolved" else ""
+    line = f"[{event['index']}/{event['total']}] {event['script']}{where}: {event['status']}, {event['rows']} rows ({event['rows_so_far']} so far), {event['seconds']:.1f} s"
     if event.get("error_line"):
         line += f" - {event['error_line']}"
     return line
@@ -113,10 +115,14 @@ def exit_code_for(error: BaseException) -> int:
 
 
 def outcomes_table(result: SweepResult) -> str:
-    lines = ["| script | status | rows | seconds | exit | error |", "|---|---|---:|---:|---:|---|"]
+    lines = ["| script | status | rows | seconds | exit | error | round | variant | throttled |", "|---|---|---:|---:|---:|---|---:|---|---|"]
     for o in result.outcomes:
         error = (o.error_line or "").replace("|", "\\|")
-        lines.append(f"| {o.script} | {o.status.value} | {o.rows} | {o.seconds:.1f} | {'' if o.exit_code is None else o.exit_code} | {error} |")
+        throttled = ", ".join(o.gpu_state.get("throttle_reasons") or []) or "-"
+        lines.append(
+            f"| {o.script} | {o.status.value} | {o.rows} | {o.seconds:.1f} | {'' if o.exit_code is None else o.exit_code} | {error} "
+            f"| {o.round} | {o.variant} | {throttled} |"
+        )
     return "\n".join(lines)
 
 
