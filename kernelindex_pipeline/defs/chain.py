@@ -57,6 +57,7 @@ from kernelindex_pipeline.defs.partitions import source_partitions
 from kernelindex_pipeline.home import dagster_home
 from kernelindex_pipeline.liger import partition as liger_partition
 from kernelindex_pipeline.liger.partition import PartitionCsv
+from kernelindex_pipeline.liger.report import skip_totals
 
 IO_MANAGER_KEY = "chain_values"
 STAGES = ("benchmark_csv", "benchmark_rows", "kernelindex_records", "catalogue_publication")
@@ -118,7 +119,7 @@ def no_runs_reason(report: dict) -> str:
     """Why a partition made no runs, from its import report(s)."""
     if not report["rowsRead"]:
         return "no rows upstream"
-    reasons = {**liger_partition.skip_totals(report)}
+    reasons = {**skip_totals(report)}
     if report["issues"]:
         reasons["rows with issues"] = len(report["issues"])
     listed = ", ".join(f"{reason} {count}" for reason, count in sorted(reasons.items()) if count)
@@ -176,7 +177,7 @@ def _merged_report(results) -> dict:
         merged["rowsRead"] += report["rowsRead"]
         merged["runs"] += report["runs"]
         merged["issues"] += report["issues"]
-        for reason, count in liger_partition.skip_totals(report).items():
+        for reason, count in skip_totals(report).items():
             merged["skipped"][reason] = merged["skipped"].get(reason, 0) + count
     return merged
 

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Mapping
 
 from dagster import AssetCheckResult, AssetCheckSeverity, AssetCheckSpec, AssetKey
 
+from kernelindex_pipeline.liger.report import skip_totals
 from kernelindex_pipeline.records.canonical import digest_of
 from kernelindex_pipeline.records.schema import validate_manifest
 
@@ -81,8 +82,7 @@ def reference_problems(manifests: Mapping[str, dict], published: Callable[[Itera
 
 
 def conservation_problems(report: Mapping) -> list[str]:
-    skipped = report["skipped"]
-    skipped_rows = sum(v if isinstance(v, int) else sum(v.values()) for v in skipped.values())
+    skipped_rows = sum(skip_totals(report).values())
     accounted = report["runs"] + skipped_rows + len(report["issues"])
     if accounted == report["rowsRead"]:
         return []

@@ -178,10 +178,3 @@ def build_records(parsed: ParsedRows, partition_csv: PartitionCsv, profile: str 
         liger_version=partition_csv.liger_version, measured=partition_csv.measured, profile=profile, code_ref=code_ref,
     )
 
-
-def skip_totals(report: dict) -> dict[str, int]:
-    """Skipped rows by reason, each reason one number (per-name breakdowns summed)."""
-    return {
-        reason: (value if isinstance(value, int) else sum(value.values()))
-        for reason, value in report["skipped"].items()
-    }

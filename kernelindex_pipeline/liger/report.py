@@ -12,7 +12,7 @@ report.json), for the report, the `benchmark_coverage` asset and sweep coverage.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -135,6 +135,15 @@ class ImportReport:
             f"{len(self.issues)} issues; records by kind: "
             + ", ".join(f"{k} {self.records.get(k, 0)}" for k in KIND_ORDER)
         )
+
+
+def skip_totals(report: Mapping[str, Any]) -> dict[str, int]:
+    """Skipped rows by reason in a report.json (`ImportReport.to_dict()`), each reason one number
+    (per-name breakdowns summed): read back here, by the module that writes it."""
+    return {
+        reason: (value if isinstance(value, int) else sum(value.values()))
+        for reason, value in report["skipped"].items()
+    }
 
 
 @dataclass(frozen=True)
