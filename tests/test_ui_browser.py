@@ -65,9 +65,10 @@ def asset_path(source: str, stage: str) -> list[str]:
 @pytest.fixture(scope="module")
 def release_cache() -> Path:
     """The sdist cache shared with the rest of the session, so the 0.8.5 sdist is downloaded once."""
-    from kernelindex_pipeline.liger.release import default_cache_dir, fetch_release
+    from kernelindex_pipeline.home import cache_root
+    from kernelindex_pipeline.liger.release import fetch_release
 
-    cache = default_cache_dir()  # $KERNELINDEX_CACHE_DIR or ~/.cache/kernelindex-pipeline
+    cache = cache_root()  # $KERNELINDEX_CACHE_DIR or ~/.cache/kernelindex-pipeline
     fetch_release(HISTORY_RELEASE, cache_dir=cache)  # before the runs, so three of them do not all download it
     return cache
 

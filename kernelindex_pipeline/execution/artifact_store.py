@@ -34,6 +34,8 @@ from urllib.parse import unquote, urlsplit
 
 import fsspec
 
+from kernelindex_pipeline.home import cache_root
+
 from .outcomes import ConfigurationError
 
 STORE_ENV = "KERNELINDEX_ARTIFACT_STORE"
@@ -46,8 +48,7 @@ class ArtifactStoreError(RuntimeError):
 
 
 def default_location() -> str:
-    root = os.environ.get("KERNELINDEX_CACHE_DIR") or Path.home() / ".cache" / "kernelindex-pipeline"
-    return str(Path(root) / "artifacts")
+    return str(cache_root() / "artifacts")
 
 
 def ni_uri(hex_digest: str) -> str:

@@ -38,6 +38,8 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from kernelindex_pipeline.home import cache_root
+
 from .outcomes import ConfigurationError, EnvironmentBuildError
 
 MARKER = "kernelindex-environment.json"
@@ -170,8 +172,7 @@ class ScriptEnvironment:
 
 def default_environment_cache_dir() -> Path:
     """`<cache>/envs`, where <cache> is $KERNELINDEX_CACHE_DIR or ~/.cache/kernelindex-pipeline (the release cache's rule)."""
-    root = os.environ.get("KERNELINDEX_CACHE_DIR") or Path.home() / ".cache" / "kernelindex-pipeline"
-    return Path(root) / "envs"
+    return cache_root() / "envs"
 
 
 def _local_module_names(scripts_dir: Path) -> set[str]:

@@ -36,6 +36,8 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
+from kernelindex_pipeline.home import cache_root
+
 PACKAGE = "liger-kernel"
 HISTORY_CSV = "benchmark/data/all_benchmark_data.csv"
 PARSER_VERSION = "kernelindex-pipeline-liger-csv/1"
@@ -79,11 +81,6 @@ class ReleaseArtifact:
     locator: str
 
 
-def default_cache_dir() -> Path:
-    env = os.environ.get("KERNELINDEX_CACHE_DIR")
-    return Path(env) if env else Path.home() / ".cache" / "kernelindex-pipeline"
-
-
 def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
@@ -107,7 +104,7 @@ def check_version(version: str) -> str:
 def fetch_release(version: str, cache_dir: Path | str | None = None) -> ReleaseArtifact:
     """The `liger-kernel==version` sdist, from the cache when its bytes still match, else from the index."""
     check_version(version)
-    root = Path(cache_dir) if cache_dir else default_cache_dir()
+    root = Path(cache_dir) if cache_dir else cache_root()
     base = root / PACKAGE
     index_file = base / "versions" / f"{version}.json"
     if index_file.is_file():
