@@ -87,6 +87,7 @@ def pip_version_at_least(major: int, minor: int) -> bool:
 
 
 def cache_root() -> Path:
+    # kernelindex_pipeline.home.cache_root's rule, restated: this runs before the package is importable.
     return Path(os.environ.get("KERNELINDEX_CACHE_DIR") or Path.home() / ".cache" / "kernelindex-pipeline")
 
 
