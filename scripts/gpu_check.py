@@ -138,8 +138,36 @@ def bootstrap(args: argparse.Namespace, argv: list[str]) -> None:
     os.execve(str(python), [str(python), str(Path(__file__).resolve()), *argv], env)
 
 
-def download_wheels(dest: Path, liger_versions: list[str], python_version: str, with_transformers: bool) -> int:
-    """On a machine with network: the wheels (and the Liger sdist) an offline GPU host needs."""
+def extra_requirements(metadata_text: str, extras: list[str]) -> list[str]:
+    """The requirements a wheel's METADATA (or an sdist's PKG-INFO) states for `extras`
+    (`Requires-Dist: nvidia-cutlass-dsl>=4.6.0; extra == "cutedsl"` -> `nvidia-cutlass-dsl>=4.6.0`)."""
+    from email.parser import HeaderParser
+
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    found = []
+    for line in HeaderParser().parsestr(metadata_text).get_all("Requires-Dist") or []:
+        try:
+            requirement = Requirement(line)
+        except InvalidRequirement:
+            continue
+        if requirement.marker is not None and any(requirement.marker.evaluate({"extra": extra}) for extra in extras):
+            requirement.marker = None
+            found.append(str(requirement))
+    return found
+
+
+def _wheel_metadata(wheel: Path) -> str:
+    import zipfile
+
+    with zipfile.ZipFile(wheel) as archive:
+        name = next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
+        return archive.read(name).decode("utf-8", errors="replace")
+
+
+def download_wheels(dest: Path, liger_versions: list[str], python_version: str, with_transformers: bool, liger_extras: list[str] | None = None) -> int:
+    """On a machine with network: the wheels (and the Liger sdist) an offline GPU host needs (with the
+    requirements of `liger_extras`, as each release's metadata states them)."""
     dest.mkdir(parents=True, exist_ok=True)
     platforms = []
     for tag in ("manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64", "manylinux1_x86_64"):
@@ -152,6 +180,9 @@ def download_wheels(dest: Path, liger_versions: list[str], python_version: str, 
     for liger_version in liger_versions:
         subprocess.run(binary + ["--no-deps", f"liger-kernel=={liger_version}"], check=True)
     requirements = [r for m, r in PIPELINE_REQUIREMENTS.items() if m not in HOST_IMAGE_MODULES]
+    for liger_version in liger_versions if liger_extras else ():
+        for wheel in dest.glob(f"liger_kernel-{liger_version}-*.whl"):
+            requirements += extra_requirements(_wheel_metadata(wheel), liger_extras)
     if with_transformers:
         requirements.append("transformers")
     # With dependencies; pip resolves for the target Python/platform.
@@ -439,7 +470,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--with-transformers", action="store_true", help="with --download-wheels: also transformers (hosts without it)")
     args = parser.parse_args(argv)
     if args.download_wheels:
-        return download_wheels(Path(args.download_wheels), versions_of(args), args.python_version, args.with_transformers)
+        extras = [e for e in (args.liger_extras or "").split(",") if e]
+        return download_wheels(Path(args.download_wheels), versions_of(args), args.python_version, args.with_transformers, extras)
     bootstrap(args, argv)
     return run_check(args)
 

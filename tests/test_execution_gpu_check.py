@@ -109,3 +109,32 @@ def test_gpu_check_without_cuda_says_so(site):
     completed = gpu_check(site, device=None, versions=VERSION)
     assert completed.returncode == 2
     assert "no CUDA device on this host" in completed.stderr
+
+
+# A selection of liger-kernel 0.8.5's PKG-INFO lines (its sdist on PyPI), each verbatim.
+LIGER_0_8_5_REQUIRES = """Metadata-Version: 2.4
+Name: liger_kernel
+Version: 0.8.5
+Requires-Dist: torch>=2.1.2
+Requires-Dist: triton>=2.3.1
+Provides-Extra: cutile
+Requires-Dist: cuda-tile>=1.5.0; extra == "cutile"
+Provides-Extra: cutedsl
+Requires-Dist: nvidia-cutlass-dsl>=4.6.0; extra == "cutedsl"
+Requires-Dist: apache-tvm-ffi>=0.1.0; extra == "cutedsl"
+Provides-Extra: lck
+Requires-Dist: liger-cute-kernels==0.8.5; extra == "lck"
+Provides-Extra: dev
+Requires-Dist: transformers>=5.0.0; extra == "dev"
+"""
+
+
+def test_download_wheels_takes_an_extra_s_requirements_from_the_release_metadata():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("gpu_check_module", REPO / "scripts" / "gpu_check.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.extra_requirements(LIGER_0_8_5_REQUIRES, ["cutedsl"]) == ["nvidia-cutlass-dsl>=4.6.0", "apache-tvm-ffi>=0.1.0"]
+    assert module.extra_requirements(LIGER_0_8_5_REQUIRES, ["cutedsl", "lck"])[-1] == "liger-cute-kernels==0.8.5"
+    assert module.extra_requirements(LIGER_0_8_5_REQUIRES, []) == []  # never torch/triton: the host has them
