@@ -303,3 +303,22 @@ def test_regressions_page_is_linked_and_opens(site, browser):
         assert w.errors == []
     finally:
         w.close()
+
+
+def test_a_dagster_code_location_loads_without_matplotlib():
+    """Loading the definitions (every Dagster process) imports neither matplotlib nor the site's regressions page:
+    the report's charts are drawn in the browser now (issue 21). Checked by module, in a fresh interpreter."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nimport kernelindex_pipeline.definitions\n"
+            "print(','.join(m for m in ('matplotlib', 'kernelindex_pipeline.reporting.html', "
+            "'kernelindex_pipeline.reporting.regressions_page') if m in sys.modules))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "", f"loading the definitions imported {out}"
+
+
+def test_the_site_links_the_regressions_page_by_its_own_name():
+    from kernelindex_pipeline.reporting import regressions_page, site
+
+    assert site.REGRESSIONS_PAGE == regressions_page.PAGE_NAME

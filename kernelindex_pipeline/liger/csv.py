@@ -45,8 +45,6 @@ from dataclasses import dataclass, field
 from os import PathLike
 from pathlib import Path
 
-import pandas as pd
-
 UPSTREAM_COLUMNS: tuple[str, ...] = (
     "kernel_name",
     "kernel_provider",
@@ -285,6 +283,7 @@ class CsvReader:
         return CsvFormatError(f"{self.label}: {exc}")
 
     def _open(self, source: CsvSource, chunk_rows: int) -> None:
+        import pandas as pd  # here: a Dagster code location loads this module without reading a CSV
         read_header(source)  # first: it names a missing file or a directory, and bounds the header
         self.source = source
         self.chunk_rows = chunk_rows
@@ -325,6 +324,7 @@ class CsvReader:
             raise self._labelled(exc) from None
 
     def _chunks(self) -> Iterator[Chunk]:
+        import pandas as pd  # here: a Dagster code location loads this module without reading a CSV
         if self.header is None:
             return
         index = [self.header.columns.index(c) for c in UPSTREAM_COLUMNS]

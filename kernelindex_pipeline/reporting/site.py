@@ -43,10 +43,9 @@ from kernelindex_pipeline.records.names import kebab
 
 from .efficiency import EfficiencyReport, derive_efficiency, rank_by_efficiency, write_sidecar
 from .regressions import RegressionReport, detect_regressions
-from .regressions_page import PAGE_NAME as REGRESSIONS_PAGE
-from .regressions_page import write_regressions
 from .series import MODE_ORDER, PEAK_MEMORY_METRIC, RecordIndex, Series, build_series, find_sweeps, parse_version
 
+REGRESSIONS_PAGE = "regressions.html"  # regressions_page.PAGE_NAME (that module imports matplotlib: loaded when written)
 STATE_NAME = "site-state.json"
 SITE_FORMAT = 1  # bump when the data layout changes: every kernel is then rewritten
 VENDOR_FILES = ("vega.min.js", "vega-lite.min.js", "vega-embed.min.js")
@@ -245,6 +244,8 @@ def build_site(manifests: Iterable[dict[str, Any]], out_dir: str | os.PathLike[s
     changed |= {k: "changed" for k in state if k in previous and previous[k].get("fingerprint") != state[k]["fingerprint"]}
     changed |= {k: "removed" for k in previous if k not in state}
     _copy_assets(out_dir)
+    from .regressions_page import write_regressions  # its trend charts are matplotlib images
+
     write_regressions(regressions, out_dir, efficiency=efficiency)
     write_sidecar(efficiency, out_dir)
     counts = {"kernels": len(state), "series": len(latency) + len(memory), "runs": latency.runs,
