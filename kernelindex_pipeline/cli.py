@@ -16,7 +16,7 @@ import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from kernelindex_pipeline.home import dagster_home
+from kernelindex_pipeline.home import CATALOGUE_URL_ENV, catalogue_url, dagster_home
 
 PROG = "kernelindex-pipeline"
 
@@ -306,7 +306,6 @@ def _export_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _export(args: argparse.Namespace) -> int:
-    import os
 
     from kernelindex_pipeline.catalogue.export import export_bundle, export_jsonl
     from kernelindex_pipeline.catalogue.store import CatalogueStore
@@ -315,8 +314,7 @@ def _export(args: argparse.Namespace) -> int:
 
     if args.kernelindex_memory and not args.kernelindex:
         raise UsageError("--kernelindex-memory goes with --kernelindex")
-    url = args.catalogue or os.environ.get("KERNELINDEX_CATALOGUE_URL") or None
-    store = CatalogueStore.open(url, read_only=True)
+    store = CatalogueStore.open(catalogue_url(args.catalogue), read_only=True)
     try:
         jsonl = export_jsonl(store, args.out)  # checks the catalogue's integrity first
         bundle = export_bundle(store, args.out)
@@ -369,7 +367,6 @@ def _report_arguments(p: argparse.ArgumentParser) -> None:
 def _report_inputs(args: argparse.Namespace):
     """(manifests, coverage cells or None, regressions) of --records files or the catalogue, the same for
     `report` and `site`."""
-    import os
 
     settings = _detection_settings(args)
     if args.records and args.catalogue:
@@ -397,7 +394,7 @@ def _report_inputs(args: argparse.Namespace):
         return manifests, coverage, _detect_and_attribute(args, settings, records=args.records)
     from kernelindex_pipeline.catalogue.store import CatalogueStore
 
-    store = CatalogueStore.open(args.catalogue or os.environ.get("KERNELINDEX_CATALOGUE_URL") or None, read_only=True)
+    store = CatalogueStore.open(catalogue_url(args.catalogue), read_only=True)
     try:
         manifests = list(store.manifests())
         return manifests, None, _detect_and_attribute(args, settings, manifests=manifests)
@@ -489,7 +486,7 @@ def _regressions(args: argparse.Namespace) -> int:
         else:
             from kernelindex_pipeline.catalogue.store import CatalogueStore
 
-            with CatalogueStore.open(args.catalogue or os.environ.get("KERNELINDEX_CATALOGUE_URL") or None) as store:
+            with CatalogueStore.open(catalogue_url(args.catalogue)) as store:
                 report = _detect_and_attribute(args, settings, manifests=store.manifests())
     except (RegressionInputError, ValueError) as exc:
         raise CommandError(str(exc)) from None
@@ -548,7 +545,7 @@ def _scrubbed(text: str, args: argparse.Namespace) -> str:
     defence for messages not built by the catalogue module (which redacts its own)."""
     from kernelindex_pipeline.redaction import scrub, url_secrets
 
-    urls = [getattr(args, "catalogue", None), os.environ.get("KERNELINDEX_CATALOGUE_URL")]
+    urls = [getattr(args, "catalogue", None), os.environ.get(CATALOGUE_URL_ENV)]
     return scrub(text, [secret for url in urls if url for secret in url_secrets(url)])
 
 

@@ -1,4 +1,5 @@
-"""Where the project's local state lives: DAGSTER_HOME and the download cache, each with its one default.
+"""Where the project's local state lives: DAGSTER_HOME, the download cache and the catalogue URL, each
+with its one default.
 
 The CLI, the Dagster resources and the embedded catalogue all fall back to the same folder when
 DAGSTER_HOME is unset; release downloads, the artifact store and script environments share one cache
@@ -13,6 +14,7 @@ from pathlib import Path
 
 DEFAULT_DAGSTER_HOME = ".dagster_home"  # relative to the working directory, like `dagster dev`'s own default
 CACHE_DIR_ENV = "KERNELINDEX_CACHE_DIR"
+CATALOGUE_URL_ENV = "KERNELINDEX_CATALOGUE_URL"
 
 
 def dagster_home() -> Path:
@@ -23,3 +25,9 @@ def dagster_home() -> Path:
 def cache_root() -> Path:
     """$KERNELINDEX_CACHE_DIR, or ~/.cache/kernelindex-pipeline when it is unset or empty."""
     return Path(os.environ.get(CACHE_DIR_ENV) or Path.home() / ".cache" / "kernelindex-pipeline")
+
+
+def catalogue_url(given: str | None = None) -> str | None:
+    """The catalogue URL a command was given, else $KERNELINDEX_CATALOGUE_URL, else None: the embedded
+    catalogue under DAGSTER_HOME (`catalogue.store.default_catalogue_path`)."""
+    return given or os.environ.get(CATALOGUE_URL_ENV) or None

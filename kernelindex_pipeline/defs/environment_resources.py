@@ -10,7 +10,6 @@ from dagster import EnvVar
 
 from kernelindex_pipeline.defs.chain import IO_MANAGER_KEY, ChainValuesIOManager
 from kernelindex_pipeline.defs.resources import (
-    CATALOGUE_URL_ENV,
     LIGER_GIT_ENV,
     BenchmarkRunnerResource,
     CatalogueResource,
@@ -20,6 +19,7 @@ from kernelindex_pipeline.defs.resources import (
     RegressionSettingsResource,
 )
 from kernelindex_pipeline.defs.sources import CI_FILES_ENV, LigerCiResource
+from kernelindex_pipeline.home import CATALOGUE_URL_ENV
 
 
 def _from_env(name: str):

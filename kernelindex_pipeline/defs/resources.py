@@ -14,11 +14,9 @@ from pydantic import Field
 
 from kernelindex_pipeline.catalogue.store import CatalogueStore, redact_url
 from kernelindex_pipeline.defs.pipes_messages import CompleteLinePipesMessageReader
-from kernelindex_pipeline.home import cache_root, dagster_home
+from kernelindex_pipeline.home import CATALOGUE_URL_ENV, cache_root, dagster_home
 from kernelindex_pipeline.liger import release
 from kernelindex_pipeline.reporting.changepoints import DetectionSettings
-
-CATALOGUE_URL_ENV = "KERNELINDEX_CATALOGUE_URL"
 
 
 class CatalogueResource(ConfigurableResource):
