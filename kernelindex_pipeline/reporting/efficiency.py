@@ -38,7 +38,7 @@ from kernelindex_pipeline.execution.environment import L2_LABEL  # a sweep host'
 from kernelindex_pipeline.liger import identity
 from kernelindex_pipeline.liger.costs import BYTES, Cost, CostModels, NoCost, cost_of, default_cost_models
 
-from .series import LATENCY_METRIC, RecordIndex, Series, run_metric
+from .series import RecordIndex, Series
 
 DEFAULT_LOW_THRESHOLD = 0.30  # a plausible reading below 30 % of peak is "low efficiency"
 SIDECAR_NAME = "efficiency.jsonl"
@@ -188,7 +188,7 @@ class _Group:
                 and self.cost.l2_bytes <= self.l2_bytes)
 
 
-_Row = tuple[_Group, float, str, "str | None"]  # (group, median latency ns, observedAt, liger_version)
+_Row = tuple[_Group, float, dict]  # (group, median latency ns, the BenchmarkRun: its time and version read when asked)
 
 
 def _figures(group: _Group, latency_ns: float, low: float) -> tuple[float | None, float | None, float | None, list[str]]:
@@ -215,7 +215,9 @@ class _LazyRuns(Mapping):
         self._rows, self._low = rows, low
 
     def __getitem__(self, digest: str) -> RunEfficiency:
-        group, latency, observed_at, version = self._rows[digest]
+        group, latency, run = self._rows[digest]
+        observed_at = (run.get("spec") or {}).get("observedAt") or ""
+        version = ((run.get("metadata") or {}).get("labels") or {}).get("liger_version")
         achieved, pct, pct_measured, flags = _figures(group, latency, self._low)
         cost = group.cost
         return RunEfficiency(
@@ -262,7 +264,7 @@ class EfficiencyReport:
                 for flag in r.flags:
                     out[flag] += 1
             return dict(out)
-        for group, latency, _, _ in self._rows.values():
+        for group, latency, _ in self._rows.values():
             out[group.status] += 1
             for flag in _figures(group, latency, self.low_threshold)[3]:
                 out[flag] += 1
@@ -301,11 +303,11 @@ class _Deriver:
             self.costs[key] = None if case is None else (cost_of(self.models, kernel, mode, spec), _case_dtype(spec))
         return self.costs[key]
 
-    def group(self, head: str, external_id: str, workload: str, environment: str) -> _Group | None:
-        key = (head, workload, environment)
+    def group(self, key: tuple[str, str, str], external_id: str) -> _Group | None:
+        """The group of (externalId head, workload, environment), made from the first run's externalId."""
         if key not in self.groups:
             ident = identity.parse_external_id(external_id)
-            self.groups[key] = None if ident is None else self._make(ident, workload, environment)
+            self.groups[key] = None if ident is None else self._make(ident, key[1], key[2])
         return self.groups[key]
 
     def _make(self, ident: identity.RunIdentity, workload: str, environment: str) -> _Group:
@@ -352,20 +354,25 @@ def derive_efficiency(manifests: Iterable[dict[str, Any]] | RecordIndex, *,
     deriver = _Deriver(index, models or default_cost_models(), peaks or default_peaks())
     rows: dict[str, _Row] = {}
     fastest: dict[int, float] = {}  # id(sentinel group) -> its shortest latency
-    for digest, run in index.runs:
+    head, groups_seen, unseen = identity.external_id_head, deriver.groups, object()
+    sentinels = (COPY_SENTINEL_PREFIX, MATMUL_SENTINEL_PREFIX)
+    for digest, run in index.runs:  # the hot loop of 1M runs: plain lookups, everything shared is in the group
         spec = run.get("spec") or {}
-        latency = ((spec.get("timing") or {}).get("latencyNs") or {}).get("median")
-        external_id = (spec.get("sourceNative") or {}).get("externalId")
-        if (not isinstance(latency, (int, float)) or isinstance(latency, bool) or latency <= 0
-                or not isinstance(external_id, str) or run_metric(spec) != LATENCY_METRIC):
+        timing = spec.get("timing")  # latency runs have spec.timing (the memory-run contract, series.run_metric)
+        if timing is None:
             continue
-        group = deriver.group(identity.external_id_head(external_id), external_id, spec.get("workloadDigest") or "",
-                              spec.get("environmentDigest") or "")
+        latency = (timing.get("latencyNs") or {}).get("median")
+        external_id = (spec.get("sourceNative") or {}).get("externalId")
+        if type(latency) not in (int, float) or latency <= 0 or not isinstance(external_id, str):
+            continue
+        key = (head(external_id), spec.get("workloadDigest") or "", spec.get("environmentDigest") or "")
+        group = groups_seen.get(key, unseen)
+        if group is unseen:
+            group = deriver.group(key, external_id)
         if group is None:
             continue
-        rows[digest] = (group, latency, spec.get("observedAt") or "", ((run.get("metadata") or {}).get("labels") or {})
-                        .get("liger_version"))
-        if group.cost is not None and group.kernel.startswith((COPY_SENTINEL_PREFIX, MATMUL_SENTINEL_PREFIX)):
+        rows[digest] = (group, latency, run)
+        if group.cost is not None and group.kernel.startswith(sentinels):
             fastest[id(group)] = min(fastest.get(id(group), latency), latency)
     groups = [g for g in deriver.groups.values() if g is not None]
     measured: dict[tuple[str, str], float] = {}
