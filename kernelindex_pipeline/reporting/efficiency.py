@@ -243,18 +243,21 @@ class EfficiencyReport:
     measured: dict[tuple[str, str], float] = field(default_factory=dict)  # (environment, sentinel) -> ceiling
     _rows: dict[str, _Row] | None = field(default=None, repr=False, compare=False)
     _groups: list[_Group] = field(default_factory=list, repr=False, compare=False)
+    _scales: dict[tuple[str, str, str, str, str], float] | None = field(default=None, repr=False, compare=False)
 
     def percent_scale(self, kernel: str, mode: str, provider: str, workload: str, gpu: str) -> float | None:
         """% of peak x latency in ns of a series (its work over its peak, x 1e11): a run's percent of peak
         is this over its latency. None where it has no figure."""
-        if self._rows is None:  # read back from a sidecar: from any run of the series
-            found = next((r for r in self.runs.values() if (r.kernel, r.mode, r.provider, r.workload, r.gpu)
-                          == (kernel, mode, provider, workload, gpu) and r.pct_of_peak is not None), None)
-            return found.pct_of_peak * found.latency_ns if found else None
-        for g in self._groups:
-            if (g.kernel, g.mode, g.provider, g.workload, g.gpu) == (kernel, mode, provider, workload, gpu) and g.peak:
-                return g.cost.work / g.peak * 1e11
-        return None
+        if self._scales is None:
+            self._scales = {}
+            if self._rows is None:  # read back from a sidecar: from its runs
+                for r in self.runs.values():
+                    if r.pct_of_peak is not None:
+                        self._scales[(r.kernel, r.mode, r.provider, r.workload, r.gpu)] = r.pct_of_peak * r.latency_ns
+            for g in self._groups:
+                if g.cost is not None and g.peak:
+                    self._scales[(g.kernel, g.mode, g.provider, g.workload, g.gpu)] = g.cost.work / g.peak * 1e11
+        return self._scales.get((kernel, mode, provider, workload, gpu))
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = defaultdict(int)
