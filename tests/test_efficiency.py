@@ -243,3 +243,25 @@ def test_a_sweep_hosts_reported_l2_becomes_its_environment_label():
     labels = environment_labels(HostCapture(cuda_available=True, l2_cache_bytes=52428800))
     assert labels[L2_LABEL] == "52428800"
     assert L2_LABEL not in environment_labels(HostCapture(cuda_available=True))
+
+
+def test_the_reports_series_path_gives_the_same_figures_as_every_run():
+    """build_report derives efficiency from its series (no work per run); the facts of the runs it draws
+    are the ones the per-run derivation (sidecar, export, asset) gives."""
+    from kernelindex_pipeline.reporting.efficiency import derive_series_efficiency
+    from kernelindex_pipeline.reporting.series import RecordIndex, build_series
+
+    catalogue = SampleCatalogue()
+    for sweep in range(3):
+        softmax_run(catalogue, 65536, 4096, 1_000_000 + 1000 * sweep, version=f"0.8.{sweep}",
+                    timestamp=f"2025-0{sweep + 1}-01 00:00:00")
+        softmax_run(catalogue, 1024, 1024, 2_000, version=f"0.8.{sweep}", timestamp=f"2025-0{sweep + 1}-01 00:00:00")
+        catalogue.run(kernel="dyt", axes={"rows": 4096, "hidden": 1024}, version=f"0.8.{sweep}",
+                      timestamp=f"2025-0{sweep + 1}-01 00:00:00")
+    copy_sentinel(catalogue, 2**28, 800_000)
+    index = RecordIndex(catalogue.manifests())
+    every = derive_efficiency(index)
+    drawn = derive_series_efficiency(index, build_series(index))
+    assert set(drawn.runs) == set(every.runs)  # one run per series and version here: every run is a point
+    assert {d: drawn.runs[d] for d in drawn.runs} == {d: every.runs[d] for d in drawn.runs}
+    assert drawn.status_counts() == every.status_counts() == {"ok": 7, "no cost model": 3}

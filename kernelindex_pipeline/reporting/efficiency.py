@@ -244,6 +244,21 @@ class EfficiencyReport:
     _rows: dict[str, _Row] | None = field(default=None, repr=False, compare=False)
     _groups: list[_Group] = field(default_factory=list, repr=False, compare=False)
     _scales: dict[tuple[str, str, str, str, str], float] | None = field(default=None, repr=False, compare=False)
+    totals: dict[int, int] | None = field(default=None, repr=False, compare=False)  # id(group) -> its runs
+
+    def status_counts(self) -> dict[str, int]:
+        """Runs by status (ok, no cost model, no peak, no workload): every run, also where the facts of
+        only some were made (the report's series points)."""
+        out: dict[str, int] = defaultdict(int)
+        if self.totals is not None:
+            for g in self._groups:
+                out[g.status] += self.totals.get(id(g), 0)
+            return dict(out)
+        for r in self.runs.values() if self._rows is None else ():
+            out[r.status] += 1
+        for group, _, _ in (self._rows or {}).values():
+            out[group.status] += 1
+        return dict(out)
 
     def percent_scale(self, kernel: str, mode: str, provider: str, workload: str, gpu: str) -> float | None:
         """% of peak x latency in ns of a series (its work over its peak, x 1e11): a run's percent of peak
@@ -313,6 +328,16 @@ class _Deriver:
             self.groups[key] = None if ident is None else self._make(ident, key[1], key[2])
         return self.groups[key]
 
+    def series_group(self, series: Series) -> _Group:
+        """The group of a latency series (its kernel, pass, provider, GPU, workload and environment)."""
+        key = (series.kernel, series.mode, series.provider, series.gpu_slug, series.workload.case_key,
+               series.key.workload_digest, series.key.environment_digest)
+        if key not in self.groups:
+            ident = identity.RunIdentity(series.kernel, series.mode, series.provider, series.gpu_slug,
+                                         series.workload.case_key, "")
+            self.groups[key] = self._make(ident, series.key.workload_digest, series.key.environment_digest)
+        return self.groups[key]
+
     def _make(self, ident: identity.RunIdentity, workload: str, environment: str) -> _Group:
         group = _Group(ident.kernel, ident.mode, ident.provider, ident.gpu_slug, environment, workload, ident.case_key)
         found = self.cost(ident.kernel, ident.mode, workload)
@@ -347,18 +372,21 @@ def _sentinel_of(group: _Group) -> str | None:
     return MATMUL_SENTINEL_PREFIX if group.dtype == "bf16" else None
 
 
+def _check_threshold(low_threshold: float) -> None:
+    if not 0 < low_threshold <= 1:
+        raise ValueError(f"low-efficiency threshold {low_threshold!r} must be a fraction in (0, 1], e.g. 0.3")
+
+
 def derive_efficiency(manifests: Iterable[dict[str, Any]] | RecordIndex, *,
                       low_threshold: float = DEFAULT_LOW_THRESHOLD, models: CostModels | None = None,
                       peaks: PeakTable | None = None) -> EfficiencyReport:
-    """The efficiency of every latency run of `manifests` (history, CI and sweep runs alike)."""
-    if not 0 < low_threshold <= 1:
-        raise ValueError(f"low-efficiency threshold {low_threshold!r} must be a fraction in (0, 1], e.g. 0.3")
+    """The efficiency of every latency run of `manifests` (history, CI and sweep runs alike): the sidecar's,
+    the export's and the efficiency_table asset's."""
+    _check_threshold(low_threshold)
     index = manifests if isinstance(manifests, RecordIndex) else RecordIndex(manifests)
     deriver = _Deriver(index, models or default_cost_models(), peaks or default_peaks())
     rows: dict[str, _Row] = {}
-    fastest: dict[int, float] = {}  # id(sentinel group) -> its shortest latency
     head, groups_seen, unseen = identity.external_id_head, deriver.groups, object()
-    sentinels = (COPY_SENTINEL_PREFIX, MATMUL_SENTINEL_PREFIX)
     for digest, run in index.runs:  # the hot loop of 1M runs: plain lookups, everything shared is in the group
         spec = run.get("spec") or {}
         timing = spec.get("timing")  # latency runs have spec.timing (the memory-run contract, series.run_metric)
@@ -372,12 +400,40 @@ def derive_efficiency(manifests: Iterable[dict[str, Any]] | RecordIndex, *,
         group = groups_seen.get(key, unseen)
         if group is unseen:
             group = deriver.group(key, external_id)
-        if group is None:
+        if group is not None:
+            rows[digest] = (group, latency, run)
+    return _finish(rows, [g for g in deriver.groups.values() if g is not None], low_threshold)
+
+
+def derive_series_efficiency(index: RecordIndex, series: Iterable[Series], *,
+                             low_threshold: float = DEFAULT_LOW_THRESHOLD, models: CostModels | None = None,
+                             peaks: PeakTable | None = None) -> EfficiencyReport:
+    """The report's efficiency: the same groups and figures as `derive_efficiency`, made from the latency
+    series the report already built (every run of a series shares its group), with facts for the runs the
+    report draws (each series' point per Liger version), so a report of 1M runs does no work per run. Its
+    sentinel ceilings are the best of the sentinel series' points."""
+    _check_threshold(low_threshold)
+    deriver = _Deriver(index, models or default_cost_models(), peaks or default_peaks())
+    rows: dict[str, _Row] = {}
+    totals: dict[int, int] = defaultdict(int)  # id(group) -> every run of its series, points or not
+    for s in series:
+        if not s.points:
             continue
-        rows[digest] = (group, latency, run)
+        group = deriver.series_group(s)
+        totals[id(group)] += sum(p.runs_for_version for p in s.points) + len(s.unversioned_runs)
+        for p in s.points:
+            rows[p.run_digest] = (group, p.median, index.by_digest.get(p.run_digest) or {})
+    return _finish(rows, list(deriver.groups.values()), low_threshold, totals)
+
+
+def _finish(rows: dict[str, _Row], groups: list[_Group], low_threshold: float,
+            totals: dict[int, int] | None = None) -> EfficiencyReport:
+    """The measured ceilings (the fastest sentinel run of each environment) into every group, and the report."""
+    sentinels = (COPY_SENTINEL_PREFIX, MATMUL_SENTINEL_PREFIX)
+    fastest: dict[int, float] = {}  # id(sentinel group) -> its shortest latency
+    for group, latency, _ in rows.values():
         if group.cost is not None and group.kernel.startswith(sentinels):
             fastest[id(group)] = min(fastest.get(id(group), latency), latency)
-    groups = [g for g in deriver.groups.values() if g is not None]
     measured: dict[tuple[str, str], float] = {}
     for g in groups:
         if id(g) in fastest:
@@ -387,7 +443,7 @@ def derive_efficiency(manifests: Iterable[dict[str, Any]] | RecordIndex, *,
     for g in groups:
         sentinel = _sentinel_of(g)
         g.measured = measured.get((g.environment, sentinel)) if sentinel else None
-    return EfficiencyReport(_LazyRuns(rows, low_threshold), low_threshold, measured, rows, groups)
+    return EfficiencyReport(_LazyRuns(rows, low_threshold), low_threshold, measured, rows, groups, totals=totals)
 
 
 # -------------------------------------------------------------------------------------- sidecar

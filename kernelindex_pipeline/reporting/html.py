@@ -16,7 +16,7 @@ Readable from the file system without a server. Machine-checkable structure
 - ``<section id="efficiency-section">``: per GPU a ``<table class="efficiency-ranking">`` of ``<tr
   class="efficiency" data-gpu data-kernel data-mode data-provider data-pct data-flags>`` rows, one per kernel,
   pass and Liger provider (largest workload, newest run), least efficient first, implausible readings in a
-  folded table after it; ``efficiency.jsonl`` (reporting/efficiency.py's sidecar) next to the page;
+  folded table after it;
 - with coverage input, ``<table id="coverage">`` with one ``<tr class="coverage" data-kernel data-provider
   data-mode data-gpu data-version data-rows data-runs data-skipped>`` per import cell.
 """
@@ -54,13 +54,13 @@ from .charts import (
 from .efficiency import (
     FLAG_LOW,
     SIDECAR_NAME,
+    STATUS_OK,
     TERA,
     EfficiencyReport,
     TableRow,
-    derive_efficiency,
+    derive_series_efficiency,
     format_pct,
     rank_by_efficiency,
-    write_sidecar,
 )
 from .regressions import Change, RegressionReport, detect_regressions
 from .regressions_page import CHARTS_DIR as REGRESSION_CHARTS_DIR
@@ -102,7 +102,7 @@ def build_report(manifests: Iterable[dict[str, Any]], out_dir: str | os.PathLike
     memory_set = build_series(index, PEAK_MEMORY_METRIC)
     if regressions is None:
         regressions = detect_regressions(index.by_digest.values())
-    efficiency = derive_efficiency(index)
+    efficiency = derive_series_efficiency(index, series_set)  # no work per run: the series' groups and points
     table = rank_by_efficiency(series_set, efficiency)
     planned = plan_charts(series_set, memory_set, efficiency)
     charts = [c for groups in planned.values() for g in groups for c in g.charts]
@@ -127,7 +127,7 @@ def build_report(manifests: Iterable[dict[str, Any]], out_dir: str | os.PathLike
         "supersededRuns": sum(p.runs_for_version - 1 for s in every_series for p in s.points),
         "unversionedRuns": sum(len(s.unversioned_runs) for s in every_series),
         "efficiencyCharts": sum(1 for c in charts if c.kind == EFFICIENCY),
-        "efficiencyRuns": sum(1 for r in efficiency.runs.values() if r.pct_of_peak is not None),
+        "efficiencyRuns": efficiency.status_counts().get(STATUS_OK, 0),
     }
     summary = summary_markdown(counts, regressions)
 
@@ -141,7 +141,6 @@ def build_report(manifests: Iterable[dict[str, Any]], out_dir: str | os.PathLike
                            coverage=None if coverage is None else list(coverage), efficiency=(efficiency, table))
         (staging / INDEX_NAME).write_text(page, encoding="utf-8")
         write_regressions(regressions, staging, efficiency=efficiency)
-        write_sidecar(efficiency, staging)
         (staging / "summary.md").write_text(summary + "\n", encoding="utf-8")
         _move_into_place(staging, out_dir)
     finally:
@@ -158,7 +157,7 @@ def _move_into_place(staging: Path, out_dir: Path) -> None:
     (staging / CHARTS_DIR).rename(old_charts)
     shutil.rmtree(out_dir / REGRESSION_CHARTS_DIR, ignore_errors=True)
     (staging / REGRESSION_CHARTS_DIR).rename(out_dir / REGRESSION_CHARTS_DIR)
-    for name in (REGRESSIONS_JSON, REGRESSIONS_PAGE, SIDECAR_NAME, "summary.md", INDEX_NAME):  # index last: it is what readers open
+    for name in (REGRESSIONS_JSON, REGRESSIONS_PAGE, "summary.md", INDEX_NAME):  # index last: it is what readers open
         os.replace(staging / name, out_dir / name)
 
 
@@ -191,7 +190,7 @@ h1{margin-top:1.2rem}h2{border-bottom:1px solid #d0d7de;padding-bottom:.2rem;mar
 table{border-collapse:collapse;margin:.6rem 0;font-size:.9rem}th,td{border:1px solid #d0d7de;padding:.25rem .5rem;
 text-align:left}th{background:#f6f8fa}td.num{text-align:right;font-variant-numeric:tabular-nums}
 tr.regression td{background:#ffebe9}tr.efficiency.low td{background:#fff8c5}tr.efficiency.implausible td{color:#57606a;
-font-style:italic}table.efficiency-ranking td{white-space:nowrap}table.efficiency-ranking th{max-width:7rem}tr.improvement td{background:#e6ffec}tr.coverage.incomplete td{background:#fff8c5}
+font-style:italic}table.efficiency-ranking td.num{white-space:nowrap}tr.improvement td{background:#e6ffec}tr.coverage.incomplete td{background:#fff8c5}
 .alert{border-left:4px solid #cf222e;background:#ffebe9;padding:.6rem .9rem;margin:1rem 0}
 .ok{border-left:4px solid #1a7f37;background:#e6ffec;padding:.6rem .9rem;margin:1rem 0}
 .caution{border-left:4px solid #9a6700;background:#fff8c5;padding:.6rem .9rem;margin:1rem 0}
@@ -368,7 +367,7 @@ def _figure(chart: Chart, regressed_keys: dict[tuple, list[Change]]) -> str:
 def efficiency_section(report: EfficiencyReport, rows: list[TableRow], per_gpu: int = 15) -> str:
     """The catalogue-wide ranking: per GPU, the least efficient (kernel, pass) of the Liger providers first;
     implausible readings apart, folded."""
-    counts = report.counts()
+    counts = report.status_counts()
     out = ['<section id="efficiency-section"><h2>Efficiency: percent of peak</h2>',
            '<p class="note">Each latency run against its GPU\'s roofline: the minimum HBM bytes or FLOPs of its '
            "workload (data/liger-cost-models.yaml) per second, as a percent of the datasheet peak (data/gpu-peaks.yaml) "
@@ -377,8 +376,8 @@ def efficiency_section(report: EfficiencyReport, rows: list[TableRow], per_gpu: 
            "<em>low efficiency</em>; readings whose re-read set fits in L2 or above a ceiling are "
            "<em>implausible</em>, listed apart. "
            f'{counts.get("ok", 0)} runs with a figure, {counts.get("no cost model", 0)} without a cost model, '
-           f'{counts.get("no peak", 0)} on a GPU without a sourced peak. Every run\'s figures: '
-           f'<a href="{SIDECAR_NAME}">{SIDECAR_NAME}</a>.</p>']
+           f'{counts.get("no peak", 0)} on a GPU without a sourced peak. Every run\'s figures are in the '
+           f"export's {SIDECAR_NAME} (the export command, the catalogue_export and efficiency_table assets).</p>"]
     if not rows:
         out.append('<p class="caution">No run has an efficiency figure (no cost model or no peak for these '
                    "kernels and GPUs).</p></section>")
@@ -395,9 +394,10 @@ def efficiency_section(report: EfficiencyReport, rows: list[TableRow], per_gpu: 
                    + "".join(_efficiency_row(r) for r in plausible[:per_gpu]) + "</table>")
         if len(plausible) > per_gpu:
             out.append(f'<p class="note">… and {len(plausible) - per_gpu} more (kernel, pass, provider) readings on '
-                       f"{_e(gpu)}, all in {SIDECAR_NAME}.</p>")
+                       f"{_e(gpu)}, in the export's {SIDECAR_NAME}.</p>")
         if implausible:
-            out.append(f"<details><summary>{len(implausible)} implausible readings on {_e(gpu)} (re-read set fits in "
+            out.append(f"<details><summary>{len(implausible)} implausible reading{'s' if len(implausible) != 1 else ''} "
+                       f"on {_e(gpu)} (re-read set fits in "
                        f"L2, or above a ceiling)</summary><table>{head}"
                        + "".join(_efficiency_row(r) for r in implausible) + "</table></details>")
     out.append("</section>")
