@@ -23,8 +23,7 @@ The names below are re-exported lazily (PEP 562): importing a light submodule su
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from kernelindex_pipeline.lazy_exports import lazy_exports
 
 _EXPORTS = {
     "DEFAULT_PROFILE": "catalogue",
@@ -46,8 +45,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -7,8 +7,7 @@ validator (pydantic models of the seven kinds, about 0.6 s).
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from kernelindex_pipeline.lazy_exports import lazy_exports
 
 _EXPORTS = {
     "API_VERSION": "canonical",
@@ -30,14 +29,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_EXPORTS])
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
