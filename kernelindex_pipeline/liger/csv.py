@@ -291,12 +291,16 @@ class CsvReader:
         self.header: CsvHeader | None = None
         self._pandas = None
         self.bounded = may_hold_wide_rows(source)
-        if self.bounded:  # a row over the limits may be there: pandas never sees this file
+        # A row over the limits may be there, or bytes that are not UTF-8 (their surrogate escapes cannot enter
+        # pandas' Arrow-backed strings, not even as column names): pandas never sees such a file.
+        if self.bounded or not self.valid_utf8:
             header = self._read_exact_header()
             self.header = _check_header(header) if header is not None else None
             return
+        # dtype=object, not str: pandas >= 3 maps `str` to its Arrow-backed string dtype whenever pyarrow is
+        # installed (the export's Parquet needs it); plain Python strings are what the normalizer reads.
         options = dict(
-            dtype=str, keep_default_na=False, na_filter=False, index_col=False, encoding="utf-8",
+            dtype=object, keep_default_na=False, na_filter=False, index_col=False, encoding="utf-8",
             encoding_errors="surrogateescape", on_bad_lines="error", engine="c",
         )
         try:
