@@ -13,6 +13,8 @@ catalogue either, then exports it in a fresh process per measurement and reads t
     .venv/bin/python bench/export_scale.py --runs 1000000 --only stream  # the target (long on two cores)
 
 Peak memory that stays flat from one size to the next is the streaming; one that grows with N is not.
+Building regenerates the generator's earlier sweeps for each batch (its noise is drawn for all sweeps at once), so
+the build is quadratic in N: fine up to a few 100k runs, impractically slow at 1M on two cores.
 """
 
 from __future__ import annotations
