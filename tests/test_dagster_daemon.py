@@ -192,7 +192,10 @@ def _no_active_runs(home: Path) -> None:
     from kernelindex_pipeline.defs.import_daemon import ACTIVE
 
     with DagsterInstance.from_config(str(home)) as instance:
-        assert not instance.get_runs(RunsFilter(statuses=ACTIVE))
+        active = instance.get_runs(RunsFilter(statuses=ACTIVE))
+        every = [(instance.get_run_record_by_id(run.run_id).create_timestamp.isoformat(), run.run_id, run.job_name, run.status.value,
+                  dict(run.tags)) for run in instance.get_runs()]
+        assert not active, f"runs left active: {[run.run_id for run in active]}; every run: {every}"
 
 
 def _lease_of(home: Path, pid: int) -> Lease | None:
@@ -326,3 +329,14 @@ def test_kill_9_of_an_import_while_it_launches_leaves_no_launch_behind(tmp_path)
         command.communicate()
     _wait_for(f"every process of the dead command to end (left: {_processes_of(home)})", lambda: not _processes_of(home),
               deadline_s=180)
+
+
+def test_a_leftover_that_is_a_zombie_is_described_not_a_crash():
+    from kernelindex_pipeline.defs.daemon_supervisor import describe
+
+    child = subprocess.Popen([sys.executable, "-c", "pass"])  # not waited for: a zombie once it exits
+    process = psutil.Process(child.pid)
+    _wait_for("the child to become a zombie", lambda: process.status() == psutil.STATUS_ZOMBIE, deadline_s=60)
+    assert describe(process) == f"pid {child.pid} (ended)"
+    assert child.pid in {p.pid for p in group_members(os.getpgrp(), process.create_time())}  # still listed, then stopped
+    child.wait()

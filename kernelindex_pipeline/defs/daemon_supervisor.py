@@ -36,11 +36,20 @@ def group_members(group: int, started_after: float, exclude: int | None = None) 
     members = []
     for process in psutil.process_iter(["create_time"]):
         try:
-            if process.pid != exclude and os.getpgid(process.pid) == group and process.info["create_time"] >= started_after - 1:
+            created = process.info["create_time"]  # None when psutil could not read it
+            if process.pid != exclude and created is not None and os.getpgid(process.pid) == group and created >= started_after - 1:
                 members.append(process)
         except (ProcessLookupError, psutil.Error):
             continue  # it ended while we looked
     return members
+
+
+def describe(process: psutil.Process) -> str:
+    """A short name for a process that may end (or be a zombie) while we look."""
+    try:
+        return " ".join(process.cmdline()[1:3]) or process.name()
+    except psutil.Error:
+        return f"pid {process.pid} (ended)"
 
 
 def stop_processes(processes: list[psutil.Process], grace_s: float = GROUP_STOP_GRACE_S) -> None:

@@ -37,7 +37,7 @@ from pathlib import Path
 import psutil
 from dagster import DagsterEventType, DagsterInstance, DagsterRun, DagsterRunStatus, RunsFilter
 
-from kernelindex_pipeline.defs.daemon_supervisor import group_members, stop_processes, supervised
+from kernelindex_pipeline.defs.daemon_supervisor import describe, group_members, stop_processes, supervised
 
 PRIVATE_DIR = "kernelindex"  # DAGSTER_HOME/kernelindex: the import commands' own files
 # Folders under DAGSTER_HOME that Dagster's telemetry upload reads, posts and empties.
@@ -213,7 +213,7 @@ class ImportDaemon:
             return lease.stopped_at
         leftovers = group_members(lease.group, lease.group_started)
         if leftovers:
-            names = sorted({" ".join(p.cmdline()[1:3]) or p.name() for p in leftovers if p.is_running()})
+            names = sorted({describe(process) for process in leftovers})
             stop_processes(leftovers)
             self.log(f"stopped {len(leftovers)} processes left behind by import command pid {lease.command_pid}, "
                      f"which died ({'; '.join(names)})")
