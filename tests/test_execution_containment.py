@@ -27,7 +27,9 @@ from kernelindex_pipeline.execution.samples import verify_artifact
 VERSION = "0.0.2"
 H100 = "nvidia-h100-80gb-hbm3"
 SECRET = "s3cr3t-Pa55w0rd-4c7f"
-WAIT_S = 120  # the longest any test waits for a stand-in process to reach a point (never a measurement)
+# The longest any test waits for a stand-in process to reach a point or to end (never a measurement): generous,
+# since a loaded machine (load 10-70 seen) starves these processes for minutes; its expiry names what was awaited.
+WAIT_S = 600
 
 # Every hostile script finds its coordination directory in STANDIN_DIR (the request's extra_env).
 HOSTILE = {
@@ -257,6 +259,16 @@ def wait_for(condition, what, process=None):
         time.sleep(0.05)
 
 
+def finished(process: subprocess.Popen, what: str) -> str:
+    """The output of `process` once it has ended; past WAIT_S it is killed and the test fails naming `what`."""
+    try:
+        return process.communicate(timeout=WAIT_S)[0]
+    except subprocess.TimeoutExpired:
+        process.kill()
+        output = process.communicate()[0]
+        pytest.fail(f"{what} did not end within {WAIT_S} s; its output:\n{output[-4000:]}")
+
+
 def gone(pid: int) -> bool:
     try:
         return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
@@ -296,7 +308,7 @@ def test_no_secret_reaches_the_scripts_logs_or_evidence(site):
     env = {**os.environ, "KERNELINDEX_CATALOGUE_URL": f"postgresql+psycopg://kernelindex:{SECRET}@db.internal/catalogue",
            "AWS_SECRET_ACCESS_KEY": SECRET, "HF_TOKEN": SECRET}  # fmt: skip
     process = start_sweep_process(site, "env-dump", ["benchmark_env_dump.py", "benchmark_rms_norm.py"], env)
-    output, _ = process.communicate(timeout=300)
+    output = finished(process, "the sweep process of two scripts")
     assert process.returncode == 0, output
     result = json.loads((site["root"] / "env-dump-result.json").read_text())
     log = Path(result["outcomes"][0]["log_path"])
@@ -357,7 +369,7 @@ def test_a_killed_sweep_takes_its_script_and_the_scripts_daemon_along(site, how)
     daemon_pid = pid_from(site["dir"] / "hang-daemon.pid")
     assert not gone(script_pid) and not gone(daemon_pid)
     process.send_signal(kill)
-    output, _ = process.communicate(timeout=WAIT_S)
+    output = finished(process, f"the sweep process after {kill.name}")
     assert process.returncode == (-signal.SIGKILL if kill == signal.SIGKILL else 128 + signal.SIGTERM), output
     wait_for(lambda: gone(script_pid) and gone(daemon_pid), "the script and its daemon ending")
 
@@ -439,7 +451,7 @@ def peak_rss_kib_of_sweep(site, name, megabytes):
         "print(code, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
     )
     out = subprocess.run([sys.executable, "-c", measure, str(request_path), str(site["root"] / f"{name}-result.json")],
-                         capture_output=True, text=True, timeout=600, check=True).stdout.split()  # fmt: skip
+                         capture_output=True, text=True, timeout=WAIT_S, check=True).stdout.split()  # fmt: skip
     assert out[0] == "0"
     return int(out[1]), json.loads((site["root"] / f"{name}-result.json").read_text())
 

@@ -132,6 +132,12 @@ def test_cancelling_the_sweep_process_kills_the_running_script(site):
     script_processes = [p for p in psutil.Process(process.pid).children(recursive=True) if "benchmark_softmax.py" in " ".join(p.cmdline())]
     assert script_processes
     process.send_signal(signal.SIGTERM)
-    assert process.wait(timeout=60) == 128 + signal.SIGTERM
-    gone, alive = psutil.wait_procs(script_processes, timeout=30)
-    assert alive == []
+    # Generous deadlines (a loaded machine starves these processes), each naming what it waited for.
+    try:
+        code = process.wait(timeout=600)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        pytest.fail("the sweep process did not end within 600 s of its SIGTERM")
+    assert code == 128 + signal.SIGTERM
+    gone, alive = psutil.wait_procs(script_processes, timeout=600)
+    assert alive == [], f"the cancelled sweep's script processes outlived it by 600 s: {alive}"
