@@ -12,11 +12,21 @@ import subprocess
 import sys
 import time
 import uuid
+from datetime import UTC, datetime
 from pathlib import Path
+from types import SimpleNamespace
 
 import psutil
 import pytest
-from dagster import AssetKey, DagsterInstance, DagsterRun, DagsterRunStatus, Definitions, RunsFilter, asset
+from dagster import (
+    AssetKey,
+    DagsterInstance,
+    DagsterRun,
+    DagsterRunStatus,
+    Definitions,
+    RunsFilter,
+    asset,
+)
 
 from kernelindex_pipeline import cli
 from kernelindex_pipeline.catalogue.store import CatalogueStore
@@ -113,6 +123,43 @@ def test_runs_a_dead_command_left_behind_are_reported_and_failed_and_its_process
     finally:
         leftover.kill()
         leftover.wait()
+
+
+class _WithQueuedLeftover:
+    """The instance, plus one run a dead command left QUEUED (the storage refuses a QUEUED run without a code
+    location origin, which only a real launch has; the slow kill -9 test makes real ones)."""
+
+    def __init__(self, instance: DagsterInstance) -> None:
+        self.instance = instance
+        # A stand-in record: DagsterRun itself refuses QUEUED without an origin too.
+        self.created = datetime.now(UTC)  # by the dead command, before the new daemon's lease
+        self.leftover = SimpleNamespace(job_name="ci_import_job", run_id=str(uuid.uuid4()), status=DagsterRunStatus.QUEUED)
+
+    def get_runs(self, filters: RunsFilter):
+        runs = self.instance.get_runs(filters)
+        created_before_filter = filters.created_after is not None and self.created <= filters.created_after
+        return [*runs, self.leftover] if self.leftover.status in (filters.statuses or []) and not created_before_filter else runs
+
+    def get_run_by_id(self, run_id: str):
+        return self.leftover if run_id == self.leftover.run_id else self.instance.get_run_by_id(run_id)
+
+    def __getattr__(self, name: str):
+        return getattr(self.instance, name)
+
+
+def test_a_run_a_dead_command_left_queued_keeps_the_new_daemon_running_until_it_ends(instance, home):
+    """The rerun's daemon serves what the dead command queued: its owner must not stop it while that run is
+    still QUEUED (it then stayed QUEUED until the next import). A NOT_STARTED leftover is never dequeued: no wait."""
+    never_submitted = _run(instance, DagsterRunStatus.NOT_STARTED)
+    with_leftover = _WithQueuedLeftover(instance)
+    time.sleep(0.01)
+    daemon = ImportDaemon(with_leftover, home, verbose=False, log=print, command=[], cwd=home)
+    daemon.lease = Lease(os.getpid(), os.getpgid(0), 0.0, time.time())  # as start() writes it, after the crash
+    ours = _run(instance, DagsterRunStatus.STARTING)
+    assert {run.run_id for run in daemon._active_runs()} == {with_leftover.leftover.run_id, ours.run_id}
+    assert never_submitted.run_id not in {run.run_id for run in daemon._active_runs()}
+    with_leftover.leftover.status = DagsterRunStatus.SUCCESS  # the new daemon ran it
+    assert {run.run_id for run in daemon._active_runs()} == {ours.run_id}
 
 
 def test_a_started_run_whose_worker_died_is_failed(instance):

@@ -265,7 +265,13 @@ class ImportDaemon:
             self.users_lock.release()
 
     def _active_runs(self) -> list[DagsterRun]:
-        runs = self.instance.get_runs(RunsFilter(statuses=ACTIVE, created_after=utc(self.lease.started_at)))
+        """Runs this daemon must see end before it stops: every active run created since it started, and every
+        run still QUEUED, whenever created. A run that a dead command left queued is served by this daemon
+        (clean_up_after_dead_owner keeps it): stopping with it still in the queue left it QUEUED until the next
+        import (the flaky kill -9 test). A NOT_STARTED leftover was never submitted: nothing would dequeue it."""
+        ours = self.instance.get_runs(RunsFilter(statuses=ACTIVE, created_after=utc(self.lease.started_at)))
+        queued = self.instance.get_runs(RunsFilter(statuses=[DagsterRunStatus.QUEUED]))
+        runs = list({run.run_id: run for run in [*ours, *queued]}.values())
         for run in runs:
             line = fail_if_worker_died(self.instance, run.run_id)
             if line:
