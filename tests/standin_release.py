@@ -576,6 +576,31 @@ def build_fake_torch(dest_dir: Path, device_name: str | None = "NVIDIA H100 80GB
     return dest_dir
 
 
+# What Liger's dispatcher (liger_kernel/backends/dispatch.py, 0.8.3+) reads of torch beyond the stand-in
+# above: `@torch.compiler.disable` on dispatch() runs at import (the one thing its import needs without
+# CUDA); `torch.device` and `Tensor.is_cuda` when it infers a call's device; torch.cuda's
+# get_device_capability when a Capability gates on min_cc/max_cc.
+TORCH_FOR_LIGER_DISPATCH = """
+
+class device:
+    def __init__(self, spec):
+        self.type, _, index = str(spec).partition(":")
+        self.index = int(index) if index else None
+
+
+compiler = SimpleNamespace(disable=lambda fn=None, **kwargs: fn)
+Tensor.is_cuda = False  # stand-in tensors live on the CPU
+"""
+
+
+def add_liger_dispatcher_needs(torch_dir: Path, capability: tuple[int, int] = (9, 0)) -> Path:
+    """Give a `build_fake_torch` directory what Liger's dispatcher reads (TORCH_FOR_LIGER_DISPATCH)."""
+    init, cuda = torch_dir / "torch" / "__init__.py", torch_dir / "torch" / "cuda.py"
+    init.write_text(init.read_text() + TORCH_FOR_LIGER_DISPATCH)
+    cuda.write_text(cuda.read_text() + f"\n\ndef get_device_capability(device=None):\n    return {capability!r}\n")
+    return torch_dir
+
+
 NVIDIA_SMI_XML = """<?xml version="1.0" ?>
 <!DOCTYPE nvidia_smi_log SYSTEM "nvsmi_device_v12.dtd">
 <nvidia_smi_log>

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from standin_release import (
     SCRIPTS,
+    add_liger_dispatcher_needs,
     build_fake_nvidia_smi,
     build_fake_torch,
     build_liger_wheel,
@@ -28,7 +29,9 @@ H100 = "nvidia-h100-80gb-hbm3"
 VERSION = "0.8.5"
 BACKENDS = Path(__file__).parent / "fixtures" / "liger-0.8.5-backends"
 
-# Stand-in op modules that register like 0.8.5's ops/backends/_triton and _cutedsl (same names, ranks, gates).
+# Stand-in op modules that register like 0.8.5's ops/backends/_triton and _cutedsl (same names and gates),
+# except cross_entropy's CuTe DSL rank: 10 here (as 0.8.5's swiglu, softmax, ...) so that the extra changes what
+# resolves; 0.8.5 ranks it 60, behind Triton (tests/test_liger_0_8_5_dispatcher.py runs the real ranks).
 TRITON_OPS = '''
 from liger_kernel.backends import Capability, register_op
 
@@ -69,17 +72,6 @@ if __name__ == "__main__":
     config = {"vocab_size": 128256, "bsz": 2, "seq_len": 4096}
     run_benchmarks(bench, "cross_entropy", "speed", "ms", "BT", "B * T", [1024, 2048], ["liger", "torch"], ["forward"], [config])
 '''
-# The few torch attributes Liger's dispatcher reads that the shared stand-in lacks.
-TORCH_FOR_DISPATCH = '''
-
-class device:
-    def __init__(self, spec):
-        self.type, _, index = str(spec).partition(":")
-        self.index = int(index) if index else None
-
-
-compiler = SimpleNamespace(disable=lambda fn=None, **kwargs: fn)
-'''
 
 
 def _backend_files() -> dict[str, str]:
@@ -110,11 +102,7 @@ def site(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("backends")
     build_fake_nvidia_smi(root / "bin")
-    torch_dir = build_fake_torch(root / "torch", "NVIDIA H100 80GB HBM3")
-    (torch_dir / "torch" / "__init__.py").write_text((torch_dir / "torch" / "__init__.py").read_text() + TORCH_FOR_DISPATCH)
-    (torch_dir / "torch" / "cuda.py").write_text(
-        (torch_dir / "torch" / "cuda.py").read_text() + "\n\ndef get_device_capability(device=None):\n    return (9, 0)\n"
-    )
+    torch_dir = add_liger_dispatcher_needs(build_fake_torch(root / "torch", "NVIDIA H100 80GB HBM3"))
     cutlass = root / "cutlass-dsl"  # what `pip install liger-kernel[cutedsl]` makes importable
     (cutlass / "cutlass").mkdir(parents=True)
     (cutlass / "cutlass" / "__init__.py").write_text("")

@@ -3,8 +3,10 @@
 Liger >= 0.8.3 has `liger_kernel.backends`: one op (swiglu, cross_entropy, ...) has several
 implementations (`nvidia-triton`, `nvidia-cutedsl`, `nvidia-cutile`, ...), resolved per call in this
 order: an `impl=` argument, `LIGER_KERNEL_IMPL_<OP>`, `LIGER_KERNEL_IMPL`, `set_impl()`, else the
-available one of lowest preference rank (CuTe-DSL, rank 10, wins over Triton, rank 50, on sm_90+
-whenever `nvidia-cutlass-dsl` imports). So "liger" alone does not name a kernel any more.
+available one of lowest preference rank (on sm_90+ whenever `nvidia-cutlass-dsl` imports, CuTe-DSL wins
+over Triton's rank 50 for swiglu, geglu, softmax, kl_div, fused_linear_cross_entropy (rank 10) and
+rms_norm, layer_norm, rope, fused_add_rms_norm (40); 0.8.5 ranks its cross_entropy 60, so Triton's stays the default there).
+So "liger" alone does not name a kernel any more.
 
 The sample hook (sample_hook/sitecustomize.py) wraps the dispatcher's `resolve_impl` in the scripts'
 process and appends one JSON line per distinct (CSV case, op, outcome) to a spool of that script alone
@@ -54,6 +56,9 @@ class Dispatches:
     errors: list[dict[str, Any]] = field(default_factory=list)  # {"op", "case", "error"}
     outside_cases: dict[str, str] = field(default_factory=dict)  # op -> impl resolved outside run_benchmarks
     variables: dict[str, str] = field(default_factory=dict)  # LIGER_KERNEL_IMPL* as the script saw them
+    # op -> the steps of the dispatcher's order that decided its resolutions (argument, op_variable,
+    # global_variable, set_impl, preference_rank): why a row got its backend
+    chosen_by: dict[str, set[str]] = field(default_factory=dict)
     unreadable_lines: int = 0
 
     def backend_of(self, row: dict[str, str]) -> str | None:
@@ -73,6 +78,7 @@ class Dispatches:
             "resolved": {op: sorted(impls) for op, impls in sorted(resolved.items())},
             "errors": self.errors[:20],
             "variables": self.variables,
+            "chosen_by": {op: sorted(steps) for op, steps in sorted(self.chosen_by.items())},
             "unreadable_lines": self.unreadable_lines,
         }
 
@@ -98,6 +104,7 @@ def read_dispatches(spool: IO[bytes]) -> Dispatches:
         elif isinstance(record.get("impl"), str):
             target = result.by_case.setdefault(cells, {}) if cells else result.outside_cases
             target[record["op"]] = record["impl"]
+            result.chosen_by.setdefault(record["op"], set()).add(str(record.get("chosen_by"))[:60])
         else:
             result.unreadable_lines += 1
     return result
