@@ -54,6 +54,9 @@ def test_import_history_runs_a_partition_through_dagster(tmp_path):
     assert "1 partitions in 1 run(s)" in completed.stdout and "BenchmarkRun 32" in completed.stdout
     again = _cli("import-history", "--partition", "nvidia-b200|0.8.0", env=env)
     assert "publication: 0 new" in again.stdout
+    # Nothing new: the catalogue's fingerprint is unchanged, no refresh comes, and none is awaited or called missing.
+    assert again.returncode == 0, again.stdout[-2000:] + again.stderr[-2000:]
+    assert "the catalogue is unchanged (0 new records)" in again.stdout + again.stderr
     # Real runs of history_import_job with the code location's origin: the UI lists them under the job.
     from dagster import DagsterInstance, RunsFilter
 

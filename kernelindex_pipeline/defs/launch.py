@@ -143,6 +143,11 @@ class ImportSummary:
     notes: list[str] = field(default_factory=list)
 
     @property
+    def new_records(self) -> int:
+        """Records this import added to the catalogue: none, and its content fingerprint is unchanged."""
+        return sum(outcome.info.get("new", 0) for outcome in self.outcomes.values())
+
+    @property
     def ok(self) -> bool:
         return not self.failed_runs and len(self.outcomes) == len(self.partitions) and not self.refresh_problem
 
@@ -317,6 +322,10 @@ def run_import(
         if summary.outcomes and automation_stopped(instance):
             log(f"the {AUTOMATION_SENSOR} sensor is stopped (in the UI): the catalogue-wide assets were not refreshed; "
                 "start it, or materialize them from the `catalogue` group")
+        elif summary.outcomes and not summary.new_records:
+            # The automation refreshes on a change of the catalogue's content fingerprint (defs/chain.py): an import
+            # that added nothing launches no refresh, so waiting for one would only end in a false "NOT refreshed".
+            log("the catalogue is unchanged (0 new records): the catalogue-wide assets have nothing to refresh")
         elif summary.outcomes:
             log("waiting for the catalogue automation to refresh export, regressions, coverage and report ...")
             refresh_started = time.perf_counter()
