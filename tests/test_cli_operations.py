@@ -45,6 +45,7 @@ def test_import_history_usage_error_for_a_bad_partition(tmp_path):
 
 
 @pytest.mark.network
+@pytest.mark.slow  # 53 s on a quiet two-core machine
 def test_import_history_runs_a_partition_through_dagster(tmp_path):
     home = tmp_path / "home"
     env = {"DAGSTER_HOME": str(home), "KERNELINDEX_HISTORY_RELEASE": "0.8.5"}

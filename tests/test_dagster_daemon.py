@@ -90,6 +90,7 @@ def _dead_pid() -> int:
     return process.pid
 
 
+@pytest.mark.slow  # 10 s on a quiet two-core machine
 def test_runs_a_dead_command_left_behind_are_reported_and_failed_and_its_processes_stopped(instance, home):
     before = _run(instance, DagsterRunStatus.STARTED)  # not of that daemon: created before it started
     time.sleep(0.01)

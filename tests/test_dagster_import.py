@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from dagster import AssetKey, DagsterInstance, RunsFilter
 
 from kernelindex_pipeline.catalogue.store import CatalogueStore
@@ -33,6 +34,7 @@ def _catalogue(home: Path, expected: set[str]) -> tuple[set[str], int]:
         return store.present_digests(expected), sum(store.counts_by_kind().values())
 
 
+@pytest.mark.slow  # 40 s on a quiet two-core machine
 def test_import_ci_publishes_what_transform_makes_then_nothing_new(tmp_path):
     home = tmp_path / "home"
     first = _cli("import-ci", *map(str, FILES), home=home)

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
 from dagster import DagsterInstance
 
 from kernelindex_pipeline.defs.partitions import source_partitions
@@ -32,6 +33,7 @@ PROCESSES = 4
 TRIALS = 2
 
 
+@pytest.mark.slow  # 11 s on a quiet two-core machine
 def test_concurrent_imports_on_a_fresh_home_all_start(tmp_path):
     for trial in range(TRIALS):
         home = tmp_path / f"home-{trial}"

@@ -49,6 +49,7 @@ def _run(site, tmp_path, sqlite_url, device_name, instance=None):
     return materialize(SWEEP.assets, partition_key=KEY, instance=instance, resources=resources, raise_on_error=False)
 
 
+@pytest.mark.slow  # 23 s on a quiet two-core machine
 def test_sweep_publishes_the_good_scripts_rows_and_classifies_the_bad(site, tmp_path, sqlite_url):
     result = _run(site, tmp_path, sqlite_url, "NVIDIA H100 80GB HBM3")
     assert result.success

@@ -79,6 +79,7 @@ def by_script(result):
     return {s.script: s for s in SweepCoverage.from_dict(result.coverage).scripts}
 
 
+@pytest.mark.slow  # 15 s on a quiet two-core machine
 def test_a_previous_successful_sweep_covers_itself(sweeps):
     previous = SweepCoverage.from_dict(sweeps["previous"].coverage)
     assert previous.expectation == "release_history"  # the stand-in release ships one rms_norm row

@@ -45,6 +45,7 @@ def expected_series_by_kernel(manifests) -> dict[str, set]:
     return by_kernel
 
 
+@pytest.mark.slow  # 24 s on a quiet two-core machine
 def test_full_history_report_renders_in_chromium(history_manifests, tmp_path):
     if not CHROMIUM.exists():
         pytest.skip(f"Chromium not found at {CHROMIUM}: apt-get install -y chromium")

@@ -36,6 +36,7 @@ def ci_import():
     return list(manifests.values()), reports
 
 
+@pytest.mark.slow  # 15 s on a quiet two-core machine
 def test_ci_report_has_memory_charts_next_to_latency(ci_import, tmp_path):
     if not CHROMIUM.exists():
         pytest.fail(f"Chromium not found at {CHROMIUM}: apt-get install -y chromium")

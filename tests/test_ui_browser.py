@@ -231,6 +231,7 @@ def import_ci(server: DagsterDevServer, env: dict[str, str]) -> subprocess.Compl
 # its waits each have a deadline of their own (RUNS_TIMEOUT_S, naming what was awaited, with the server's log), so
 # the whole-test limit is only a backstop above their sum.
 @pytest.mark.timeout(1800)
+@pytest.mark.slow  # 127 s on a quiet two-core machine
 def test_three_chains_in_the_ui(chromium, dagster_server, catalogue_url, expected_digests, history_slices, server_env):
     from playwright.sync_api import expect, sync_playwright
 
