@@ -21,8 +21,6 @@ def reference_digest_of(manifest: dict) -> str:
     return "sha256:" + hashlib.sha256(rfc8785.dumps(body)).hexdigest()
 
 
-
-
 def main() -> None:
     args = arguments(__doc__.splitlines()[0])
     manifests = seed_manifests_by_kind()

@@ -26,8 +26,14 @@ ROOT = Path(__file__).resolve().parents[1]
 def _import(home: Path, release: str) -> tuple[float, list[str]]:
     env = {**os.environ, "DAGSTER_HOME": str(home), "KERNELINDEX_HISTORY_RELEASE": release}
     started = time.perf_counter()
-    completed = subprocess.run([sys.executable, "-m", "kernelindex_pipeline.cli", "import-history"], env=env,
-                               capture_output=True, text=True, cwd=ROOT, stdin=subprocess.DEVNULL)
+    completed = subprocess.run(
+        [sys.executable, "-m", "kernelindex_pipeline.cli", "import-history"],
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+    )
     wall = time.perf_counter() - started
     if completed.returncode != 0:
         sys.exit(f"import-history failed ({completed.returncode}):\n{completed.stderr[-3000:]}")

@@ -35,7 +35,9 @@ def main() -> None:
     with hook.measuring(case):
         plain = timeit.timeit(lambda: original("cross_entropy"), number=CALLS) / CALLS
         wrapped = timeit.timeit(lambda: module.resolve_impl("cross_entropy"), number=CALLS) / CALLS
-    print(f"resolve_impl: {plain * 1e9:.0f} ns/call; wrapped: {wrapped * 1e9:.0f} ns/call; the hook adds {(wrapped - plain) * 1e9:.0f} ns")
+    print(
+        f"resolve_impl: {plain * 1e9:.0f} ns/call; wrapped: {wrapped * 1e9:.0f} ns/call; the hook adds {(wrapped - plain) * 1e9:.0f} ns"
+    )
 
 
 if __name__ == "__main__":

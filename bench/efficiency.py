@@ -53,24 +53,48 @@ def _t(shape: list[int], dtype: str) -> dict[str, Any]:
 
 # kernel -> (axes of case i, tensors of those axes): each series gets a workload of its own
 CASES: dict[str, Callable[[int], tuple[dict[str, int], dict[str, Any]]]] = {
-    "rms_norm": lambda i: ({"rows": 2048, "hidden": 64 * (i + 1)},
-                           {"x": _t([2048, 64 * (i + 1)], "bf16"), "weight": _t([64 * (i + 1)], "bf16")}),
-    "layer_norm": lambda i: ({"rows": 4096, "hidden": 64 * (i + 1)},
-                             {"x": _t([4096, 64 * (i + 1)], "fp32"), "weight": _t([64 * (i + 1)], "fp32"),
-                              "bias": _t([64 * (i + 1)], "fp32")}),
+    "rms_norm": lambda i: (
+        {"rows": 2048, "hidden": 64 * (i + 1)},
+        {"x": _t([2048, 64 * (i + 1)], "bf16"), "weight": _t([64 * (i + 1)], "bf16")},
+    ),
+    "layer_norm": lambda i: (
+        {"rows": 4096, "hidden": 64 * (i + 1)},
+        {
+            "x": _t([4096, 64 * (i + 1)], "fp32"),
+            "weight": _t([64 * (i + 1)], "fp32"),
+            "bias": _t([64 * (i + 1)], "fp32"),
+        },
+    ),
     "softmax": lambda i: ({"rows": 2048, "hidden": 64 * (i + 1)}, {"x": _t([2048, 64 * (i + 1)], "fp32")}),
-    "swiglu": lambda i: ({"batch": 4, "seq": 16 * (i + 1), "hidden": 4096, "intermediate": 11008},
-                         {"x": _t([4, 16 * (i + 1), 4096], "bf16"), "w_gate": _t([11008, 4096], "bf16"),
-                          "w_up": _t([11008, 4096], "bf16"), "w_down": _t([4096, 11008], "bf16")}),
-    "cross_entropy": lambda i: ({"tokens": 8192, "vocab": 256 * (i + 1)},
-                                {"logits": _t([8192, 256 * (i + 1)], "fp32"), "target": _t([8192], "int64")}),
-    "fused_linear_cross_entropy": lambda i: ({"tokens": 16 * (i + 1), "hidden": 4096, "vocab": 128256},
-                                             {"x": _t([16 * (i + 1), 4096], "bf16"),
-                                              "weight": _t([128256, 4096], "bf16"), "target": _t([16 * (i + 1)], "int64")}),
-    "embedding": lambda i: ({"batch": 8, "seq": 2048, "hidden": 4096, "vocab": 64 * (i + 1)},
-                            {"input_ids": _t([8, 2048], "int64"), "weight": _t([64 * (i + 1), 4096], "fp32")}),
-    "kl_div": lambda i: ({"tokens": 4096, "vocab": 256 * (i + 1)},
-                         {"log_probs": _t([4096, 256 * (i + 1)], "fp32"), "target_probs": _t([4096, 256 * (i + 1)], "fp32")}),
+    "swiglu": lambda i: (
+        {"batch": 4, "seq": 16 * (i + 1), "hidden": 4096, "intermediate": 11008},
+        {
+            "x": _t([4, 16 * (i + 1), 4096], "bf16"),
+            "w_gate": _t([11008, 4096], "bf16"),
+            "w_up": _t([11008, 4096], "bf16"),
+            "w_down": _t([4096, 11008], "bf16"),
+        },
+    ),
+    "cross_entropy": lambda i: (
+        {"tokens": 8192, "vocab": 256 * (i + 1)},
+        {"logits": _t([8192, 256 * (i + 1)], "fp32"), "target": _t([8192], "int64")},
+    ),
+    "fused_linear_cross_entropy": lambda i: (
+        {"tokens": 16 * (i + 1), "hidden": 4096, "vocab": 128256},
+        {
+            "x": _t([16 * (i + 1), 4096], "bf16"),
+            "weight": _t([128256, 4096], "bf16"),
+            "target": _t([16 * (i + 1)], "int64"),
+        },
+    ),
+    "embedding": lambda i: (
+        {"batch": 8, "seq": 2048, "hidden": 4096, "vocab": 64 * (i + 1)},
+        {"input_ids": _t([8, 2048], "int64"), "weight": _t([64 * (i + 1), 4096], "fp32")},
+    ),
+    "kl_div": lambda i: (
+        {"tokens": 4096, "vocab": 256 * (i + 1)},
+        {"log_probs": _t([4096, 256 * (i + 1)], "fp32"), "target_probs": _t([4096, 256 * (i + 1)], "fp32")},
+    ),
     "dyt": lambda i: ({"rows": 4096, "hidden": 64 * (i + 1)}, {"x": _t([4096, 64 * (i + 1)], "bf16")}),  # no cost model
 }
 MODES = ("forward", "backward", "full")
@@ -87,8 +111,11 @@ def _manifest(kind: str, name: str, spec: dict[str, Any], labels: dict[str, str]
 def catalogue(series: int, sweeps: int, seed: int = 7) -> list[dict[str, Any]]:
     """WorkloadCases, one environment and `series` x `sweeps` latency runs (nightly sweeps, noise, releases)."""
     rng = np.random.default_rng(seed)
-    environment = _manifest("ExecutionEnvironment", "liger-bench-h100", {
-        "hardware": {"vendor": "nvidia", "product": "NVIDIA H100", "architecture": "sm_90"}, "software": {}})
+    environment = _manifest(
+        "ExecutionEnvironment",
+        "liger-bench-h100",
+        {"hardware": {"vendor": "nvidia", "product": "NVIDIA H100", "architecture": "sm_90"}, "software": {}},
+    )
     environment_digest = digest_of(environment)
     manifests: list[dict[str, Any]] = [environment]
     kernels = list(CASES)
@@ -100,11 +127,20 @@ def catalogue(series: int, sweeps: int, seed: int = 7) -> list[dict[str, Any]]:
         provider = PROVIDERS[(i // (len(kernels) * len(MODES))) % len(PROVIDERS)]
         axes, tensors = CASES[kernel](i // (len(kernels) * len(MODES) * len(PROVIDERS)) % per_case)
         key = identity.case_key(axes, next(iter(tensors.values()))["dtype"])
-        case = _manifest("WorkloadCase", f"liger-{kernel}-{key}".replace("_", "-"),
-                         {"operationSpecDigest": DIGEST, "axes": axes, "tensors": tensors,
-                          "correctness": {"comparator": "not_asserted"}})
+        case = _manifest(
+            "WorkloadCase",
+            f"liger-{kernel}-{key}".replace("_", "-"),
+            {
+                "operationSpecDigest": DIGEST,
+                "axes": axes,
+                "tensors": tensors,
+                "correctness": {"comparator": "not_asserted"},
+            },
+        )
         manifests.append(case)
-        templates.append((identity.external_id_prefix(kernel, mode, provider, identity.gpu_slug(GPU), key), digest_of(case)))
+        templates.append(
+            (identity.external_id_prefix(kernel, mode, provider, identity.gpu_slug(GPU), key), digest_of(case))
+        )
     level = np.exp(rng.uniform(math.log(2e4), math.log(2e7), size=series))
     values = level[:, None] * np.exp(rng.normal(0.0, 0.03, size=(series, sweeps)))
     start = datetime(2025, 1, 1, tzinfo=UTC)
@@ -113,12 +149,23 @@ def catalogue(series: int, sweeps: int, seed: int = 7) -> list[dict[str, Any]]:
         for i in range(series):
             stamp = (start + timedelta(days=j, seconds=i % 3000)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
             head, workload = templates[i]
-            manifests.append(_manifest("BenchmarkRun", f"run-{i}-{j}", {
-                "implementationDigest": DIGEST, "workloadDigest": workload, "protocolDigest": DIGEST,
-                "environmentDigest": environment_digest, "status": "passed", "observedAt": stamp,
-                "timing": {"primaryStatistic": "median", "latencyNs": {"median": int(values[i, j])}},
-                "sourceNative": {"source": "liger-kernel-bench", "externalId": head + kebab(stamp)}},
-                {"liger_version": version}))
+            manifests.append(
+                _manifest(
+                    "BenchmarkRun",
+                    f"run-{i}-{j}",
+                    {
+                        "implementationDigest": DIGEST,
+                        "workloadDigest": workload,
+                        "protocolDigest": DIGEST,
+                        "environmentDigest": environment_digest,
+                        "status": "passed",
+                        "observedAt": stamp,
+                        "timing": {"primaryStatistic": "median", "latencyNs": {"median": int(values[i, j])}},
+                        "sourceNative": {"source": "liger-kernel-bench", "externalId": head + kebab(stamp)},
+                    },
+                    {"liger_version": version},
+                )
+            )
     return manifests
 
 
@@ -148,8 +195,10 @@ def bench_runs(series: int, sweeps: int) -> None:
     counts = _timed("+ status_counts", report.status_counts, times)
     base = sum(v for k, v in times.items() if not k.startswith("+"))
     added = sum(v for k, v in times.items() if k.startswith("+"))
-    print(f"report data stages {base:.1f} s CPU; the report's efficiency adds {added:.2f} s = {added / base:.1%} "
-          f"(an upper bound of its share of a whole report, which also draws charts)")
+    print(
+        f"report data stages {base:.1f} s CPU; the report's efficiency adds {added:.2f} s = {added / base:.1%} "
+        f"(an upper bound of its share of a whole report, which also draws charts)"
+    )
     print(f"runs by status: {counts}; ranking rows {len(rows)}")
     every = _timed("per-run derive_efficiency (sidecar, asset)", lambda: derive_efficiency(index), {})
     flags = _timed("its flag counts", every.counts, {})
@@ -171,17 +220,23 @@ def bench_records(paths: list[Path]) -> None:
 
     times: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as out:
-        for order, (label, derive) in enumerate((("without", nothing), ("with", real), ("with", real),
-                                                  ("without", nothing))):
+        for order, (label, derive) in enumerate(
+            (("without", nothing), ("with", real), ("with", real), ("without", nothing))
+        ):
             html_module.derive_series_efficiency = derive
             folder = Path(out) / f"{order}-{label}"
-            _timed(f"report {label} efficiency ({order + 1})",
-                   lambda folder=folder: build_report(list(manifests.values()), folder), times)
+            _timed(
+                f"report {label} efficiency ({order + 1})",
+                lambda folder=folder: build_report(list(manifests.values()), folder),
+                times,
+            )
     html_module.derive_series_efficiency = real
     without = sum(v for k, v in times.items() if " without " in k)
     with_ = sum(v for k, v in times.items() if " with " in k)
-    print(f"efficiency adds {with_ - without:.1f} s CPU = {(with_ - without) / without:.1%} to the whole report "
-          "(its charts included; two reports each way, alternating)")
+    print(
+        f"efficiency adds {with_ - without:.1f} s CPU = {(with_ - without) / without:.1%} to the whole report "
+        "(its charts included; two reports each way, alternating)"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -66,7 +66,7 @@ def build(url: str, runs: int) -> None:
             count = min(per_batch, sweeps - first)
             manifests = synthetic_catalogue(series, first + count)  # deterministic: earlier sweeps repeat
             batch = [m for m in manifests if m["kind"] != "BenchmarkRun"] if first == 0 else []
-            batch += [m for m in manifests if m["kind"] == "BenchmarkRun"][first * series:]
+            batch += [m for m in manifests if m["kind"] == "BenchmarkRun"][first * series :]
             store.publish(batch, partition=f"bench-{first}", source=None, report=None)
 
 

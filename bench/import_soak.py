@@ -43,20 +43,38 @@ def _env(home: Path, release: str) -> dict[str, str]:
 
 
 def _command(partitions: list[str]) -> list[str]:
-    return [sys.executable, "-W", "ignore", "-m", "kernelindex_pipeline.cli", "import-history",
-            *(arg for key in partitions for arg in ("--partition", key))]
+    return [
+        sys.executable,
+        "-W",
+        "ignore",
+        "-m",
+        "kernelindex_pipeline.cli",
+        "import-history",
+        *(arg for key in partitions for arg in ("--partition", key)),
+    ]
 
 
 def _import(home: Path, release: str, partitions: list[str]) -> tuple[float, subprocess.CompletedProcess]:
     started = time.perf_counter()
-    completed = subprocess.run(_command(partitions), env=_env(home, release), capture_output=True, text=True, cwd=ROOT,
-                               stdin=subprocess.DEVNULL)
+    completed = subprocess.run(
+        _command(partitions),
+        env=_env(home, release),
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+    )
     return time.perf_counter() - started, completed
 
 
 def _export(home: Path, out: Path) -> dict[str, str]:
-    subprocess.run([sys.executable, "-W", "ignore", "-m", "kernelindex_pipeline.cli", "export", "--out", str(out)],
-                   env={**os.environ, "DAGSTER_HOME": str(home)}, check=True, capture_output=True, cwd=ROOT)
+    subprocess.run(
+        [sys.executable, "-W", "ignore", "-m", "kernelindex_pipeline.cli", "export", "--out", str(out)],
+        env={**os.environ, "DAGSTER_HOME": str(home)},
+        check=True,
+        capture_output=True,
+        cwd=ROOT,
+    )
     return {name: hashlib.sha256((out / name).read_bytes()).hexdigest() for name in EXPORT_FILES}
 
 
@@ -94,8 +112,14 @@ def soak(home: Path, args, clean_wall: float, rng: random.Random) -> list[str]:
     problems = []
     for number in range(1, args.kills + 1):
         delay = rng.uniform(0, clean_wall)
-        victim = subprocess.Popen(_command(args.partition), env=_env(home, args.history_release), cwd=ROOT,
-                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        victim = subprocess.Popen(
+            _command(args.partition),
+            env=_env(home, args.history_release),
+            cwd=ROOT,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         try:
             victim.wait(timeout=delay)
             finished_first = True
@@ -107,15 +131,20 @@ def soak(home: Path, args, clean_wall: float, rng: random.Random) -> list[str]:
         reported = [line for line in rerun.stderr.splitlines() if "marked failed" in line or "left behind" in line]
         stuck, left = _stuck_runs(home), _processes_of(home)
         verdict = "ok" if rerun.returncode == 0 and not stuck and not left else "FAIL"
-        print(f"kill {number:2d}: after {delay:5.1f}s{' (had finished)' if finished_first else ''}; rerun exit "
-              f"{rerun.returncode} in {wall:5.1f}s, {len(reported)} lines about leftovers; stuck runs {len(stuck)}, "
-              f"processes left {len(left)}: {verdict}", flush=True)
+        print(
+            f"kill {number:2d}: after {delay:5.1f}s{' (had finished)' if finished_first else ''}; rerun exit "
+            f"{rerun.returncode} in {wall:5.1f}s, {len(reported)} lines about leftovers; stuck runs {len(stuck)}, "
+            f"processes left {len(left)}: {verdict}",
+            flush=True,
+        )
         for line in reported:
             print(f"          {line[:200]}", flush=True)
         if verdict != "ok":
             print("          " + "\n          ".join(rerun.stderr.strip().splitlines()[-5:] + stuck + left), flush=True)
-            problems.append(f"kill {number}: exit {rerun.returncode}, stuck {stuck}, left {left}, "
-                            f"stderr tail {rerun.stderr.strip().splitlines()[-3:]}")
+            problems.append(
+                f"kill {number}: exit {rerun.returncode}, stuck {stuck}, left {left}, "
+                f"stderr tail {rerun.stderr.strip().splitlines()[-3:]}"
+            )
     return problems
 
 
@@ -141,8 +170,12 @@ def main() -> int:
         problems = soak(soak_home, args, clean_wall, rng)
         soaked = _export(soak_home, root / "soak-export")
         identical = soaked == reference
-        print(f"{args.kills} kills + reruns in {time.perf_counter() - started:.0f}s; runs by status: {_run_counts(soak_home)}")
-        print(f"export identical to the clean import's: {identical} ({', '.join(f'{n} {h[:12]}' for n, h in soaked.items())})")
+        print(
+            f"{args.kills} kills + reruns in {time.perf_counter() - started:.0f}s; runs by status: {_run_counts(soak_home)}"
+        )
+        print(
+            f"export identical to the clean import's: {identical} ({', '.join(f'{n} {h[:12]}' for n, h in soaked.items())})"
+        )
         if not identical:
             problems.append(f"exports differ: clean {reference}, soak {soaked}")
         for problem in problems:

@@ -60,13 +60,29 @@ def figures(trends, changes_of) -> dict:
             if before in PAIR or after in PAIR and before not in PAIR:  # into or out of the slow-host pair
                 host += 1
             versions = (t.versions[index - 1], t.versions[index])
-            if (t.key.kernel, t.key.mode, t.key.provider) == ("layer_norm", "backward", "liger") and versions == ("0.6.3", "0.6.4") and ratio < 1:
+            if (
+                (t.key.kernel, t.key.mode, t.key.provider) == ("layer_norm", "backward", "liger")
+                and versions == ("0.6.3", "0.6.4")
+                and ratio < 1
+            ):
                 ln += 1
-            if t.key.kernel in ("fused_linear_cpo_loss", "fused_linear_simpo_loss") and t.key.mode == "forward" and versions == ("0.6.0", "0.6.1") and ratio < 0.1:
+            if (
+                t.key.kernel in ("fused_linear_cpo_loss", "fused_linear_simpo_loss")
+                and t.key.mode == "forward"
+                and versions == ("0.6.0", "0.6.1")
+                and ratio < 0.1
+            ):
                 cpo += 1
                 cpo_kernels.add(t.key.kernel)
-    return {"changes": total, "atSlowHostPairEdges": host, "samePairChanges": pair, "samePairShare": round(pair / max(1, len(trends)), 4),
-            "layerNorm945": ln, "cpoSimpoAt061": cpo, "cpoSimpoKernels": sorted(cpo_kernels)}
+    return {
+        "changes": total,
+        "atSlowHostPairEdges": host,
+        "samePairChanges": pair,
+        "samePairShare": round(pair / max(1, len(trends)), 4),
+        "layerNorm945": ln,
+        "cpoSimpoAt061": cpo,
+        "cpoSimpoKernels": sorted(cpo_kernels),
+    }
 
 
 def synthetic(seed: int = 11):
@@ -103,10 +119,22 @@ def main() -> int:
         from otava.analysis import compute_change_points
 
         steps, slow = synthetic()
-        hits = sum(1 for p in steps
-                   if [int(c.index) for c in compute_change_points(list(p[0]), 50, 0.001, args.min_effect)[0]] == [5])
+        hits = sum(
+            1
+            for p in steps
+            if [int(c.index) for c in compute_change_points(list(p[0]), 50, 0.001, args.min_effect)[0]] == [5]
+        )
         false = sum(len(compute_change_points(list(row), 50, 0.001, args.min_effect)[0]) for p in slow for row in p)
-        print(json.dumps({"stepFoundAtRun5": hits, "of": len(steps), "changesInNoiseWithSlowRun": false, "series": 24 * len(slow)}))
+        print(
+            json.dumps(
+                {
+                    "stepFoundAtRun5": hits,
+                    "of": len(steps),
+                    "changesInNoiseWithSlowRun": false,
+                    "series": 24 * len(slow),
+                }
+            )
+        )
         return 0
 
     from kernelindex_pipeline.reporting.changepoints import DetectionSettings
@@ -117,20 +145,37 @@ def main() -> int:
     ours_seconds = time.perf_counter() - start
     trends = report.trends
     ours = figures(trends, lambda i: [(s.index, math.exp(s.log_ratio)) for s in trends[i].splits])
-    print(f"this detector: {json.dumps(ours)}; {ours_seconds:.2f} s for {report.runs:,} runs and {len(trends)} judged series "
-          "(loading the files included)")
+    print(
+        f"this detector: {json.dumps(ours)}; {ours_seconds:.2f} s for {report.runs:,} runs and {len(trends)} judged series "
+        "(loading the files included)"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         series_file, out_file = Path(tmp) / "series.json", Path(tmp) / "otava.json"
-        series_file.write_text(json.dumps({"raw": [t.values.tolist() for t in trends],
-                                           "corrected": [t.corrected.tolist() for t in trends]}))
-        subprocess.run([args.otava_python, __file__, "--otava", str(series_file), str(out_file),
-                        "--min-effect", str(args.min_effect)], check=True)
+        series_file.write_text(
+            json.dumps(
+                {"raw": [t.values.tolist() for t in trends], "corrected": [t.corrected.tolist() for t in trends]}
+            )
+        )
+        subprocess.run(
+            [
+                args.otava_python,
+                __file__,
+                "--otava",
+                str(series_file),
+                str(out_file),
+                "--min-effect",
+                str(args.min_effect),
+            ],
+            check=True,
+        )
         otava = json.loads(out_file.read_text())
     for variant in ("raw", "corrected"):
         found = otava[variant]["changes"]
         result = figures(trends, lambda i, found=found: [(index, ratio) for index, ratio in found[i]])
-        print(f"Otava ({'as measured' if variant == 'raw' else 'host effects taken out by this detector'}): "
-              f"{json.dumps(result)}; {otava[variant]['seconds']:.2f} s for the change points alone")
+        print(
+            f"Otava ({'as measured' if variant == 'raw' else 'host effects taken out by this detector'}): "
+            f"{json.dumps(result)}; {otava[variant]['seconds']:.2f} s for the change points alone"
+        )
 
     # synthetic series with known answers, through detect_regressions (panels as catalogues) and Otava
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
@@ -141,12 +186,22 @@ def main() -> int:
     steps, slow = synthetic()
     hits = 0
     for p in steps:
-        found = [c.split.index for c in detect_regressions(as_runs(p)).changes if c.key.kernel == "kernel0" and c.trend.case_key == "case0"]
+        found = [
+            c.split.index
+            for c in detect_regressions(as_runs(p)).changes
+            if c.key.kernel == "kernel0" and c.trend.case_key == "case0"
+        ]
         hits += found == [5]
     false = sum(len(detect_regressions(as_runs(p)).changes) for p in slow)
-    print(f"synthetic, this detector: {json.dumps({'stepFoundAtRun5': hits, 'of': len(steps), 'changesInNoiseWithSlowRun': false, 'series': 24 * len(slow)})}")
-    otava_synthetic = subprocess.run([args.otava_python, __file__, "--synthetic-otava", "--min-effect", str(args.min_effect)],
-                                     check=True, capture_output=True, text=True).stdout.strip()
+    print(
+        f"synthetic, this detector: {json.dumps({'stepFoundAtRun5': hits, 'of': len(steps), 'changesInNoiseWithSlowRun': false, 'series': 24 * len(slow)})}"
+    )
+    otava_synthetic = subprocess.run(
+        [args.otava_python, __file__, "--synthetic-otava", "--min-effect", str(args.min_effect)],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
     print(f"synthetic, Otava: {otava_synthetic}")
     return 0
 

@@ -51,11 +51,25 @@ def catalogue(series: int, sweeps: int, seed: int = 7) -> tuple[list[dict], dict
         for i in range(series):
             stamp = (t0 + timedelta(seconds=i % 3000)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
             kernel, provider, case = names[i]
-            runs.append({"kind": "BenchmarkRun", "metadata": {"labels": {"liger_version": versions[j]}}, "spec": {
-                "implementationDigest": DIGEST, "workloadDigest": workload[i], "protocolDigest": DIGEST,
-                "environmentDigest": software[j], "status": "passed", "observedAt": stamp,
-                "timing": {"latencyNs": {"median": int(values[i, j])}},
-                "sourceNative": {"source": "liger-kernel-bench", "externalId": f"{kernel}/forward/{provider}/nvidia-h100-80gb-hbm3/{case}/{stamp}"}}})
+            runs.append(
+                {
+                    "kind": "BenchmarkRun",
+                    "metadata": {"labels": {"liger_version": versions[j]}},
+                    "spec": {
+                        "implementationDigest": DIGEST,
+                        "workloadDigest": workload[i],
+                        "protocolDigest": DIGEST,
+                        "environmentDigest": software[j],
+                        "status": "passed",
+                        "observedAt": stamp,
+                        "timing": {"latencyNs": {"median": int(values[i, j])}},
+                        "sourceNative": {
+                            "source": "liger-kernel-bench",
+                            "externalId": f"{kernel}/forward/{provider}/nvidia-h100-80gb-hbm3/{case}/{stamp}",
+                        },
+                    },
+                }
+            )
     return runs, {"slow sweep": slow, "changed series": int(changed.sum())}
 
 
@@ -66,7 +80,9 @@ def main() -> int:
     args = parser.parse_args()
     t = time.perf_counter()
     runs, facts = catalogue(args.series, args.sweeps)
-    print(f"built {len(runs):,} runs ({args.series:,} series x {args.sweeps} sweeps) in {time.perf_counter() - t:.1f} s; {facts}")
+    print(
+        f"built {len(runs):,} runs ({args.series:,} series x {args.sweeps} sweeps) in {time.perf_counter() - t:.1f} s; {facts}"
+    )
     t, cpu = time.perf_counter(), time.process_time()
     # as the CLI and the asset: Liger's adapter, then attribution (no clone here: the runs of a catalogue
     # name no commit; causes come from the footprint and the toolchain timeline)
@@ -78,9 +94,11 @@ def main() -> int:
     print(report.summary())
     by_cause = report.counts()["byCause"]
     # CPU time beside the wall time: on a shared machine the wall time also counts other processes' turns
-    print(f"detect_regressions + attribution: {elapsed:.1f} s wall, {cpu:.1f} s CPU (attribution {elapsed - detected:.1f} s) for "
-          f"{len(runs):,} runs ({len(runs) / elapsed:,.0f} runs/s); "
-          f"changes by cause {by_cause}; peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
+    print(
+        f"detect_regressions + attribution: {elapsed:.1f} s wall, {cpu:.1f} s CPU (attribution {elapsed - detected:.1f} s) for "
+        f"{len(runs):,} runs ({len(runs) / elapsed:,.0f} runs/s); "
+        f"changes by cause {by_cause}; peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB"
+    )
     return 0 if elapsed < 60 else 1
 
 

@@ -33,21 +33,34 @@ def main() -> int:
     elapsed = time.perf_counter() - started
     print(f"{report.summary()} ({elapsed:.1f} s)")
     judged = len(report.trends)
-    print(f"changes {len(report.changes)} (by cause {dict(Counter(c.cause for c in report.changes))}); "
-          f"pending {len(getattr(report, 'pending', []))}; host effects {len(report.host_effects)}")
+    print(
+        f"changes {len(report.changes)} (by cause {dict(Counter(c.cause for c in report.changes))}); "
+        f"pending {len(getattr(report, 'pending', []))}; host effects {len(report.host_effects)}"
+    )
     if args.same_code:
-        pair = [c for c in report.changes if (c.trend.sources[c.split.index - 1], c.trend.sources[c.split.index]) == tuple(args.same_code)]
-        print(f"same-code pair {args.same_code[0]} -> {args.same_code[1]}: {len(pair)} changes in {judged} series "
-              f"({100 * len(pair) / max(judged, 1):.2f} %)")
+        pair = [
+            c
+            for c in report.changes
+            if (c.trend.sources[c.split.index - 1], c.trend.sources[c.split.index]) == tuple(args.same_code)
+        ]
+        print(
+            f"same-code pair {args.same_code[0]} -> {args.same_code[1]}: {len(pair)} changes in {judged} series "
+            f"({100 * len(pair) / max(judged, 1):.2f} %)"
+        )
     if args.slow_block:
         block = set(args.slow_block)
-        edges = [c for c in report.changes
-                 if (c.trend.sources[c.split.index] in block) != (c.trend.sources[c.split.index - 1] in block)]
+        edges = [
+            c
+            for c in report.changes
+            if (c.trend.sources[c.split.index] in block) != (c.trend.sources[c.split.index - 1] in block)
+        ]
         print(f"changes at the edges of the slow block {sorted(block)}: {len(edges)}")
     flat = [c for c in report.changes if c.trend.values.max() / c.trend.values.min() - 1 <= args.flat]
     print(f"changes on raw-flat series (max/min within {args.flat:.0%}): {len(flat)}")
     for c in flat[:5]:
-        print(f"  {c.key.kernel} {c.key.mode} {c.key.provider} {c.trend.case_key} {c.key.metric} x{c.magnitude:.3g} at {c.trend.sources[c.split.index]}")
+        print(
+            f"  {c.key.kernel} {c.key.mode} {c.key.provider} {c.trend.case_key} {c.key.metric} x{c.magnitude:.3g} at {c.trend.sources[c.split.index]}"
+        )
     return 0
 
 

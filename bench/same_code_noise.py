@@ -16,7 +16,15 @@ import sys
 
 import numpy as np
 
-KEY = ("kernel_name", "kernel_provider", "kernel_operation_mode", "x_name", "x_value", "extra_benchmark_config_str", "gpu_name")
+KEY = (
+    "kernel_name",
+    "kernel_provider",
+    "kernel_operation_mode",
+    "x_name",
+    "x_value",
+    "extra_benchmark_config_str",
+    "gpu_name",
+)
 
 
 def speed_rows(path: str) -> dict[tuple, tuple[float, float, float]]:
@@ -42,7 +50,9 @@ def main(first: str, second: str) -> None:
     print(f"pairs: {len(keys)}")
     for q in (50, 90, 99):
         print(f"  |a - b| / min: p{q} {100 * np.percentile(relative, q):.1f} %")
-    print(f"  strictly ordered with each run's p20-p80 band as its interval: {bands_apart} ({100 * bands_apart / len(keys):.1f} %)")
+    print(
+        f"  strictly ordered with each run's p20-p80 band as its interval: {bands_apart} ({100 * bands_apart / len(keys):.1f} %)"
+    )
 
 
 if __name__ == "__main__":

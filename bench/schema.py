@@ -1,6 +1,6 @@
 """µs per validate_manifest for each kind (a seed manifest of each), and validation throughput.
 
-    .venv/bin/python bench/schema.py [--number N] [--repeat R]
+.venv/bin/python bench/schema.py [--number N] [--repeat R]
 """
 
 from __future__ import annotations

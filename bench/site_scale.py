@@ -38,7 +38,9 @@ def first_charts(site: Path) -> dict[str, float]:
     pages = [site / "index.html", *sorted((site / "kernels").glob("*.html"))]
     timings = {}
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu"])
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu"]
+        )
         page = browser.new_page(viewport={"width": 1300, "height": 1000})
         for path in pages:
             start = time.perf_counter()
@@ -63,16 +65,24 @@ def main() -> int:
         wall, cpu = time.perf_counter() - start, time.process_time() - cpu
         again = time.perf_counter()
         second = build_site(manifests, tmp)
-        row = {"runs": runs, "series": result.counts["series"], "kernels": result.counts["kernels"],
-               "buildSeconds": round(wall, 1), "buildCpuSeconds": round(cpu, 1),
-               "rebuildSeconds": round(time.perf_counter() - again, 1), "rebuildRewritten": len(second.rewritten),
-               "peakRssMiB": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
-               "siteBytes": sum(p.stat().st_size for p in Path(tmp).rglob("*") if p.is_file()),
-               "largestKernelDataBytes": max(p.stat().st_size for p in (Path(tmp) / "data").glob("*.js"))}
+        row = {
+            "runs": runs,
+            "series": result.counts["series"],
+            "kernels": result.counts["kernels"],
+            "buildSeconds": round(wall, 1),
+            "buildCpuSeconds": round(cpu, 1),
+            "rebuildSeconds": round(time.perf_counter() - again, 1),
+            "rebuildRewritten": len(second.rewritten),
+            "peakRssMiB": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+            "siteBytes": sum(p.stat().st_size for p in Path(tmp).rglob("*") if p.is_file()),
+            "largestKernelDataBytes": max(p.stat().st_size for p in (Path(tmp) / "data").glob("*.js")),
+        }
         if not args.no_browser:
             timings = first_charts(Path(tmp))
-            row |= {"landingFirstChartSeconds": timings["index.html"],
-                    "slowestKernelFirstChartSeconds": max(v for k, v in timings.items() if k != "index.html")}
+            row |= {
+                "landingFirstChartSeconds": timings["index.html"],
+                "slowestKernelFirstChartSeconds": max(v for k, v in timings.items() if k != "index.html"),
+            }
         print(json.dumps(row), flush=True)
     return 0
 

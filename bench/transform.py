@@ -72,7 +72,10 @@ def measure(csv_path: str, out_dir: str | None, workers: int | None, profile: st
     if out_dir:
         from kernelindex_pipeline.cli import main
 
-        code = main(["transform", csv_path, "--out", out_dir, "--profile", profile] + ([] if workers is None else ["--workers", str(workers)]))
+        code = main(
+            ["transform", csv_path, "--out", out_dir, "--profile", profile]
+            + ([] if workers is None else ["--workers", str(workers)])
+        )
         assert code == 0
         report = json.loads((Path(out_dir) / "report.json").read_text())
         runs, rows = report["runs"], report["rowsRead"]
@@ -92,9 +95,16 @@ def measure(csv_path: str, out_dir: str | None, workers: int | None, profile: st
     worker_cpu = children.ru_utime + children.ru_stime
     worker_peak_kib = children.ru_maxrss  # the largest worker (each has its own address space)
     peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return {"rows": rows, "runs": runs, "seconds": round(elapsed, 2), "cpuSeconds": round(cpu, 2), "workerCpuSeconds": round(worker_cpu, 2), "rowsPerSecond": round(rows / elapsed),
-            "peakRssMiB": round(peak_kib / 1024, 1),
-            "workerPeakRssMiB": round(worker_peak_kib / 1024, 1)}
+    return {
+        "rows": rows,
+        "runs": runs,
+        "seconds": round(elapsed, 2),
+        "cpuSeconds": round(cpu, 2),
+        "workerCpuSeconds": round(worker_cpu, 2),
+        "rowsPerSecond": round(rows / elapsed),
+        "peakRssMiB": round(peak_kib / 1024, 1),
+        "workerPeakRssMiB": round(worker_peak_kib / 1024, 1),
+    }
 
 
 def main() -> int:
@@ -103,7 +113,9 @@ def main() -> int:
     parser.add_argument("--csv", help="history CSV to repeat (default: the liger-kernel 0.8.5 sdist's)")
     parser.add_argument("--write", action="store_true", help="time the CLI transform (records.jsonl + report.json) too")
     parser.add_argument("--workers", type=int, help="worker processes (default: the library's choice)")
-    parser.add_argument("--profile", choices=("full", "reference"), default="full", help="catalogue profile (default full)")
+    parser.add_argument(
+        "--profile", choices=("full", "reference"), default="full", help="catalogue profile (default full)"
+    )
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -123,8 +135,11 @@ def main() -> int:
                     print(f"N={n} {label}: failed\n{proc.stderr}", file=sys.stderr)
                     return 1
                 figures = json.loads(proc.stdout.strip().splitlines()[-1])
-                print(f"N={n:>9,} {label:9} {figures['seconds']:7.2f} s  {figures['rowsPerSecond']:>9,} rows/s  "
-                      f"peak RSS {figures['peakRssMiB']:7.1f} MiB (+ {figures['workerPeakRssMiB']:.0f} MiB per worker)  ({figures['runs']:,} runs; CPU {figures['cpuSeconds']:.2f} s main + {figures['workerCpuSeconds']:.2f} s workers; load {os.getloadavg()[0]:.1f})", flush=True)
+                print(
+                    f"N={n:>9,} {label:9} {figures['seconds']:7.2f} s  {figures['rowsPerSecond']:>9,} rows/s  "
+                    f"peak RSS {figures['peakRssMiB']:7.1f} MiB (+ {figures['workerPeakRssMiB']:.0f} MiB per worker)  ({figures['runs']:,} runs; CPU {figures['cpuSeconds']:.2f} s main + {figures['workerCpuSeconds']:.2f} s workers; load {os.getloadavg()[0]:.1f})",
+                    flush=True,
+                )
             path.unlink()
     return 0
 

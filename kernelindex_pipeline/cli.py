@@ -33,13 +33,26 @@ def _transform_arguments(p: argparse.ArgumentParser) -> None:
 
     p.add_argument("csv", nargs="?", type=Path, help="a Liger benchmark CSV (all_benchmark_data.csv)")
     p.add_argument("--liger-release", metavar="V", help="fetch the liger-kernel==V sdist and read its history CSV")
-    p.add_argument("--gpu", metavar="SLUG", help="keep only rows whose kebab(gpu_name) is SLUG, e.g. nvidia-h100-80gb-hbm3")
-    p.add_argument("--liger-version", metavar="V", help="keep only rows whose liger_version is exactly V")
-    p.add_argument("--out", required=True, type=Path, metavar="DIR", help="writes DIR/records.jsonl and DIR/report.json")
-    p.add_argument("--cache-dir", type=Path, help="sdist cache (default $KERNELINDEX_CACHE_DIR or ~/.cache/kernelindex-pipeline)")
-    p.add_argument("--workers", type=int, metavar="N", help="run-building worker processes (default: 2 for large inputs on 2+ CPUs, else 0)")
     p.add_argument(
-        "--profile", choices=PROFILES, default=DEFAULT_PROFILE,
+        "--gpu", metavar="SLUG", help="keep only rows whose kebab(gpu_name) is SLUG, e.g. nvidia-h100-80gb-hbm3"
+    )
+    p.add_argument("--liger-version", metavar="V", help="keep only rows whose liger_version is exactly V")
+    p.add_argument(
+        "--out", required=True, type=Path, metavar="DIR", help="writes DIR/records.jsonl and DIR/report.json"
+    )
+    p.add_argument(
+        "--cache-dir", type=Path, help="sdist cache (default $KERNELINDEX_CACHE_DIR or ~/.cache/kernelindex-pipeline)"
+    )
+    p.add_argument(
+        "--workers",
+        type=int,
+        metavar="N",
+        help="run-building worker processes (default: 2 for large inputs on 2+ CPUs, else 0)",
+    )
+    p.add_argument(
+        "--profile",
+        choices=PROFILES,
+        default=DEFAULT_PROFILE,
         help="catalogue profile: full (default; reference plus extensions: memory runs, more kernels, "
         "providers, modes and GPUs) or reference (exactly KernelIndex's importer)",
     )
@@ -63,9 +76,13 @@ def _transform(args: argparse.Namespace) -> int:
             raise UsageError(f"--liger-release: {exc}") from None
     if args.gpu is not None and (not args.gpu or kebab(args.gpu) != args.gpu):
         hint = f" (did you mean {kebab(args.gpu)!r}?)" if kebab(args.gpu) else ""
-        raise UsageError(f"--gpu {args.gpu!r} can never match: it is compared with kebab(gpu_name), e.g. nvidia-h100-80gb-hbm3{hint}")
+        raise UsageError(
+            f"--gpu {args.gpu!r} can never match: it is compared with kebab(gpu_name), e.g. nvidia-h100-80gb-hbm3{hint}"
+        )
     if args.liger_version is not None and (not args.liger_version or args.liger_version != args.liger_version.strip()):
-        raise UsageError(f"--liger-version {args.liger_version!r} can never match: liger_version is compared exactly, e.g. 0.8.5")
+        raise UsageError(
+            f"--liger-version {args.liger_version!r} can never match: liger_version is compared exactly, e.g. 0.8.5"
+        )
     code_ref = None
     if args.csv is not None:
         from kernelindex_pipeline.liger.ci import code_ref_of_locator
@@ -81,12 +98,22 @@ def _transform(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix=".runs-", dir=args.out) as tmp:
         spool = SortedRunSpool(tmp_dir=tmp)
         result = import_csv(
-            source, gpu=args.gpu, liger_version=args.liger_version, snapshot=snapshot, on_run=spool.add,
-            workers=args.workers, profile=args.profile, code_ref=code_ref,
+            source,
+            gpu=args.gpu,
+            liger_version=args.liger_version,
+            snapshot=snapshot,
+            on_run=spool.add,
+            workers=args.workers,
+            profile=args.profile,
+            code_ref=code_ref,
         )
         rows = result.report.rows_read
         if rows and result.report.filtered_out == rows:  # the filters left nothing: say so, write nothing
-            wanted = " and ".join(f"{flag} {value}" for flag, value in (("--gpu", args.gpu), ("--liger-version", args.liger_version)) if value)
+            wanted = " and ".join(
+                f"{flag} {value}"
+                for flag, value in (("--gpu", args.gpu), ("--liger-version", args.liger_version))
+                if value
+            )
             raise CommandError(f"{label}: none of its {rows} rows has {wanted}; nothing written")
         lines = write_records_jsonl(args.out / "records.jsonl", result.manifests.items(), spool)
     report = result.report.to_dict()
@@ -94,8 +121,11 @@ def _transform(args: argparse.Namespace) -> int:
     print(f"{result.report.summary()}")
     for metric, totals in report["coverage"]["byMetric"].items():
         lost = ", ".join(f"{reason} {rows}" for reason, rows in totals["skipped"].items())
-        print(f"coverage {metric}: {totals['runs']} of {totals['rows']} rows became runs ({totals['percent']} %)"
-              + (f"; skipped: {lost}" if lost else "") + (f"; issues: {totals['issues']}" if totals["issues"] else ""))
+        print(
+            f"coverage {metric}: {totals['runs']} of {totals['rows']} rows became runs ({totals['percent']} %)"
+            + (f"; skipped: {lost}" if lost else "")
+            + (f"; issues: {totals['issues']}" if totals["issues"] else "")
+        )
     print(f"wrote {lines} records to {args.out / 'records.jsonl'} and the report to {args.out / 'report.json'}")
     return 0
 
@@ -104,7 +134,9 @@ def _transform(args: argparse.Namespace) -> int:
 
 
 def _validate_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("files", nargs="+", type=Path, metavar="FILE", help="JSON, JSON Lines or (multi-document) YAML manifests")
+    p.add_argument(
+        "files", nargs="+", type=Path, metavar="FILE", help="JSON, JSON Lines or (multi-document) YAML manifests"
+    )
 
 
 def _validate(args: argparse.Namespace) -> int:
@@ -159,21 +191,30 @@ def _schema(args: argparse.Namespace) -> int:
 
 
 def _verbose_argument(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-v", "--verbose", action="store_true", help="also print Dagster's event log and the daemon's output")
+    p.add_argument(
+        "-v", "--verbose", action="store_true", help="also print Dagster's event log and the daemon's output"
+    )
 
 
 def _import_history_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "--partition", action="append", default=[], metavar="GPU|VERSION",
+        "--partition",
+        action="append",
+        default=[],
+        metavar="GPU|VERSION",
         help="only this partition, e.g. 'nvidia-h100-80gb-hbm3|0.8.0' (repeatable; default: every history partition)",
     )
     _verbose_argument(p)
 
 
 def _import_ci_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("locators", nargs="+", metavar="LOCATOR",
-                   help="Liger CI results CSVs: https URLs (e.g. https://raw.githubusercontent.com/linkedin/Liger-Kernel/"
-                        "gh-pages/benchmarks/<dir>/benchmark.csv) or local paths")
+    p.add_argument(
+        "locators",
+        nargs="+",
+        metavar="LOCATOR",
+        help="Liger CI results CSVs: https URLs (e.g. https://raw.githubusercontent.com/linkedin/Liger-Kernel/"
+        "gh-pages/benchmarks/<dir>/benchmark.csv) or local paths",
+    )
     _verbose_argument(p)
 
 
@@ -254,16 +295,21 @@ def _run_import(args: argparse.Namespace, run) -> int:
             # Runs a dead import command's daemon left STARTED hold run slots forever: reported and failed first.
             clean_up_after_dead_command(instance, home, lambda line: print(line, file=sys.stderr, flush=True))
             # The summary is printed as soon as the import's runs are done, before the catalogue refresh.
-            summary = run(instance, home, lambda line: print(line, file=sys.stderr, flush=True),
-                          lambda done: print("\n".join(done.lines()), flush=True))
+            summary = run(
+                instance,
+                home,
+                lambda line: print(line, file=sys.stderr, flush=True),
+                lambda done: print("\n".join(done.lines()), flush=True),
+            )
     except UnknownPartitions as error:  # checked against the history before any partition runs
         raise UsageError(str(error)) from None
     except LaunchError as error:
         raise CommandError(str(error)) from None
     except subprocess.TimeoutExpired as error:  # a deadline the import module did not turn into its own message
         command = " ".join(Path(str(part)).name for part in (error.cmd or [])[:3])
-        raise CommandError(f"{command} did not finish within {error.timeout:g}s (the machine may be overloaded); "
-                           "run the command again") from None
+        raise CommandError(
+            f"{command} did not finish within {error.timeout:g}s (the machine may be overloaded); run the command again"
+        ) from None
     print(f"open the UI on it: {ui_hint(home)}", file=sys.stderr)
     return 0 if summary.ok else 1
 
@@ -273,8 +319,12 @@ def _import_history(args: argparse.Namespace) -> int:
     partitions = _checked_partitions(args.partition)  # all of them, before anything is read or created
     from kernelindex_pipeline.defs.launch import import_history
 
-    return _run_import(args, lambda instance, home, log, report: import_history(
-        instance, home, partitions=partitions or None, verbose=args.verbose, log=log, report=report))
+    return _run_import(
+        args,
+        lambda instance, home, log, report: import_history(
+            instance, home, partitions=partitions or None, verbose=args.verbose, log=log, report=report
+        ),
+    )
 
 
 def _import_ci(args: argparse.Namespace) -> int:
@@ -287,22 +337,41 @@ def _import_ci(args: argparse.Namespace) -> int:
             check_locator_syntax(locator)
         except CiSourceError as error:
             raise UsageError(str(error)) from None
-    return _run_import(args, lambda instance, home, log, report: import_ci(
-        instance, home, args.locators, verbose=args.verbose, log=log, report=report))
+    return _run_import(
+        args,
+        lambda instance, home, log, report: import_ci(
+            instance, home, args.locators, verbose=args.verbose, log=log, report=report
+        ),
+    )
 
 
 # ------------------------------------------------------------------------------------------ export
 
 
 def _export_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--catalogue", metavar="URL", help="SQLAlchemy URL (default: $KERNELINDEX_CATALOGUE_URL, else the embedded catalogue under DAGSTER_HOME)")
-    p.add_argument("--out", type=Path, required=True, metavar="DIR", help="writes the JSON Lines export, its manifest, the YAML bundle and efficiency.jsonl")
     p.add_argument(
-        "--kernelindex", action="store_true",
+        "--catalogue",
+        metavar="URL",
+        help="SQLAlchemy URL (default: $KERNELINDEX_CATALOGUE_URL, else the embedded catalogue under DAGSTER_HOME)",
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        required=True,
+        metavar="DIR",
+        help="writes the JSON Lines export, its manifest, the YAML bundle and efficiency.jsonl",
+    )
+    p.add_argument(
+        "--kernelindex",
+        action="store_true",
         help="also write kernelindex-submission.yaml and kernelindex-import-bundle.json, the files KernelIndex's own "
         "publication code takes (README: Publishing in KernelIndex); runs in time order, peak-memory runs left out",
     )
-    p.add_argument("--kernelindex-memory", action="store_true", help="with --kernelindex: include peak-memory runs (KernelIndex ranks them as latencies)")
+    p.add_argument(
+        "--kernelindex-memory",
+        action="store_true",
+        help="with --kernelindex: include peak-memory runs (KernelIndex ranks them as latencies)",
+    )
 
 
 def _export(args: argparse.Namespace) -> int:
@@ -326,14 +395,21 @@ def _export(args: argparse.Namespace) -> int:
     print(f"{jsonl.records} records from {store.safe_url}")
     print(f"{jsonl.path} (sha256 {jsonl.sha256}), manifest {jsonl.manifest_path}")
     print(f"{bundle.path}")
-    print("tables (Parquet, keyed on digests): " + ", ".join(f"{p} ({tables.rows[n]} rows)" for n, p in tables.paths.items()))
+    print(
+        "tables (Parquet, keyed on digests): "
+        + ", ".join(f"{p} ({tables.rows[n]} rows)" for n, p in tables.paths.items())
+    )
     collisions = json.loads(jsonl.manifest_path.read_text(encoding="utf-8"))["nameCollisions"]
     if collisions["records"]:
-        print(f"{collisions['records']} records share their metadata.name with another ({collisions['names']} names, "
-              "KernelIndex's 100-character cut): key on digests")
+        print(
+            f"{collisions['records']} records share their metadata.name with another ({collisions['names']} names, "
+            "KernelIndex's 100-character cut): key on digests"
+        )
     print(f"{sidecar} (derived efficiency figures, beside the records)")
     if kernelindex is not None:
-        print(f"{kernelindex.submission.path}: {kernelindex.submission.records_by_kind['BenchmarkRun']} runs for KernelIndex")
+        print(
+            f"{kernelindex.submission.path}: {kernelindex.submission.records_by_kind['BenchmarkRun']} runs for KernelIndex"
+        )
         for bundle in kernelindex.bundles:
             print(f"{bundle.path}: {bundle.records_by_kind['BenchmarkRun']} runs")
     return 0
@@ -345,8 +421,11 @@ def _kernelindex_export(store, args: argparse.Namespace):
 
     try:
         return export_kernelindex(
-            store.manifests(), args.out, snapshots=snapshots_of_publications(store.publications()),
-            include_memory=args.kernelindex_memory, order="time",
+            store.manifests(),
+            args.out,
+            snapshots=snapshots_of_publications(store.publications()),
+            include_memory=args.kernelindex_memory,
+            order="time",
         )
     except KernelIndexExportError as error:
         raise CommandError(f"KernelIndex export: {error}") from None
@@ -356,11 +435,26 @@ def _kernelindex_export(store, args: argparse.Namespace):
 
 
 def _report_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--records", nargs="+", type=Path, metavar="FILE",
-                   help="records files (e.g. the records.jsonl of one or more transforms) instead of a catalogue; "
-                   "a report.json next to a file adds its coverage to the report's coverage table")
-    p.add_argument("--catalogue", metavar="URL", help="SQLAlchemy URL (default: $KERNELINDEX_CATALOGUE_URL, else the embedded catalogue under DAGSTER_HOME)")
-    p.add_argument("--out", type=Path, required=True, metavar="DIR", help="writes DIR/index.html, DIR/charts/*.svg, regressions.json, summary.md")
+    p.add_argument(
+        "--records",
+        nargs="+",
+        type=Path,
+        metavar="FILE",
+        help="records files (e.g. the records.jsonl of one or more transforms) instead of a catalogue; "
+        "a report.json next to a file adds its coverage to the report's coverage table",
+    )
+    p.add_argument(
+        "--catalogue",
+        metavar="URL",
+        help="SQLAlchemy URL (default: $KERNELINDEX_CATALOGUE_URL, else the embedded catalogue under DAGSTER_HOME)",
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        required=True,
+        metavar="DIR",
+        help="writes DIR/index.html, DIR/charts/*.svg, regressions.json, summary.md",
+    )
     _detection_arguments(p)
 
 
@@ -418,8 +512,10 @@ def _site(args: argparse.Namespace) -> int:
     manifests, coverage, regressions = _report_inputs(args)
     result = build_site(manifests, args.out, coverage=coverage, regressions=regressions)
     changed = ", ".join(f"{k} ({v})" for k, v in sorted(result.changed.items())) or "nothing"
-    print(f"{result.counts['kernels']} kernels, {result.counts['series']} series, {result.counts['runs']} runs; "
-          f"{result.counts['slowdowns']} slowdowns, {result.counts['pending']} pending")
+    print(
+        f"{result.counts['kernels']} kernels, {result.counts['series']} series, {result.counts['runs']} runs; "
+        f"{result.counts['slowdowns']} slowdowns, {result.counts['pending']} pending"
+    )
     print(f"changed since the previous build: {changed}; kernel pages rewritten: {len(result.rewritten)}")
     print(f"wrote {result.path}")
     return 0
@@ -430,9 +526,25 @@ def _site(args: argparse.Namespace) -> int:
 
 def _regressions_arguments(p: argparse.ArgumentParser) -> None:
     source = p.add_mutually_exclusive_group()
-    source.add_argument("--catalogue", metavar="URL", help="SQLAlchemy URL (default: $KERNELINDEX_CATALOGUE_URL, else the embedded catalogue under DAGSTER_HOME)")
-    source.add_argument("--records", nargs="+", type=Path, metavar="FILE", help="records.jsonl files that `transform` wrote, each one source run")
-    p.add_argument("--out", type=Path, required=True, metavar="DIR", help="writes DIR/regressions.json and the page DIR/regressions.html")
+    source.add_argument(
+        "--catalogue",
+        metavar="URL",
+        help="SQLAlchemy URL (default: $KERNELINDEX_CATALOGUE_URL, else the embedded catalogue under DAGSTER_HOME)",
+    )
+    source.add_argument(
+        "--records",
+        nargs="+",
+        type=Path,
+        metavar="FILE",
+        help="records.jsonl files that `transform` wrote, each one source run",
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        required=True,
+        metavar="DIR",
+        help="writes DIR/regressions.json and the page DIR/regressions.html",
+    )
     _detection_arguments(p)
 
 
@@ -442,14 +554,19 @@ def _detection_arguments(p: argparse.ArgumentParser) -> None:
     tests/test_cli.py checks these texts against DetectionSettings)."""
     p.add_argument("--alpha", type=float, help="significance level per series (default 0.001)")
     p.add_argument("--min-effect", type=float, help="smallest change reported, as a fraction (default 0.05 = 5%%)")
-    p.add_argument("--liger-git", metavar="DIR", default=os.environ.get("KERNELINDEX_LIGER_GIT") or None,
-                   help="a clone of Liger-Kernel (git clone --filter=blob:none --bare https://github.com/linkedin/Liger-Kernel "
-                   "DIR): changes name the commits between their runs, runs are ordered by their code "
-                   "(default: $KERNELINDEX_LIGER_GIT; without it, no commits are named)")
+    p.add_argument(
+        "--liger-git",
+        metavar="DIR",
+        default=os.environ.get("KERNELINDEX_LIGER_GIT") or None,
+        help="a clone of Liger-Kernel (git clone --filter=blob:none --bare https://github.com/linkedin/Liger-Kernel "
+        "DIR): changes name the commits between their runs, runs are ordered by their code "
+        "(default: $KERNELINDEX_LIGER_GIT; without it, no commits are named)",
+    )
 
 
-def _detect_and_attribute(args: argparse.Namespace, settings, *, records: list[Path] | None = None,
-                          manifests: Iterable[dict] | None = None):
+def _detect_and_attribute(
+    args: argparse.Namespace, settings, *, records: list[Path] | None = None, manifests: Iterable[dict] | None = None
+):
     """Detection (each records file one source run, or the runs of a catalogue) with Liger's attribution;
     what the attribution could not use (the clone, a commit) is printed as a note, detection goes on."""
     from kernelindex_pipeline.liger.attribution import LigerAttribution
@@ -505,13 +622,36 @@ COMMANDS: dict[str, Command] = {
     "transform": ("Liger benchmark CSV -> records.jsonl + report.json", _transform_arguments, _transform),
     "validate": ("validate manifests against the kernelindex.dev/v1alpha1 schemas", _validate_arguments, _validate),
     "schema": ("print the JSON Schema of one kind or all seven", _schema_arguments, _schema),
-    "import-history": ("the main job: every history partition through Dagster into the catalogue", _import_history_arguments, _import_history),
-    "import-ci": ("Liger CI result CSVs (URLs or paths) through Dagster into the catalogue", _import_ci_arguments, _import_ci),
-    "export": ("export the catalogue: JSON Lines + manifest file, and a YAML submission bundle", _export_arguments, _export),
-    "report": ("the static HTML report (charts, coverage, regressions) of records files or a catalogue", _report_arguments, _report),
-    "site": ("the interactive static site (landing page, a page per kernel, regressions) of records files or a catalogue",
-             _report_arguments, _site),
-    "regressions": ("change points over every run, host effects taken out: regressions.json + a page", _regressions_arguments, _regressions),
+    "import-history": (
+        "the main job: every history partition through Dagster into the catalogue",
+        _import_history_arguments,
+        _import_history,
+    ),
+    "import-ci": (
+        "Liger CI result CSVs (URLs or paths) through Dagster into the catalogue",
+        _import_ci_arguments,
+        _import_ci,
+    ),
+    "export": (
+        "export the catalogue: JSON Lines + manifest file, and a YAML submission bundle",
+        _export_arguments,
+        _export,
+    ),
+    "report": (
+        "the static HTML report (charts, coverage, regressions) of records files or a catalogue",
+        _report_arguments,
+        _report,
+    ),
+    "site": (
+        "the interactive static site (landing page, a page per kernel, regressions) of records files or a catalogue",
+        _report_arguments,
+        _site,
+    ),
+    "regressions": (
+        "change points over every run, host effects taken out: regressions.json + a page",
+        _regressions_arguments,
+        _regressions,
+    ),
 }
 
 
@@ -530,7 +670,16 @@ def _expected_errors() -> tuple[type[BaseException], ...]:
     from kernelindex_pipeline.liger.ci import CiSourceError
     from kernelindex_pipeline.liger.release import ReleaseError
 
-    errors: list[type[BaseException]] = [CommandError, LigerCatalogueError, CsvFormatError, InvalidRecord, ReleaseError, StoreError, OSError, CiSourceError]
+    errors: list[type[BaseException]] = [
+        CommandError,
+        LigerCatalogueError,
+        CsvFormatError,
+        InvalidRecord,
+        ReleaseError,
+        StoreError,
+        OSError,
+        CiSourceError,
+    ]
     try:
         from kernelindex_pipeline.records.schema import InvalidRecords
 

@@ -89,9 +89,7 @@ def redact_url(url: str | URL) -> str:
         parsed = parse_url(url)
     except MalformedUrl:
         return _hidden_form(str(url) if not isinstance(url, URL) else "")
-    query = {
-        name: (HIDDEN if is_secret_parameter(name) else value) for name, value in parsed.query.items()
-    }
+    query = {name: (HIDDEN if is_secret_parameter(name) else value) for name, value in parsed.query.items()}
     # SQLAlchemy percent-encodes the query's "***"; shown as written, like the password's.
     return parsed.set(query=query).render_as_string(hide_password=True).replace(quote_plus(HIDDEN), HIDDEN)
 
@@ -112,7 +110,12 @@ def url_secrets(url: str | URL | None) -> list[str]:
         text = str(url)
         rest = text[len(scheme_of(text)) + 3 :] if scheme_of(text) else text
         values = [rest, *(piece for piece in re.split(r"[@:/#?&=]", rest) if len(piece) >= 3)]
-    spellings = {s for value in values if value for s in (str(value), quote(str(value), safe=""), quote(str(value)), quote_plus(str(value)))}
+    spellings = {
+        s
+        for value in values
+        if value
+        for s in (str(value), quote(str(value), safe=""), quote(str(value)), quote_plus(str(value)))
+    }
     return sorted(spellings, key=len, reverse=True)
 
 
@@ -148,5 +151,7 @@ def redact_locator(locator: str) -> str:
         host = f"{host}:{parts.port}"
     if parts.username or parts.password:
         host = f"{HIDDEN}@{host}"
-    query = "&".join(f"{pair.split('=', 1)[0]}={HIDDEN}" if "=" in pair else HIDDEN for pair in parts.query.split("&") if pair)
+    query = "&".join(
+        f"{pair.split('=', 1)[0]}={HIDDEN}" if "=" in pair else HIDDEN for pair in parts.query.split("&") if pair
+    )
     return urlunsplit((parts.scheme, host, parts.path, query, ""))

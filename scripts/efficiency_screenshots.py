@@ -18,11 +18,17 @@ from playwright.sync_api import sync_playwright
 
 CHROMIUM = os.environ.get("KERNELINDEX_CHROMIUM", "/usr/bin/chromium")
 SHOTS = [  # (page, selector, file)
-    ("index.html", '#kernel-rms-norm section.gpu[data-gpu*="H100"] figure[data-chart-kind="efficiency"]',
-     "efficiency-chart.png"),
+    (
+        "index.html",
+        '#kernel-rms-norm section.gpu[data-gpu*="H100"] figure[data-chart-kind="efficiency"]',
+        "efficiency-chart.png",
+    ),
     ("index.html", "#efficiency-section", "efficiency-table.png"),
-    ("regressions.html", 'figure.trend:has(span.efficiency-moved):has-text("fused_linear_cpo_loss forward · liger")',
-     "efficiency-regression.png"),
+    (
+        "regressions.html",
+        'figure.trend:has(span.efficiency-moved):has-text("fused_linear_cpo_loss forward · liger")',
+        "efficiency-regression.png",
+    ),
 ]
 
 
@@ -32,7 +38,9 @@ def main(argv: list[str]) -> int:
         return 2
     report, docs = Path(argv[0]).resolve(), Path(argv[1])
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu"])
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu"]
+        )
         try:
             page = browser.new_page(viewport={"width": 1300, "height": 1000})
             for name, selector, out in SHOTS:

@@ -62,7 +62,9 @@ def main(argv: list[str] | None = None) -> int:
     print("| --- | --- | --- | --- | ---: | ---: | --- |")
     without = []
     for kernel in sorted(found):
-        if all(f.status == "no cost model" for role in found[kernel].values() for xs in role.values() for _, _, f in xs):
+        if all(
+            f.status == "no cost model" for role in found[kernel].values() for xs in role.values() for _, _, f in xs
+        ):
             without.append(kernel)
             continue
         for mode in sorted(found[kernel], key=lambda m: MODE_ORDER.index(m) if m in MODE_ORDER else 9):
@@ -75,8 +77,10 @@ def main(argv: list[str] | None = None) -> int:
             baselines = [x for x in by_role["baseline"] if x[2].case_key == case]
             base = max(baselines, key=lambda x: x[0])[2] if baselines else None
             base_text = f"{_cell(base)} ({base.provider})" if base else "–"
-            print(f"| {kernel} | {case} | {facts.bound or '–'} | {mode} | {_cell(facts)} | {base_text} | "
-                  f"{_roofline(facts, peaks)} |")
+            print(
+                f"| {kernel} | {case} | {facts.bound or '–'} | {mode} | {_cell(facts)} | {base_text} | "
+                f"{_roofline(facts, peaks)} |"
+            )
     if without:
         print(f"\nNo cost model (reported as such, never 0 %): {', '.join(without)}.")
     return 0

@@ -110,12 +110,16 @@ def bootstrap(args: argparse.Namespace, argv: list[str]) -> None:
         # --system-site-packages alone would not reach them.
         site_packages = subprocess.run(
             [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-            check=True, capture_output=True, text=True,
+            check=True,
+            capture_output=True,
+            text=True,
         ).stdout.strip()
         import site
         import sysconfig
 
-        paths = list(dict.fromkeys(site.getsitepackages() + [sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]]))
+        paths = list(
+            dict.fromkeys(site.getsitepackages() + [sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]])
+        )
         Path(site_packages, "kernelindex-base-interpreter.pth").write_text("\n".join(paths) + "\n")
     # Pin what the host already has (torch, numpy, ...) so that pip never replaces it.
     pins = []
@@ -165,16 +169,39 @@ def _wheel_metadata(wheel: Path) -> str:
         return archive.read(name).decode("utf-8", errors="replace")
 
 
-def download_wheels(dest: Path, liger_versions: list[str], python_version: str, with_transformers: bool, liger_extras: list[str] | None = None) -> int:
+def download_wheels(
+    dest: Path,
+    liger_versions: list[str],
+    python_version: str,
+    with_transformers: bool,
+    liger_extras: list[str] | None = None,
+) -> int:
     """On a machine with network: the wheels (and the Liger sdist) an offline GPU host needs (with the
     requirements of `liger_extras`, as each release's metadata states them)."""
     dest.mkdir(parents=True, exist_ok=True)
     platforms = []
-    for tag in ("manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64", "manylinux1_x86_64"):
+    for tag in (
+        "manylinux_2_28_x86_64",
+        "manylinux_2_27_x86_64",
+        "manylinux_2_17_x86_64",
+        "manylinux2014_x86_64",
+        "manylinux1_x86_64",
+    ):
         platforms += ["--platform", tag]
     binary = [
-        sys.executable, "-m", "pip", "download", "--disable-pip-version-check", "--only-binary=:all:",
-        "--python-version", python_version, "--implementation", "cp", *platforms, "-d", str(dest),
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--disable-pip-version-check",
+        "--only-binary=:all:",
+        "--python-version",
+        python_version,
+        "--implementation",
+        "cp",
+        *platforms,
+        "-d",
+        str(dest),
     ]
     # liger-kernel without its torch/triton: the host has them.
     for liger_version in liger_versions:
@@ -224,7 +251,11 @@ def catalogue_for(device_name: str, compute_capability: str | None):
     catalogue = default_catalogue()
     if device_name in catalogue.hardware:
         return catalogue, None
-    facts = {"vendor": "nvidia", "product": device_name, "architecture": "sm_" + (compute_capability or "0.0").replace(".", "")}
+    facts = {
+        "vendor": "nvidia",
+        "product": device_name,
+        "architecture": "sm_" + (compute_capability or "0.0").replace(".", ""),
+    }
     note = f"{device_name} is not in the GPU catalogue (liger-providers.yaml hardware); hardware facts taken from the probe: {facts}"
     return dataclasses.replace(catalogue, hardware={**catalogue.hardware, device_name: facts}), note
 
@@ -246,7 +277,9 @@ def write_version_evidence(directory: Path, result, imported, lines: list[str]) 
         "software": result.software,
         "settings": result.settings,
         "environment": result.environment,
-        "nvidia_smi_xml": (logs_dir / "nvidia-smi.xml").read_text() if (logs_dir / "nvidia-smi.xml").is_file() else None,
+        "nvidia_smi_xml": (logs_dir / "nvidia-smi.xml").read_text()
+        if (logs_dir / "nvidia-smi.xml").is_file()
+        else None,
     }
     (directory / "environment.json").write_text(json.dumps(environment, indent=2, sort_keys=True))
     (directory / "sweep.json").write_text(json.dumps(result.to_dict(), indent=1, sort_keys=True))
@@ -254,7 +287,11 @@ def write_version_evidence(directory: Path, result, imported, lines: list[str]) 
         for manifest in imported.sorted_manifests():
             handle.write(json.dumps(manifest, sort_keys=True, separators=(",", ":")) + "\n")
     # The spools (*.samples.jsonl) hold the same calls as the artifacts: left out.
-    logs = [p for p in logs_dir.rglob("*") if p.is_file() and p.parent.name != "samples" and not p.name.endswith(".samples.jsonl")]
+    logs = [
+        p
+        for p in logs_dir.rglob("*")
+        if p.is_file() and p.parent.name != "samples" and not p.name.endswith(".samples.jsonl")
+    ]
     _tar(directory / "logs.tar.gz", logs_dir, sorted(logs))  # the rounds' folders too (round-1/, round-2/, ...)
     _tar(directory / "samples.tar.gz", logs_dir, sorted((logs_dir / "samples").glob("*.json")))
     (directory / "summary.txt").write_text("\n".join(lines) + "\n")
@@ -294,11 +331,20 @@ def sweep_one(args, version: str, gpu: str, base_python: str, work_root: Path, t
         liger_extras=[e for e in (args.liger_extras or "").split(",") if e],
     )
     log(f"liger {version}: scripts for {args.kernels}, {args.rounds} round(s), with {timeout_s:.0f} s each at most")
-    result = run_sweep(request, progress=lambda e: log(
-        f"  round {e['round']} {e['variant']} [{e['index']}/{e['total']}] {e['script']}: {e['status']}, {e['rows']} rows ({e['rows_so_far']} so far), {e['seconds']:.1f} s"
-    ))
+    result = run_sweep(
+        request,
+        progress=lambda e: log(
+            f"  round {e['round']} {e['variant']} [{e['index']}/{e['total']}] {e['script']}: {e['status']}, {e['rows']} rows ({e['rows_so_far']} so far), {e['seconds']:.1f} s"
+        ),
+    )
     catalogue, note = catalogue_for(result.host["device_name"], result.host.get("compute_capability"))
-    imported = import_csv(result.csv_path, gpu=gpu, liger_version=version, measured=MeasuredContext(**result.measured_context()), catalogue=catalogue)
+    imported = import_csv(
+        result.csv_path,
+        gpu=gpu,
+        liger_version=version,
+        measured=MeasuredContext(**result.measured_context()),
+        catalogue=catalogue,
+    )
     ensure_valid(imported.manifests.values())  # raises InvalidRecords naming record and field
     return result, imported, note
 
@@ -312,7 +358,9 @@ def raw_sample_counts(imported) -> dict:
     return {
         "speed_runs": speed,
         "runs_with_raw_samples": len(counts),
-        "samples_per_run": {"min": min(counts), "median": statistics.median(counts), "max": max(counts)} if counts else None,
+        "samples_per_run": {"min": min(counts), "median": statistics.median(counts), "max": max(counts)}
+        if counts
+        else None,
     }
 
 
@@ -342,7 +390,9 @@ def run_check(args: argparse.Namespace) -> int:
     probe_env.pop("PYTHONHOME", None)
     first = probe_host(base_python, probe_env)
     if not first.cuda_available:
-        print(f"gpu_check: no CUDA device on this host ({first.summary()}); run it on an NVIDIA GPU host", file=sys.stderr)
+        print(
+            f"gpu_check: no CUDA device on this host ({first.summary()}); run it on an NVIDIA GPU host", file=sys.stderr
+        )
         return 2
     gpu = args.gpu or kebab(first.device_name)
     log(f"host: {first.summary()}; partition {gpu} x liger {', '.join(versions)}; budget {args.budget:.0f} s")
@@ -366,7 +416,9 @@ def run_check(args: argparse.Namespace) -> int:
                 return 2
             if note:
                 notes.add(note)
-            published = store.publish(imported.manifests, partition=f"{gpu}|{version}", source=imported.snapshot, report=imported.report)
+            published = store.publish(
+                imported.manifests, partition=f"{gpu}|{version}", source=imported.snapshot, report=imported.report
+            )
             present = store.present_digests(list(imported.manifests))
             report = imported.report.to_dict()
             version_lines = [
@@ -377,7 +429,9 @@ def run_check(args: argparse.Namespace) -> int:
                 f"catalogue (temporary SQLite): {published.summary()}",
             ]
             write_version_evidence(evidence / version, result, imported, version_lines)
-            swept.append({"version": version, "result": result, "imported": imported, "published": published, "present": present})
+            swept.append(
+                {"version": version, "result": result, "imported": imported, "published": published, "present": present}
+            )
             lines += version_lines
         manifests = list(store.manifests())
         counts_by_kind = store.counts_by_kind()
@@ -387,8 +441,12 @@ def run_check(args: argparse.Namespace) -> int:
     regressions = detect_regressions(manifests)
     (evidence / "regressions.json").write_text(json.dumps(regressions.to_dict(), indent=1, default=str, sort_keys=True))
     (evidence / "regressions.md").write_text(regressions.markdown() + "\n")
-    report = build_report(manifests, evidence / "report", title=f"GPU check: {gpu}, liger {' vs '.join(versions)}",
-                          coverage=CoverageTable.of(s["imported"].report for s in swept).cells)
+    report = build_report(
+        manifests,
+        evidence / "report",
+        title=f"GPU check: {gpu}, liger {' vs '.join(versions)}",
+        coverage=CoverageTable.of(s["imported"].report for s in swept).cells,
+    )
     judged = len(regressions.trends)
     accounted = judged + len(regressions.insufficient)
 
@@ -410,22 +468,36 @@ def run_check(args: argparse.Namespace) -> int:
                 "records_by_kind": s["imported"].report.to_dict()["records"],
                 "published": s["published"].to_dict(),
                 "import_report": s["imported"].report.to_dict(),
-                "outcomes": [{k: v for k, v in o.to_dict().items() if k != "raw_samples"} for o in s["result"].outcomes],
+                "outcomes": [
+                    {k: v for k, v in o.to_dict().items() if k != "raw_samples"} for o in s["result"].outcomes
+                ],
                 "coverage": s["result"].coverage,
-                "sentinel": [{k: v for k, v in m.items() if k not in ("artifact", "log")} for m in s["result"].sentinel],
+                "sentinel": [
+                    {k: v for k, v in m.items() if k not in ("artifact", "log")} for m in s["result"].sentinel
+                ],
                 "raw_samples": raw_sample_counts(s["imported"]),
                 "timings": s["result"].timings,
-                "environment": {k: s["result"].environment.get(k) for k in ("reused", "seconds", "offline", "installed", "path")},
+                "environment": {
+                    k: s["result"].environment.get(k) for k in ("reused", "seconds", "offline", "installed", "path")
+                },
             }
             for s in swept
         },
         "software": swept[0]["result"].software,
         "settings": swept[0]["result"].settings,
-        "device": {k: swept[0]["result"].host.get(k) for k in ("device_name", "compute_capability", "memory_bytes", "sm_count", "driver", "cuda_runtime")},
+        "device": {
+            k: swept[0]["result"].host.get(k)
+            for k in ("device_name", "compute_capability", "memory_bytes", "sm_count", "driver", "cuda_runtime")
+        },
         "catalogue_counts_by_kind": counts_by_kind,
-        "regressions": {"series": accounted, "judged": judged, "slowdowns": len(regressions.slowdowns),
-                        "speedups": len(regressions.speedups), "insufficient": len(regressions.insufficient),
-                        "host_effects": len(regressions.host_effects)},
+        "regressions": {
+            "series": accounted,
+            "judged": judged,
+            "slowdowns": len(regressions.slowdowns),
+            "speedups": len(regressions.speedups),
+            "insufficient": len(regressions.insufficient),
+            "host_effects": len(regressions.host_effects),
+        },
         "report": {"path": str(report.path), **report.counts},
         "check_seconds": round(time.monotonic() - started, 1),
         "catalogue_notes": sorted(notes),
@@ -450,28 +522,53 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = argparse.ArgumentParser(prog="scripts/gpu_check", description=__doc__.split("\n\n")[0])
     parser.add_argument("--evidence", help="directory for the evidence (default: evidence/gpu-check-<UTC time>)")
-    parser.add_argument("--wheels", help="offline: install only from this directory of wheels (and take the sdists from it)")
-    parser.add_argument("--release", help="with one version: Liger sdist tarball or extracted release (default: from --wheels, else fetched)")
+    parser.add_argument(
+        "--wheels", help="offline: install only from this directory of wheels (and take the sdists from it)"
+    )
+    parser.add_argument(
+        "--release",
+        help="with one version: Liger sdist tarball or extracted release (default: from --wheels, else fetched)",
+    )
     parser.add_argument("--release-dir", help="a directory holding liger_kernel-<V>.tar.gz for every version")
-    parser.add_argument("--liger-version", default=DEFAULT_VERSIONS, help="comma-separated releases, swept in this order")
+    parser.add_argument(
+        "--liger-version", default=DEFAULT_VERSIONS, help="comma-separated releases, swept in this order"
+    )
     parser.add_argument("--kernels", default=",".join(DEFAULT_KERNELS), help="comma-separated CSV kernel names")
-    parser.add_argument("--rounds", type=int, default=3, help="rounds per script, interleaved (the sweep's rounds setting)")
-    parser.add_argument("--backends", help="implementations to sweep, e.g. 'swiglu=nvidia-triton,nvidia-cutedsl;cross_entropy=nvidia-triton,nvidia-cutedsl'")
-    parser.add_argument("--liger-extras", help="Liger extras for the scripts' environment, e.g. 'cutedsl' (nvidia-cutlass-dsl, apache-tvm-ffi)")
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="rounds per script, interleaved (the sweep's rounds setting)"
+    )
+    parser.add_argument(
+        "--backends",
+        help="implementations to sweep, e.g. 'swiglu=nvidia-triton,nvidia-cutedsl;cross_entropy=nvidia-triton,nvidia-cutedsl'",
+    )
+    parser.add_argument(
+        "--liger-extras",
+        help="Liger extras for the scripts' environment, e.g. 'cutedsl' (nvidia-cutlass-dsl, apache-tvm-ffi)",
+    )
     parser.add_argument("--timeout", type=float, default=DEFAULT_SCRIPT_TIMEOUT_S, help="seconds per script at most")
-    parser.add_argument("--budget", type=float, default=DEFAULT_BUDGET_S, help="seconds for the whole check (all releases)")
+    parser.add_argument(
+        "--budget", type=float, default=DEFAULT_BUDGET_S, help="seconds for the whole check (all releases)"
+    )
     parser.add_argument("--gpu", help="partition GPU slug (default: kebab of this host's CUDA device name)")
     parser.add_argument("--env-cache-dir", help="where the scripts' environments are cached")
     parser.add_argument("--bootstrap", action="store_true", help="always run from the bootstrap venv")
     parser.add_argument("--bootstrap-dir", help="where the bootstrap venv lives")
     parser.add_argument("--extra-pythonpath", action="append", help=argparse.SUPPRESS)  # tests: stand-in torch
     parser.add_argument("--download-wheels", metavar="DIR", help="fetch what an offline host needs into DIR, then stop")
-    parser.add_argument("--python-version", default="{}.{}".format(*sys.version_info[:2]), help="with --download-wheels: the GPU host's Python")
-    parser.add_argument("--with-transformers", action="store_true", help="with --download-wheels: also transformers (hosts without it)")
+    parser.add_argument(
+        "--python-version",
+        default="{}.{}".format(*sys.version_info[:2]),
+        help="with --download-wheels: the GPU host's Python",
+    )
+    parser.add_argument(
+        "--with-transformers", action="store_true", help="with --download-wheels: also transformers (hosts without it)"
+    )
     args = parser.parse_args(argv)
     if args.download_wheels:
         extras = [e for e in (args.liger_extras or "").split(",") if e]
-        return download_wheels(Path(args.download_wheels), versions_of(args), args.python_version, args.with_transformers, extras)
+        return download_wheels(
+            Path(args.download_wheels), versions_of(args), args.python_version, args.with_transformers, extras
+        )
     bootstrap(args, argv)
     return run_check(args)
 

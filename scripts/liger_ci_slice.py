@@ -34,8 +34,15 @@ def main(paths: list[str]) -> int:
                 except ValueError:
                     config = None
                 keys = tuple(sorted(config)) if isinstance(config, dict) else None
-                key = (cells["kernel_name"], cells["kernel_provider"], cells["kernel_operation_mode"],
-                       cells["metric_name"], cells["x_name"], keys, cells["gpu_name"])
+                key = (
+                    cells["kernel_name"],
+                    cells["kernel_provider"],
+                    cells["kernel_operation_mode"],
+                    cells["metric_name"],
+                    cells["x_name"],
+                    keys,
+                    cells["gpu_name"],
+                )
                 if key not in seen:
                     seen.add(key)
                     writer.writerow(row)

@@ -231,7 +231,9 @@ def standins(work: Path, version: str) -> Path:
     (stub / "_inert.py").write_text(textwrap.dedent(INERT))
     (stub / "_runner.py").write_text(textwrap.dedent(RUNNER))
     (stub / "liger_kernel").mkdir()
-    (stub / "liger_kernel" / "__init__.py").write_text("from _inert import Inert as _Inert\n\ndef __getattr__(name):\n    return _Inert()\n")
+    (stub / "liger_kernel" / "__init__.py").write_text(
+        "from _inert import Inert as _Inert\n\ndef __getattr__(name):\n    return _Inert()\n"
+    )
     (stub / "liger_kernel" / "utils.py").write_text(LIGER_UTILS_STANDIN)
     dist = stub / f"liger_kernel-{version}.dist-info"
     dist.mkdir()
@@ -243,15 +245,35 @@ def run_script(script: Path, arguments: tuple[str, ...], stub: Path) -> tuple[li
     data = script.parent.parent / "data"
     for old in data.glob("all_benchmark_data*.csv"):
         old.unlink()
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": str(stub), "PYTHONNOUSERSITE": "1",
-           "PYTHONDONTWRITEBYTECODE": "1", "HOME": str(stub)}
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "PYTHONPATH": str(stub),
+        "PYTHONNOUSERSITE": "1",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "HOME": str(stub),
+    }
     try:
         done = subprocess.run(
-            [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(stub)!r}); exec(open({str(stub / '_runner.py')!r}).read())",
-             str(script), GPU_NAME, str(SAFE_BATCH), str(SAFE_SEQ), *arguments],
-            cwd=script.parent, env=env, capture_output=True, text=True, timeout=SCRIPT_TIMEOUT_S,
+            [
+                sys.executable,
+                "-I",
+                "-c",
+                f"import sys; sys.path.insert(0, {str(stub)!r}); exec(open({str(stub / '_runner.py')!r}).read())",
+                str(script),
+                GPU_NAME,
+                str(SAFE_BATCH),
+                str(SAFE_SEQ),
+                *arguments,
+            ],
+            cwd=script.parent,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=SCRIPT_TIMEOUT_S,
         )
-        outcome = "ok" if done.returncode == 0 else f"exit {done.returncode}: {done.stderr.strip().splitlines()[-1:] or ''}"
+        outcome = (
+            "ok" if done.returncode == 0 else f"exit {done.returncode}: {done.stderr.strip().splitlines()[-1:] or ''}"
+        )
     except subprocess.TimeoutExpired:
         outcome = f"timed out after {SCRIPT_TIMEOUT_S} s"
     rows: list[dict[str, str]] = []
@@ -263,7 +285,9 @@ def run_script(script: Path, arguments: tuple[str, ...], stub: Path) -> tuple[li
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("version", help="liger-kernel release, e.g. 0.8.5 (fetched through the project's release cache)")
+    parser.add_argument(
+        "version", help="liger-kernel release, e.g. 0.8.5 (fetched through the project's release cache)"
+    )
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="liger-row-formats-") as tmp:
         work = Path(tmp)
@@ -288,7 +312,11 @@ def main(argv: list[str] | None = None) -> int:
                 for row in rows:
                     kept.setdefault(tuple(row[k] for k in ROW_KEY), row)
                 # a script that takes --sweep-mode but has one sweep writes the same rows twice
-                new = [row for key, row in kept.items() if key + (row["x_name"], row["extra_benchmark_config_str"]) not in written]
+                new = [
+                    row
+                    for key, row in kept.items()
+                    if key + (row["x_name"], row["extra_benchmark_config_str"]) not in written
+                ]
                 written.update(key + (row["x_name"], row["extra_benchmark_config_str"]) for key, row in kept.items())
                 label = " ".join(arguments) or "(no arguments)"
                 print(f"{script.name} {label}: {outcome}; {len(rows)} rows, {len(new)} new row types", file=sys.stderr)

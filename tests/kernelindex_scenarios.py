@@ -52,7 +52,9 @@ def ci_slice(profile: str = "full") -> tuple[list[dict], list[dict]]:
 
     path = FIXTURES / "liger-ci-slice.csv"
     data = path.read_bytes()
-    return _records(import_csv(data, profile=profile)), [_snapshot("https://github.com/linkedin/Liger-Kernel/tree/gh-pages/benchmarks", data)]
+    return _records(import_csv(data, profile=profile)), [
+        _snapshot("https://github.com/linkedin/Liger-Kernel/tree/gh-pages/benchmarks", data)
+    ]
 
 
 class _StandinHost:
@@ -63,8 +65,16 @@ class _StandinHost:
 
         self.hostname = hostname
         self.capture = HostCapture(
-            cuda_available=True, device_name=SWEEP_GPU, driver=driver, cuda_runtime="12.4", torch="2.5.1+cu124",
-            triton="3.1.0", python="3.11.9", transformers="4.46.3", operating_system="Ubuntu 22.04.4 LTS", kernel=kernel,
+            cuda_available=True,
+            device_name=SWEEP_GPU,
+            driver=driver,
+            cuda_runtime="12.4",
+            torch="2.5.1+cu124",
+            triton="3.1.0",
+            python="3.11.9",
+            transformers="4.46.3",
+            operating_system="Ubuntu 22.04.4 LTS",
+            kernel=kernel,
         )
 
 
@@ -75,7 +85,10 @@ def _samples_entry(median_ms: float, key: str) -> dict[str, Any]:
     samples = [median_ms * (1 + ((i * 37) % 21 - 10) / 1000) for i in range(50)]
     body = json.dumps({"key": key, "samplesMs": samples}).encode()
     digest = hashlib.sha256(body).hexdigest()
-    return {"artifact": {"uri": f"ni:///sha-256;{_b64(digest)}", "digest": f"sha256:{digest}"}, **latency_statistics(samples)}
+    return {
+        "artifact": {"uri": f"ni:///sha-256;{_b64(digest)}", "digest": f"sha256:{digest}"},
+        **latency_statistics(samples),
+    }
 
 
 def _b64(hex_digest: str) -> str:
@@ -91,15 +104,24 @@ def _sentinel(host: str, median_ms: float) -> list[dict[str, Any]]:
     for position, stamp in (("start", "2026-12-01T10:00:00.000Z"), ("end", "2026-12-01T11:00:00.000Z")):
         for planned in PLAN["operations"]:
             samples = _samples_entry(median_ms, f"{host}/{planned['name']}/{position}")
-            entries.append({
-                "operation": planned["name"], "position": position, "status": "ok", "gpu_name": SWEEP_GPU,
-                "returned": [median_ms, median_ms * 0.99, median_ms * 1.01], "observed_at": stamp,
-                "liger_version": SWEEP_VERSION, **samples,
-            })
+            entries.append(
+                {
+                    "operation": planned["name"],
+                    "position": position,
+                    "status": "ok",
+                    "gpu_name": SWEEP_GPU,
+                    "returned": [median_ms, median_ms * 0.99, median_ms * 1.01],
+                    "observed_at": stamp,
+                    "liger_version": SWEEP_VERSION,
+                    **samples,
+                }
+            )
     return entries
 
 
-def standin_sweep(host: str = "gpu-a", kernel: str = "5.15.0-119-generic", driver: str = "550.54.15") -> tuple[list[dict], list[dict]]:
+def standin_sweep(
+    host: str = "gpu-a", kernel: str = "5.15.0-119-generic", driver: str = "550.54.15"
+) -> tuple[list[dict], list[dict]]:
     """A sweep of Liger 0.8.5 as a host would publish it: the 0.8.5 scripts' rows of a few kernels
     (tests/fixtures/liger-0.8.5-sweep-rows.csv), raw samples for every speed row, the sentinel."""
     from kernelindex_pipeline.execution.environment import measured_project_versions
@@ -117,8 +139,16 @@ def standin_sweep(host: str = "gpu-a", kernel: str = "5.15.0-119-generic", drive
     for row in rows:
         row = {**row, "gpu_name": SWEEP_GPU, "liger_version": SWEEP_VERSION}
         writer.writerow(row)
-        key = row_key(row["kernel_name"], row["kernel_provider"], row["kernel_operation_mode"], row["metric_name"],
-                      row["x_name"], row["x_value"], row["extra_benchmark_config_str"], row["gpu_name"])
+        key = row_key(
+            row["kernel_name"],
+            row["kernel_provider"],
+            row["kernel_operation_mode"],
+            row["metric_name"],
+            row["x_name"],
+            row["x_value"],
+            row["extra_benchmark_config_str"],
+            row["gpu_name"],
+        )
         raw[key] = _samples_entry(float(row["y_value_50"]), f"{host}/{key}")
     data = out.getvalue().encode("utf-8")
     log = hashlib.sha256(f"{host} log".encode()).hexdigest()

@@ -37,7 +37,7 @@ HEADER = (
     "y_value_50,y_value_20,y_value_80,extra_benchmark_config_str,gpu_name,timestamp,liger_version"
 )
 
-UTILS = '''
+UTILS = """
 \"\"\"Stand-in for Liger's benchmark/scripts/utils.py: the same CSV contract and the same shape of
 measurement (run_benchmarks calls bench_test_fn once per row; speed goes through
 triton.testing.do_bench(fn, quantiles=QUANTILES, rep=..., ...) as upstream scripts call it).\"\"\"
@@ -146,14 +146,14 @@ def run_benchmarks(bench_test_fn, kernel_name, metric_name, metric_unit, x_name,
         for row in existing.values():
             writer.writerow(row)
     print(f"wrote {len(rows)} rows of {kernel_name} ({metric_name})")
-'''
+"""
 
 SCRIPTS = {
     "benchmark_model_configs.py": '''
 """Helper module shared by the scripts (upstream has one too); not a benchmark."""
 DEFAULT_DTYPE = "torch.bfloat16"
 ''',
-    "benchmark_rms_norm.py": '''
+    "benchmark_rms_norm.py": """
 import torch
 from benchmark_model_configs import DEFAULT_DTYPE
 from utils import memory_bench, run_benchmarks, speed_bench
@@ -164,8 +164,8 @@ if __name__ == "__main__":
                    ["liger", "huggingface"], ["forward", "backward", "full"], [config])
     run_benchmarks(memory_bench, "rms_norm", "memory", "MB", "H", "hidden size", [1024, 2048, 4096],
                    ["liger", "huggingface"], ["full"], [config])
-''',
-    "benchmark_tiled_mlp.py": '''
+""",
+    "benchmark_tiled_mlp.py": """
 import torch
 from utils import run_benchmarks, speed_bench
 
@@ -178,8 +178,8 @@ def run(kernel_name, act):
 if __name__ == "__main__":
     run(kernel_name="tiled_swiglu", act="silu")
     run(kernel_name="tiled_geglu", act="gelu_pytorch_tanh")
-''',
-    "benchmark_layer_norm.py": '''
+""",
+    "benchmark_layer_norm.py": """
 import torch
 from utils import get_gpu_name
 
@@ -187,8 +187,8 @@ if __name__ == "__main__":
     get_gpu_name()
     print("compiling layer_norm kernels")
     raise RuntimeError("Triton compilation failed: layer_norm_fwd (stand-in crash)")
-''',
-    "benchmark_cross_entropy.py": '''
+""",
+    "benchmark_cross_entropy.py": """
 import sys
 import torch
 from utils import get_gpu_name
@@ -200,8 +200,8 @@ if __name__ == "__main__":
     print("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 16.00 GiB. GPU 0 has a total "
           "capacity of 79.10 GiB of which 3.19 GiB is free.", file=sys.stderr)
     sys.exit(1)
-''',
-    "benchmark_softmax.py": '''
+""",
+    "benchmark_softmax.py": """
 import os
 import time
 import torch
@@ -216,7 +216,7 @@ if __name__ == "__main__":
     print("softmax: waiting forever", flush=True)
     while True:
         time.sleep(1)
-''',
+""",
 }
 
 
@@ -268,7 +268,9 @@ def build_plain_wheel(dest_dir: Path, distribution: str, version: str, files: di
     return path
 
 
-def build_liger_wheel(dest_dir: Path, version: str = "0.0.1", extra_files: dict[str, str] | None = None, metadata: str = "") -> Path:
+def build_liger_wheel(
+    dest_dir: Path, version: str = "0.0.1", extra_files: dict[str, str] | None = None, metadata: str = ""
+) -> Path:
     """A pure-Python `liger_kernel-<version>-py3-none-any.whl` with liger_kernel.utils.infer_device
     (and `extra_files`: path in the wheel -> text, e.g. Liger's real backends/ package; `metadata`: more
     METADATA lines, e.g. an extra's Provides-Extra and Requires-Dist)."""
@@ -278,8 +280,7 @@ def build_liger_wheel(dest_dir: Path, version: str = "0.0.1", extra_files: dict[
         **(extra_files or {}),
         "liger_kernel/__init__.py": (extra_files or {}).get("liger_kernel/__init__.py", ""),
         "liger_kernel/utils.py": (
-            "import torch\n\n\ndef infer_device():\n"
-            "    return 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+            "import torch\n\n\ndef infer_device():\n    return 'cuda' if torch.cuda.is_available() else 'cpu'\n"
         ),
         f"{dist_info}/METADATA": f"Metadata-Version: 2.1\nName: liger-kernel\nVersion: {version}\n{metadata}",
         f"{dist_info}/WHEEL": "Wheel-Version: 1.0\nGenerator: standin\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
@@ -418,7 +419,9 @@ class _Event:
 """
 
 # triton >= 3.2: the timings are a list summarised by _summarize_statistics (code shape of triton 3.6).
-FAKE_TRITON_SUMMARIZE = FAKE_TRITON_CLOCK + """
+FAKE_TRITON_SUMMARIZE = (
+    FAKE_TRITON_CLOCK
+    + """
 import math
 import statistics
 
@@ -483,9 +486,12 @@ def do_bench(fn, warmup=25, rep=100, grad_to_none=None, quantiles=None, return_m
     times = [s.elapsed_time(e) for s, e in zip(start_event, end_event)]
     return _summarize_statistics(times, quantiles, return_mode)
 """
+)
 
 # triton <= 3.1: no return_mode "all"; a float32 tensor of timings summarised inline (code shape of 3.0).
-FAKE_TRITON_INLINE = FAKE_TRITON_CLOCK + """
+FAKE_TRITON_INLINE = (
+    FAKE_TRITON_CLOCK
+    + """
 import torch
 
 
@@ -520,9 +526,12 @@ def do_bench(fn, warmup=25, rep=100, grad_to_none=None, quantiles=None, fast_flu
         return ret
     return getattr(torch, return_mode)(times).item()
 """
+)
 
 
-def build_fake_torch(dest_dir: Path, device_name: str | None = "NVIDIA H100 80GB HBM3", triton: str = "summarize") -> Path:
+def build_fake_torch(
+    dest_dir: Path, device_name: str | None = "NVIDIA H100 80GB HBM3", triton: str = "summarize"
+) -> Path:
     """A directory to put on PYTHONPATH: `torch` (one CUDA device named `device_name`, or none) and
     `triton` whose `triton.testing.do_bench` has the code shape of triton >= 3.2 (`triton="summarize"`)
     or <= 3.1 (`"inline"`), timed by a deterministic stand-in clock."""

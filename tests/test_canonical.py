@@ -113,7 +113,7 @@ def test_non_string_keys_and_lone_surrogates_are_refused(encode):
 
 
 def test_strings_are_escaped_minimally(encode):
-    text = "\x00\x01\b\t\n\x0b\f\r\x1f\x7f \"\\ / \u2028 \u2029 é \U0001f600"
+    text = '\x00\x01\b\t\n\x0b\f\r\x1f\x7f "\\ / \u2028 \u2029 é \U0001f600'
     expected = '"\\u0000\\u0001\\b\\t\\n\\u000b\\f\\r\\u001f\x7f \\"\\\\ / \u2028 \u2029 é \U0001f600"'
     assert encode(text) == expected.encode("utf-8")
 
@@ -145,8 +145,7 @@ json_scalars = (
 )
 json_values = st.recursive(
     json_scalars,
-    lambda children: st.lists(children, max_size=6)
-    | st.dictionaries(st.text(max_size=6), children, max_size=6),
+    lambda children: st.lists(children, max_size=6) | st.dictionaries(st.text(max_size=6), children, max_size=6),
     max_leaves=30,
 )
 
@@ -176,7 +175,9 @@ def test_layout_samples_agree(encode, sample):
 
 
 @pytest.mark.parametrize(
-    "entry", SEED_MANIFESTS, ids=[f"{e['manifest']['kind']}-{e['manifest']['metadata']['name'][:40]}" for e in SEED_MANIFESTS]
+    "entry",
+    SEED_MANIFESTS,
+    ids=[f"{e['manifest']['kind']}-{e['manifest']['metadata']['name'][:40]}" for e in SEED_MANIFESTS],
 )
 def test_every_seed_manifest_digest_recomputes(encode, entry):
     manifest = entry["manifest"]
@@ -187,8 +188,13 @@ def test_every_seed_manifest_digest_recomputes(encode, entry):
 
 def test_seed_bundles_cover_all_seven_kinds():
     assert {entry["manifest"]["kind"] for entry in SEED_MANIFESTS} == {
-        "SoftwareProject", "OperationSpec", "WorkloadCase", "ImplementationRevision",
-        "BenchmarkProtocol", "ExecutionEnvironment", "BenchmarkRun",
+        "SoftwareProject",
+        "OperationSpec",
+        "WorkloadCase",
+        "ImplementationRevision",
+        "BenchmarkProtocol",
+        "ExecutionEnvironment",
+        "BenchmarkRun",
     }
 
 

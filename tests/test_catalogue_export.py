@@ -109,11 +109,20 @@ def test_the_streamed_bundle_is_the_bytes_of_each_group_dumped_whole(store, tmp_
     per group (the form before streaming, and the one a reader expects)."""
     bundle = export_bundle(store, tmp_path)
     dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-    whole = [yaml.dump({group: list(store.manifests(kinds=[kind]))}, Dumper=dumper, explicit_start=True, sort_keys=False,
-                       allow_unicode=True, default_flow_style=False, width=1_000_000)
-             for kind, group in BUNDLE_GROUPS.items()]
+    whole = [
+        yaml.dump(
+            {group: list(store.manifests(kinds=[kind]))},
+            Dumper=dumper,
+            explicit_start=True,
+            sort_keys=False,
+            allow_unicode=True,
+            default_flow_style=False,
+            width=1_000_000,
+        )
+        for kind, group in BUNDLE_GROUPS.items()
+    ]
     text = bundle.path.read_text(encoding="utf-8")
-    assert text[text.index("---"):] == "".join(whole)
+    assert text[text.index("---") :] == "".join(whole)
 
 
 def test_an_empty_catalogue_exports_empty_files_that_still_load(sqlite_url, tmp_path):
@@ -141,8 +150,28 @@ def test_a_failed_export_keeps_the_previous_file_and_leaves_no_partial_one(store
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".partial")]
 
 
-TRICKY_TEXT = ["on", "yes", "no", "null", "~", "", "2025-08-05", "2025-08-05 00:08:54", "017", "0x40", "1e3",
-               "22:13:03", "1_000", ".inf", "-", "'quoted'", "a: b", "# not a comment", "· unicode ·", "\ttab"]
+TRICKY_TEXT = [
+    "on",
+    "yes",
+    "no",
+    "null",
+    "~",
+    "",
+    "2025-08-05",
+    "2025-08-05 00:08:54",
+    "017",
+    "0x40",
+    "1e3",
+    "22:13:03",
+    "1_000",
+    ".inf",
+    "-",
+    "'quoted'",
+    "a: b",
+    "# not a comment",
+    "· unicode ·",
+    "\ttab",
+]
 # A record whose text and numbers a YAML 1.1 reader could take for something else.
 TRICKY_PROJECT = {
     "apiVersion": "kernelindex.dev/v1alpha1",

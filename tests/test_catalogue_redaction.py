@@ -68,7 +68,9 @@ def test_a_server_that_cannot_be_reached_raises_without_the_password(caplog):
     with pytest.raises(CatalogueError) as caught:
         CatalogueStore.open(url)
 
-    assert "cannot open the catalogue at postgresql+psycopg://kernelindex:***@127.0.0.1:1/catalogue" in str(caught.value)
+    assert "cannot open the catalogue at postgresql+psycopg://kernelindex:***@127.0.0.1:1/catalogue" in str(
+        caught.value
+    )
     assert_hidden(formatted(caught.value), SECRET)
     assert_hidden(caplog.text, SECRET)
 
@@ -113,7 +115,9 @@ def test_driver_errors_while_publishing_are_scrubbed(postgres_url, catalogue_rec
 
     def failing(*_args, **_kwargs):
         # A driver message that echoes the password (some do, with connection strings).
-        raise OperationalError("INSERT INTO objects", {}, Exception(f"server closed the connection (password={password})"))
+        raise OperationalError(
+            "INSERT INTO objects", {}, Exception(f"server closed the connection (password={password})")
+        )
 
     with CatalogueStore.open(postgres_url) as store:
         monkeypatch.setattr(CatalogueStore, "_insert_absent", failing)

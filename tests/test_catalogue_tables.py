@@ -91,10 +91,18 @@ def test_shared_names_are_counted_in_the_manifest_file(manifests, sqlite_url, tm
     by_kind = Counter()
     for (kind, _), n in shared.items():
         by_kind[kind] += n
-    assert (collisions["records"], collisions["names"], collisions["byKind"]) == (sum(shared.values()), len(shared), dict(by_kind))
+    assert (collisions["records"], collisions["names"], collisions["byKind"]) == (
+        sum(shared.values()),
+        len(shared),
+        dict(by_kind),
+    )
     before = Counter((m["kind"], m["metadata"]["name"]) for m in manifests)
-    assert len(shared) == len([k for k, n in before.items() if n > 1]) + 3 - sum(before[("BenchmarkRun", r["metadata"]["name"])] > 1 for r in runs)
+    assert len(shared) == len([k for k, n in before.items() if n > 1]) + 3 - sum(
+        before[("BenchmarkRun", r["metadata"]["name"])] > 1 for r in runs
+    )
     assert all(e["records"] == shared[(e["kind"], e["name"])] for e in collisions["examples"])
     # harmless in the tables: keyed on digests, every run present
     table = pd.read_parquet(tables.paths[RUNS_TABLE])
-    assert table["digest"].is_unique and tables.rows[RUNS_TABLE] == sum(m["kind"] == "BenchmarkRun" for m in manifests) + 3
+    assert (
+        table["digest"].is_unique and tables.rows[RUNS_TABLE] == sum(m["kind"] == "BenchmarkRun" for m in manifests) + 3
+    )

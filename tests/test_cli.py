@@ -53,14 +53,34 @@ def test_transform_full_profile_turns_the_memory_row_into_a_run(small_csv, tmp_p
     report = json.loads((out / "report.json").read_text())
     assert report["profile"] == "full" and report["runs"] == 4 and report["memoryRuns"] == 1
     assert report["skipped"]["memoryRows"] == 0 and report["conserved"] is True
-    assert report["coverage"]["byMetric"]["memory"] == {"rows": 1, "runs": 1, "issues": 0, "skipped": {}, "percent": 100.0}
+    assert report["coverage"]["byMetric"]["memory"] == {
+        "rows": 1,
+        "runs": 1,
+        "issues": 0,
+        "skipped": {},
+        "percent": 100.0,
+    }
 
 
 def test_transform_filters(small_csv, tmp_path):
     out = tmp_path / "out"
     assert main(["transform", str(small_csv), "--out", str(tmp_path / "all")]) == 0
     unfiltered = json.loads((tmp_path / "all" / "report.json").read_text())
-    assert main(["transform", str(small_csv), "--liger-version", "0.5.0", "--gpu", "nvidia-h100-80gb-hbm3", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "transform",
+                str(small_csv),
+                "--liger-version",
+                "0.5.0",
+                "--gpu",
+                "nvidia-h100-80gb-hbm3",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     report = json.loads((out / "report.json").read_text())
     assert report["runs"] == unfiltered["runs"] > 0 and report["skipped"]["filteredOut"] == 0
     (tmp_path / "other.csv").write_bytes(csv_bytes([BASE_ROW, row(gpu_name="NVIDIA B200", kernel_provider="torch")]))
@@ -79,7 +99,9 @@ def test_transform_sorts_runs_by_name_then_digest(tmp_path):
     runs = [m for m in runs if m["kind"] == "BenchmarkRun"]
     assert len(runs) == 9
     names = [(m["metadata"]["name"], digest_of(m)) for m in runs]
-    assert names == sorted(names) and [m["spec"]["observedAt"] for m in runs] != sorted(m["spec"]["observedAt"] for m in runs)
+    assert names == sorted(names) and [m["spec"]["observedAt"] for m in runs] != sorted(
+        m["spec"]["observedAt"] for m in runs
+    )
 
 
 def test_run_spool_orders_equal_names_by_digest(tmp_path):
@@ -104,7 +126,13 @@ def test_missing_column_is_one_line_exit_1(tmp_path, capsys):
 
 @pytest.mark.parametrize(
     "argv",
-    [[], ["transform"], ["transform", "--out", "x"], ["transform", "a.csv", "--liger-release", "0.8.5", "--out", "x"], ["nope"]],
+    [
+        [],
+        ["transform"],
+        ["transform", "--out", "x"],
+        ["transform", "a.csv", "--liger-release", "0.8.5", "--out", "x"],
+        ["nope"],
+    ],
 )
 def test_usage_errors_exit_2(argv, capsys):
     try:
@@ -159,7 +187,8 @@ def test_schema(capsys):
 def test_entry_point_runs_as_a_program(small_csv, tmp_path):
     proc = subprocess.run(
         [sys.executable, "-m", "kernelindex_pipeline.cli", "transform", str(small_csv), "--out", str(tmp_path / "o")],
-        capture_output=True, text=True,
+        capture_output=True,
+        text=True,
     )
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "o" / "records.jsonl").is_file()
@@ -185,4 +214,8 @@ def test_detection_option_defaults_are_the_detectors():
 
     for command in ("regressions", "report"):
         text = build_parser()._subparsers._group_actions[0].choices[command].format_help()
-        assert f"(default {DetectionSettings.alpha:g})" in text and f"(default {DetectionSettings.min_effect:g} = {DetectionSettings.min_effect:.0%})" in " ".join(text.split())
+        assert (
+            f"(default {DetectionSettings.alpha:g})" in text
+            and f"(default {DetectionSettings.min_effect:g} = {DetectionSettings.min_effect:.0%})"
+            in " ".join(text.split())
+        )

@@ -28,7 +28,10 @@ from kernelindex_pipeline.liger.csv import UPSTREAM_COLUMNS
 def _cli(*args, env=None):
     return subprocess.run(
         [sys.executable, "-W", "ignore", "-m", "kernelindex_pipeline.cli", *args],
-        capture_output=True, text=True, timeout=600, env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, **(env or {})},
     )
 
 
@@ -66,14 +69,14 @@ def test_an_empty_file_is_said_and_exit_1_but_a_header_only_file_is_a_valid_empt
 
 @pytest.mark.parametrize("gpu", ["nvidia|h100", "NVIDIA H100", "nvidia-h100-80gb-hbm3 ", "", "ｎｖｉｄｉａ"])
 def test_a_gpu_that_can_never_match_is_a_usage_error_before_the_file_is_read(tmp_path, capsys, gpu):
-    code, _, err = _run(["transform", str(tmp_path / "does-not-exist.csv"), "--gpu", gpu, "--out", str(tmp_path / "o")], capsys)
+    code, _, err = _run(
+        ["transform", str(tmp_path / "does-not-exist.csv"), "--gpu", gpu, "--out", str(tmp_path / "o")], capsys
+    )
     assert code == 2 and "--gpu" in err and "can never match" in err and "no such file" not in err
     assert not (tmp_path / "o").exists()
 
 
-@pytest.mark.parametrize(
-    ("flag", "value"), [("--liger-version", "9.9.9"), ("--gpu", "nvidia-b200")]
-)
+@pytest.mark.parametrize(("flag", "value"), [("--liger-version", "9.9.9"), ("--gpu", "nvidia-b200")])
 def test_filters_that_match_no_row_are_said_and_exit_1(small_csv, tmp_path, capsys, flag, value):
     code, _, err = _run(["transform", str(small_csv), flag, value, "--out", str(tmp_path / "o")], capsys)
     assert code == 1 and f"none of its 1 rows has {flag} {value}" in err and str(small_csv) in err
@@ -94,13 +97,18 @@ def test_column_errors_name_the_file(tmp_path, capsys):
 
 def test_a_missing_release_is_one_sentence_with_pips_last_error(tmp_path, monkeypatch, capsys):
     noise = "\n".join(f"  Looking at link https://files.example/simple/liger-kernel/ candidate {i}" for i in range(12))
-    stderr = noise + "\nERROR: Could not find a version that satisfies the requirement liger-kernel==9.9.9 (from versions: 0.1.0)\n" \
+    stderr = (
+        noise
+        + "\nERROR: Could not find a version that satisfies the requirement liger-kernel==9.9.9 (from versions: 0.1.0)\n"
         "ERROR: No matching distribution found for liger-kernel==9.9.9\n"
+    )
     assert len(stderr) > 755
     monkeypatch.setattr(
         release.subprocess, "run", lambda cmd, **kw: subprocess.CompletedProcess(cmd, 1, stdout="", stderr=stderr)
     )
-    code, _, err = _run(["transform", "--liger-release", "9.9.9", "--cache-dir", str(tmp_path), "--out", str(tmp_path / "o")], capsys)
+    code, _, err = _run(
+        ["transform", "--liger-release", "9.9.9", "--cache-dir", str(tmp_path), "--out", str(tmp_path / "o")], capsys
+    )
     assert code == 1 and len(err.splitlines()) == 1 and len(err) < 400
     assert "No matching distribution found for liger-kernel==9.9.9" in err and "Looking at link" not in err
 
@@ -120,11 +128,19 @@ def test_validate_names_the_file_once(tmp_path, capsys):
 # ---------------------------------------------------------------- import-history (item 17)
 
 
-@pytest.mark.parametrize("bad", ["x", "a;rm -rf /tmp/x|0.8.5", "|", "nvidia-h100\n|0.8.5", "ｎｖｉｄｉａ|0.8.5", "NVIDIA H100|0.8.5", "gpu|"])
+@pytest.mark.parametrize(
+    "bad", ["x", "a;rm -rf /tmp/x|0.8.5", "|", "nvidia-h100\n|0.8.5", "ｎｖｉｄｉａ|0.8.5", "NVIDIA H100|0.8.5", "gpu|"]
+)
 def test_bad_partitions_are_usage_errors_before_anything_happens(tmp_path, bad):
     home = tmp_path / "home"
-    completed = _cli("import-history", "--partition", "nvidia-h100-80gb-hbm3|0.6.0", "--partition", bad,
-                     env={"DAGSTER_HOME": str(home), "KERNELINDEX_HISTORY_RELEASE": "0.0.0-not-fetched"})
+    completed = _cli(
+        "import-history",
+        "--partition",
+        "nvidia-h100-80gb-hbm3|0.6.0",
+        "--partition",
+        bad,
+        env={"DAGSTER_HOME": str(home), "KERNELINDEX_HISTORY_RELEASE": "0.0.0-not-fetched"},
+    )
     assert completed.returncode == 2, completed.stderr
     assert "GPU|VERSION" in completed.stderr and "internal error" not in completed.stderr
     assert not home.exists()  # nothing created, nothing read, nothing published
@@ -138,16 +154,32 @@ def _cached_release(cache: Path, sdist: Path, version: str) -> None:
     shutil.copy(sdist, target)
     index = cache / "liger-kernel" / "versions" / f"{version}.json"
     index.parent.mkdir(parents=True)
-    index.write_text(json.dumps({"version": version, "sha256": sha, "filename": sdist.name, "size": sdist.stat().st_size,
-                                 "fetchedAt": "2026-01-01T00:00:00.000Z", "locator": sdist.as_uri()}))
+    index.write_text(
+        json.dumps(
+            {
+                "version": version,
+                "sha256": sha,
+                "filename": sdist.name,
+                "size": sdist.stat().st_size,
+                "fetchedAt": "2026-01-01T00:00:00.000Z",
+                "locator": sdist.as_uri(),
+            }
+        )
+    )
 
 
 def test_a_partition_the_history_lacks_stops_before_any_partition_runs(tmp_path):
     cache = tmp_path / "cache"
     _cached_release(cache, build_history_sdist(tmp_path), "0.6.0")
     home = tmp_path / "home"
-    completed = _cli("import-history", "--partition", "nvidia-h100-80gb-hbm3|0.6.0", "--partition", "x|y",
-                     env={"DAGSTER_HOME": str(home), "KERNELINDEX_HISTORY_RELEASE": "0.6.0", "KERNELINDEX_CACHE_DIR": str(cache)})
+    completed = _cli(
+        "import-history",
+        "--partition",
+        "nvidia-h100-80gb-hbm3|0.6.0",
+        "--partition",
+        "x|y",
+        env={"DAGSTER_HOME": str(home), "KERNELINDEX_HISTORY_RELEASE": "0.6.0", "KERNELINDEX_CACHE_DIR": str(cache)},
+    )
     assert completed.returncode == 2, completed.stderr
     assert "'x|y': not in the history of liger-kernel 0.6.0" in completed.stderr
     with CatalogueStore.open(home=home) as store:
@@ -174,7 +206,9 @@ def test_export_of_a_page_corrupted_catalogue_fails(published_catalogue, tmp_pat
     # An index page the export's table scan never reads: only an integrity check notices it.
     data[(root - 1) * page_size + 16 : root * page_size - 16] = b"\xa5" * (page_size - 32)
     published_catalogue.write_bytes(bytes(data))
-    code, _, err = _run(["export", "--catalogue", f"sqlite:///{published_catalogue}", "--out", str(tmp_path / "out")], capsys)
+    code, _, err = _run(
+        ["export", "--catalogue", f"sqlite:///{published_catalogue}", "--out", str(tmp_path / "out")], capsys
+    )
     assert code == 1 and "is damaged (SQLite integrity check" in err
     assert not (tmp_path / "out" / "kernelindex-catalogue.jsonl").exists()
 
@@ -196,14 +230,25 @@ def test_export_from_a_read_only_directory(published_catalogue, catalogue_record
         out.mkdir()
         for path, mode in ((shared, 0o755), (out, 0o777), (ro_dir / "catalogue.sqlite", 0o444), (ro_dir, 0o555)):
             path.chmod(mode)
-        command = [sys.executable, "-W", "ignore", "-m", "kernelindex_pipeline.cli", "export",
-                   "--catalogue", f"sqlite:///{ro_dir / 'catalogue.sqlite'}", "--out", str(out)]
+        command = [
+            sys.executable,
+            "-W",
+            "ignore",
+            "-m",
+            "kernelindex_pipeline.cli",
+            "export",
+            "--catalogue",
+            f"sqlite:///{ro_dir / 'catalogue.sqlite'}",
+            "--out",
+            str(out),
+        ]
         if os.geteuid() == 0:
             if not shutil.which("setpriv"):
                 pytest.fail("running as root needs setpriv (util-linux) to drop to an unprivileged user")
             command = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *command]
-        completed = subprocess.run(command, capture_output=True, text=True, timeout=300,
-                                   env={**os.environ, "HOME": str(out)}, cwd=out)
+        completed = subprocess.run(
+            command, capture_output=True, text=True, timeout=300, env={**os.environ, "HOME": str(out)}, cwd=out
+        )
         assert completed.returncode == 0, completed.stderr
         lines = (out / "kernelindex-catalogue.jsonl").read_bytes().splitlines()
         assert len(lines) == len(catalogue_records)
@@ -217,8 +262,10 @@ def test_export_from_a_read_only_directory(published_catalogue, catalogue_record
 
 def test_export_never_prints_a_query_string_password(tmp_path):
     secret = "Qs3cret-Pw9"
-    for url in (f"postgresql+psycopg://user@127.0.0.1:1/db?connect_timeout=5&password={secret}",
-                f"postgresql://user:{secret}@bad@127.0.0.1:1/db"):
+    for url in (
+        f"postgresql+psycopg://user@127.0.0.1:1/db?connect_timeout=5&password={secret}",
+        f"postgresql://user:{secret}@bad@127.0.0.1:1/db",
+    ):
         completed = _cli("export", "--catalogue", url, "--out", str(tmp_path / "out"))
         assert completed.returncode == 1 and len(completed.stderr.strip().splitlines()) == 1
         assert secret not in completed.stderr + completed.stdout and "Traceback" not in completed.stderr
@@ -240,13 +287,21 @@ def test_validate_of_a_five_thousand_digit_integer_names_the_file(tmp_path, caps
     assert err.startswith(f"kernelindex-pipeline validate: error: {path}") and "an integer of 5000 digits" in err
 
 
-@pytest.mark.parametrize("locator, message", [
-    ("http://127.0.0.1:99999/x.csv", "http://127.0.0.1:99999/x.csv: not a well-formed URL (Port out of range 0-65535)"),
-    ("http://[::1", "http://[::1: not a well-formed URL (Invalid IPv6 URL)"),
-    ("http://10.255.255.1\\@127.0.0.1/x.csv", "a URL may not hold a backslash"),
-    ("https://example.com/a.csv\nhttp://10.0.0.1/b.csv", "a locator may not hold a control character"),
-])
-def test_import_ci_of_a_malformed_locator_is_a_usage_error_before_anything_is_made(tmp_path, capsys, monkeypatch, locator, message):
+@pytest.mark.parametrize(
+    "locator, message",
+    [
+        (
+            "http://127.0.0.1:99999/x.csv",
+            "http://127.0.0.1:99999/x.csv: not a well-formed URL (Port out of range 0-65535)",
+        ),
+        ("http://[::1", "http://[::1: not a well-formed URL (Invalid IPv6 URL)"),
+        ("http://10.255.255.1\\@127.0.0.1/x.csv", "a URL may not hold a backslash"),
+        ("https://example.com/a.csv\nhttp://10.0.0.1/b.csv", "a locator may not hold a control character"),
+    ],
+)
+def test_import_ci_of_a_malformed_locator_is_a_usage_error_before_anything_is_made(
+    tmp_path, capsys, monkeypatch, locator, message
+):
     home = tmp_path / "home"
     monkeypatch.setenv("DAGSTER_HOME", str(home))
     code, _, err = _run(["import-ci", locator], capsys)
@@ -281,8 +336,16 @@ def test_regressions_of_records_with_a_subnormal_median_skip_those_runs(tmp_path
             lines = [json.dumps(manifest) for manifest in manifests]
         (tmp_path / source).mkdir()
         (tmp_path / source / "records.jsonl").write_text("\n".join(lines) + "\n")
-    code, out, err = _run(["regressions", "--records", *(str(tmp_path / s / "records.jsonl") for s in sources),
-                           "--out", str(tmp_path / "out")], capsys)
+    code, out, err = _run(
+        [
+            "regressions",
+            "--records",
+            *(str(tmp_path / s / "records.jsonl") for s in sources),
+            "--out",
+            str(tmp_path / "out"),
+        ],
+        capsys,
+    )
     assert code == 0, err
     report = json.loads((tmp_path / "out" / "regressions.json").read_text())
     assert report["skippedRuns"] == {"no positive latency median or peak memory": 2066}

@@ -15,7 +15,11 @@ from kernelindex_pipeline.catalogue.store import CatalogueStore
 def _cli(*args, env=None, cwd=None):
     return subprocess.run(
         [sys.executable, "-W", "ignore", "-m", "kernelindex_pipeline.cli", *args],
-        capture_output=True, text=True, timeout=600, env={**os.environ, **(env or {})}, cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, **(env or {})},
+        cwd=cwd,
     )
 
 
@@ -34,7 +38,9 @@ def test_export_writes_jsonl_manifest_and_a_bundle_that_validates(tmp_path, sqli
 
 
 def test_export_names_an_unreachable_catalogue_in_one_line(tmp_path):
-    completed = _cli("export", "--catalogue", "postgresql+psycopg://user:hunter2@127.0.0.1:1/db", "--out", str(tmp_path))
+    completed = _cli(
+        "export", "--catalogue", "postgresql+psycopg://user:hunter2@127.0.0.1:1/db", "--out", str(tmp_path)
+    )
     assert completed.returncode == 1
     assert "hunter2" not in completed.stderr and len(completed.stderr.strip().splitlines()) == 1
 
@@ -94,7 +100,9 @@ def test_export_for_kernelindex_from_the_catalogue(tmp_path, sqlite_url):
     assert not (out / "kernelindex-import-bundle.sweeps.json").exists()  # Liger's rows only
     stamps = [r["manifest"]["spec"]["observedAt"] for r in bundle["runs"]]
     assert stamps == sorted(stamps)  # time order: a catalogue lists runs by name
-    with_memory = _cli("export", "--catalogue", sqlite_url, "--out", str(tmp_path / "m"), "--kernelindex", "--kernelindex-memory")
+    with_memory = _cli(
+        "export", "--catalogue", sqlite_url, "--out", str(tmp_path / "m"), "--kernelindex", "--kernelindex-memory"
+    )
     assert with_memory.returncode == 0, with_memory.stderr
     assert len(yaml.safe_load((tmp_path / "m" / "kernelindex-submission.yaml").read_text())["runs"]) == speed + memory
     alone = _cli("export", "--catalogue", sqlite_url, "--out", str(tmp_path / "x"), "--kernelindex-memory")

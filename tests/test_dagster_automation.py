@@ -52,7 +52,11 @@ def test_history_sensor_requests_one_run_per_partition_with_content_run_keys(ins
     releases = LocalReleases(sdist_path=str(build_history_sdist(tmp_path)))
     result = _evaluate(liger_history_sensor, instance, releases)
     # Only the pairs the history has, in version order.
-    assert registered_keys(instance, "history") == ["nvidia-h100-80gb-hbm3|0.5.0", "nvidia-a100-sxm4-80gb|0.6.0", "nvidia-h100-80gb-hbm3|0.6.0"]
+    assert registered_keys(instance, "history") == [
+        "nvidia-h100-80gb-hbm3|0.5.0",
+        "nvidia-a100-sxm4-80gb|0.6.0",
+        "nvidia-h100-80gb-hbm3|0.6.0",
+    ]
     keys = {split_partition_key(r.partition_key): r.run_key for r in result.run_requests}
     assert set(keys) == HISTORY_PARTITIONS
 
@@ -64,13 +68,19 @@ def test_history_sensor_requests_one_run_per_partition_with_content_run_keys(ins
     changed_dir = tmp_path / "changed"
     changed_dir.mkdir()
     changed = LocalReleases(sdist_path=str(build_history_sdist(changed_dir, rows=history_rows(extra_h100_rows=1))))
-    after = {split_partition_key(r.partition_key): r.run_key for r in _evaluate(liger_history_sensor, instance, changed).run_requests}
+    after = {
+        split_partition_key(r.partition_key): r.run_key
+        for r in _evaluate(liger_history_sensor, instance, changed).run_requests
+    }
     differing = {partition for partition in keys if keys[partition] != after[partition]}
     assert differing == {("nvidia-h100-80gb-hbm3", "0.5.0")}
 
 
 def test_ci_sensor_gathers_files_per_partition_with_content_run_keys(instance, tmp_path):
-    files = [shutil.copy(CI_FIXTURES / name, tmp_path / name) for name in ("7644a0f-v0.7.0.csv", "7644a0f.csv", "0701bab.csv")]
+    files = [
+        shutil.copy(CI_FIXTURES / name, tmp_path / name)
+        for name in ("7644a0f-v0.7.0.csv", "7644a0f.csv", "0701bab.csv")
+    ]
     ci = LigerCiResource(locators=[str(f) for f in files])
     result = _evaluate(liger_ci_sensor, instance, ci=ci)
     keys = {r.partition_key: r.run_key for r in result.run_requests}
@@ -87,15 +97,25 @@ def test_nightly_sweep_registers_and_requests_one_run_per_gpu_pool_on_the_newest
     fleet = GpuFleetResource(gpu_pools="nvidia-h100-80gb-hbm3, nvidia-b200")
     releases = LocalReleases(sdist_path=str(build_history_sdist(tmp_path)), version="0.10.0")
     when = datetime(2026, 11, 30, 2, 0, tzinfo=UTC)
-    with build_schedule_context(instance=instance, resources={"fleet": fleet, "releases": releases}, scheduled_execution_time=when) as context:
+    with build_schedule_context(
+        instance=instance, resources={"fleet": fleet, "releases": releases}, scheduled_execution_time=when
+    ) as context:
         requests = list(nightly_gpu_sweep(context))
-    assert [split_partition_key(r.partition_key) for r in requests] == [("nvidia-h100-80gb-hbm3", "0.10.0"), ("nvidia-b200", "0.10.0")]
-    assert [r.run_key for r in requests] == ["sweep:2026-11-30:nvidia-h100-80gb-hbm3|0.10.0", "sweep:2026-11-30:nvidia-b200|0.10.0"]
+    assert [split_partition_key(r.partition_key) for r in requests] == [
+        ("nvidia-h100-80gb-hbm3", "0.10.0"),
+        ("nvidia-b200", "0.10.0"),
+    ]
+    assert [r.run_key for r in requests] == [
+        "sweep:2026-11-30:nvidia-h100-80gb-hbm3|0.10.0",
+        "sweep:2026-11-30:nvidia-b200|0.10.0",
+    ]
     assert [r.tags[GPU_POOL_TAG] for r in requests] == ["nvidia-h100-80gb-hbm3", "nvidia-b200"]
     assert registered_keys(instance, "sweep") == ["nvidia-b200|0.10.0", "nvidia-h100-80gb-hbm3|0.10.0"]
 
 
 def test_nightly_sweep_without_pools_says_how_to_configure_them(instance):
-    with build_schedule_context(instance=instance, resources={"fleet": GpuFleetResource(), "releases": LocalReleases(sdist_path="unused")}) as context:
+    with build_schedule_context(
+        instance=instance, resources={"fleet": GpuFleetResource(), "releases": LocalReleases(sdist_path="unused")}
+    ) as context:
         result = nightly_gpu_sweep(context)
     assert isinstance(result, SkipReason) and "KERNELINDEX_GPU_POOLS" in result.skip_message

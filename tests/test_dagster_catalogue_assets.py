@@ -25,17 +25,23 @@ from kernelindex_pipeline.records.io import load_manifests
 def test_export_regressions_and_report_over_the_published_history(instance, resources, tmp_path, sqlite_url):  # noqa: F811
     assert _materialize_all(instance, resources).success
     out = tmp_path / "out"
-    config = {"ops": {
-        "catalogue_export": {"config": {"out_dir": str(out / "export")}},
-        "catalogue_report": {"config": {"out_dir": str(out / "report")}},
-    }}
-    detection = {"catalogue": CatalogueResource(url=sqlite_url),
-                 "regression_settings": RegressionSettingsResource(alpha=0.001, min_effect=0.05),
-                 "liger_git": LigerGitResource()}
+    config = {
+        "ops": {
+            "catalogue_export": {"config": {"out_dir": str(out / "export")}},
+            "catalogue_report": {"config": {"out_dir": str(out / "report")}},
+        }
+    }
+    detection = {
+        "catalogue": CatalogueResource(url=sqlite_url),
+        "regression_settings": RegressionSettingsResource(alpha=0.001, min_effect=0.05),
+        "liger_git": LigerGitResource(),
+    }
     with DagsterInstance.ephemeral() as fresh:
         result = materialize(
             [catalogue_export, benchmark_regressions, benchmark_coverage, catalogue_report, no_regressions],
-            instance=fresh, resources=detection, run_config=config,
+            instance=fresh,
+            resources=detection,
+            run_config=config,
         )
     assert result.success
 
@@ -59,10 +65,15 @@ def test_export_regressions_and_report_over_the_published_history(instance, reso
     # Coverage: every history row of the three partitions, once, even after a re-import of one of them.
     assert _materialize_all(instance, resources).success
     with DagsterInstance.ephemeral() as fresh:
-        again = materialize([benchmark_coverage], instance=fresh, resources={"catalogue": CatalogueResource(url=sqlite_url)})
+        again = materialize(
+            [benchmark_coverage], instance=fresh, resources={"catalogue": CatalogueResource(url=sqlite_url)}
+        )
     (coverage,) = again.asset_materializations_for_node("benchmark_coverage")
     by_metric = coverage.metadata["by_metric"].value
-    assert (by_metric["speed"]["rows"], by_metric["speed"]["runs"]) == (21, 18)  # the uncurated kernel's 3 rows are skipped
+    assert (by_metric["speed"]["rows"], by_metric["speed"]["runs"]) == (
+        21,
+        18,
+    )  # the uncurated kernel's 3 rows are skipped
     assert (by_metric["memory"]["rows"], by_metric["memory"]["runs"]) == (3, 3)
     assert set(coverage.metadata["by_source"].value) == {"history"}
 
@@ -88,15 +99,24 @@ def test_regressions_asset_warns_on_a_slowdown_over_every_run(tmp_path, sqlite_u
     for sweep in range(6):
         for provider in ("liger", "torch", "huggingface"):
             slower = 1.3 if provider == "liger" and sweep >= 3 else 1.0
-            catalogue.run(provider=provider, median_ns=int(1_000_000 * slower * (1 + 0.004 * (sweep % 2))),
-                          version="0.8.0" if sweep < 3 else "0.8.1", timestamp=f"2025-0{sweep + 1}-01 00:00:00")
+            catalogue.run(
+                provider=provider,
+                median_ns=int(1_000_000 * slower * (1 + 0.004 * (sweep % 2))),
+                version="0.8.0" if sweep < 3 else "0.8.1",
+                timestamp=f"2025-0{sweep + 1}-01 00:00:00",
+            )
     with CatalogueStore.open(sqlite_url) as store:
         store.publish(catalogue.manifests(), partition="samples")
     with DagsterInstance.ephemeral() as fresh:
-        result = materialize([benchmark_regressions, no_regressions], instance=fresh,
-                             resources={"catalogue": CatalogueResource(url=sqlite_url),
-                                        "regression_settings": RegressionSettingsResource(),
-                                        "liger_git": LigerGitResource(path=str(tmp_path / "no-clone"))})
+        result = materialize(
+            [benchmark_regressions, no_regressions],
+            instance=fresh,
+            resources={
+                "catalogue": CatalogueResource(url=sqlite_url),
+                "regression_settings": RegressionSettingsResource(),
+                "liger_git": LigerGitResource(path=str(tmp_path / "no-clone")),
+            },
+        )
     assert result.success
     (regressions,) = result.asset_materializations_for_node("benchmark_regressions")
     assert regressions.metadata["regressions"].value == 1 and regressions.metadata["series_judged"].value == 3
@@ -109,10 +129,15 @@ def test_regressions_asset_warns_on_a_slowdown_over_every_run(tmp_path, sqlite_u
     # One settings object, one detection: with a minimum effect of 50 % the asset finds no slowdown, and the
     # check (which reads the asset's stored result instead of detecting again with defaults) agrees.
     with DagsterInstance.ephemeral() as fresh:
-        lenient = materialize([benchmark_regressions, no_regressions], instance=fresh,
-                              resources={"catalogue": CatalogueResource(url=sqlite_url),
-                                         "regression_settings": RegressionSettingsResource(min_effect=0.5),
-                                         "liger_git": LigerGitResource()})
+        lenient = materialize(
+            [benchmark_regressions, no_regressions],
+            instance=fresh,
+            resources={
+                "catalogue": CatalogueResource(url=sqlite_url),
+                "regression_settings": RegressionSettingsResource(min_effect=0.5),
+                "liger_git": LigerGitResource(),
+            },
+        )
     (regressions,) = lenient.asset_materializations_for_node("benchmark_regressions")
     assert regressions.metadata["regressions"].value == 0 and regressions.metadata["settings"].value["minEffect"] == 0.5
     (check,) = lenient.get_asset_check_evaluations()
@@ -130,8 +155,12 @@ def test_efficiency_table_asset_over_the_published_history(instance, resources, 
     with CatalogueStore.open(sqlite_url) as store:
         before = sorted(digest_of(m) for m in store.manifests())
     with DagsterInstance.ephemeral() as fresh:
-        result = materialize([efficiency_table], instance=fresh, resources={"catalogue": CatalogueResource(url=sqlite_url)},
-                             run_config={"ops": {"efficiency_table": {"config": {"out_dir": str(tmp_path / "eff")}}}})
+        result = materialize(
+            [efficiency_table],
+            instance=fresh,
+            resources={"catalogue": CatalogueResource(url=sqlite_url)},
+            run_config={"ops": {"efficiency_table": {"config": {"out_dir": str(tmp_path / "eff")}}}},
+        )
     assert result.success
     (table,) = result.asset_materializations_for_node("efficiency_table")
     sidecar = read_sidecar(table.metadata["sidecar"].value)

@@ -24,7 +24,8 @@ def _import(dagster_instance, chain_resources):
     keys = registered_keys(dagster_instance, "history")
     defs = Definitions(assets=[*CHAIN, catalogue_export], jobs=[HISTORY.job], resources=chain_resources)
     return defs.resolve_job_def(HISTORY.job.name).execute_in_process(
-        instance=dagster_instance, tags={RANGE_START_TAG: keys[0], RANGE_END_TAG: keys[-1]})
+        instance=dagster_instance, tags={RANGE_START_TAG: keys[0], RANGE_END_TAG: keys[-1]}
+    )
 
 
 def _publication(result) -> dict:
@@ -61,8 +62,12 @@ def test_only_a_change_of_content_refreshes_the_catalogue(instance, resources, t
 
     # one new row upstream: new records, a new fingerprint, a refresh
     (tmp_path / "more").mkdir()
-    more = dict(resources, releases=LocalReleases(sdist_path=str(build_history_sdist(
-        tmp_path / "more", rows=history_rows(extra_h100_rows=1)))))
+    more = dict(
+        resources,
+        releases=LocalReleases(
+            sdist_path=str(build_history_sdist(tmp_path / "more", rows=history_rows(extra_h100_rows=1)))
+        ),
+    )
     changed = _import(instance, more)
     assert changed.success and _publication(changed)["inserted"] > 0
     assert _publication(changed)["catalogue_fingerprint"] != fingerprint

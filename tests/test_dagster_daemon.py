@@ -81,7 +81,9 @@ def test_the_import_commands_files_stay_out_of_dagsters_telemetry_folders(instan
     daemon = ImportDaemon(instance, home, verbose=False, log=print, command=[], cwd=home)
     for path in daemon.files():
         for reserved in TELEMETRY_DIRS:
-            assert not path.is_relative_to(home / reserved), f"{path} is in DAGSTER_HOME/{reserved}, which Dagster's telemetry uploads"
+            assert not path.is_relative_to(home / reserved), (
+                f"{path} is in DAGSTER_HOME/{reserved}, which Dagster's telemetry uploads"
+            )
 
 
 def _dead_pid() -> int:
@@ -98,11 +100,16 @@ def test_runs_a_dead_command_left_behind_are_reported_and_failed_and_its_process
     try:
         lease = Lease(_dead_pid(), leftover.pid, psutil.Process(leftover.pid).create_time(), time.time())
         lease.write(ImportDaemon(instance, home, False, print, [], home).lease_path)
-        stuck, starting, queued = (_run(instance, s) for s in (DagsterRunStatus.STARTED, DagsterRunStatus.STARTING, DagsterRunStatus.NOT_STARTED))
+        stuck, starting, queued = (
+            _run(instance, s)
+            for s in (DagsterRunStatus.STARTED, DagsterRunStatus.STARTING, DagsterRunStatus.NOT_STARTED)
+        )
         done = _run(instance, DagsterRunStatus.SUCCESS)
         lines: list[str] = []
 
-        other_command = FileLock(home / "kernelindex" / "import-daemon.lock")  # a live command owns the daemon: hands off
+        other_command = FileLock(
+            home / "kernelindex" / "import-daemon.lock"
+        )  # a live command owns the daemon: hands off
         assert other_command.acquire(blocking=False)
         clean_up_after_dead_command(instance, home, lines.append)
         assert not lines and _status(instance, stuck) is DagsterRunStatus.STARTED and leftover.poll() is None
@@ -113,10 +120,16 @@ def test_runs_a_dead_command_left_behind_are_reported_and_failed_and_its_process
         assert lines[0].startswith(f"stopped 1 processes left behind by import command pid {lease.command_pid}")
         for run in (stuck, starting):
             assert _status(instance, run) is DagsterRunStatus.FAILURE
-            assert any(line.startswith(f"run {run.run_id} (ci_import_job) was {run.status.value}") and line.endswith("marked failed")
-                       for line in lines), lines
+            assert any(
+                line.startswith(f"run {run.run_id} (ci_import_job) was {run.status.value}")
+                and line.endswith("marked failed")
+                for line in lines
+            ), lines
         assert (_status(instance, queued), _status(instance, done), _status(instance, before)) == (
-            DagsterRunStatus.NOT_STARTED, DagsterRunStatus.SUCCESS, DagsterRunStatus.STARTED)
+            DagsterRunStatus.NOT_STARTED,
+            DagsterRunStatus.SUCCESS,
+            DagsterRunStatus.STARTED,
+        )
         assert len(lines) == 3
         lines.clear()
         clean_up_after_dead_command(instance, home, lines.append)  # once only
@@ -134,12 +147,18 @@ class _WithQueuedLeftover:
         self.instance = instance
         # A stand-in record: DagsterRun itself refuses QUEUED without an origin too.
         self.created = datetime.now(UTC)  # by the dead command, before the new daemon's lease
-        self.leftover = SimpleNamespace(job_name="ci_import_job", run_id=str(uuid.uuid4()), status=DagsterRunStatus.QUEUED)
+        self.leftover = SimpleNamespace(
+            job_name="ci_import_job", run_id=str(uuid.uuid4()), status=DagsterRunStatus.QUEUED
+        )
 
     def get_runs(self, filters: RunsFilter):
         runs = self.instance.get_runs(filters)
         created_before_filter = filters.created_after is not None and self.created <= filters.created_after
-        return [*runs, self.leftover] if self.leftover.status in (filters.statuses or []) and not created_before_filter else runs
+        return (
+            [*runs, self.leftover]
+            if self.leftover.status in (filters.statuses or []) and not created_before_filter
+            else runs
+        )
 
     def get_run_by_id(self, run_id: str):
         return self.leftover if run_id == self.leftover.run_id else self.instance.get_run_by_id(run_id)
@@ -172,13 +191,17 @@ def test_a_started_run_whose_worker_died_is_failed(instance):
     other = _run(instance, DagsterRunStatus.STARTED)
     instance.report_engine_event(f"Started process for run (pid: {gone}).", other)
     line = fail_if_worker_died(instance, other.run_id)
-    assert line == (f"run {other.run_id} (ci_import_job) was STARTED: its run worker (pid {gone}) exited without "
-                    "ending the run; marked failed")
+    assert line == (
+        f"run {other.run_id} (ci_import_job) was STARTED: its run worker (pid {gone}) exited without "
+        "ending the run; marked failed"
+    )
     assert _status(instance, other) is DagsterRunStatus.FAILURE and _status(instance, run) is DagsterRunStatus.STARTED
 
 
 def test_a_launch_past_its_deadline_is_a_launch_error_naming_it(instance, home):
-    with pytest.raises(LaunchError, match=r"dagster job launch ci_import_job did not return within 0.5s and created no run"):
+    with pytest.raises(
+        LaunchError, match=r"dagster job launch ci_import_job did not return within 0.5s and created no run"
+    ):
         launch(instance, home, "ci_import_job", {}, verbose=False, timeout_s=0.5)
 
 
@@ -191,10 +214,14 @@ def test_a_failed_catalogue_refresh_is_reported_and_not_success():
     with DagsterInstance.ephemeral() as instance:
         since = time.time() - 1
         nothing = wait_for_catalogue_refresh(instance, since, deadline_s=1)
-        assert nothing.problem.startswith("the catalogue automation launched no refresh of the catalogue-wide assets within 1s")
+        assert nothing.problem.startswith(
+            "the catalogue automation launched no refresh of the catalogue-wide assets within 1s"
+        )
         # As the automation launches it: a run of the global asset job selecting the catalogue-wide assets.
         job = Definitions(assets=[failing_catalogue_export]).resolve_implicit_global_asset_job_def()
-        result = job.execute_in_process(instance=instance, raise_on_error=False, asset_selection=[AssetKey("catalogue_export")])
+        result = job.execute_in_process(
+            instance=instance, raise_on_error=False, asset_selection=[AssetKey("catalogue_export")]
+        )
         refresh = wait_for_catalogue_refresh(instance, since, deadline_s=60)
     assert refresh.run_id == result.run_id
     assert refresh.problem.startswith(f"catalogue refresh run {result.run_id} failure: catalogue_export: ")
@@ -209,9 +236,14 @@ DEADLINE_S = 600  # generous: a loaded 2-core machine takes minutes to start Dag
 
 
 def _command(home: Path, *locators: Path) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-W", "ignore", "-m", "kernelindex_pipeline.cli", "import-ci", *map(str, locators)],
-                            env={**os.environ, "DAGSTER_HOME": str(home)}, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-W", "ignore", "-m", "kernelindex_pipeline.cli", "import-ci", *map(str, locators)],
+        env={**os.environ, "DAGSTER_HOME": str(home)},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def _wait_for(what: str, condition, deadline_s: float = DEADLINE_S):
@@ -241,8 +273,16 @@ def _no_active_runs(home: Path) -> None:
 
     with DagsterInstance.from_config(str(home)) as instance:
         active = instance.get_runs(RunsFilter(statuses=ACTIVE))
-        every = [(instance.get_run_record_by_id(run.run_id).create_timestamp.isoformat(), run.run_id, run.job_name, run.status.value,
-                  dict(run.tags)) for run in instance.get_runs()]
+        every = [
+            (
+                instance.get_run_record_by_id(run.run_id).create_timestamp.isoformat(),
+                run.run_id,
+                run.job_name,
+                run.status.value,
+                dict(run.tags),
+            )
+            for run in instance.get_runs()
+        ]
         assert not active, f"runs left active: {[run.run_id for run in active]}; every run: {every}"
 
 
@@ -289,8 +329,10 @@ def test_kill_9_of_an_import_orphans_nothing_and_a_rerun_fails_what_a_crash_left
     with DagsterInstance.from_config(str(home)) as instance:
         assert instance.get_run_by_id(run.run_id).status is DagsterRunStatus.STARTED
     err = _rerun(home, H100_FILES, H100_FILES)
-    assert (f"run {run.run_id} (ci_import_job) was STARTED: left behind by the daemon of import command pid {command.pid}, "
-            "which died; its run worker is gone; marked failed") in err, err
+    assert (
+        f"run {run.run_id} (ci_import_job) was STARTED: left behind by the daemon of import command pid {command.pid}, "
+        "which died; its run worker is gone; marked failed"
+    ) in err, err
     with DagsterInstance.from_config(str(home)) as instance:
         assert instance.get_run_by_id(run.run_id).status is DagsterRunStatus.FAILURE
 
@@ -298,9 +340,14 @@ def test_kill_9_of_an_import_orphans_nothing_and_a_rerun_fails_what_a_crash_left
     command, lease, run = _started_import(home, H200_FILES)
     command.send_signal(signal.SIGKILL)
     command.communicate()
-    _wait_for(f"the dead command's daemon group {lease.group} to end",
-              lambda: not group_members(lease.group, lease.group_started), deadline_s=180)
-    with DagsterInstance.from_config(str(home)) as instance:  # its worker, stopped, ended the run itself (or it had finished)
+    _wait_for(
+        f"the dead command's daemon group {lease.group} to end",
+        lambda: not group_members(lease.group, lease.group_started),
+        deadline_s=180,
+    )
+    with DagsterInstance.from_config(
+        str(home)
+    ) as instance:  # its worker, stopped, ended the run itself (or it had finished)
         assert instance.get_run_by_id(run.run_id).status in (DagsterRunStatus.FAILURE, DagsterRunStatus.SUCCESS)
     _rerun(home, H200_FILES, H100_FILES + H200_FILES)
 
@@ -322,8 +369,11 @@ def test_two_concurrent_imports_share_one_daemon_and_each_run_gets_one_worker(tm
         runs = instance.get_runs(RunsFilter(job_name="ci_import_job"))
         assert len(runs) == 2 and {run.status for run in runs} == {DagsterRunStatus.SUCCESS}
         for run in runs:
-            workers = [entry for entry in instance.all_logs(run.run_id, of_type=DagsterEventType.ENGINE_EVENT)
-                       if WORKER_STARTED.match(entry.message or "")]
+            workers = [
+                entry
+                for entry in instance.all_logs(run.run_id, of_type=DagsterEventType.ENGINE_EVENT)
+                if WORKER_STARTED.match(entry.message or "")
+            ]
             assert len(workers) == 1, f"run {run.run_id} got {len(workers)} workers"
     _no_active_runs(home)
     assert _catalogue(home, H100_FILES + H200_FILES)
@@ -338,8 +388,10 @@ def test_an_import_past_any_deadline_ends_in_its_one_line_message_not_an_interna
     monkeypatch.setattr(launch_module, "import_ci", overloaded)
     assert cli.main(["import-ci", str(H200_FILES[0])]) == 1
     (line,) = [line for line in capsys.readouterr().err.splitlines() if "error" in line]
-    assert line == ("kernelindex-pipeline import-ci: error: dagster job launch did not finish within 300s "
-                    "(the machine may be overloaded); run the command again")
+    assert line == (
+        "kernelindex-pipeline import-ci: error: dagster job launch did not finish within 300s "
+        "(the machine may be overloaded); run the command again"
+    )
 
 
 @pytest.mark.slow
@@ -347,9 +399,20 @@ def test_a_stopped_catalogue_automation_is_seen_so_nothing_waits_for_it(instance
     from kernelindex_pipeline.defs.launch import automation_stopped, workspace_file
 
     assert not automation_stopped(instance)  # on by default
-    stopped = subprocess.run([str(Path(sys.executable).with_name("dagster")), "sensor", "stop", "catalogue_automation",
-                              "-w", str(workspace_file(home))], capture_output=True, text=True, timeout=DEADLINE_S,
-                             env={**os.environ, "DAGSTER_HOME": str(home)})
+    stopped = subprocess.run(
+        [
+            str(Path(sys.executable).with_name("dagster")),
+            "sensor",
+            "stop",
+            "catalogue_automation",
+            "-w",
+            str(workspace_file(home)),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE_S,
+        env={**os.environ, "DAGSTER_HOME": str(home)},
+    )
     assert stopped.returncode == 0, stopped.stdout + stopped.stderr
     assert automation_stopped(instance)
 
@@ -371,12 +434,17 @@ def test_kill_9_of_an_import_while_it_launches_leaves_no_launch_behind(tmp_path)
     home = tmp_path / "home"
     command = _command(home, *H200_FILES)
     try:
-        _wait_for("the command's `dagster job launch`", lambda: any(" job launch " in line for line in _processes_of(home)))
+        _wait_for(
+            "the command's `dagster job launch`", lambda: any(" job launch " in line for line in _processes_of(home))
+        )
     finally:
         command.kill()
         command.communicate()
-    _wait_for(f"every process of the dead command to end (left: {_processes_of(home)})", lambda: not _processes_of(home),
-              deadline_s=180)
+    _wait_for(
+        f"every process of the dead command to end (left: {_processes_of(home)})",
+        lambda: not _processes_of(home),
+        deadline_s=180,
+    )
 
 
 def test_a_leftover_that_is_a_zombie_is_described_not_a_crash():
@@ -386,5 +454,7 @@ def test_a_leftover_that_is_a_zombie_is_described_not_a_crash():
     process = psutil.Process(child.pid)
     _wait_for("the child to become a zombie", lambda: process.status() == psutil.STATUS_ZOMBIE, deadline_s=60)
     assert describe(process) == f"pid {child.pid} (ended)"
-    assert child.pid in {p.pid for p in group_members(os.getpgrp(), process.create_time())}  # still listed, then stopped
+    assert child.pid in {
+        p.pid for p in group_members(os.getpgrp(), process.create_time())
+    }  # still listed, then stopped
     child.wait()

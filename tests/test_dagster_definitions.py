@@ -42,8 +42,14 @@ def test_asset_graph_snapshot(defs):
     assert _graph(defs) == {
         "history/benchmark_csv": {"deps": [], "partitioned": True},
         "history/benchmark_rows": {"deps": ["history/benchmark_csv"], "partitioned": True},
-        "history/kernelindex_records": {"deps": ["history/benchmark_csv", "history/benchmark_rows"], "partitioned": True},
-        "history/catalogue_publication": {"deps": ["history/benchmark_csv", "history/kernelindex_records"], "partitioned": True},
+        "history/kernelindex_records": {
+            "deps": ["history/benchmark_csv", "history/benchmark_rows"],
+            "partitioned": True,
+        },
+        "history/catalogue_publication": {
+            "deps": ["history/benchmark_csv", "history/kernelindex_records"],
+            "partitioned": True,
+        },
         "ci/benchmark_csv": {"deps": [], "partitioned": True},
         "ci/benchmark_rows": {"deps": ["ci/benchmark_csv"], "partitioned": True},
         "ci/kernelindex_records": {"deps": ["ci/benchmark_csv", "ci/benchmark_rows"], "partitioned": True},
@@ -51,7 +57,10 @@ def test_asset_graph_snapshot(defs):
         "sweep/benchmark_csv": {"deps": [], "partitioned": True},
         "sweep/benchmark_rows": {"deps": ["sweep/benchmark_csv"], "partitioned": True},
         "sweep/kernelindex_records": {"deps": ["sweep/benchmark_csv", "sweep/benchmark_rows"], "partitioned": True},
-        "sweep/catalogue_publication": {"deps": ["sweep/benchmark_csv", "sweep/kernelindex_records"], "partitioned": True},
+        "sweep/catalogue_publication": {
+            "deps": ["sweep/benchmark_csv", "sweep/kernelindex_records"],
+            "partitioned": True,
+        },
         "catalogue_export": {"deps": publications, "partitioned": False},
         "benchmark_regressions": {"deps": publications, "partitioned": False},
         "benchmark_coverage": {"deps": publications, "partitioned": False},
@@ -81,8 +90,17 @@ def test_catalogue_wide_assets_refresh_by_automation_on_by_default(defs):
 
 def test_loading_the_code_location_prints_no_warning():
     completed = subprocess.run(
-        [sys.executable, "-W", "always", "-c", "from kernelindex_pipeline.definitions import defs; defs.resolve_asset_graph()"],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-W",
+            "always",
+            "-c",
+            "from kernelindex_pipeline.definitions import defs; defs.resolve_asset_graph()",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert completed.returncode == 0 and "Warning" not in completed.stderr, completed.stderr
 
@@ -110,9 +128,17 @@ def test_record_checks_are_blocking_and_the_sweep_check_is_not(defs):
 
 def test_jobs_sensors_schedules(defs):
     assert sorted(job.name for job in defs.jobs) == ["ci_import_job", "gpu_sweep_job", "history_import_job"]
-    assert sorted(sensor.name for sensor in defs.sensors) == ["catalogue_automation", "liger_ci_sensor", "liger_history_sensor"]
+    assert sorted(sensor.name for sensor in defs.sensors) == [
+        "catalogue_automation",
+        "liger_ci_sensor",
+        "liger_history_sensor",
+    ]
     (schedule,) = defs.schedules
-    assert (schedule.name, schedule.cron_schedule, schedule.execution_timezone) == ("nightly_gpu_sweep", "0 2 * * *", "UTC")
+    assert (schedule.name, schedule.cron_schedule, schedule.execution_timezone) == (
+        "nightly_gpu_sweep",
+        "0 2 * * *",
+        "UTC",
+    )
 
 
 def test_dagster_yaml_limits_one_run_per_gpu_pool():
@@ -126,7 +152,11 @@ def test_workspace_yaml_loads_the_code_location(tmp_path):
     (tmp_path / "dagster.yaml").write_text(INSTANCE_YAML.read_text())
     completed = subprocess.run(
         [sys.executable, "-m", "dagster", "definitions", "validate", "-w", str(ROOT / "workspace.yaml")],
-        cwd=ROOT, capture_output=True, text=True, timeout=300, env={**__import__("os").environ, "DAGSTER_HOME": str(tmp_path)},
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**__import__("os").environ, "DAGSTER_HOME": str(tmp_path)},
     )
     assert completed.returncode == 0, completed.stdout + completed.stderr
 

@@ -39,7 +39,9 @@ def resources(tmp_path, sqlite_url):
 
 
 def _materialize(instance, resources, gpu, version, **kwargs):
-    return materialize(CHAIN, partition_key=benchmark_partition_key(gpu, version), instance=instance, resources=resources, **kwargs)
+    return materialize(
+        CHAIN, partition_key=benchmark_partition_key(gpu, version), instance=instance, resources=resources, **kwargs
+    )
 
 
 def _materialize_all(instance, resources, **kwargs):
@@ -59,7 +61,10 @@ def _catalogue(sqlite_url) -> dict:
 
 
 def test_the_releases_resource_picks_the_reference_profile(instance, resources):
-    resources = {**resources, "releases": LocalReleases(sdist_path=resources["releases"].sdist_path, profile="reference")}
+    resources = {
+        **resources,
+        "releases": LocalReleases(sdist_path=resources["releases"].sdist_path, profile="reference"),
+    }
     result = _materialize(instance, resources, "nvidia-h100-80gb-hbm3", "0.5.0")
     assert result.success
     (records,) = result.output_for_node("history__kernelindex_records")["nvidia-h100-80gb-hbm3|0.5.0"]
@@ -78,11 +83,19 @@ def test_one_partition_publishes_its_rows(instance, resources, sqlite_url):
     assert (report["profile"], report["rowsRead"], report["runs"], report["memoryRuns"]) == ("full", 8, 7, 1)
     assert report["skipped"]["memoryRows"] == 0 and report["skipped"]["uncuratedKernels"] == {"not_a_curated_kernel": 1}
     checks = {evaluation.check_name: evaluation.passed for evaluation in result.get_asset_check_evaluations()}
-    assert checks == {"records_schema_valid": True, "record_digests_recompute": True, "run_references_resolve": True, "rows_conserved": True}
+    assert checks == {
+        "records_schema_valid": True,
+        "record_digests_recompute": True,
+        "run_references_resolve": True,
+        "rows_conserved": True,
+    }
     publication = _publication(result)
     assert publication["inserted"] == len(records.manifests) and publication["already_present"] == 0
-    assert publication["content_digests"] == {"nvidia-h100-80gb-hbm3|0.5.0": liger_partition.parts_digest(
-        result.output_for_node("history__benchmark_csv")["nvidia-h100-80gb-hbm3|0.5.0"])}
+    assert publication["content_digests"] == {
+        "nvidia-h100-80gb-hbm3|0.5.0": liger_partition.parts_digest(
+            result.output_for_node("history__benchmark_csv")["nvidia-h100-80gb-hbm3|0.5.0"]
+        )
+    }
     assert _catalogue(sqlite_url)["BenchmarkRun"] == 7
 
 
@@ -99,7 +112,9 @@ def test_every_partition_in_one_run(instance, resources, sqlite_url):
     assert counts["OperationSpec"] == 1 and counts["ExecutionEnvironment"] == 2 and counts["BenchmarkProtocol"] == 2
     # Each partition has its own materialization, and its own stored value for the next step.
     assert instance.get_materialized_partitions(PUBLICATION) == set(outputs)
-    again = _materialize(instance, resources, "nvidia-a100-sxm4-80gb", "0.6.0", selection=CHAIN[1:])  # reads stored values
+    again = _materialize(
+        instance, resources, "nvidia-a100-sxm4-80gb", "0.6.0", selection=CHAIN[1:]
+    )  # reads stored values
     assert again.success and _publication(again)["inserted"] == 0
 
 
@@ -119,8 +134,12 @@ def test_a_corrupted_record_stops_the_runs_publication(instance, resources, sqli
     def corrupting_build(parsed, partition_csv, **kwargs):
         result = real_build(parsed, partition_csv, **kwargs)
         if (partition_csv.gpu, partition_csv.liger_version) == ("nvidia-h100-80gb-hbm3", "0.5.0"):
-            run_digest = next(d for d, m in result.manifests.items() if m["kind"] == "BenchmarkRun" and "timing" in m["spec"])
-            result.manifests[run_digest]["spec"]["timing"]["latencyNs"]["median"] = -1  # invalid, and no longer its digest
+            run_digest = next(
+                d for d, m in result.manifests.items() if m["kind"] == "BenchmarkRun" and "timing" in m["spec"]
+            )
+            result.manifests[run_digest]["spec"]["timing"]["latencyNs"][
+                "median"
+            ] = -1  # invalid, and no longer its digest
         return result
 
     monkeypatch.setattr(liger_partition, "build_records", corrupting_build)

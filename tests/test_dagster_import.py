@@ -23,8 +23,12 @@ FILES = [FIXTURES / name for name in ("7644a0f-v0.7.0.csv", "7644a0f.csv", "0701
 
 def _cli(*args, home: Path):
     return subprocess.run(
-        [sys.executable, "-m", "kernelindex_pipeline.cli", *args], capture_output=True, text=True, timeout=600,
-        env={**os.environ, "DAGSTER_HOME": str(home)}, stdin=subprocess.DEVNULL,
+        [sys.executable, "-m", "kernelindex_pipeline.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "DAGSTER_HOME": str(home)},
+        stdin=subprocess.DEVNULL,
     )
 
 
@@ -57,7 +61,8 @@ def test_import_ci_publishes_what_transform_makes_then_nothing_new(tmp_path):
         assert run.remote_job_origin is not None and run.remote_job_origin.location_name == "kernelindex_pipeline"
         assert instance.get_dynamic_partitions("ci_partitions") == ["nvidia-h200|0.5.10", "nvidia-h100-80gb-hbm3|0.7.0"]
         assert instance.get_materialized_partitions(AssetKey(["ci", "catalogue_publication"])) == set(
-            instance.get_dynamic_partitions("ci_partitions"))
+            instance.get_dynamic_partitions("ci_partitions")
+        )
 
     second = _cli("import-ci", *map(str, FILES[:2]), home=home)
     assert second.returncode == 0, second.stderr[-3000:]

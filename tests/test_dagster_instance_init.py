@@ -39,8 +39,13 @@ def test_concurrent_imports_on_a_fresh_home_all_start(tmp_path):
         home = tmp_path / f"home-{trial}"
         env = {**os.environ, "DAGSTER_HOME": str(home)}
         procs = [
-            subprocess.Popen([sys.executable, "-W", "ignore", "-c", SNIPPET], env=env, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
+            subprocess.Popen(
+                [sys.executable, "-W", "ignore", "-c", SNIPPET],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
             for _ in range(PROCESSES)
         ]
         results = [(p.wait(timeout=300), p.stdout.read(), p.stderr.read()) for p in procs]

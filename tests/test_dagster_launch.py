@@ -21,31 +21,62 @@ REGISTERED = ["a|0.1", "b|0.1", "a|0.2", "b|0.2", "a|0.3"]
 
 
 def test_consecutive_partitions_share_one_run_and_gaps_split_them():
-    assert partition_runs(REGISTERED, REGISTERED, {"t": "v"}) == [{"t": "v", RANGE_START_TAG: "a|0.1", RANGE_END_TAG: "a|0.3"}]
+    assert partition_runs(REGISTERED, REGISTERED, {"t": "v"}) == [
+        {"t": "v", RANGE_START_TAG: "a|0.1", RANGE_END_TAG: "a|0.3"}
+    ]
     assert partition_runs(["a|0.3", "a|0.1", "b|0.1"], REGISTERED, {}) == [
-        {RANGE_START_TAG: "a|0.1", RANGE_END_TAG: "b|0.1"}, {PARTITION_TAG: "a|0.3"}]
+        {RANGE_START_TAG: "a|0.1", RANGE_END_TAG: "b|0.1"},
+        {PARTITION_TAG: "a|0.3"},
+    ]
 
 
 def test_progress_lines_round_trip_and_other_lines_are_not_progress():
     info = {"rows": 3, "runs": 0, "why_no_runs": "no rows upstream"}
-    assert parse_progress(progress_message("catalogue_publication", "a|0.1", info)) == ("catalogue_publication", "a|0.1", info)
+    assert parse_progress(progress_message("catalogue_publication", "a|0.1", info)) == (
+        "catalogue_publication",
+        "a|0.1",
+        info,
+    )
     assert parse_progress("parsed 3 rows") is None
 
 
 def test_why_a_partition_made_no_runs():
     empty = {"rowsRead": 0, "runs": 0, "issues": [], "skipped": {}}
     assert no_runs_reason(empty) == "no rows upstream"
-    skipped = {"rowsRead": 5, "runs": 0, "issues": [{"row": 1}], "skipped": {"uncuratedKernels": {"x": 4}, "unknownGpu": 0}}
+    skipped = {
+        "rowsRead": 5,
+        "runs": 0,
+        "issues": [{"row": 1}],
+        "skipped": {"uncuratedKernels": {"x": 4}, "unknownGpu": 0},
+    }
     assert no_runs_reason(skipped) == "every row skipped: rows with issues 1, uncuratedKernels 4"
 
 
 def test_summary_and_non_terminal_progress_name_the_reason():
-    outcome = PartitionOutcome("a|0.1", {"rows": 4, "runs": 0, "new": 0, "already_present": 0, "issues": 0,
-                                         "why_no_runs": "every row skipped: uncuratedKernels 4"})
-    summary = ImportSummary("history", "history of liger-kernel 9.9", ["a|0.1", "b|0.1"], run_ids=["r"],
-                            outcomes={"a|0.1": outcome}, catalogue_by_kind={"BenchmarkRun": 0})
+    outcome = PartitionOutcome(
+        "a|0.1",
+        {
+            "rows": 4,
+            "runs": 0,
+            "new": 0,
+            "already_present": 0,
+            "issues": 0,
+            "why_no_runs": "every row skipped: uncuratedKernels 4",
+        },
+    )
+    summary = ImportSummary(
+        "history",
+        "history of liger-kernel 9.9",
+        ["a|0.1", "b|0.1"],
+        run_ids=["r"],
+        outcomes={"a|0.1": outcome},
+        catalogue_by_kind={"BenchmarkRun": 0},
+    )
     lines = summary.lines()
-    assert lines[0].startswith("history of liger-kernel 9.9: 2 partitions in 1 run(s)") and "(1 published, 1 not)" in lines[0]
+    assert (
+        lines[0].startswith("history of liger-kernel 9.9: 2 partitions in 1 run(s)")
+        and "(1 published, 1 not)" in lines[0]
+    )
     assert "  a|0.1: 4 rows, 0 runs, 0 new, 0 already present - every row skipped: uncuratedKernels 4" in lines
     assert not summary.ok
     stream = io.StringIO()  # not a terminal: one line per published partition, no bar
@@ -53,4 +84,7 @@ def test_summary_and_non_terminal_progress_name_the_reason():
     progress.step("benchmark_csv", None)
     progress.step("catalogue_publication", outcome)
     progress.close()
-    assert stream.getvalue() == "[1/2] a|0.1: 4 rows, 0 runs, 0 new, 0 already present - every row skipped: uncuratedKernels 4\n"
+    assert (
+        stream.getvalue()
+        == "[1/2] a|0.1: 4 rows, 0 runs, 0 new, 0 already present - every row skipped: uncuratedKernels 4\n"
+    )

@@ -23,7 +23,12 @@ def test_password_never_appears_in_events_or_metadata(tmp_path, postgres_url):
     }
     with DagsterInstance.ephemeral() as instance:
         register_partitions(instance, "history", [("nvidia-h100-80gb-hbm3", "0.5.0")])
-        result = materialize(CHAIN, partition_key=benchmark_partition_key("nvidia-h100-80gb-hbm3", "0.5.0"), instance=instance, resources=resources)
+        result = materialize(
+            CHAIN,
+            partition_key=benchmark_partition_key("nvidia-h100-80gb-hbm3", "0.5.0"),
+            instance=instance,
+            resources=resources,
+        )
         assert result.success
         logs = instance.all_logs(result.run_id)
     text = "\n".join(str(record) for record in logs)
@@ -58,8 +63,11 @@ def _materialize_with_url(tmp_path, monkeypatch, url: str):
     with DagsterInstance.local_temp(tempdir=str(home)) as instance:
         register_partitions(instance, "history", [("nvidia-h100-80gb-hbm3", "0.5.0")])
         result = materialize(
-            CHAIN, partition_key=benchmark_partition_key("nvidia-h100-80gb-hbm3", "0.5.0"), instance=instance,
-            resources=resources, raise_on_error=False,
+            CHAIN,
+            partition_key=benchmark_partition_key("nvidia-h100-80gb-hbm3", "0.5.0"),
+            instance=instance,
+            resources=resources,
+            raise_on_error=False,
         )
         logs = "\n".join(str(record) for record in instance.all_logs(result.run_id))
     stored = b"\n".join(path.read_bytes() for path in home.rglob("*") if path.is_file())
@@ -82,7 +90,9 @@ def test_a_query_string_password_never_reaches_dagster_storage(tmp_path, monkeyp
 
 
 def test_a_malformed_url_never_reaches_dagster_storage(tmp_path, monkeypatch):
-    success, logs, stored = _materialize_with_url(tmp_path, monkeypatch, "postgresql://kernelindex:Sec9x@ret7y@db.example/catalogue")
+    success, logs, stored = _materialize_with_url(
+        tmp_path, monkeypatch, "postgresql://kernelindex:Sec9x@ret7y@db.example/catalogue"
+    )
     assert not success and "not a well-formed URL" in logs
     _assert_absent(["Sec9x", "ret7y"], logs, stored)
 

@@ -67,7 +67,11 @@ def test_sweep_publishes_the_good_scripts_rows_and_classifies_the_bad(site, tmp_
     (csv_event,) = result.asset_materializations_for_node("sweep__benchmark_csv")
     assert "orchestration_overhead_s" in csv_event.metadata and csv_event.metadata["scripts_failed"].value == 3
     # Coverage against the release's history (its one rms_norm row, measured) and the sentinel, in the metadata.
-    assert csv_event.metadata["sweep_coverage_totals"].value["measured"] == csv_event.metadata["sweep_coverage_totals"].value["expected"] == 1
+    assert (
+        csv_event.metadata["sweep_coverage_totals"].value["measured"]
+        == csv_event.metadata["sweep_coverage_totals"].value["expected"]
+        == 1
+    )
     assert "| benchmark_layer_norm.py | failed |" in csv_event.metadata["sweep_coverage"].value
     assert csv_event.metadata["sentinel"].value.startswith("sentinel matmul_bf16: start ")
 
@@ -78,9 +82,17 @@ def test_sweep_publishes_the_good_scripts_rows_and_classifies_the_bad(site, tmp_
         store.close()
     runs = [m for m in manifests if m["kind"] == "BenchmarkRun"]
     benchmarks = {r["spec"]["sourceNative"]["benchmark"].split("/")[0] for r in runs}
-    assert runs and benchmarks - {"sentinel_matmul_bf16", "sentinel_copy_1gib"} <= {"rms_norm", "tiled_swiglu", "tiled_geglu"}
+    assert runs and benchmarks - {"sentinel_matmul_bf16", "sentinel_copy_1gib"} <= {
+        "rms_norm",
+        "tiled_swiglu",
+        "tiled_geglu",
+    }
     # The sweep's sentinel is published with it: both reference operations, at its start and its end.
-    sentinel = sorted(r["metadata"]["labels"]["sentinel"] for r in runs if r["spec"]["sourceNative"]["source"] == "kernelindex-sentinel")
+    sentinel = sorted(
+        r["metadata"]["labels"]["sentinel"]
+        for r in runs
+        if r["spec"]["sourceNative"]["source"] == "kernelindex-sentinel"
+    )
     assert sentinel == ["end", "end", "start", "start"]
     assert all(r["spec"]["evidence"]["logs"]["digest"].startswith("sha256:") for r in runs)
     (environment,) = [m for m in manifests if m["kind"] == "ExecutionEnvironment"]
@@ -97,11 +109,16 @@ def store_digest(manifest):
 def test_a_host_without_cuda_fails_without_retry_and_leaves_history_alone(site, tmp_path, sqlite_url):
     with DagsterInstance.ephemeral() as instance:
         register_partitions(instance, "history", [(GPU, VERSION)])
-        history = materialize(HISTORY.assets, partition_key=KEY, instance=instance, resources={
-            "catalogue": CatalogueResource(url=sqlite_url),
-            "releases": LocalReleases(sdist_path=str(build_history_sdist(tmp_path)), version=VERSION),
-            IO_MANAGER_KEY: ChainValuesIOManager(base_dir=str(tmp_path / "values")),
-        })
+        history = materialize(
+            HISTORY.assets,
+            partition_key=KEY,
+            instance=instance,
+            resources={
+                "catalogue": CatalogueResource(url=sqlite_url),
+                "releases": LocalReleases(sdist_path=str(build_history_sdist(tmp_path)), version=VERSION),
+                IO_MANAGER_KEY: ChainValuesIOManager(base_dir=str(tmp_path / "values")),
+            },
+        )
         assert history.success
         result = _run(site, tmp_path, sqlite_url, None, instance)
         assert not result.success

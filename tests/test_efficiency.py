@@ -32,14 +32,27 @@ MIB = 2**20
 
 def softmax_run(catalogue: SampleCatalogue, rows: int, hidden: int, median_ns: int, **kwargs) -> dict:
     """A softmax forward on fp32 rows x hidden: 2 x rows x hidden x 4 bytes move (read x, write y)."""
-    return catalogue.run(kernel="softmax", axes={"rows": rows, "hidden": hidden}, dtype="fp32",
-                         tensors={"x": {"shape": [rows, hidden], "dtype": "fp32"}}, median_ns=median_ns, **kwargs)
+    return catalogue.run(
+        kernel="softmax",
+        axes={"rows": rows, "hidden": hidden},
+        dtype="fp32",
+        tensors={"x": {"shape": [rows, hidden], "dtype": "fp32"}},
+        median_ns=median_ns,
+        **kwargs,
+    )
 
 
 def copy_sentinel(catalogue: SampleCatalogue, elements: int, median_ns: int, **kwargs) -> dict:
-    return catalogue.run(kernel="sentinel_copy_1gib", mode="start", provider="torch", axes={"elements": elements},
-                         dtype="fp32", tensors={"source": {"shape": [elements], "dtype": "fp32"}},
-                         median_ns=median_ns, **kwargs)
+    return catalogue.run(
+        kernel="sentinel_copy_1gib",
+        mode="start",
+        provider="torch",
+        axes={"elements": elements},
+        dtype="fp32",
+        tensors={"source": {"shape": [elements], "dtype": "fp32"}},
+        median_ns=median_ns,
+        **kwargs,
+    )
 
 
 def facts_of(report, run):
@@ -129,8 +142,12 @@ def test_low_efficiency_under_the_operators_threshold():
 def test_flop_bound_run_uses_the_peak_of_its_dtype():
     catalogue = SampleCatalogue()
     axes = {"batch": 4, "seq": 1024, "hidden": 4096, "intermediate": 11008}
-    tensors = {"x": {"shape": [4, 1024, 4096], "dtype": "bf16"}, "w_gate": {"shape": [11008, 4096], "dtype": "bf16"},
-               "w_up": {"shape": [11008, 4096], "dtype": "bf16"}, "w_down": {"shape": [4096, 11008], "dtype": "bf16"}}
+    tensors = {
+        "x": {"shape": [4, 1024, 4096], "dtype": "bf16"},
+        "w_gate": {"shape": [11008, 4096], "dtype": "bf16"},
+        "w_up": {"shape": [11008, 4096], "dtype": "bf16"},
+        "w_down": {"shape": [4096, 11008], "dtype": "bf16"},
+    }
     run = catalogue.run(kernel="swiglu", axes=axes, tensors=tensors, median_ns=2_000_000)
     facts = facts_of(derive_efficiency(catalogue.manifests()), run)
     flops = 6 * 4 * 1024 * 4096 * 11008
@@ -157,9 +174,20 @@ def test_every_gpu_of_the_catalogue_has_a_sourced_peak_or_says_why_not():
     peaks = default_peaks()
     for name in default_catalogue("full").hardware:
         assert peaks.get(gpu_slug(name)) is not None or name in peaks.unsourced, name
-    for name in ("NVIDIA A100-SXM4-40GB", "NVIDIA A100-SXM4-80GB", "NVIDIA A100-PCIE-40GB", "NVIDIA A100 80GB PCIe",
-                 "NVIDIA H100 80GB HBM3", "NVIDIA H100 PCIe", "NVIDIA H100 NVL", "NVIDIA H200", "NVIDIA B200",
-                 "NVIDIA B300 SXM6 AC", "NVIDIA GeForce RTX 3090", "NVIDIA GeForce RTX 4090"):
+    for name in (
+        "NVIDIA A100-SXM4-40GB",
+        "NVIDIA A100-SXM4-80GB",
+        "NVIDIA A100-PCIE-40GB",
+        "NVIDIA A100 80GB PCIe",
+        "NVIDIA H100 80GB HBM3",
+        "NVIDIA H100 PCIe",
+        "NVIDIA H100 NVL",
+        "NVIDIA H200",
+        "NVIDIA B200",
+        "NVIDIA B300 SXM6 AC",
+        "NVIDIA GeForce RTX 3090",
+        "NVIDIA GeForce RTX 4090",
+    ):
         found = peaks.get(gpu_slug(name))
         assert found is not None and found.bf16TFLOPS and found.fp32TFLOPS and found.source, name
 
@@ -206,9 +234,24 @@ def test_export_carries_the_figures_in_a_sidecar_not_in_the_records(tmp_path, sq
     with CatalogueStore.open(sqlite_url) as store:
         store.publish(manifests, partition="ci|0.7.0")
     out = tmp_path / "export"
-    completed = subprocess.run([sys.executable, "-W", "ignore", "-m", "kernelindex_pipeline.cli", "export",
-                                "--catalogue", sqlite_url, "--out", str(out)], capture_output=True, text=True,
-                               timeout=600, env=dict(os.environ))
+    completed = subprocess.run(
+        [
+            sys.executable,
+            "-W",
+            "ignore",
+            "-m",
+            "kernelindex_pipeline.cli",
+            "export",
+            "--catalogue",
+            sqlite_url,
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=dict(os.environ),
+    )
     assert completed.returncode == 0, completed.stderr
     exported = {digest_of(m) for _, m in load_manifests(out / "kernelindex-catalogue.jsonl")}
     assert exported == {digest_of(m) for m in manifests}
@@ -225,8 +268,15 @@ def test_regressions_page_says_how_a_change_moved_efficiency(tmp_path):
     for sweep in range(6):  # Liger 30 % slower from the fourth sweep (a new version) on; torch unchanged
         for provider in ("liger", "torch"):
             slower = 1.3 if provider == "liger" and sweep >= 3 else 1.0
-            softmax_run(catalogue, 65536, 4096, int(1_000_000 * slower * (1 + 0.004 * (sweep % 2))), provider=provider,
-                        version="0.8.0" if sweep < 3 else "0.8.1", timestamp=f"2025-0{sweep + 1}-01 00:00:00")
+            softmax_run(
+                catalogue,
+                65536,
+                4096,
+                int(1_000_000 * slower * (1 + 0.004 * (sweep % 2))),
+                provider=provider,
+                version="0.8.0" if sweep < 3 else "0.8.1",
+                timestamp=f"2025-0{sweep + 1}-01 00:00:00",
+            )
     manifests = catalogue.manifests()
     regressions = detect_regressions(manifests)
     assert len(regressions.slowdowns) == 1
@@ -253,11 +303,21 @@ def test_the_reports_series_path_gives_the_same_figures_as_every_run():
 
     catalogue = SampleCatalogue()
     for sweep in range(3):
-        softmax_run(catalogue, 65536, 4096, 1_000_000 + 1000 * sweep, version=f"0.8.{sweep}",
-                    timestamp=f"2025-0{sweep + 1}-01 00:00:00")
+        softmax_run(
+            catalogue,
+            65536,
+            4096,
+            1_000_000 + 1000 * sweep,
+            version=f"0.8.{sweep}",
+            timestamp=f"2025-0{sweep + 1}-01 00:00:00",
+        )
         softmax_run(catalogue, 1024, 1024, 2_000, version=f"0.8.{sweep}", timestamp=f"2025-0{sweep + 1}-01 00:00:00")
-        catalogue.run(kernel="dyt", axes={"rows": 4096, "hidden": 1024}, version=f"0.8.{sweep}",
-                      timestamp=f"2025-0{sweep + 1}-01 00:00:00")
+        catalogue.run(
+            kernel="dyt",
+            axes={"rows": 4096, "hidden": 1024},
+            version=f"0.8.{sweep}",
+            timestamp=f"2025-0{sweep + 1}-01 00:00:00",
+        )
     copy_sentinel(catalogue, 2**28, 800_000)
     index = RecordIndex(catalogue.manifests())
     every = derive_efficiency(index)

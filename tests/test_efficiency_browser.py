@@ -74,8 +74,12 @@ def test_efficiency_charts_and_table_in_chromium(ci_report, tmp_path):
             assert folded and all(r["implausible"] and r["folded"] for r in folded)  # apart, folded
             assert any("l2-resident" in r["flags"] for r in folded if r["kernel"] == "embedding")
 
-            _screenshot(page, page.locator('#kernel-rms-norm figure[data-chart-kind="efficiency"]').first,
-                        "KERNELINDEX_EFFICIENCY_SCREENSHOT", tmp_path)
+            _screenshot(
+                page,
+                page.locator('#kernel-rms-norm figure[data-chart-kind="efficiency"]').first,
+                "KERNELINDEX_EFFICIENCY_SCREENSHOT",
+                tmp_path,
+            )
             _screenshot(page, page.locator("#efficiency-section"), "KERNELINDEX_EFFICIENCY_TABLE_SCREENSHOT", tmp_path)
         finally:
             browser.close()

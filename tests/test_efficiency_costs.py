@@ -24,39 +24,80 @@ def t(shape, dtype):
 
 
 RMS = {"axes": {"rows": 2, "hidden": 3}, "tensors": {"x": t([2, 3], "bf16"), "weight": t([3], "bf16")}}
-ADD_RMS = {"axes": {"rows": 2, "hidden": 3},
-           "tensors": {"x": t([2, 3], "fp32"), "residual": t([2, 3], "fp32"), "weight": t([3], "fp32")}}
-LN = {"axes": {"rows": 2, "hidden": 4},
-      "tensors": {"x": t([2, 4], "fp32"), "weight": t([4], "fp32"), "bias": t([4], "fp32")}}
-GN = {"axes": {"batch": 1, "channels": 2, "hidden": 3, "channels_per_group": 1},
-      "tensors": {"x": t([1, 2, 3], "fp32"), "weight": t([2], "fp32"), "bias": t([2], "fp32")}}
-MEGATRON_RMS = {"axes": {"seq": 2, "batch": 1, "hidden": 4}, "tensors": {"x": t([2, 1, 4], "bf16"), "weight": t([4], "bf16")}}
+ADD_RMS = {
+    "axes": {"rows": 2, "hidden": 3},
+    "tensors": {"x": t([2, 3], "fp32"), "residual": t([2, 3], "fp32"), "weight": t([3], "fp32")},
+}
+LN = {
+    "axes": {"rows": 2, "hidden": 4},
+    "tensors": {"x": t([2, 4], "fp32"), "weight": t([4], "fp32"), "bias": t([4], "fp32")},
+}
+GN = {
+    "axes": {"batch": 1, "channels": 2, "hidden": 3, "channels_per_group": 1},
+    "tensors": {"x": t([1, 2, 3], "fp32"), "weight": t([2], "fp32"), "bias": t([2], "fp32")},
+}
+MEGATRON_RMS = {
+    "axes": {"seq": 2, "batch": 1, "hidden": 4},
+    "tensors": {"x": t([2, 1, 4], "bf16"), "weight": t([4], "bf16")},
+}
 X_2x4_FP32 = {"axes": {"rows": 2, "hidden": 4}, "tensors": {"x": t([2, 4], "fp32")}}
 SPARSEMAX = {"axes": {"tokens": 2, "features": 4}, "tensors": {"x": t([2, 4], "fp32")}}
 RELU2 = {"axes": {"rows": 3, "hidden": 2}, "tensors": {"x": t([3, 2], "bf16")}}
 MEGATRON_SWIGLU = {"axes": {"seq": 1, "batch": 1, "ffn": 4}, "tensors": {"y": t([1, 1, 8], "bf16")}}
-ROPE = {"axes": {"seq": 3, "hidden": 8, "q_heads": 2, "kv_heads": 1},
-        "tensors": {"q": t([1, 2, 3, 4], "bf16"), "k": t([1, 1, 3, 4], "bf16")}}
+ROPE = {
+    "axes": {"seq": 3, "hidden": 8, "q_heads": 2, "kv_heads": 1},
+    "tensors": {"q": t([1, 2, 3, 4], "bf16"), "k": t([1, 1, 3, 4], "bf16")},
+}
 CE = {"axes": {"tokens": 2, "vocab": 5}, "tensors": {"logits": t([2, 5], "fp32"), "target": t([2], "int64")}}
-JSD = {"axes": {"tokens": 2, "vocab": 3},
-       "tensors": {"student_log_probs": t([2, 3], "fp32"), "teacher_log_probs": t([2, 3], "fp32")}}
+JSD = {
+    "axes": {"tokens": 2, "vocab": 3},
+    "tensors": {"student_log_probs": t([2, 3], "fp32"), "teacher_log_probs": t([2, 3], "fp32")},
+}
 TVD = {"axes": {"tokens": 2, "vocab": 3}, "tensors": {"p": t([2, 3], "fp32"), "q": t([2, 3], "fp32")}}
 KL = {"axes": {"tokens": 2, "vocab": 3}, "tensors": {"log_probs": t([2, 3], "fp32"), "target_probs": t([2, 3], "fp32")}}
-EMB = {"axes": {"batch": 2, "seq": 3, "hidden": 4, "vocab": 10},
-       "tensors": {"input_ids": t([2, 3], "int64"), "weight": t([10, 4], "fp32")}}
-MLP = {"axes": {"batch": 2, "seq": 3, "hidden": 4, "intermediate": 5},
-       "tensors": {"x": t([2, 3, 4], "bf16"), "w_gate": t([5, 4], "bf16"), "w_up": t([5, 4], "bf16"),
-                   "w_down": t([4, 5], "bf16")}}
-MOE = {"axes": {"tokens": 3, "hidden": 4, "intermediate": 5, "experts": 4, "k": 2},
-       "tensors": {"x": t([3, 4], "bf16"), "gate_up_proj": t([4, 10, 4], "bf16"), "down_proj": t([4, 4, 5], "bf16"),
-                   "top_k_index": t([3, 2], "int32"), "top_k_weights": t([3, 2], "bf16")}}
-FLCE = {"axes": {"tokens": 3, "hidden": 4, "vocab": 5},
-        "tensors": {"x": t([3, 4], "bf16"), "weight": t([5, 4], "bf16"), "target": t([3], "int64")}}
-FLJSD = {"axes": {"tokens": 3, "hidden": 4, "vocab": 5},
-         "tensors": {n: t(s, "bf16") for n, s in (("student_input", [3, 4]), ("student_weight", [5, 4]),
-                                                  ("teacher_input", [3, 4]), ("teacher_weight", [5, 4]))}}
-PREFERENCE = {"axes": {"batch": 1, "seq": 3, "hidden": 4, "vocab": 5},
-              "tensors": {"x": t([1, 3, 4], "bf16"), "weight": t([5, 4], "bf16"), "target": t([1, 3], "int64")}}
+EMB = {
+    "axes": {"batch": 2, "seq": 3, "hidden": 4, "vocab": 10},
+    "tensors": {"input_ids": t([2, 3], "int64"), "weight": t([10, 4], "fp32")},
+}
+MLP = {
+    "axes": {"batch": 2, "seq": 3, "hidden": 4, "intermediate": 5},
+    "tensors": {
+        "x": t([2, 3, 4], "bf16"),
+        "w_gate": t([5, 4], "bf16"),
+        "w_up": t([5, 4], "bf16"),
+        "w_down": t([4, 5], "bf16"),
+    },
+}
+MOE = {
+    "axes": {"tokens": 3, "hidden": 4, "intermediate": 5, "experts": 4, "k": 2},
+    "tensors": {
+        "x": t([3, 4], "bf16"),
+        "gate_up_proj": t([4, 10, 4], "bf16"),
+        "down_proj": t([4, 4, 5], "bf16"),
+        "top_k_index": t([3, 2], "int32"),
+        "top_k_weights": t([3, 2], "bf16"),
+    },
+}
+FLCE = {
+    "axes": {"tokens": 3, "hidden": 4, "vocab": 5},
+    "tensors": {"x": t([3, 4], "bf16"), "weight": t([5, 4], "bf16"), "target": t([3], "int64")},
+}
+FLJSD = {
+    "axes": {"tokens": 3, "hidden": 4, "vocab": 5},
+    "tensors": {
+        n: t(s, "bf16")
+        for n, s in (
+            ("student_input", [3, 4]),
+            ("student_weight", [5, 4]),
+            ("teacher_input", [3, 4]),
+            ("teacher_weight", [5, 4]),
+        )
+    },
+}
+PREFERENCE = {
+    "axes": {"batch": 1, "seq": 3, "hidden": 4, "vocab": 5},
+    "tensors": {"x": t([1, 3, 4], "bf16"), "weight": t([5, 4], "bf16"), "target": t([1, 3], "int64")},
+}
 COPY = {"axes": {"elements": 8}, "tensors": {"source": t([8], "fp32")}}
 MATMUL = {"axes": {"m": 2, "n": 3, "k": 4}, "tensors": {"a": t([2, 4], "bf16"), "b": t([4, 3], "bf16")}}
 
@@ -150,8 +191,9 @@ HAND = [
 ]
 
 
-@pytest.mark.parametrize(("kernel", "mode", "case", "nbytes", "flops", "l2"), HAND,
-                         ids=[f"{k}-{m}" for k, m, *_ in HAND])
+@pytest.mark.parametrize(
+    ("kernel", "mode", "case", "nbytes", "flops", "l2"), HAND, ids=[f"{k}-{m}" for k, m, *_ in HAND]
+)
 def test_formula_on_a_small_shape_counted_by_hand(kernel, mode, case, nbytes, flops, l2):
     cost = cost_of(default_cost_models(), kernel, mode if mode != ANY_PASS else "start", case)
     assert isinstance(cost, Cost), cost
@@ -201,14 +243,23 @@ def test_kernel_or_pass_without_a_formula_is_no_cost_model_never_zero():
     assert isinstance(missing_tensor, NoCost) and "size_weight" in missing_tensor.reason
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    ("kernels:\n  - {kernel: rms_norm, bound: bytes, passes: {forward: {bytes: '2 * size_y'}}}\n", "'size_y'"),
-    ("kernels:\n  - {kernel: rms_norm, bound: bytes, passes: {forward: {bytes: '2 * tokens'}}}\n", "'tokens'"),
-    ("kernels:\n  - {kernel: no_such_kernel, bound: bytes, passes: {forward: {bytes: '1'}}}\n", "no_such_kernel"),
-    ("kernels:\n  - {kernel: rms_norm, bound: flops, passes: {forward: {bytes: 'size_x'}}}\n", "needs a flops formula"),
-    ("kernels:\n  - {kernel: rms_norm, bound: bytes, passes: {forward: {bytes: 'size_x; import os'}}}\n", "unexpected"),
-    ("kernels:\n  - {kernel: rms_norm, bound: watts, passes: {}}\n", "bound"),
-])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("kernels:\n  - {kernel: rms_norm, bound: bytes, passes: {forward: {bytes: '2 * size_y'}}}\n", "'size_y'"),
+        ("kernels:\n  - {kernel: rms_norm, bound: bytes, passes: {forward: {bytes: '2 * tokens'}}}\n", "'tokens'"),
+        ("kernels:\n  - {kernel: no_such_kernel, bound: bytes, passes: {forward: {bytes: '1'}}}\n", "no_such_kernel"),
+        (
+            "kernels:\n  - {kernel: rms_norm, bound: flops, passes: {forward: {bytes: 'size_x'}}}\n",
+            "needs a flops formula",
+        ),
+        (
+            "kernels:\n  - {kernel: rms_norm, bound: bytes, passes: {forward: {bytes: 'size_x; import os'}}}\n",
+            "unexpected",
+        ),
+        ("kernels:\n  - {kernel: rms_norm, bound: watts, passes: {}}\n", "bound"),
+    ],
+)
 def test_a_bad_cost_model_file_is_refused_naming_the_problem(tmp_path, text, message):
     path = tmp_path / "costs.yaml"
     path.write_text(text)

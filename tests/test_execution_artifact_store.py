@@ -50,10 +50,16 @@ def test_object_storage_through_fsspec_and_a_public_base_url():
     remote = ArtifactStore("memory://kernelindex-evidence/sweeps")
     data = b"samples"
     hexdigest = _ref(data)[7:]
-    assert remote.put(data, _ref(data))["uri"] == f"memory:///kernelindex-evidence/sweeps/sha256/{hexdigest[:2]}/{hexdigest}"
+    assert (
+        remote.put(data, _ref(data))["uri"]
+        == f"memory:///kernelindex-evidence/sweeps/sha256/{hexdigest[:2]}/{hexdigest}"
+    )
     assert remote.fs.cat_file(remote.path_of(hexdigest)) == data
     published = ArtifactStore("memory://kernelindex-evidence/public", "https://evidence.example.org/kernelindex/")
-    assert published.put(data, _ref(data))["uri"] == f"https://evidence.example.org/kernelindex/sha256/{hexdigest[:2]}/{hexdigest}"
+    assert (
+        published.put(data, _ref(data))["uri"]
+        == f"https://evidence.example.org/kernelindex/sha256/{hexdigest[:2]}/{hexdigest}"
+    )
     with pytest.raises(ConfigurationError, match="https"):
         ArtifactStore("memory://x", "http://evidence.example.org")
 
@@ -73,12 +79,20 @@ class _Result:
 
 def test_publish_evidence_replaces_every_host_file_ref(tmp_path):
     files = {}
-    for name, data in (("s.json", b'{"s": 1}'), ("rms.log", b"rms\n"), ("sentinel.json", b'{"t": 2}'), ("sentinel.log", b"x\n")):
+    for name, data in (
+        ("s.json", b'{"s": 1}'),
+        ("rms.log", b"rms\n"),
+        ("sentinel.json", b'{"t": 2}'),
+        ("sentinel.log", b"x\n"),
+    ):
         (tmp_path / name).write_bytes(data)
         files[name] = {"uri": (tmp_path / name).as_uri(), "digest": _ref(data)}
     result = _Result(
         outcomes=[_Outcome({"row": {"artifact": files["s.json"], "samples": 1}})],
-        sentinel=[{"status": "ok", "artifact": files["sentinel.json"], "log": files["sentinel.log"]}, {"status": "failed"}],
+        sentinel=[
+            {"status": "ok", "artifact": files["sentinel.json"], "log": files["sentinel.log"]},
+            {"status": "failed"},
+        ],
         logs_by_kernel={"rms_norm": files["rms.log"]},
     )
     published = publish_evidence(result, ArtifactStore(tmp_path / "store"))

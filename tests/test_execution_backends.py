@@ -32,21 +32,21 @@ BACKENDS = Path(__file__).parent / "fixtures" / "liger-0.8.5-backends"
 # Stand-in op modules that register like 0.8.5's ops/backends/_triton and _cutedsl (same names and gates),
 # except cross_entropy's CuTe DSL rank: 10 here (as 0.8.5's swiglu, softmax, ...) so that the extra changes what
 # resolves; 0.8.5 ranks it 60, behind Triton (tests/test_liger_0_8_5_dispatcher.py runs the real ranks).
-TRITON_OPS = '''
+TRITON_OPS = """
 from liger_kernel.backends import Capability, register_op
 
 @register_op("cross_entropy", impl_name="nvidia-triton", capability=Capability(modules=["triton"]), preference_rank=50)
 def cross_entropy(x):
     return x
-'''
-CUTEDSL_OPS = '''
+"""
+CUTEDSL_OPS = """
 from liger_kernel.backends import Capability, register_op
 
 @register_op("cross_entropy", impl_name="nvidia-cutedsl", capability=Capability(min_cc=(9, 0), modules=["cutlass.cute", "torch"]), preference_rank=10)
 def cross_entropy(x):
     return x
-'''
-FUNCTIONAL = '''
+"""
+FUNCTIONAL = """
 from liger_kernel.backends import dispatch
 from liger_kernel.backends.registry import declare_op_locations
 
@@ -55,8 +55,8 @@ declare_op_locations("cross_entropy", ("liger_kernel.ops.backends._triton.cross_
 
 def liger_cross_entropy(x):
     return dispatch("cross_entropy", x)
-'''
-CROSS_ENTROPY_SCRIPT = '''
+"""
+CROSS_ENTROPY_SCRIPT = """
 import triton
 from liger_kernel.functional import liger_cross_entropy
 from utils import QUANTILES, SingleBenchmarkRunOutput, run_benchmarks
@@ -71,27 +71,34 @@ def bench(input):
 if __name__ == "__main__":
     config = {"vocab_size": 128256, "bsz": 2, "seq_len": 4096}
     run_benchmarks(bench, "cross_entropy", "speed", "ms", "BT", "B * T", [1024, 2048], ["liger", "torch"], ["forward"], [config])
-'''
+"""
 
 
 def _backend_files() -> dict[str, str]:
     files = {f"liger_kernel/backends/{p.name}": p.read_text() for p in BACKENDS.glob("*.py")}
-    files.update({
-        "liger_kernel/functional.py": FUNCTIONAL,
-        "liger_kernel/ops/__init__.py": "",
-        "liger_kernel/ops/backends/__init__.py": "",
-        "liger_kernel/ops/backends/_triton/__init__.py": "",
-        "liger_kernel/ops/backends/_triton/cross_entropy.py": TRITON_OPS,
-        "liger_kernel/ops/backends/_cutedsl/__init__.py": "",
-        "liger_kernel/ops/backends/_cutedsl/cross_entropy.py": CUTEDSL_OPS,
-    })
+    files.update(
+        {
+            "liger_kernel/functional.py": FUNCTIONAL,
+            "liger_kernel/ops/__init__.py": "",
+            "liger_kernel/ops/backends/__init__.py": "",
+            "liger_kernel/ops/backends/_triton/__init__.py": "",
+            "liger_kernel/ops/backends/_triton/cross_entropy.py": TRITON_OPS,
+            "liger_kernel/ops/backends/_cutedsl/__init__.py": "",
+            "liger_kernel/ops/backends/_cutedsl/cross_entropy.py": CUTEDSL_OPS,
+        }
+    )
     return files
 
 
 def _wheels(directory: Path) -> Path:
     """The stand-in liger-kernel with its `cutedsl` extra (as 0.8.5's setup.py declares it) and a stand-in
     nvidia-cutlass-dsl that makes `cutlass.cute` importable."""
-    build_liger_wheel(directory, VERSION, _backend_files(), metadata='Provides-Extra: cutedsl\nRequires-Dist: nvidia-cutlass-dsl>=4.6.0; extra == "cutedsl"\n')
+    build_liger_wheel(
+        directory,
+        VERSION,
+        _backend_files(),
+        metadata='Provides-Extra: cutedsl\nRequires-Dist: nvidia-cutlass-dsl>=4.6.0; extra == "cutedsl"\n',
+    )
     build_plain_wheel(directory, "nvidia-cutlass-dsl", "4.6.0", {"cutlass/__init__.py": "", "cutlass/cute.py": ""})
     return directory
 
@@ -124,19 +131,30 @@ def site(tmp_path_factory):
 
 def sweep(site, name, *, cutedsl=True, **fields):
     request = SweepRequest(
-        gpu=H100, liger_version=VERSION, release=str(site["tarball"]), work_dir=str(site["root"] / name),
-        env_cache_dir=str(site["root"] / "envs"), wheel_dir=str(site["wheels"]),
+        gpu=H100,
+        liger_version=VERSION,
+        release=str(site["tarball"]),
+        work_dir=str(site["root"] / name),
+        env_cache_dir=str(site["root"] / "envs"),
+        wheel_dir=str(site["wheels"]),
         extra_pythonpath=[str(site["torch"])] + ([str(site["cutlass"])] if cutedsl else []),
-        extra_env={"PATH": site["path"]}, script_timeout_s=30, rounds=1, **fields,
+        extra_env={"PATH": site["path"]},
+        script_timeout_s=30,
+        rounds=1,
+        **fields,
     )
     result = run_sweep(request)
-    imported = import_csv(result.csv_path, gpu=H100, liger_version=VERSION, measured=MeasuredContext(**result.measured_context()))
+    imported = import_csv(
+        result.csv_path, gpu=H100, liger_version=VERSION, measured=MeasuredContext(**result.measured_context())
+    )
     return result, imported
 
 
 def implementations(imported, kernel="cross_entropy"):
     return {
-        m["metadata"]["name"]: m for m in imported.iter_kind("ImplementationRevision") if f"-{kernel.replace('_', '-')}-" in m["metadata"]["name"]
+        m["metadata"]["name"]: m
+        for m in imported.iter_kind("ImplementationRevision")
+        if f"-{kernel.replace('_', '-')}-" in m["metadata"]["name"]
     }
 
 
@@ -159,12 +177,16 @@ def test_the_resolved_backend_is_part_of_the_implementation(site):
     assert outcome.backends["resolved"] == {"cross_entropy": ["nvidia-triton"]}
     assert "liger-bench-cross-entropy-liger-nvidia-triton" in implementations(imported)
     # rms_norm calls no dispatched op: its identity is what it always was.
-    assert any(m["metadata"]["name"] == "liger-bench-rms-norm-liger" for m in imported.iter_kind("ImplementationRevision"))
+    assert any(
+        m["metadata"]["name"] == "liger-bench-rms-norm-liger" for m in imported.iter_kind("ImplementationRevision")
+    )
 
 
 @pytest.mark.slow
 def test_the_cutedsl_extra_installed_for_the_scripts_is_environment_software(site):
-    result, imported = sweep(site, "extra-cutedsl", cutedsl=False, liger_extras=["cutedsl"], scripts=["benchmark_cross_entropy.py"])
+    result, imported = sweep(
+        site, "extra-cutedsl", cutedsl=False, liger_extras=["cutedsl"], scripts=["benchmark_cross_entropy.py"]
+    )
     assert "liger-kernel[cutedsl]==0.8.5" in result.environment["installed"]
     outcome = next(o for o in result.outcomes if o.script == "benchmark_cross_entropy.py")
     assert outcome.backends["resolved"] == {"cross_entropy": ["nvidia-cutedsl"]}  # the extra made it available
@@ -178,9 +200,15 @@ def test_the_cutedsl_extra_installed_for_the_scripts_is_environment_software(sit
 
 @pytest.mark.slow
 def test_two_backends_of_one_op_become_two_series(site, tmp_path):
-    result, imported = sweep(site, "two-backends", backends={"cross_entropy": ["nvidia-triton", "nvidia-cutedsl"]}, scripts=["benchmark_cross_entropy.py"])
+    result, imported = sweep(
+        site,
+        "two-backends",
+        backends={"cross_entropy": ["nvidia-triton", "nvidia-cutedsl"]},
+        scripts=["benchmark_cross_entropy.py"],
+    )
     assert [v["env"] for v in result.variants] == [
-        {"LIGER_KERNEL_IMPL_CROSS_ENTROPY": "nvidia-triton"}, {"LIGER_KERNEL_IMPL_CROSS_ENTROPY": "nvidia-cutedsl"}
+        {"LIGER_KERNEL_IMPL_CROSS_ENTROPY": "nvidia-triton"},
+        {"LIGER_KERNEL_IMPL_CROSS_ENTROPY": "nvidia-cutedsl"},
     ]
     assert [(o.variant, o.backends["resolved"]) for o in result.outcomes] == [
         ("cross_entropy=nvidia-triton", {"cross_entropy": ["nvidia-triton"]}),
@@ -188,7 +216,9 @@ def test_two_backends_of_one_op_become_two_series(site, tmp_path):
     ]
     impls = implementations(imported)
     assert sorted(impls) == [
-        "liger-bench-cross-entropy-liger-nvidia-cutedsl", "liger-bench-cross-entropy-liger-nvidia-triton", "liger-bench-cross-entropy-torch",
+        "liger-bench-cross-entropy-liger-nvidia-cutedsl",
+        "liger-bench-cross-entropy-liger-nvidia-triton",
+        "liger-bench-cross-entropy-torch",
     ]
     runs = [r for r in imported.runs() if r["spec"]["sourceNative"]["benchmark"].startswith("cross_entropy")]
     for run in runs:
@@ -203,7 +233,11 @@ def test_two_backends_of_one_op_become_two_series(site, tmp_path):
     assert len(torch_runs) == 2 and all("confidence95" in r["spec"]["timing"]["latencyNs"] for r in torch_runs)
     liger_runs = [r for r in runs if "/torch/" not in r["spec"]["sourceNative"]["externalId"]]
     assert not any("confidence95" in r["spec"]["timing"]["latencyNs"] for r in liger_runs)  # one round each
-    assert {r["spec"]["sourceNative"]["externalId"].split("/")[2] for r in runs} == {"liger@nvidia-triton", "liger@nvidia-cutedsl", "torch"}
+    assert {r["spec"]["sourceNative"]["externalId"].split("/")[2] for r in runs} == {
+        "liger@nvidia-triton",
+        "liger@nvidia-cutedsl",
+        "torch",
+    }
     # The report compares them: one line per backend in the latency chart, each against the baseline.
     from kernelindex_pipeline.reporting import build_report
 
@@ -219,7 +253,9 @@ def test_a_dispatcher_that_raises_is_named_and_other_scripts_keep_their_rows(sit
     assert broken.status.value == "failed"
     assert "ImplNotAvailableError" in broken.error_line
     [problem] = [p for p in broken.problems if p["kind"] == "dispatch_failed"]
-    assert "'cross_entropy'" in problem["message"] and "No 'nvidia-cutile' implementation registered" in problem["message"]
+    assert (
+        "'cross_entropy'" in problem["message"] and "No 'nvidia-cutile' implementation registered" in problem["message"]
+    )
     assert "backends setting" in problem["message"]
     fine = next(o for o in result.outcomes if o.script == "benchmark_rms_norm.py")
     assert fine.ok and fine.rows == 24
@@ -229,7 +265,10 @@ def test_a_dispatcher_that_raises_is_named_and_other_scripts_keep_their_rows(sit
 
 def test_the_backends_setting_is_checked_before_anything_runs():
     assert [v.name for v in backend_variants(None)] == ["resolved"]
-    assert [v.env for v in backend_variants({"swiglu": ["nvidia-triton", "nvidia-cutedsl"], "cross_entropy": "nvidia-triton"})] == [
+    assert [
+        v.env
+        for v in backend_variants({"swiglu": ["nvidia-triton", "nvidia-cutedsl"], "cross_entropy": "nvidia-triton"})
+    ] == [
         {"LIGER_KERNEL_IMPL_CROSS_ENTROPY": "nvidia-triton", "LIGER_KERNEL_IMPL_SWIGLU": "nvidia-triton"},
         {"LIGER_KERNEL_IMPL_CROSS_ENTROPY": "nvidia-triton", "LIGER_KERNEL_IMPL_SWIGLU": "nvidia-cutedsl"},
     ]

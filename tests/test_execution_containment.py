@@ -33,7 +33,7 @@ WAIT_S = 600
 
 # Every hostile script finds its coordination directory in STANDIN_DIR (the request's extra_env).
 HOSTILE = {
-    "benchmark_env_dump.py": '''
+    "benchmark_env_dump.py": """
         import os
 
         if __name__ == "__main__":
@@ -47,8 +47,8 @@ HOSTILE = {
                         pid = int(handle.read().rsplit(")", 1)[1].split()[1])
                 except OSError:
                     break
-        ''',
-    "benchmark_daemon.py": '''
+        """,
+    "benchmark_daemon.py": """
         import os
         import sys
         import time
@@ -71,8 +71,8 @@ HOSTILE = {
                 time.sleep(0.05)
             print("daemon started")
             sys.exit(0)
-        ''',
-    "benchmark_hang_with_daemon.py": '''
+        """,
+    "benchmark_hang_with_daemon.py": """
         import os
         import time
 
@@ -91,8 +91,8 @@ HOSTILE = {
             print("holding the GPU", flush=True)
             while True:
                 time.sleep(1)
-        ''',
-    "benchmark_kill_launcher.py": '''
+        """,
+    "benchmark_kill_launcher.py": """
         import os
         import signal
         import time
@@ -112,8 +112,8 @@ HOSTILE = {
             os.kill(os.getppid(), signal.SIGKILL)  # the launcher, which would have killed the daemon
             while True:
                 time.sleep(1)
-        ''',
-    "benchmark_sabotage_csv_dir.py": '''
+        """,
+    "benchmark_sabotage_csv_dir.py": """
         import os
 
         from utils import data_csv_path
@@ -122,8 +122,8 @@ HOSTILE = {
             os.remove(data_csv_path())
             os.mkdir(data_csv_path())
             open(os.path.join(data_csv_path(), "inside.txt"), "w").write("not a CSV")
-        ''',
-    "benchmark_sabotage_csv_link.py": '''
+        """,
+    "benchmark_sabotage_csv_link.py": """
         import os
         import shutil
 
@@ -134,8 +134,8 @@ HOSTILE = {
             shutil.copyfile(data_csv_path(), outside)  # a good-looking CSV, but elsewhere
             os.remove(data_csv_path())
             os.symlink(outside, data_csv_path())  # the next script would write through it
-        ''',
-    "benchmark_sabotage_rewrite.py": '''
+        """,
+    "benchmark_sabotage_rewrite.py": """
         import csv
         import os
         import shutil
@@ -153,8 +153,8 @@ HOSTILE = {
                 writer = csv.DictWriter(handle, fieldnames=FIELDS)
                 writer.writeheader()
                 writer.writerows(rows)
-        ''',
-    "benchmark_sabotage_tmp_dir.py": '''
+        """,
+    "benchmark_sabotage_tmp_dir.py": """
         import os
 
         from utils import data_csv_path
@@ -163,8 +163,8 @@ HOSTILE = {
             os.mkdir(data_csv_path() + ".tmp")  # where the runner writes its repaired copy
             with open(data_csv_path(), "w") as handle:
                 handle.write("kernel_name,kernel_pro")  # and a CSV that needs repairing
-        ''',
-    "benchmark_hostile_plant.py": '''
+        """,
+    "benchmark_hostile_plant.py": """
         import os
 
         if __name__ == "__main__":
@@ -177,8 +177,8 @@ HOSTILE = {
             os.mkdir(outside)
             os.rename(os.path.join(logs, "samples"), os.path.join(logs, "samples-old"))
             os.symlink(outside, os.path.join(logs, "samples"))
-        ''',
-    "benchmark_sabotage_artifact.py": '''
+        """,
+    "benchmark_sabotage_artifact.py": """
         import os
 
         if __name__ == "__main__":
@@ -188,8 +188,8 @@ HOSTILE = {
             os.chmod(victim, 0o600)
             with open(victim, "w") as handle:
                 handle.write('{"samples": [0.001]}')
-        ''',
-    "benchmark_verbose.py": '''
+        """,
+    "benchmark_verbose.py": """
         import sys
 
         if __name__ == "__main__":
@@ -200,7 +200,7 @@ HOSTILE = {
             print("Traceback (most recent call last):", file=sys.stderr)
             print("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB (stand-in)", file=sys.stderr)
             sys.exit(1)
-        ''',
+        """,
 }
 
 
@@ -209,7 +209,10 @@ def site(tmp_path_factory):
     root = tmp_path_factory.mktemp("hostile")
     build_fake_nvidia_smi(root / "bin")
     scripts = {
-        **{name: SCRIPTS[name] for name in ("benchmark_model_configs.py", "benchmark_rms_norm.py", "benchmark_tiled_mlp.py")},
+        **{
+            name: SCRIPTS[name]
+            for name in ("benchmark_model_configs.py", "benchmark_rms_norm.py", "benchmark_tiled_mlp.py")
+        },
         **{name: textwrap.dedent(text) for name, text in HOSTILE.items()},
     }
     coordination = root / "standin"
@@ -271,9 +274,13 @@ def finished(process: subprocess.Popen, what: str) -> str:
 
 def catches(pid: int, signum: int) -> bool:
     """Whether process `pid` has a handler for `signum` (SigCgt in /proc); an ignored one fails at once, named."""
-    fields = dict(line.split(":\t", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":\t" in line)
+    fields = dict(
+        line.split(":\t", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":\t" in line
+    )
     bit = 1 << (signum - 1)
-    assert not int(fields["SigIgn"], 16) & bit, f"process {pid} ignores {signal.Signals(signum).name} (SigIgn {fields['SigIgn']})"
+    assert not int(fields["SigIgn"], 16) & bit, (
+        f"process {pid} ignores {signal.Signals(signum).name} (SigIgn {fields['SigIgn']})"
+    )
     return bool(int(fields["SigCgt"], 16) & bit)
 
 
@@ -421,7 +428,12 @@ def test_a_csv_replaced_by_a_directory_or_a_link_keeps_earlier_rows_and_later_sc
 
 # --- issue 22 items 10, 12, 13: samples spools and artifacts ------------------------------------------------
 def test_scripts_cannot_reach_other_spools_nor_redirect_or_rewrite_artifacts(site):
-    scripts = ["benchmark_hostile_plant.py", "benchmark_rms_norm.py", "benchmark_sabotage_artifact.py", "benchmark_tiled_mlp.py"]
+    scripts = [
+        "benchmark_hostile_plant.py",
+        "benchmark_rms_norm.py",
+        "benchmark_sabotage_artifact.py",
+        "benchmark_tiled_mlp.py",
+    ]
     result = sweep(site, "samples-hostile", scripts)
     plant, rms, sabotage, tiled = result.outcomes
     assert [o.status.value for o in result.outcomes] == ["ok"] * 4
@@ -430,7 +442,9 @@ def test_scripts_cannot_reach_other_spools_nor_redirect_or_rewrite_artifacts(sit
     assert tiled.samples["rows_with_samples"] == 12
     # item 10: nothing was written through the link; the replacement is named where it happened.
     assert os.listdir(site["dir"] / "outside-samples") == []
-    assert any("samples directory" in p["message"] and "replaced" in p["message"] for p in plant.problems), plant.problems
+    assert any("samples directory" in p["message"] and "replaced" in p["message"] for p in plant.problems), (
+        plant.problems
+    )
     samples_dir = Path(result.work_dir).resolve() / "logs" / "samples"
     assert samples_dir.is_dir() and not samples_dir.is_symlink()
     # item 13: the artifact rewritten after its digest was taken is caught before the result leaves.
@@ -444,20 +458,31 @@ def test_scripts_cannot_reach_other_spools_nor_redirect_or_rewrite_artifacts(sit
     assert len(entries) == 17 + 12
     for entry in entries:
         local = samples_dir / (entry["artifact"]["digest"].removeprefix("sha256:") + ".json")
-        assert not local.is_symlink() and verify_artifact({"uri": local.as_uri(), "digest": entry["artifact"]["digest"]}) is None
-        assert entry["artifact"]["digest"] == "sha256:" + hashlib.sha256(stored_file(entry["artifact"]).read_bytes()).hexdigest()
+        assert (
+            not local.is_symlink()
+            and verify_artifact({"uri": local.as_uri(), "digest": entry["artifact"]["digest"]}) is None
+        )
+        assert (
+            entry["artifact"]["digest"]
+            == "sha256:" + hashlib.sha256(stored_file(entry["artifact"]).read_bytes()).hexdigest()
+        )
     # The sentinel's artifacts (the start's were moved away with the old directory; the stand-in's end
     # measurement is byte-identical, so it wrote them again) are checked the same way.
     for measurement in result.sentinel:
         local = samples_dir / (measurement["artifact"]["digest"].removeprefix("sha256:") + ".json")
-        assert measurement["status"] == "ok" and verify_artifact({"uri": local.as_uri(), "digest": measurement["artifact"]["digest"]}) is None
+        assert (
+            measurement["status"] == "ok"
+            and verify_artifact({"uri": local.as_uri(), "digest": measurement["artifact"]["digest"]}) is None
+        )
 
 
 # --- item 13: bounded logs -----------------------------------------------------------------------------------
 def peak_rss_kib_of_sweep(site, name, megabytes):
     """Peak RSS of the sweep process tree (sweep process, launchers, scripts) for one benchmark_verbose.py run."""
     request_path = site["root"] / f"{name}-request.json"
-    request_path.write_text(json.dumps(request_fields(site, name, ["benchmark_verbose.py"], script_args=[str(megabytes)])))
+    request_path.write_text(
+        json.dumps(request_fields(site, name, ["benchmark_verbose.py"], script_args=[str(megabytes)]))
+    )
     measure = (
         "import resource, subprocess, sys; "
         "code = subprocess.call([sys.executable, '-m', 'kernelindex_pipeline.execution.pipes_entry', '--request', sys.argv[1], '--result', sys.argv[2]]); "
@@ -505,13 +530,18 @@ def test_capped_log_keeps_head_and_tail_exactly(tmp_path):
 
 # --- item 14: earlier rows rewritten -----------------------------------------------------------------------
 def test_rows_an_earlier_script_wrote_are_restored_when_a_later_one_rewrites_them(site):
-    result = sweep(site, "rewrite", ["benchmark_rms_norm.py", "benchmark_sabotage_rewrite.py", "benchmark_tiled_mlp.py"])
+    result = sweep(
+        site, "rewrite", ["benchmark_rms_norm.py", "benchmark_sabotage_rewrite.py", "benchmark_tiled_mlp.py"]
+    )
     rms, rewrite, tiled = result.outcomes
     assert (rms.rows, rewrite.rows, tiled.rows) == (24, 0, 12)
     assert rewrite.status.value == "ok" and rewrite.csv_repaired
     (problem,) = rewrite.problems
     assert problem["kind"] == "rows_rewritten"
-    assert problem["message"] == "it changed 24 row(s) that earlier scripts wrote (benchmark_rms_norm.py: 24); the runner restored them"
+    assert (
+        problem["message"]
+        == "it changed 24 row(s) that earlier scripts wrote (benchmark_rms_norm.py: 24); the runner restored them"
+    )
     before = read_rows(site["dir"] / "before-rewrite.csv")  # what the rewriting script found
     assert len(before) == 24
     assert [r for r in read_rows(result.csv_path) if r["kernel_name"] == "rms_norm"] == before
@@ -522,6 +552,8 @@ def test_a_host_without_prctl_refuses_the_sweep_clearly(site, monkeypatch):
     from kernelindex_pipeline.execution.outcomes import HostCheckError
 
     monkeypatch.setattr(contain.sys, "platform", "darwin")
-    with pytest.raises(HostCheckError, match="cannot contain benchmark scripts: benchmark scripts are contained with Linux prctl"):
+    with pytest.raises(
+        HostCheckError, match="cannot contain benchmark scripts: benchmark scripts are contained with Linux prctl"
+    ):
         sweep(site, "not-linux", ["benchmark_rms_norm.py"])
     assert not (site["root"] / "not-linux").exists()  # refused before anything was made

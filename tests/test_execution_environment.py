@@ -63,7 +63,9 @@ def test_offline_build_without_the_wheel_names_the_wheel_directory(tmp_path):
     wheels = tmp_path / "wheels"
     wheels.mkdir()
     with pytest.raises(EnvironmentBuildError) as raised:
-        prepare_environment("9.9.9", scripts_dir=scripts_dir, cache_dir=tmp_path / "envs", wheel_dir=wheels, base_python=sys.executable)
+        prepare_environment(
+            "9.9.9", scripts_dir=scripts_dir, cache_dir=tmp_path / "envs", wheel_dir=wheels, base_python=sys.executable
+        )
     message = str(raised.value)
     assert "liger-kernel==9.9.9" in message and str(wheels) in message
     # The half-built environment carries no marker, so the next try rebuilds it instead of reusing it.
@@ -73,7 +75,9 @@ def test_offline_build_without_the_wheel_names_the_wheel_directory(tmp_path):
 def test_missing_wheel_directory_is_refused(tmp_path):
     scripts_dir = make_release(tmp_path / "release", {"benchmark_a.py": "import torch\n"})
     with pytest.raises(EnvironmentBuildError, match="does not exist"):
-        prepare_environment("9.9.9", scripts_dir=scripts_dir, cache_dir=tmp_path / "envs", wheel_dir=tmp_path / "nowhere")
+        prepare_environment(
+            "9.9.9", scripts_dir=scripts_dir, cache_dir=tmp_path / "envs", wheel_dir=tmp_path / "nowhere"
+        )
 
 
 def test_the_work_tree_keeps_the_release_declared_ranges(tmp_path):
@@ -95,9 +99,16 @@ def _h100_host(**changes):
     from kernelindex_pipeline.execution.host import HostCapture
 
     facts = dict(
-        cuda_available=True, device_name="NVIDIA H100 80GB HBM3", driver="550.54.15", cuda_runtime="12.4",
-        torch="2.5.1+cu124", triton="3.1.0", python="3.11.9", transformers="4.46.3",
-        operating_system="Ubuntu 22.04.4 LTS", kernel="5.15.0-119-generic",
+        cuda_available=True,
+        device_name="NVIDIA H100 80GB HBM3",
+        driver="550.54.15",
+        cuda_runtime="12.4",
+        torch="2.5.1+cu124",
+        triton="3.1.0",
+        python="3.11.9",
+        transformers="4.46.3",
+        operating_system="Ubuntu 22.04.4 LTS",
+        kernel="5.15.0-119-generic",
     )
     return HostCapture(**{**facts, **changes})
 
@@ -117,14 +128,22 @@ def test_two_hosts_of_one_gpu_type_with_one_stack_share_an_environment():
     first = _environment_of(_h100_host(), "gpu-a")
     # another host: OS kernel build, OS point release, exact driver patch, Python, hostname all differ
     second = _environment_of(
-        _h100_host(kernel="5.15.0-122-generic", operating_system="Ubuntu 22.04.5 LTS", driver="550.90.07", python="3.11.10"), "gpu-b"
+        _h100_host(
+            kernel="5.15.0-122-generic", operating_system="Ubuntu 22.04.5 LTS", driver="550.90.07", python="3.11.10"
+        ),
+        "gpu-b",
     )
     assert digest_of(first) == digest_of(second)  # one cohort in KernelIndex (its key is the spec digest)
     assert first["spec"]["software"] == {
-        "driver": "550", "cudaToolkit": "12.4", "framework": {"name": "torch", "version": "2.5.1+cu124"},
+        "driver": "550",
+        "cudaToolkit": "12.4",
+        "framework": {"name": "torch", "version": "2.5.1+cu124"},
         "libraries": {"triton": "3.1.0"},
     }
-    assert first["metadata"]["labels"]["hostname"] == "gpu-a" and second["metadata"]["labels"]["os_kernel"] == "5.15.0-122-generic"
+    assert (
+        first["metadata"]["labels"]["hostname"] == "gpu-a"
+        and second["metadata"]["labels"]["os_kernel"] == "5.15.0-122-generic"
+    )
 
 
 def test_identity_fields_split_environments():
@@ -138,6 +157,10 @@ def test_identity_fields_split_environments():
 def test_measured_project_versions_name_release_tags():
     from kernelindex_pipeline.execution.environment import measured_project_versions, release_tag
 
-    assert measured_project_versions("0.8.5", _h100_host()) == {"liger-kernel": "v0.8.5", "pytorch": "v2.5.1", "transformers": "v4.46.3"}
+    assert measured_project_versions("0.8.5", _h100_host()) == {
+        "liger-kernel": "v0.8.5",
+        "pytorch": "v2.5.1",
+        "transformers": "v4.46.3",
+    }
     assert release_tag("2.6.0.dev20241001+cu124") is None  # a nightly has no tag to name
     assert release_tag("not a version") is None

@@ -32,17 +32,38 @@ def gpu_check(site, *args, device="NVIDIA H200", versions=f"{VERSION},{OLDER}"):
     env = {**os.environ, "PATH": site["path"], "KERNELINDEX_GPU_PYTHON": sys.executable}
     env.pop("PYTHONPATH", None)
     return subprocess.run(
-        [str(REPO / "scripts" / "gpu_check"), "--wheels", str(site["wheels"]), "--liger-version", versions,
-         "--env-cache-dir", str(site["root"] / "envs"), "--extra-pythonpath", str(fake), *args],
-        capture_output=True, text=True, timeout=600, env=env,
+        [
+            str(REPO / "scripts" / "gpu_check"),
+            "--wheels",
+            str(site["wheels"]),
+            "--liger-version",
+            versions,
+            "--env-cache-dir",
+            str(site["root"] / "envs"),
+            "--extra-pythonpath",
+            str(fake),
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
     )
 
 
 def test_gpu_check_offline_through_its_bootstrap(site):
     evidence = site["root"] / "evidence"
     completed = gpu_check(
-        site, "--kernels", "rms_norm,tiled_swiglu", "--evidence", str(evidence),
-        "--bootstrap", "--bootstrap-dir", str(site["root"] / "bootstrap"), "--rounds", "2",
+        site,
+        "--kernels",
+        "rms_norm,tiled_swiglu",
+        "--evidence",
+        str(evidence),
+        "--bootstrap",
+        "--bootstrap-dir",
+        str(site["root"] / "bootstrap"),
+        "--rounds",
+        "2",
     )
     assert completed.returncode == 0, completed.stderr[-3000:]
     assert completed.stdout.startswith(f"GPU check PASSED: nvidia-h200 x liger {VERSION}, {OLDER}")
@@ -54,25 +75,41 @@ def test_gpu_check_offline_through_its_bootstrap(site):
     assert (site["root"] / "bootstrap" / "bin" / "python").exists()
 
     assert sorted(p.name for p in evidence.iterdir()) == [
-        OLDER, VERSION, "regressions.json", "regressions.md", "report", "summary.json", "summary.txt",
+        OLDER,
+        VERSION,
+        "regressions.json",
+        "regressions.md",
+        "report",
+        "summary.json",
+        "summary.txt",
     ]
     for version in (VERSION, OLDER):
         assert sorted(p.name for p in (evidence / version).iterdir()) == [
-            "all_benchmark_data.csv", "environment.json", "logs.tar.gz", "records.jsonl", "samples.tar.gz", "summary.txt", "sweep.json",
+            "all_benchmark_data.csv",
+            "environment.json",
+            "logs.tar.gz",
+            "records.jsonl",
+            "samples.tar.gz",
+            "summary.txt",
+            "sweep.json",
         ]
     summary = json.loads((evidence / "summary.json").read_text())
     assert summary["passed"] is True
     this = summary["versions"][VERSION]
     assert (this["rows"], this["runs"], this["records"]) == (36, 40, 72)
     assert this["records_by_kind"]["ExecutionEnvironment"] == 1
-    assert this["raw_samples"]["speed_runs"] == this["raw_samples"]["runs_with_raw_samples"] == 30 + 4  # Liger + sentinel
+    assert (
+        this["raw_samples"]["speed_runs"] == this["raw_samples"]["runs_with_raw_samples"] == 30 + 4
+    )  # Liger + sentinel
     assert [m["status"] for m in this["sentinel"]] == ["ok"] * 4
     assert this["coverage"]["totals"]["missing"] == {}
     # The H200 is in the hardware table (the project's own extension), so no probe facts were needed.
     assert summary["catalogue_notes"] == []
 
     # Both releases ran on one environment: every series spans the two versions.
-    records = [json.loads(line) for v in (VERSION, OLDER) for line in (evidence / v / "records.jsonl").read_text().splitlines()]
+    records = [
+        json.loads(line) for v in (VERSION, OLDER) for line in (evidence / v / "records.jsonl").read_text().splitlines()
+    ]
     environments = {json.dumps(r, sort_keys=True) for r in records if r["kind"] == "ExecutionEnvironment"}
     assert len(environments) == 1
     environment = json.loads(environments.pop())
@@ -90,19 +127,30 @@ def test_gpu_check_offline_through_its_bootstrap(site):
 
     with tarfile.open(evidence / VERSION / "logs.tar.gz") as archive:
         names = archive.getnames()
-    assert {"logs/round-1/benchmark_rms_norm.log", "logs/round-2/benchmark_tiled_mlp.log", "logs/round-2/all_benchmark_data.csv",
-            "logs/host.json", "logs/sentinel-start.log"} <= set(names)
+    assert {
+        "logs/round-1/benchmark_rms_norm.log",
+        "logs/round-2/benchmark_tiled_mlp.log",
+        "logs/round-2/all_benchmark_data.csv",
+        "logs/host.json",
+        "logs/sentinel-start.log",
+    } <= set(names)
     with tarfile.open(evidence / VERSION / "samples.tar.gz") as archive:
         samples = archive.getnames()
     runs = [r for r in records if r["kind"] == "BenchmarkRun" and r["metadata"]["labels"]["liger_version"] == VERSION]
-    artifacts = {r["spec"]["timing"]["rawSamples"]["digest"].removeprefix("sha256:") for r in runs if "rawSamples" in r["spec"].get("timing", {})}
+    artifacts = {
+        r["spec"]["timing"]["rawSamples"]["digest"].removeprefix("sha256:")
+        for r in runs
+        if "rawSamples" in r["spec"].get("timing", {})
+    }
     # Two rounds: each Liger run's artifact lists its rounds' call artifacts, all in the tarball.
     assert {f"logs/samples/{digest}.json" for digest in artifacts} < set(samples)
     with tarfile.open(evidence / VERSION / "samples.tar.gz") as archive:
         listed = [json.load(archive.extractfile(f"logs/samples/{d}.json")) for d in sorted(artifacts)]
     rounds = [content for content in listed if content["format"] == "kernelindex-sweep-rounds/v1"]
     assert len(rounds) == 30 and all(len(content["rounds"]) == 2 for content in rounds)
-    assert {r["artifact"]["digest"].removeprefix("sha256:") for c in rounds for r in c["rounds"]} <= {Path(n).stem for n in samples}
+    assert {r["artifact"]["digest"].removeprefix("sha256:") for c in rounds for r in c["rounds"]} <= {
+        Path(n).stem for n in samples
+    }
 
 
 def test_gpu_check_without_cuda_says_so(site):
@@ -135,6 +183,9 @@ def test_download_wheels_takes_an_extra_s_requirements_from_the_release_metadata
     spec = importlib.util.spec_from_file_location("gpu_check_module", REPO / "scripts" / "gpu_check.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    assert module.extra_requirements(LIGER_0_8_5_REQUIRES, ["cutedsl"]) == ["nvidia-cutlass-dsl>=4.6.0", "apache-tvm-ffi>=0.1.0"]
+    assert module.extra_requirements(LIGER_0_8_5_REQUIRES, ["cutedsl"]) == [
+        "nvidia-cutlass-dsl>=4.6.0",
+        "apache-tvm-ffi>=0.1.0",
+    ]
     assert module.extra_requirements(LIGER_0_8_5_REQUIRES, ["cutedsl", "lck"])[-1] == "liger-cute-kernels==0.8.5"
     assert module.extra_requirements(LIGER_0_8_5_REQUIRES, []) == []  # never torch/triton: the host has them

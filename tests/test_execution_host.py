@@ -77,10 +77,17 @@ def test_probe_with_standin_torch_and_nvidia_smi(tmp_path):
     assert capture.driver == "550.54.15"
     # The probe's device UUID picks the second GPU of nvidia-smi, not the first with the same name.
     assert capture.nvidia_smi["uuid"] == "GPU-5a3c1e2b-0000-4000-8000-000000000001"
-    assert capture.settings() == {"powerLimitWatts": 700.0, "persistenceMode": True, "eccEnabled": True, "clocksLocked": True}
+    assert capture.settings() == {
+        "powerLimitWatts": 700.0,
+        "persistenceMode": True,
+        "eccEnabled": True,
+        "clocksLocked": True,
+    }
     software = capture.software()  # identity only: driver major, CUDA, torch, triton
     assert software == {
-        "driver": "550", "cudaToolkit": "12.4", "framework": {"name": "torch", "version": "2.5.1+standin"},
+        "driver": "550",
+        "cudaToolkit": "12.4",
+        "framework": {"name": "torch", "version": "2.5.1+standin"},
         "libraries": {"triton": "3.1.0"},
     }
     labels = capture.labels("gpu-host-7")  # the rest of the host: labels, never digested

@@ -19,7 +19,9 @@ def test_gpu_product_labels_follow_feature_discovery_naming():
     [("nvidia-h100-80gb-hbm3", "NVIDIA-H100-80GB-HBM3"), ("nvidia-a100-sxm4-80gb", "NVIDIA-A100-SXM4-80GB")],
 )
 def test_pod_for_two_gpu_types(slug, label):
-    pod = sweep_pod(slug, image="registry.example/kernelindex:1.2.3", namespace="kernelindex", service_account="sweeper")
+    pod = sweep_pod(
+        slug, image="registry.example/kernelindex:1.2.3", namespace="kernelindex", service_account="sweeper"
+    )
     spec = pod["base_pod_spec"]
     assert pod["namespace"] == "kernelindex" and pod["base_pod_meta"]["namespace"] == "kernelindex"
     assert spec["nodeSelector"] == {GPU_PRODUCT_LABEL: label}

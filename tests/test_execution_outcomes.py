@@ -41,7 +41,10 @@ def test_cuda_out_of_memory_text_with_nonzero_exit_is_out_of_memory():
 
 
 def test_other_out_of_memory_spellings():
-    for text in ("RuntimeError: CUDA error: out of memory", "cuBLAS: CUBLAS_STATUS_ALLOC_FAILED when calling cublasCreate"):
+    for text in (
+        "RuntimeError: CUDA error: out of memory",
+        "cuBLAS: CUBLAS_STATUS_ALLOC_FAILED when calling cublasCreate",
+    ):
         assert classify(1, False, text)[0] is ScriptStatus.OUT_OF_MEMORY
 
 
@@ -64,7 +67,9 @@ def test_last_error_line_falls_back_to_last_line_and_none_for_empty():
 
 
 def test_outcome_round_trips_through_dict():
-    outcome = ScriptOutcome("benchmark_x.py", ScriptStatus.TIMED_OUT, None, "x", 3, ["x"], 1.5, "/l", "sha256:" + "0" * 64)
+    outcome = ScriptOutcome(
+        "benchmark_x.py", ScriptStatus.TIMED_OUT, None, "x", 3, ["x"], 1.5, "/l", "sha256:" + "0" * 64
+    )
     data = outcome.to_dict()
     assert data["status"] == "timed_out"
     assert ScriptOutcome.from_dict(data) == outcome

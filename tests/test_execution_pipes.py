@@ -43,7 +43,15 @@ def run_plain(site, name, request):
     result_path = site["root"] / f"{name}-result.json"
     request_path.write_text(json.dumps(request))
     completed = subprocess.run(
-        [sys.executable, "-m", "kernelindex_pipeline.execution.pipes_entry", "--request", str(request_path), "--result", str(result_path)],
+        [
+            sys.executable,
+            "-m",
+            "kernelindex_pipeline.execution.pipes_entry",
+            "--request",
+            str(request_path),
+            "--result",
+            str(result_path),
+        ],
         capture_output=True,
         text=True,
         timeout=300,
@@ -63,7 +71,9 @@ def test_plain_mode_end_to_end(site):
 
 def test_plain_mode_host_check_failure_is_exit_3_and_not_retryable(site, tmp_path):
     no_cuda = build_fake_torch(tmp_path / "torch", None)
-    completed, result = run_plain(site, "plain-no-cuda", sweep_request(site, "plain-no-cuda", extra_pythonpath=[str(no_cuda)]))
+    completed, result = run_plain(
+        site, "plain-no-cuda", sweep_request(site, "plain-no-cuda", extra_pythonpath=[str(no_cuda)])
+    )
     assert completed.returncode == 3
     assert result["error"]["type"] == "HostCheckError"
     assert result["error"]["retryable"] is False
@@ -71,7 +81,9 @@ def test_plain_mode_host_check_failure_is_exit_3_and_not_retryable(site, tmp_pat
 
 
 def test_plain_mode_bad_request_is_exit_2(site):
-    completed, result = run_plain(site, "plain-bad", {"gpu": "nvidia-b200", "liger_version": VERSION, "kernel": ["typo"]})
+    completed, result = run_plain(
+        site, "plain-bad", {"gpu": "nvidia-b200", "liger_version": VERSION, "kernel": ["typo"]}
+    )
     assert completed.returncode == 2
     assert "unknown sweep request field(s) ['kernel']" in result["error"]["message"]
 
@@ -120,16 +132,30 @@ def test_cancelling_the_sweep_process_kills_the_running_script(site):
     request_path = site["root"] / "cancelled-request.json"
     request_path.write_text(json.dumps(request))
     process = subprocess.Popen(
-        [sys.executable, "-m", "kernelindex_pipeline.execution.pipes_entry", "--request", str(request_path),
-         "--result", str(site["root"] / "cancelled-result.json")],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [
+            sys.executable,
+            "-m",
+            "kernelindex_pipeline.execution.pipes_entry",
+            "--request",
+            str(request_path),
+            "--result",
+            str(site["root"] / "cancelled-result.json"),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
-    log = site["root"] / "cancelled" / "logs" / "round-1" / "benchmark_softmax.log"  # each round logs in a folder of its own
+    log = (
+        site["root"] / "cancelled" / "logs" / "round-1" / "benchmark_softmax.log"
+    )  # each round logs in a folder of its own
     deadline = time.monotonic() + 240
     while not (log.is_file() and "waiting forever" in log.read_text()):
         assert process.poll() is None and time.monotonic() < deadline, "the stand-in script never started"
         time.sleep(0.2)
-    script_processes = [p for p in psutil.Process(process.pid).children(recursive=True) if "benchmark_softmax.py" in " ".join(p.cmdline())]
+    script_processes = [
+        p
+        for p in psutil.Process(process.pid).children(recursive=True)
+        if "benchmark_softmax.py" in " ".join(p.cmdline())
+    ]
     assert script_processes
     process.send_signal(signal.SIGTERM)
     # Generous deadlines (a loaded machine starves these processes), each naming what it waited for.

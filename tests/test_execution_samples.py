@@ -87,7 +87,11 @@ def run_probe(tmp_path, flavour, forms, spool=True):
     if spool:
         env.update(hook_environment(spool_file.fileno()))
     completed = subprocess.run(
-        [sys.executable, "-c", PROBE, json.dumps(forms)], capture_output=True, text=True, env=env, timeout=120,
+        [sys.executable, "-c", PROBE, json.dumps(forms)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
         pass_fds=(spool_file.fileno(),),
     )
     assert completed.returncode == 0, completed.stderr[-3000:]
@@ -154,8 +158,16 @@ def test_the_hosts_own_sitecustomize_still_runs(tmp_path):
     spool = private_spool(tmp_path)
     env.update(hook_environment(spool.fileno()))
     completed = subprocess.run(
-        [sys.executable, "-c", "import os, sys; print(os.environ.get('HOST_SITECUSTOMIZE'), any(type(f).__name__ == '_Finder' for f in sys.meta_path))"],
-        capture_output=True, text=True, env=env, timeout=60, pass_fds=(spool.fileno(),),
+        [
+            sys.executable,
+            "-c",
+            "import os, sys; print(os.environ.get('HOST_SITECUSTOMIZE'), any(type(f).__name__ == '_Finder' for f in sys.meta_path))",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        pass_fds=(spool.fileno(),),
     )
     assert completed.stdout.split() == ["ran", "True"], completed.stderr
 
@@ -204,28 +216,49 @@ def test_samples_must_be_finite_milliseconds():
 
 
 def test_enrichment_adds_statistics_and_artifact_and_leaves_memory_runs_alone():
-    spec = {"status": "passed", "timing": {"primaryStatistic": "median", "latencyNs": {"median": 11_000_000}},
-            "evidence": {"logs": {"uri": "file:///l.log", "digest": "sha256:" + "0" * 64}}}
-    entry = {"artifact": {"uri": "file:///s.json", "digest": "sha256:" + "1" * 64}, **latency_statistics([10.0, 11.0, 12.0])}
+    spec = {
+        "status": "passed",
+        "timing": {"primaryStatistic": "median", "latencyNs": {"median": 11_000_000}},
+        "evidence": {"logs": {"uri": "file:///l.log", "digest": "sha256:" + "0" * 64}},
+    }
+    entry = {
+        "artifact": {"uri": "file:///s.json", "digest": "sha256:" + "1" * 64},
+        **latency_statistics([10.0, 11.0, 12.0]),
+    }
     enriched = with_raw_samples(spec, entry)
     assert enriched["timing"]["latencyNs"]["median"] == 11_000_000
     assert enriched["timing"]["samples"] == 3
     assert enriched["timing"]["rawSamples"] == enriched["evidence"]["rawSamples"] == entry["artifact"]
     assert enriched["evidence"]["logs"] == spec["evidence"]["logs"]
     assert "rawSamples" not in spec["timing"]  # the input is not changed
-    memory = {"status": "passed", "measurements": [{"metric": "peak_memory", "unit": "bytes", "statistic": "median", "value": 1}]}
+    memory = {
+        "status": "passed",
+        "measurements": [{"metric": "peak_memory", "unit": "bytes", "statistic": "median", "value": 1}],
+    }
     assert with_raw_samples(memory, entry) is memory
 
 
 # --- pairing rows with calls -------------------------------------------------------------------------------
 def _row(provider, x, y, metric="speed"):
-    return {"kernel_name": "k", "kernel_provider": provider, "kernel_operation_mode": "full", "metric_name": metric,
-            "x_name": "T", "x_value": str(x), "extra_benchmark_config_str": "{}", "gpu_name": "G",
-            "y_value_50": repr(y[0]), "y_value_20": repr(y[1]), "y_value_80": repr(y[2])}
+    return {
+        "kernel_name": "k",
+        "kernel_provider": provider,
+        "kernel_operation_mode": "full",
+        "metric_name": metric,
+        "x_name": "T",
+        "x_value": str(x),
+        "extra_benchmark_config_str": "{}",
+        "gpu_name": "G",
+        "y_value_50": repr(y[0]),
+        "y_value_20": repr(y[1]),
+        "y_value_80": repr(y[2]),
+    }
 
 
 def _spool(path, calls):
-    path.write_text("".join(json.dumps({"call": i, **c}) + "\n" for i, c in enumerate(calls, start=1)) + '{"call": 9, "samp')
+    path.write_text(
+        "".join(json.dumps({"call": i, **c}) + "\n" for i, c in enumerate(calls, start=1)) + '{"call": 9, "samp'
+    )
 
 
 def _collect(spool, tmp_path, rows):
@@ -234,15 +267,25 @@ def _collect(spool, tmp_path, rows):
 
 
 def test_rows_pair_with_their_calls_by_case_then_by_value(tmp_path):
-    case = {"kernel_name": "k", "kernel_provider": "liger", "kernel_operation_mode": "full", "metric_name": "speed",
-            "x_name": "T", "x_value": "1024", "extra_benchmark_config_str": "{}"}
+    case = {
+        "kernel_name": "k",
+        "kernel_provider": "liger",
+        "kernel_operation_mode": "full",
+        "metric_name": "speed",
+        "x_name": "T",
+        "x_value": "1024",
+        "extra_benchmark_config_str": "{}",
+    }
     spool = tmp_path / "s.samples.jsonl"
-    _spool(spool, [
-        {"case": case, "returned": [1.5, 1.0, 2.0], "samples": [1.0, 1.5, 2.0]},
-        {"case": None, "returned": [3.5, 3.0, 4.0], "samples": [3.0, 3.5, 4.0]},  # a script's own loop
-        {"case": None, "returned": [5.0, 5.0, 5.0], "samples": [5.0]},  # two rows share these values
-        {"case": {**case, "x_value": "4096"}, "returned": [9.0, 9.0, 9.0], "samples": [9.0]},
-    ])
+    _spool(
+        spool,
+        [
+            {"case": case, "returned": [1.5, 1.0, 2.0], "samples": [1.0, 1.5, 2.0]},
+            {"case": None, "returned": [3.5, 3.0, 4.0], "samples": [3.0, 3.5, 4.0]},  # a script's own loop
+            {"case": None, "returned": [5.0, 5.0, 5.0], "samples": [5.0]},  # two rows share these values
+            {"case": {**case, "x_value": "4096"}, "returned": [9.0, 9.0, 9.0], "samples": [9.0]},
+        ],
+    )
     rows = [
         _row("liger", 1024, (1.5, 1.0, 2.0)),
         _row("huggingface", 1024, (3.5, 3.0, 4.0)),
@@ -281,10 +324,13 @@ def test_a_call_with_impossible_timings_gives_its_row_no_statistics(tmp_path):
 @pytest.mark.parametrize("extreme", [1e308, 1e300])
 def test_an_extreme_sample_costs_its_own_row_its_statistics_and_nothing_else(tmp_path, extreme):
     spool = tmp_path / "s.samples.jsonl"
-    _spool(spool, [
-        {"case": None, "returned": [1.0, 1.0, 1.0], "samples": [1.0, extreme]},
-        {"case": None, "returned": [2.0, 2.0, 2.0], "samples": [2.0, 2.0]},
-    ])
+    _spool(
+        spool,
+        [
+            {"case": None, "returned": [1.0, 1.0, 1.0], "samples": [1.0, extreme]},
+            {"case": None, "returned": [2.0, 2.0, 2.0], "samples": [2.0, 2.0]},
+        ],
+    )
     collected = _collect(spool, tmp_path, [_row("liger", 1, (1.0, 1.0, 1.0)), _row("liger", 2, (2.0, 2.0, 2.0))])
     assert collected.rows_without_samples == {"invalid_samples": 1}
     assert list(collected.by_row) == [row_key("k", "liger", "full", "speed", "T", "2", "{}", "G")]
@@ -348,7 +394,10 @@ def test_an_artifact_changed_after_its_digest_was_taken_is_found(tmp_path):
     path = tmp_path / "samples" / (reference["digest"].removeprefix("sha256:") + ".json")
     os.chmod(path, 0o600)
     path.write_bytes(b'{"samples":[9.0]}')
-    assert verify_artifact(reference) == f"{path} was changed after it was written (its sha256 is no longer {reference['digest']})"
+    assert (
+        verify_artifact(reference)
+        == f"{path} was changed after it was written (its sha256 is no longer {reference['digest']})"
+    )
     path.unlink()
     os.symlink(tmp_path / "elsewhere.json", path)
     assert verify_artifact(reference) == f"{path} is reached through a symbolic link"
@@ -364,8 +413,16 @@ def test_the_hook_writes_only_into_the_runners_unnamed_spool(tmp_path):
         env["PYTHONPATH"] = os.pathsep.join([str(HOOK_DIR), str(fake)])
         env.update(hook_environment(handle.fileno()))
         completed = subprocess.run(
-            [sys.executable, "-c", "import sys, triton.testing as t; print(getattr(t.do_bench, '__kernelindex_wrapped__', False))"],
-            capture_output=True, text=True, env=env, timeout=120, pass_fds=(handle.fileno(),),
+            [
+                sys.executable,
+                "-c",
+                "import sys, triton.testing as t; print(getattr(t.do_bench, '__kernelindex_wrapped__', False))",
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+            pass_fds=(handle.fileno(),),
         )
     assert completed.stdout.split() == ["False"], completed.stderr
     assert named.read_bytes() == b""

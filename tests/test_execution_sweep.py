@@ -187,7 +187,9 @@ def test_measured_rows_become_valid_records(sweep):
     from kernelindex_pipeline.records.schema import validate_manifest
 
     result = sweep["result"]
-    imported = import_csv(result.csv_path, gpu=H100, liger_version=VERSION, measured=MeasuredContext(**result.measured_context()))
+    imported = import_csv(
+        result.csv_path, gpu=H100, liger_version=VERSION, measured=MeasuredContext(**result.measured_context())
+    )
     runs = liger_runs(imported)
     # rms_norm: 2 providers x 3 modes x 3 sizes; tiled: 2 kernels x 2 providers x 3 lengths; and (full
     # profile) rms_norm's memory rows: 2 providers x 3 sizes of the full pass.
@@ -206,9 +208,15 @@ def test_measured_rows_become_valid_records(sweep):
     assert environments[0]["metadata"]["labels"] == result.labels
     assert result.labels["power_limit_watts"] == "700" and result.labels["driver"] == result.host["driver"]
     # the sweep's implementations name the exact release measured, so KernelIndex finds their source
-    liger = [m for m in imported.manifests.values() if m["kind"] == "ImplementationRevision" and m["metadata"]["name"].endswith("-liger")]
+    liger = [
+        m
+        for m in imported.manifests.values()
+        if m["kind"] == "ImplementationRevision" and m["metadata"]["name"].endswith("-liger")
+    ]
     assert liger and all(
-        m["spec"]["projectRevision"] == {"repository": "https://github.com/linkedin/Liger-Kernel", "version": f"v{VERSION}"} for m in liger
+        m["spec"]["projectRevision"]
+        == {"repository": "https://github.com/linkedin/Liger-Kernel", "version": f"v{VERSION}"}
+        for m in liger
     )
     logs = {run["spec"]["evidence"]["logs"]["uri"] for run in runs}
     assert logs == {entry["uri"] for entry in result.logs_by_kernel.values()}
@@ -216,7 +224,11 @@ def test_measured_rows_become_valid_records(sweep):
 
 def test_host_without_cuda_fails_before_any_script(site):
     with pytest.raises(HostCheckError) as raised:
-        run_sweep(request(site, "no-cuda", extra_pythonpath=[str(site["no_cuda"])], env_cache_dir=str(site["root"] / "envs-cold")))
+        run_sweep(
+            request(
+                site, "no-cuda", extra_pythonpath=[str(site["no_cuda"])], env_cache_dir=str(site["root"] / "envs-cold")
+            )
+        )
     assert "NVIDIA H100 80GB HBM3 (nvidia-h100-80gb-hbm3)" in str(raised.value)
     assert raised.value.retryable is False
     # Refused before the (minutes-long) environment build and before any script ran.
@@ -237,7 +249,10 @@ def test_kernel_names_map_to_scripts(tmp_path, site):
         archive.extractall(tmp_path / "x", filter="data")
     workdir = prepare_workdir(tmp_path / "x" / f"liger_kernel-{VERSION}", tmp_path / "w")
     names = lambda paths: [p.name for p in paths]  # noqa: E731
-    assert names(select_scripts(workdir.scripts_dir, ["tiled_swiglu", "rms_norm"])) == ["benchmark_rms_norm.py", "benchmark_tiled_mlp.py"]
+    assert names(select_scripts(workdir.scripts_dir, ["tiled_swiglu", "rms_norm"])) == [
+        "benchmark_rms_norm.py",
+        "benchmark_tiled_mlp.py",
+    ]
     assert names(select_scripts(workdir.scripts_dir, scripts=["benchmark_softmax.py"])) == ["benchmark_softmax.py"]
     with pytest.raises(ConfigurationError, match="no benchmark script of this release writes kernel 'dyt'"):
         select_scripts(workdir.scripts_dir, ["dyt"])
@@ -277,7 +292,9 @@ def test_measured_speed_runs_carry_their_raw_samples(sweep):
     assert outcomes["benchmark_rms_norm.py"].summary().startswith("benchmark_rms_norm.py: ok, 24 rows in ")
     assert ", 18 with raw samples (18 do_bench calls)" in outcomes["benchmark_rms_norm.py"].summary()
 
-    imported = import_csv(result.csv_path, gpu=H100, liger_version=VERSION, measured=MeasuredContext(**result.measured_context()))
+    imported = import_csv(
+        result.csv_path, gpu=H100, liger_version=VERSION, measured=MeasuredContext(**result.measured_context())
+    )
     runs = [run for run in liger_runs(imported) if "timing" in run["spec"]]  # memory runs have no samples
     assert len(runs) == 30 and len(liger_runs(imported)) == 36
     artifacts = set()
@@ -286,7 +303,9 @@ def test_measured_speed_runs_carry_their_raw_samples(sweep):
         timing = run["spec"]["timing"]
         assert timing["rawSamples"] == run["spec"]["evidence"]["rawSamples"]
         path = stored_file(timing["rawSamples"])
-        assert (Path(result.work_dir).resolve() / "logs" / "samples" / f"{path.name}.json").is_file()  # copied from the sweep
+        assert (
+            Path(result.work_dir).resolve() / "logs" / "samples" / f"{path.name}.json"
+        ).is_file()  # copied from the sweep
         data = path.read_bytes()
         assert timing["rawSamples"]["digest"] == "sha256:" + hashlib.sha256(data).hexdigest() == "sha256:" + path.name
         artifact = json.loads(data)
@@ -319,15 +338,18 @@ def test_the_sentinel_brackets_the_sweep_and_is_published(sweep):
         (position, name, "ok") for position in ("start", "end") for name in names
     ]
     assert [line.split(":")[0] for line in result.summary_lines() if line.startswith("sentinel ")] == [
-        *(f"sentinel {n}" for n in names), "sentinel band"
+        *(f"sentinel {n}" for n in names),
+        "sentinel band",
     ]
     assert result.sentinel_band["status"] == "insufficient_history"  # no earlier sweeps of this host given
 
-    imported = import_csv(result.csv_path, gpu=H100, liger_version=VERSION, measured=MeasuredContext(**result.measured_context()))
-    sentinel_runs = [r for r in imported.runs() if r["spec"]["sourceNative"]["source"] == "kernelindex-sentinel"]
-    assert sorted((r["metadata"]["labels"]["sentinel"], r["spec"]["sourceNative"]["benchmark"]) for r in sentinel_runs) == sorted(
-        (position, f"sentinel_{name}/{position}") for position in ("start", "end") for name in names
+    imported = import_csv(
+        result.csv_path, gpu=H100, liger_version=VERSION, measured=MeasuredContext(**result.measured_context())
     )
+    sentinel_runs = [r for r in imported.runs() if r["spec"]["sourceNative"]["source"] == "kernelindex-sentinel"]
+    assert sorted(
+        (r["metadata"]["labels"]["sentinel"], r["spec"]["sourceNative"]["benchmark"]) for r in sentinel_runs
+    ) == sorted((position, f"sentinel_{name}/{position}") for position in ("start", "end") for name in names)
     assert imported.report.sentinel_runs == 4 and imported.report.sentinel_problems == []
     by_digest = imported.manifests
     (liger_environment,) = {r["spec"]["environmentDigest"] for r in liger_runs(imported)}
@@ -339,10 +361,14 @@ def test_the_sentinel_brackets_the_sweep_and_is_published(sweep):
         case = by_digest[run["spec"]["workloadDigest"]]
         operations.add(case["spec"]["operationSpecDigest"])
         artifact = json.loads(stored_file(run["spec"]["timing"]["rawSamples"]).read_bytes())
-        assert artifact["case"] == {"sentinel": run["spec"]["sourceNative"]["benchmark"].split("/")[0].removeprefix("sentinel_")}
+        assert artifact["case"] == {
+            "sentinel": run["spec"]["sourceNative"]["benchmark"].split("/")[0].removeprefix("sentinel_")
+        }
         statistics = latency_statistics(artifact["samples"])
         assert {k: run["spec"]["timing"]["latencyNs"][k] for k in statistics["latencyNs"]} == statistics["latencyNs"]
-    assert {by_digest[d]["metadata"]["name"] for d in operations} == {f"kernelindex-sentinel-{n.replace('_', '-')}" for n in names}
+    assert {by_digest[d]["metadata"]["name"] for d in operations} == {
+        f"kernelindex-sentinel-{n.replace('_', '-')}" for n in names
+    }
     # The import report counts the sentinel's records with the rest.
     for kind in ("OperationSpec", "WorkloadCase", "BenchmarkRun"):
         assert imported.report.records[kind] == sum(1 for m in by_digest.values() if m["kind"] == kind)

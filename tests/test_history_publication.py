@@ -20,7 +20,9 @@ def history_partitions():
     for gpu, version in slices.partitions:
         partition_csv = liger_partition.history_partition_csv(artifact, gpu, version)
         # the reference profile: the counts below are KernelIndex's (CATALOGUE.md)
-        result = liger_partition.build_records(liger_partition.parse_partition_csv(partition_csv), partition_csv, profile="reference")
+        result = liger_partition.build_records(
+            liger_partition.parse_partition_csv(partition_csv), partition_csv, profile="reference"
+        )
         assert result.report.conserved()
         built.append((f"{gpu}|{version}", partition_csv.snapshot, result))
     return built
@@ -29,7 +31,10 @@ def history_partitions():
 def _publish_all(url, partitions):
     store = CatalogueStore.open(url)
     try:
-        results = [store.publish(r.manifests, partition=key, source=snap, report=r.report.to_dict()) for key, snap, r in partitions]
+        results = [
+            store.publish(r.manifests, partition=key, source=snap, report=r.report.to_dict())
+            for key, snap, r in partitions
+        ]
         return results, list(store.manifests()), store.counts_by_kind()
     finally:
         store.close()
@@ -44,7 +49,12 @@ def test_publishing_the_history_twice_adds_nothing(backend, request, history_par
     assert sum(r.already_present for r in second) == sum(r.new + r.already_present for r in first)
     assert objects_again == objects
     # CATALOGUE.md: a digest-keyed store keeps 31 OperationSpecs, 237 cases and 63 implementations of 0.8.5.
-    assert (counts["OperationSpec"], counts["WorkloadCase"], counts["ImplementationRevision"], counts["BenchmarkRun"]) == (31, 237, 63, 1649)
+    assert (
+        counts["OperationSpec"],
+        counts["WorkloadCase"],
+        counts["ImplementationRevision"],
+        counts["BenchmarkRun"],
+    ) == (31, 237, 63, 1649)
 
 
 def test_sqlite_and_postgres_hold_the_same_objects(sqlite_url, postgres_url, history_partitions):

@@ -91,10 +91,23 @@ spec: {observedAt: 2025-08-05T00:08:54.000Z, n: 12, m: -3, f: 1.5, g: 1.0e-06, t
 """
     ((_, manifest),) = load_manifests(_write(tmp_path, "one.yaml", text))
     assert manifest["metadata"]["labels"] == {
-        "a": "on", "b": "yes", "c": "017", "d": "22:13:03", "e": "1e3", "f": "0x1f", "g": "1_000", "h": "2025-08-05",
+        "a": "on",
+        "b": "yes",
+        "c": "017",
+        "d": "22:13:03",
+        "e": "1e3",
+        "f": "0x1f",
+        "g": "1_000",
+        "h": "2025-08-05",
     }
     assert manifest["spec"] == {
-        "observedAt": "2025-08-05T00:08:54.000Z", "n": 12, "m": -3, "f": 1.5, "g": 1e-6, "t": True, "z": None,
+        "observedAt": "2025-08-05T00:08:54.000Z",
+        "n": 12,
+        "m": -3,
+        "f": 1.5,
+        "g": 1e-6,
+        "t": True,
+        "z": None,
         "i": float("inf"),
     }
 
@@ -134,7 +147,11 @@ def test_bom_and_crlf_are_tolerated(tmp_path):
         ("bad.yaml", "kind: A\n---\nkind: [unclosed\n", "bad.yaml: document 2, line 4, column 1: invalid YAML"),
         ("dup.json", '{"kind": "BenchmarkRun", "kind": "WorkloadCase"}', "dup.json: duplicate key 'kind'"),
         ("dup.jsonl", '{"a": {"b": 1, "b": 2}}', "dup.jsonl:1: duplicate key 'b'"),
-        ("dup.yaml", "kind: A\nmetadata:\n  name: x\n  name: y\n", "dup.yaml: document 1, line 4, column 3: invalid YAML"),
+        (
+            "dup.yaml",
+            "kind: A\nmetadata:\n  name: x\n  name: y\n",
+            "dup.yaml: document 1, line 4, column 3: invalid YAML",
+        ),
         ("scalar.json", "[1, 2]", "scalar.json#1: expected a manifest (a JSON/YAML object), got a number"),
         ("scalar.yaml", "just text\n", "scalar.yaml#1: expected a manifest (a JSON/YAML object), got a string"),
         ("group.yaml", "run: []\nruns: []\n", "group.yaml#1: unknown bundle group(s) 'run'"),
@@ -168,10 +185,13 @@ def test_duplicate_key_message_names_the_key_in_yaml(tmp_path):
 
 # ---------------------------------------------------------------- issue 11, item 8: bombs and deep nesting
 
-ALIAS_BOMB = "\n".join(
-    [f'a: &a [{",".join(["lol"] * 9)}]']
-    + [f"{b}: &{b} [{','.join(['*' + a] * 9)}]" for a, b in zip("abcdefgh", "bcdefghi", strict=True)]
-) + "\n"
+ALIAS_BOMB = (
+    "\n".join(
+        [f"a: &a [{','.join(['lol'] * 9)}]"]
+        + [f"{b}: &{b} [{','.join(['*' + a] * 9)}]" for a, b in zip("abcdefgh", "bcdefghi", strict=True)]
+    )
+    + "\n"
+)
 
 
 def test_a_yaml_alias_bomb_is_refused_naming_the_file(tmp_path):

@@ -41,7 +41,7 @@ H100 = "nvidia-h100-80gb-hbm3"
 # _cutedsl/{swiglu,cross_entropy}.py): same op, impl name, capability and preference rank. 0.8.5 ranks
 # the CuTe DSL cross_entropy at 60, behind Triton's 50 (tied-to-slower on Blackwell, says its comment),
 # swiglu's at 10. `standin-*` are ours: available anywhere, for the pins to choose from.
-STANDIN_IMPLS = '''
+STANDIN_IMPLS = """
 from liger_kernel.backends import Capability, register_op
 
 
@@ -57,10 +57,10 @@ for op, cutedsl_rank in (("swiglu", 10), ("cross_entropy", 60)):
     register_op(op, impl_name="nvidia-cutedsl", capability=CUTEDSL, preference_rank=cutedsl_rank)(_impl("nvidia-cutedsl"))
     for rank, name in ((70, "standin-a"), (80, "standin-b"), (90, "standin-c")):
         register_op(op, impl_name=name, preference_rank=rank)(_impl(name))
-'''
+"""
 
 # One call of the real liger_kernel.functional.swiglu under the phase's set_impl() and impl= argument.
-CALL_SWIGLU = '''
+CALL_SWIGLU = """
 import importlib.metadata
 import json
 import sys
@@ -89,11 +89,13 @@ print(json.dumps({
     "available": available_impls("swiglu"),
     "discovery_failures": {path: f"{kind.__name__}: {message}" for path, (kind, message) in get_discovery_failures().items()},
 }))
-'''
+"""
 
 # The registrations are part of the script (the sweep checks that the scripts' imports resolve in
 # their environment; a module of our own on the path would not).
-CROSS_ENTROPY_SCRIPT = STANDIN_IMPLS + '''
+CROSS_ENTROPY_SCRIPT = (
+    STANDIN_IMPLS
+    + """
 import torch
 import triton
 from liger_kernel.functional import cross_entropy
@@ -110,17 +112,31 @@ def bench(input):
 if __name__ == "__main__":
     config = {"vocab_size": 128256, "bsz": 2, "seq_len": 4096}
     run_benchmarks(bench, "cross_entropy", "speed", "ms", "BT", "B * T", [1024, 2048], ["liger", "torch"], ["forward"], [config])
-'''
+"""
+)
 
 
 @pytest.fixture(scope="module")
 def wheel_dir(tmp_path_factory) -> Path:
     """liger-kernel 0.8.5's wheel from the package index (pip download, as CI can)."""
     directory = tmp_path_factory.mktemp("liger-0.8.5-wheel")
-    command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:", "--disable-pip-version-check",
-               "-d", str(directory), f"liger-kernel=={VERSION}"]
+    command = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--only-binary",
+        ":all:",
+        "--disable-pip-version-check",
+        "-d",
+        str(directory),
+        f"liger-kernel=={VERSION}",
+    ]
     proc = subprocess.run(command, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, f"pip could not download liger-kernel {VERSION} (needs the package index): {proc.stderr[-1500:]}"
+    assert proc.returncode == 0, (
+        f"pip could not download liger-kernel {VERSION} (needs the package index): {proc.stderr[-1500:]}"
+    )
     wheel = directory / WHEEL
     assert hashlib.sha256(wheel.read_bytes()).hexdigest() == WHEEL_SHA256, f"{wheel.name} is not PyPI's 0.8.5 wheel"
     return directory
@@ -143,9 +159,22 @@ def cpu_site(wheel_dir, tmp_path_factory) -> dict:
     root = tmp_path_factory.mktemp("liger-0.8.5-cpu")
     target = root / "site"
     proc = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "--no-compile", "--disable-pip-version-check",
-         "--target", str(target), str(wheel_dir / WHEEL)],
-        capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--no-deps",
+            "--no-index",
+            "--no-compile",
+            "--disable-pip-version-check",
+            "--target",
+            str(target),
+            str(wheel_dir / WHEEL),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert proc.returncode == 0, proc.stderr[-1500:]
     (root / "call_swiglu.py").write_text(CALL_SWIGLU)
@@ -161,7 +190,12 @@ def _call(site: dict, phase: dict, variables: dict[str, str]) -> tuple[dict, dic
         env["PYTHONPATH"] = os.pathsep.join(map(str, (HOOK_DIR, site["torch"], site["target"])))
         proc = subprocess.run(
             [sys.executable, str(site["root"] / "call_swiglu.py"), json.dumps(phase)],
-            capture_output=True, text=True, timeout=300, env=env, cwd=site["root"], pass_fds=(spool.fileno(),),
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env=env,
+            cwd=site["root"],
+            pass_fds=(spool.fileno(),),
         )
         assert proc.returncode == 0, proc.stderr[-3000:]
         return json.loads(proc.stdout.splitlines()[-1]), read_dispatches(spool).summary()
@@ -172,15 +206,26 @@ ORDER = [
     ({}, {}, "nvidia-triton", "preference_rank"),  # cutedsl's rank 10 is lower, but it needs sm_90+
     ({"set_impl": "standin-a"}, {}, "standin-a", "set_impl"),
     ({"set_impl": "standin-a"}, {"LIGER_KERNEL_IMPL": "standin-b"}, "standin-b", "global_variable"),
-    ({"set_impl": "standin-a"}, {"LIGER_KERNEL_IMPL": "standin-b", "LIGER_KERNEL_IMPL_SWIGLU": "standin-c"}, "standin-c", "op_variable"),
+    (
+        {"set_impl": "standin-a"},
+        {"LIGER_KERNEL_IMPL": "standin-b", "LIGER_KERNEL_IMPL_SWIGLU": "standin-c"},
+        "standin-c",
+        "op_variable",
+    ),
     # impl= wins over all; "triton" is the legacy alias the dispatcher translates
-    ({"set_impl": "standin-a", "impl": "triton"}, {"LIGER_KERNEL_IMPL": "standin-b", "LIGER_KERNEL_IMPL_SWIGLU": "standin-c"},
-     "nvidia-triton", "argument"),
+    (
+        {"set_impl": "standin-a", "impl": "triton"},
+        {"LIGER_KERNEL_IMPL": "standin-b", "LIGER_KERNEL_IMPL_SWIGLU": "standin-c"},
+        "nvidia-triton",
+        "argument",
+    ),
 ]
 
 
 @pytest.mark.parametrize(("phase", "variables", "runs", "step"), ORDER, ids=[step for *_, step in ORDER])
-def test_the_real_dispatcher_imports_without_cuda_and_the_hook_records_its_resolution_order(cpu_site, phase, variables, runs, step):
+def test_the_real_dispatcher_imports_without_cuda_and_the_hook_records_its_resolution_order(
+    cpu_site, phase, variables, runs, step
+):
     seen, recorded = _call(cpu_site, phase, variables)
     assert seen["liger_kernel"].startswith(str(cpu_site["target"])) and seen["version"] == VERSION
     assert seen["cuda"] is False
@@ -194,7 +239,9 @@ def test_the_real_dispatcher_imports_without_cuda_and_the_hook_records_its_resol
 
 def test_an_implementation_the_cpu_cannot_run_is_the_real_dispatchers_error_recorded(cpu_site):
     seen, recorded = _call(cpu_site, {"impl": "nvidia-cutedsl"}, {})
-    assert seen["ran"].startswith("ImplNotAvailableError: Implementation 'nvidia-cutedsl' for op 'swiglu' is not available: CUDA device not available")
+    assert seen["ran"].startswith(
+        "ImplNotAvailableError: Implementation 'nvidia-cutedsl' for op 'swiglu' is not available: CUDA device not available"
+    )
     [error] = recorded["errors"]
     assert error["op"] == "swiglu" and error["error"] == seen["ran"][:500]
     assert recorded["resolved"] == {}
@@ -209,16 +256,28 @@ def test_a_sweep_of_the_real_0_8_5_records_the_backend_its_dispatcher_resolved(w
 
     def sweep(name, **fields):
         request = SweepRequest(
-            gpu=H100, liger_version=VERSION, release=str(tarball), work_dir=str(tmp_path / name),
-            env_cache_dir=str(tmp_path / "envs"), wheel_dir=str(wheel_dir), extra_pythonpath=[str(torch_dir)],
-            extra_env={"PATH": f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}"}, script_timeout_s=60, rounds=1, **fields,
+            gpu=H100,
+            liger_version=VERSION,
+            release=str(tarball),
+            work_dir=str(tmp_path / name),
+            env_cache_dir=str(tmp_path / "envs"),
+            wheel_dir=str(wheel_dir),
+            extra_pythonpath=[str(torch_dir)],
+            extra_env={"PATH": f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}"},
+            script_timeout_s=60,
+            rounds=1,
+            **fields,
         )
         result = run_sweep(request)
         measured = MeasuredContext(**result.measured_context())
         return result, import_csv(result.csv_path, gpu=H100, liger_version=VERSION, measured=measured)
 
     def liger_implementations(imported):
-        return sorted(m["metadata"]["name"] for m in imported.iter_kind("ImplementationRevision") if "-cross-entropy-liger" in m["metadata"]["name"])
+        return sorted(
+            m["metadata"]["name"]
+            for m in imported.iter_kind("ImplementationRevision")
+            if "-cross-entropy-liger" in m["metadata"]["name"]
+        )
 
     result, imported = sweep("resolved")
     assert result.environment["installed"][0] == f"liger-kernel=={VERSION}"
@@ -235,5 +294,6 @@ def test_a_sweep_of_the_real_0_8_5_records_the_backend_its_dispatcher_resolved(w
         ("cross_entropy=nvidia-cutedsl", {"cross_entropy": ["nvidia-cutedsl"]}, {"cross_entropy": ["op_variable"]}),
     ]
     assert liger_implementations(imported) == [
-        "liger-bench-cross-entropy-liger-nvidia-cutedsl", "liger-bench-cross-entropy-liger-nvidia-triton",
+        "liger-bench-cross-entropy-liger-nvidia-cutedsl",
+        "liger-bench-cross-entropy-liger-nvidia-triton",
     ]

@@ -49,8 +49,12 @@ def test_kernel_files_come_from_the_scripts_imports_at_each_commit(liger):
     base = sources.paths(liger.shas["base"], "rms_norm")
     # the wrapper is re-exported by transformers/__init__ (followed to its module, the package itself is not
     # a kernel's source), the op it imports, the helper the op imports, and liger_kernel.utils
-    assert base.kernel == {"src/liger_kernel/transformers/rms_norm.py", "src/liger_kernel/ops/rms_norm.py",
-                           "src/liger_kernel/ops/utils.py", "src/liger_kernel/utils.py"}
+    assert base.kernel == {
+        "src/liger_kernel/transformers/rms_norm.py",
+        "src/liger_kernel/ops/rms_norm.py",
+        "src/liger_kernel/ops/utils.py",
+        "src/liger_kernel/utils.py",
+    }
     assert base.script == {"benchmark/scripts/benchmark_rms_norm.py", "benchmark/scripts/utils.py"}
     assert base.distance("src/liger_kernel/transformers/rms_norm.py") < base.distance("src/liger_kernel/ops/utils.py")
     # ops/helper.py is imported only from the "import" commit on: computed from the source, not a list
@@ -59,14 +63,20 @@ def test_kernel_files_come_from_the_scripts_imports_at_each_commit(liger):
     # a kernel name written by an f-string (Liger's dyt_beta={beta}) finds its script by the fixed prefix
     softmax = sources.paths(liger.shas["base"], "softmax_beta=True")
     assert softmax.script == {"benchmark/scripts/benchmark_softmax.py", "benchmark/scripts/utils.py"}
-    assert "src/liger_kernel/ops/softmax.py" in softmax.kernel and "src/liger_kernel/ops/rms_norm.py" not in softmax.kernel
+    assert (
+        "src/liger_kernel/ops/softmax.py" in softmax.kernel and "src/liger_kernel/ops/rms_norm.py" not in softmax.kernel
+    )
 
 
 def test_commits_between_two_runs_with_their_files(liger):
     history = LigerSourceHistory(liger.path)
     commits = history.commits_between(liger.shas["base"], liger.shas["workflow"])
-    assert [c.subject for c in commits] == ["workflow (#104)", "bench rms_norm (#103)", "ops utils (#102)",
-                                            "rms_norm: slower op (#101)"]
+    assert [c.subject for c in commits] == [
+        "workflow (#104)",
+        "bench rms_norm (#103)",
+        "ops utils (#102)",
+        "rms_norm: slower op (#101)",
+    ]
     assert commits[-1].files == ("src/liger_kernel/ops/rms_norm.py",)
     assert commits[0].url == f"https://github.com/linkedin/Liger-Kernel/commit/{liger.shas['workflow']}"
     assert history.resolve(liger.shas["op"][:7]) == liger.shas["op"]
@@ -85,12 +95,23 @@ def test_code_refs_of_run_labels():
 
 
 def test_toolchain_timeline_difference_and_its_file():
-    timeline = ToolchainTimeline({"torch": [("2.5.1", "2024-11-01T00:00:00Z"), ("2.6.0", "2025-01-29T00:00:00Z"),
-                                            ("2.5.2", "2025-02-10T00:00:00Z")],
-                                  "triton": [("3.2.0", "2025-01-29T00:00:00Z")]}, refreshed="2025-03-01")
+    timeline = ToolchainTimeline(
+        {
+            "torch": [
+                ("2.5.1", "2024-11-01T00:00:00Z"),
+                ("2.6.0", "2025-01-29T00:00:00Z"),
+                ("2.5.2", "2025-02-10T00:00:00Z"),
+            ],
+            "triton": [("3.2.0", "2025-01-29T00:00:00Z")],
+        },
+        refreshed="2025-03-01",
+    )
     jan, feb = datetime(2025, 1, 20, tzinfo=UTC).timestamp(), datetime(2025, 2, 20, tzinfo=UTC).timestamp()
     # the highest release at each time (a later patch of an older line does not go back)
-    assert [s.text() for s in timeline.difference(jan, feb)] == ["torch 2.5.1 → 2.6.0 (2025-01-29)", "triton — → 3.2.0 (2025-01-29)"]
+    assert [s.text() for s in timeline.difference(jan, feb)] == [
+        "torch 2.5.1 → 2.6.0 (2025-01-29)",
+        "triton — → 3.2.0 (2025-01-29)",
+    ]
     assert timeline.difference(jan, feb, ("triton",))[0].package == "triton"
     assert timeline.difference(feb, feb) == []
     again = ToolchainTimeline.from_yaml(timeline.to_yaml())
@@ -101,7 +122,9 @@ def test_toolchain_timeline_difference_and_its_file():
 
 
 def test_unpinned_requirements_read_from_setup_py():
-    setup = 'def f():\n    return ["torch>=2.1.2", "triton==3.0.0"]\nextra = ["transformers>=4.4", "not a requirement!"]\n'
+    setup = (
+        'def f():\n    return ["torch>=2.1.2", "triton==3.0.0"]\nextra = ["transformers>=4.4", "not a requirement!"]\n'
+    )
     assert unpinned_requirements(setup) == {"torch", "transformers"}
 
 
@@ -118,8 +141,10 @@ def _record_files(tmp_path: Path, runs: list[tuple[str, dict[tuple[str, str, str
         folder = tmp_path / label
         folder.mkdir()
         when = START + timedelta(days=7 * j)
-        lines = [json.dumps(run(kernel, provider, case, when + timedelta(minutes=i), value))
-                 for i, ((kernel, provider, case), value) in enumerate(values.items())]
+        lines = [
+            json.dumps(run(kernel, provider, case, when + timedelta(minutes=i), value))
+            for i, ((kernel, provider, case), value) in enumerate(values.items())
+        ]
         (folder / "records.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
         paths.append(folder / "records.jsonl")
     return paths
@@ -136,7 +161,12 @@ def _synthetic_runs(shas: dict[str, str]) -> list[tuple[str, dict]]:
         wiggle = 1.01 if j % 2 else 0.99
         values = {}
         for case in "abcdefgh":
-            for kernel, provider in (("rms_norm", "liger"), ("rms_norm", "torch"), ("softmax", "liger"), ("softmax", "torch")):
+            for kernel, provider in (
+                ("rms_norm", "liger"),
+                ("rms_norm", "torch"),
+                ("softmax", "liger"),
+                ("softmax", "torch"),
+            ):
                 factor = 1.0
                 if kernel == "rms_norm" and provider == "liger" and case in "ab" and j >= 2:
                     factor *= 1.5
@@ -153,13 +183,13 @@ def _synthetic_runs(shas: dict[str, str]) -> list[tuple[str, dict]]:
 
 def test_changes_are_attributed_to_the_commits_that_touch_them(liger, tmp_path):
     report = detect_in_record_files(_record_files(tmp_path, _synthetic_runs(liger.shas)))
-    torch_release = ToolchainTimeline({"torch": [("2.5.1", "2024-10-01T00:00:00Z"),
-                                                 ("2.6.0", "2025-02-14T00:00:00Z")]})
+    torch_release = ToolchainTimeline({"torch": [("2.5.1", "2024-10-01T00:00:00Z"), ("2.6.0", "2025-02-14T00:00:00Z")]})
     attributor = LigerAttributor(LigerSourceHistory(liger.path), torch_release)
     attributor.attribute(report)
     by_case = {(c.key.kernel, c.key.provider, c.trend.case_key): c for c in report.changes}
-    assert set(by_case) == {("rms_norm", "liger", case) for case in "abcde"} | {("rms_norm", "torch", case) for case in "cd"} \
-        | {("softmax", "torch", case) for case in "ab"}
+    assert set(by_case) == {("rms_norm", "liger", case) for case in "abcde"} | {
+        ("rms_norm", "torch", case) for case in "cd"
+    } | {("softmax", "torch", case) for case in "ab"}
     subjects = {k: [s.subject for s in c.causes[0].commits] for k, c in by_case.items()}
 
     op = by_case[("rms_norm", "liger", "a")]
@@ -168,7 +198,9 @@ def test_changes_are_attributed_to_the_commits_that_touch_them(liger, tmp_path):
     # both providers moved at the script commit: the measurement changed, so the script comes first (its
     # diff stat shown), the helper commit in the same range only as a lower-ranked kernel suspect
     script = by_case[("rms_norm", "liger", "c")]
-    assert script.cause == attr.BENCHMARK_SCRIPT and [c.subject for c in script.causes[0].commits] == ["bench rms_norm (#103)"]
+    assert script.cause == attr.BENCHMARK_SCRIPT and [c.subject for c in script.causes[0].commits] == [
+        "bench rms_norm (#103)"
+    ]
     assert "benchmark_rms_norm.py" in script.causes[0].diffstat
     assert [e.cause for e in script.causes] == [attr.BENCHMARK_SCRIPT, attr.LIGER_KERNEL]
     assert by_case[("rms_norm", "torch", "c")].causes[0].cause == attr.BENCHMARK_SCRIPT
@@ -180,7 +212,9 @@ def test_changes_are_attributed_to_the_commits_that_touch_them(liger, tmp_path):
     # a baseline moved where torch had a release and the workflow changed: environment, with both
     baseline = by_case[("softmax", "torch", "a")]
     assert baseline.cause == attr.ENVIRONMENT
-    assert baseline.causes[0].toolchain == ({"package": "torch", "before": "2.5.1", "after": "2.6.0", "released": "2025-02-14T00:00:00Z"},)
+    assert baseline.causes[0].toolchain == (
+        {"package": "torch", "before": "2.5.1", "after": "2.6.0", "released": "2025-02-14T00:00:00Z"},
+    )
     assert [c.subject for c in baseline.causes[0].commits] == ["workflow (#104)"]
     assert attributor.notes == []
 
@@ -233,8 +267,13 @@ def test_without_a_clone_the_code_is_an_unexamined_cause_ranked_before_the_toolc
     attributor = LigerAttributor(None, packaged_timeline())
     attributor.attribute(report)
     assert {c.cause for c in report.changes} <= {attr.ENVIRONMENT, attr.HOST, attr.UNKNOWN}
-    flce = [c for c in report.changes if c.key.kernel == "fused_linear_cross_entropy" and c.key.provider == "liger"
-            and c.trend.sources[c.split.index] == "2845fe8"]
+    flce = [
+        c
+        for c in report.changes
+        if c.key.kernel == "fused_linear_cross_entropy"
+        and c.key.provider == "liger"
+        and c.trend.sources[c.split.index] == "2845fe8"
+    ]
     assert flce and all(c.cause == attr.UNKNOWN and "no Liger clone" in c.causes[0].note for c in flce)
     # transformers 4.54.x was released between 5e8f12b (2025-07-18) and 2845fe8 (2025-08-01), torch 2.8.0 after
     for change in flce:
@@ -257,8 +296,12 @@ def test_runs_are_ordered_by_their_code_where_the_clone_knows_it(liger, tmp_path
     assert [s.label for s in by_time.sources] == labels
     by_code = detect_in_record_files(files, adapters=LigerAttribution(liger.path).adapters)
     assert [s.label for s in by_code.sources] == [labels[0], labels[3], labels[1], labels[2]]
-    assert [s.code_ref for s in by_code.sources] == [liger.shas["base"], liger.shas["base"][:10], liger.shas["op"],
-                                                     liger.shas["script"]]
+    assert [s.code_ref for s in by_code.sources] == [
+        liger.shas["base"],
+        liger.shas["base"][:10],
+        liger.shas["op"],
+        liger.shas["script"],
+    ]
 
 
 def test_cli_names_the_commits_and_a_missing_clone_is_a_note(liger, tmp_path, capsys):
@@ -269,10 +312,24 @@ def test_cli_names_the_commits_and_a_missing_clone_is_a_note(liger, tmp_path, ca
     out = tmp_path / "with-git"
     assert main(["regressions", "--records", *files, "--liger-git", str(liger.path), "--out", str(out)]) == 0
     saved = json.loads((out / "regressions.json").read_text())
-    assert saved["counts"]["byCause"] == {"liger_kernel": 3, "benchmark_script": 4, "environment": 2, "host": 0, "unknown": 0}
-    [op] = [g for g in saved["groups"] if g["suspects"]["commits"] and g["suspects"]["commits"][0]["subject"] == "rms_norm: slower op (#101)"]
+    assert saved["counts"]["byCause"] == {
+        "liger_kernel": 3,
+        "benchmark_script": 4,
+        "environment": 2,
+        "host": 0,
+        "unknown": 0,
+    }
+    [op] = [
+        g
+        for g in saved["groups"]
+        if g["suspects"]["commits"] and g["suspects"]["commits"][0]["subject"] == "rms_norm: slower op (#101)"
+    ]
     assert (op["cause"], op["changes"], op["before"]["codeRef"], op["after"]["codeRef"]) == (
-        "liger_kernel", 2, f"{liger.shas['base'][:12]}", liger.shas["op"])
+        "liger_kernel",
+        2,
+        f"{liger.shas['base'][:12]}",
+        liger.shas["op"],
+    )
     page = (out / "regressions.html").read_text()
     assert f'href="https://github.com/linkedin/Liger-Kernel/commit/{liger.shas["op"]}"' in page
     assert "7 slowdowns from 3 commits" in page
@@ -302,26 +359,45 @@ def test_a_sweep_names_its_release_and_its_changes_name_the_commits_between_tags
     manifests = []
     for j in range(8):
         tag = "v0.1.0" if j < 4 else "v0.2.0"
-        for kernel, provider, case in [("rms_norm", p, c) for p in ("liger", "torch") for c in "abcd"] \
-                + [("softmax_beta=True", p, c) for p in ("liger", "torch") for c in "ab"]:
-            revision = {"apiVersion": "kernelindex.dev/v1alpha1", "kind": "ImplementationRevision",
-                        "metadata": {"name": f"{kernel}-{provider}-{tag}"},
-                        "spec": {"projectRevision": {"repository": LIGER_REPOSITORY, "version": tag},
-                                 "callable": {"name": f"{kernel}/{provider}"}}}
-            value = 100_000.0 * (1.01 if j % 2 else 0.99) * (1.5 if (kernel, provider) == ("rms_norm", "liger")
-                                                              and case in "ab" and j >= 4 else 1.0)
-            measured = run(kernel, provider, case, START + timedelta(days=7 * j, minutes=len(manifests) % 50), value,
-                           version=tag[1:])
+        for kernel, provider, case in [("rms_norm", p, c) for p in ("liger", "torch") for c in "abcd"] + [
+            ("softmax_beta=True", p, c) for p in ("liger", "torch") for c in "ab"
+        ]:
+            revision = {
+                "apiVersion": "kernelindex.dev/v1alpha1",
+                "kind": "ImplementationRevision",
+                "metadata": {"name": f"{kernel}-{provider}-{tag}"},
+                "spec": {
+                    "projectRevision": {"repository": LIGER_REPOSITORY, "version": tag},
+                    "callable": {"name": f"{kernel}/{provider}"},
+                },
+            }
+            value = (
+                100_000.0
+                * (1.01 if j % 2 else 0.99)
+                * (1.5 if (kernel, provider) == ("rms_norm", "liger") and case in "ab" and j >= 4 else 1.0)
+            )
+            measured = run(
+                kernel,
+                provider,
+                case,
+                START + timedelta(days=7 * j, minutes=len(manifests) % 50),
+                value,
+                version=tag[1:],
+            )
             measured["spec"]["implementationDigest"] = digest_of(revision)
             manifests += [revision, measured]
     liger_attribution = LigerAttribution(liger.path)
     report = detect_regressions(manifests, adapters=liger_attribution.adapters)
     assert [s.code_ref for s in report.sources] == ["v0.1.0"] * 4 + ["v0.2.0"] * 4
     liger_attribution.attribute(report)
-    assert {(c.key.kernel, c.key.provider, c.trend.case_key) for c in report.changes} == {("rms_norm", "liger", "a"),
-                                                                                        ("rms_norm", "liger", "b")}
-    assert all(c.cause == attr.LIGER_KERNEL and [s.subject for s in c.causes[0].commits] == ["rms_norm: slower op (#101)"]
-               for c in report.changes)
+    assert {(c.key.kernel, c.key.provider, c.trend.case_key) for c in report.changes} == {
+        ("rms_norm", "liger", "a"),
+        ("rms_norm", "liger", "b"),
+    }
+    assert all(
+        c.cause == attr.LIGER_KERNEL and [s.subject for s in c.causes[0].commits] == ["rms_norm: slower op (#101)"]
+        for c in report.changes
+    )
 
 
 # ------------------------------------------------------------------------- the code in the records
@@ -357,10 +433,15 @@ def test_transform_labels_each_run_with_the_commit_its_ci_file_names(tmp_path):
     labelled_lines = (tmp_path / "labelled" / "records.jsonl").read_bytes().splitlines()
     plain_lines = (tmp_path / "plain" / "records.jsonl").read_bytes().splitlines()
     runs = [json.loads(line) for line in labelled_lines if b'"kind":"BenchmarkRun"' in line]
-    assert runs and all(r["metadata"]["labels"] == {CODE_REF_LABEL: "7644a0f", "liger_version": r["metadata"]["labels"]["liger_version"]}
-                        for r in runs)
+    assert runs and all(
+        r["metadata"]["labels"]
+        == {CODE_REF_LABEL: "7644a0f", "liger_version": r["metadata"]["labels"]["liger_version"]}
+        for r in runs
+    )
     assert all(canonical_bytes(json.loads(line)) == line for line in labelled_lines)
-    assert sorted(digest_of(json.loads(line)) for line in labelled_lines) == sorted(digest_of(json.loads(line)) for line in plain_lines)
+    assert sorted(digest_of(json.loads(line)) for line in labelled_lines) == sorted(
+        digest_of(json.loads(line)) for line in plain_lines
+    )
     assert not any(CODE_REF_LABEL.encode() in line for line in plain_lines)
     report = detect_regressions((json.loads(line) for line in labelled_lines), adapters=LigerAttribution(None).adapters)
     assert {s.code_ref for s in report.sources} == {"7644a0f"}
@@ -391,20 +472,32 @@ def test_ranking_follows_the_footprint_of_a_boundary(liger):
     from kernelindex_pipeline.reporting.changepoints import Split
     from kernelindex_pipeline.reporting.regressions import Change
 
-    sources = [SimpleNamespace(label=liger.shas["base"], observed_at="2025-01-06T00:00:00.000Z", versions={"0.1": 1}),
-               SimpleNamespace(label=liger.shas["op"], observed_at="2025-01-20T00:00:00.000Z", versions={"0.1": 1})]
+    sources = [
+        SimpleNamespace(label=liger.shas["base"], observed_at="2025-01-06T00:00:00.000Z", versions={"0.1": 1}),
+        SimpleNamespace(label=liger.shas["op"], observed_at="2025-01-20T00:00:00.000Z", versions={"0.1": 1}),
+    ]
     timeline = ToolchainTimeline({"torch": [("2.5.1", "2024-10-01T00:00:00Z"), ("2.6.0", "2025-01-10T00:00:00Z")]})
 
     def change(kernel: str, provider: str) -> Change:
-        key = SimpleNamespace(kernel=kernel, mode="forward", provider=provider, gpu="nvidia-h100-80gb-hbm3", metric="latency")
-        trend = SimpleNamespace(key=key, run_index=np.array([0, 0, 1, 1]), environments=["e"] * 4,
-                                sources=[s.label for s in sources for _ in (0, 1)], code_refs=[])
+        key = SimpleNamespace(
+            kernel=kernel, mode="forward", provider=provider, gpu="nvidia-h100-80gb-hbm3", metric="latency"
+        )
+        trend = SimpleNamespace(
+            key=key,
+            run_index=np.array([0, 0, 1, 1]),
+            environments=["e"] * 4,
+            sources=[s.label for s in sources for _ in (0, 1)],
+            code_refs=[],
+        )
         split = Split(index=2, start=0, stop=4, log_ratio=0.3, half_width=0.05, p_value=1e-6)
         return Change(trend, split, "unknown")
 
     kernels = ["rms_norm", "softmax_beta=True", "k3", "k4"]
-    wide = SimpleNamespace(sources=sources, changes=[change(k, "liger") for k in kernels],
-                           trends=[c.trend for c in [change(k, p) for k in kernels for p in ("liger", "torch")]])
+    wide = SimpleNamespace(
+        sources=sources,
+        changes=[change(k, "liger") for k in kernels],
+        trends=[c.trend for c in [change(k, p) for k in kernels for p in ("liger", "torch")]],
+    )
     LigerAttributor(LigerSourceHistory(liger.path), timeline).attribute(wide)
     [rms] = [c for c in wide.changes if c.key.kernel == "rms_norm"]
     assert [e.cause for e in rms.causes] == [attr.ENVIRONMENT, attr.LIGER_KERNEL]

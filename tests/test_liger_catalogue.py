@@ -27,10 +27,18 @@ def test_packaged_catalogue_loads_and_ignores_not_in_reference():
 @pytest.mark.parametrize(
     "text, env, value",
     [
-        ("x", {"x": 7}, 7), ("B * T", {"B": 8, "T": 1024}, 8192), ("hidden // q_heads", {"hidden": 4096, "q_heads": 32}, 128),
-        ("seq + 1", {"seq": 9}, 10), ("ffn * 2", {"ffn": 3}, 6), ("(a + b) * c", {"a": 1, "b": 2, "c": 3}, 9),
-        ("a + b * c", {"a": 1, "b": 2, "c": 3}, 7), ("a - b - c", {"a": 10, "b": 2, "c": 3}, 5),
-        ("7 // 2", {}, 3), ("7 % 3", {}, 1), ("-7 % 3", {}, -1), ("a*b//c%d", {"a": 5, "b": 6, "c": 4, "d": 4}, 3),
+        ("x", {"x": 7}, 7),
+        ("B * T", {"B": 8, "T": 1024}, 8192),
+        ("hidden // q_heads", {"hidden": 4096, "q_heads": 32}, 128),
+        ("seq + 1", {"seq": 9}, 10),
+        ("ffn * 2", {"ffn": 3}, 6),
+        ("(a + b) * c", {"a": 1, "b": 2, "c": 3}, 9),
+        ("a + b * c", {"a": 1, "b": 2, "c": 3}, 7),
+        ("a - b - c", {"a": 10, "b": 2, "c": 3}, 5),
+        ("7 // 2", {}, 3),
+        ("7 % 3", {}, 1),
+        ("-7 % 3", {}, -1),
+        ("a*b//c%d", {"a": 5, "b": 6, "c": 4, "d": 4}, 3),
         (12, {}, 12),
     ],
 )
@@ -38,7 +46,9 @@ def test_expressions(text, env, value):
     assert compile_expression(text).evaluate(env) == value
 
 
-@pytest.mark.parametrize("text", ["", "x +", "(x", "x)", "x ** 2", "__import__('os')", "x / 2", "x.y", "1 2", True, None])
+@pytest.mark.parametrize(
+    "text", ["", "x +", "(x", "x)", "x ** 2", "__import__('os')", "x / 2", "x.y", "1 2", True, None]
+)
 def test_bad_expressions_are_catalogue_errors(text):
     with pytest.raises(LigerCatalogueError):
         compile_expression(text)
@@ -58,16 +68,29 @@ def test_expression_names():
 @pytest.mark.parametrize(
     "check, config, ok",
     [
-        (Check("M", "int"), {"M": 4}, True), (Check("M", "int"), {"M": 4.0}, True), (Check("M", "int"), {"M": 4.5}, False),
-        (Check("M", "int"), {"M": 0}, False), (Check("M", "int"), {"M": True}, False), (Check("M", "int"), {"M": "4"}, False),
-        (Check("M", "int"), {}, False), (Check("e", "positive"), {"e": 1e-6}, True), (Check("e", "positive"), {"e": 0}, False),
-        (Check("e", "positive"), {"e": float("inf")}, False), (Check("n", "number"), {"n": -3}, True),
-        (Check("n", "number"), {"n": False}, False), (Check("n", "number"), {"n": None}, False),
-        (Check("d", "dtype"), {"d": "torch.float16"}, True), (Check("d", "dtype"), {"d": "torch.int8"}, False),
-        (Check("TP", "literal", 1), {"TP": 1.0}, True), (Check("TP", "literal", 1), {"TP": True}, False),
-        (Check("b", "literal", True), {"b": 1}, False), (Check("b", "literal", True), {"b": True}, True),
-        (Check("s", "literal", "silu"), {"s": "silu"}, True), (Check("s", "literal", "silu"), {"s": "SiLU"}, False),
-        (Check("z", "literal", None), {"z": None}, True), (Check("z", "literal", None), {}, False),
+        (Check("M", "int"), {"M": 4}, True),
+        (Check("M", "int"), {"M": 4.0}, True),
+        (Check("M", "int"), {"M": 4.5}, False),
+        (Check("M", "int"), {"M": 0}, False),
+        (Check("M", "int"), {"M": True}, False),
+        (Check("M", "int"), {"M": "4"}, False),
+        (Check("M", "int"), {}, False),
+        (Check("e", "positive"), {"e": 1e-6}, True),
+        (Check("e", "positive"), {"e": 0}, False),
+        (Check("e", "positive"), {"e": float("inf")}, False),
+        (Check("n", "number"), {"n": -3}, True),
+        (Check("n", "number"), {"n": False}, False),
+        (Check("n", "number"), {"n": None}, False),
+        (Check("d", "dtype"), {"d": "torch.float16"}, True),
+        (Check("d", "dtype"), {"d": "torch.int8"}, False),
+        (Check("TP", "literal", 1), {"TP": 1.0}, True),
+        (Check("TP", "literal", 1), {"TP": True}, False),
+        (Check("b", "literal", True), {"b": 1}, False),
+        (Check("b", "literal", True), {"b": True}, True),
+        (Check("s", "literal", "silu"), {"s": "silu"}, True),
+        (Check("s", "literal", "silu"), {"s": "SiLU"}, False),
+        (Check("z", "literal", None), {"z": None}, True),
+        (Check("z", "literal", None), {}, False),
         (Check("dim", "literal", -1), {"dim": -1.0}, True),
     ],
 )
@@ -101,12 +124,27 @@ not_in_reference: {hardware: {"X": {vendor: nvidia}}}
 @pytest.mark.parametrize(
     "rule, message",
     [
-        ('x_name: "N"\n        require: {"M": number}\n        axes: {rows: "M", hidden: "x"}\n        dtype: fp32', "int-checked"),
+        (
+            'x_name: "N"\n        require: {"M": number}\n        axes: {rows: "M", hidden: "x"}\n        dtype: fp32',
+            "int-checked",
+        ),
         ('x_name: "N"\n        require: {"M": int}\n        axes: {rows: "M"}\n        dtype: fp32', "does not bind"),
-        ('x_name: "N"\n        require: {"M": int}\n        axes: {rows: "M", hidden: "x"}\n        dtype: config.dtype', "dtype"),
-        ('x_name: "N"\n        require: {"M": int}\n        axes: {rows: "M", hidden: "x"}\n        dtype: fp32\n        where: "q == 1"', "not axes"),
-        ('x_name: "N"\n        require: {"M": int}\n        axes: {rows: "M", hidden: "x"}\n        dtype: fp32\n        scalars: {eps: "eps"}', "scalar"),
-        ('x_name: "N"\n        require: {"M": int}\n        axes: {rows: "M", hidden: "x"}\n        dtype: fp32\n        shape: 1', "unknown keys"),
+        (
+            'x_name: "N"\n        require: {"M": int}\n        axes: {rows: "M", hidden: "x"}\n        dtype: config.dtype',
+            "dtype",
+        ),
+        (
+            'x_name: "N"\n        require: {"M": int}\n        axes: {rows: "M", hidden: "x"}\n        dtype: fp32\n        where: "q == 1"',
+            "not axes",
+        ),
+        (
+            'x_name: "N"\n        require: {"M": int}\n        axes: {rows: "M", hidden: "x"}\n        dtype: fp32\n        scalars: {eps: "eps"}',
+            "scalar",
+        ),
+        (
+            'x_name: "N"\n        require: {"M": int}\n        axes: {rows: "M", hidden: "x"}\n        dtype: fp32\n        shape: 1',
+            "unknown keys",
+        ),
     ],
 )
 def test_malformed_rules_fail_at_load(tmp_path, rule, message):
@@ -135,6 +173,10 @@ def test_c_and_python_yaml_loaders_read_the_same_catalogue(monkeypatch):
     monkeypatch.setattr(module, "_SAFE_LOADER", yaml.SafeLoader)
     slow = load_catalogue()
     assert fast.providers == slow.providers and fast.hardware == slow.hardware and fast.projects == slow.projects
-    assert [(k.kernel, k.slug, k.title, k.inputs, k.outputs, [(r.checks, r.scalars) for r in k.rules]) for k in fast.kernels.values()] == [
-        (k.kernel, k.slug, k.title, k.inputs, k.outputs, [(r.checks, r.scalars) for r in k.rules]) for k in slow.kernels.values()
+    assert [
+        (k.kernel, k.slug, k.title, k.inputs, k.outputs, [(r.checks, r.scalars) for r in k.rules])
+        for k in fast.kernels.values()
+    ] == [
+        (k.kernel, k.slug, k.title, k.inputs, k.outputs, [(r.checks, r.scalars) for r in k.rules])
+        for k in slow.kernels.values()
     ]

@@ -43,7 +43,11 @@ def test_a_url_and_a_path_give_the_same_bytes(server):
 def test_bad_locators_are_named_and_redacted(server, tmp_path):
     with pytest.raises(ci.CiSourceError, match=r"HTTP 404") as missing:
         ci.fetch(f"http://user:hunter2@127.0.0.1:{server.rsplit(':', 1)[1]}/nope.csv?sig=abc")
-    assert "hunter2" not in str(missing.value) and "abc" not in str(missing.value) and "***@127.0.0.1" in str(missing.value)
+    assert (
+        "hunter2" not in str(missing.value)
+        and "abc" not in str(missing.value)
+        and "***@127.0.0.1" in str(missing.value)
+    )
     with pytest.raises(ci.CiSourceError, match="more than the 100-byte limit"):
         ci.fetch(f"{server}/7644a0f.csv", max_bytes=100)
     with pytest.raises(ci.CiSourceError, match="more than the 100-byte limit"):
@@ -71,7 +75,9 @@ def test_files_are_gathered_per_partition_in_file_order():
 def test_the_locator_list_keeps_each_locator_once(tmp_path):
     listing = tmp_path / "ci-files.txt"
     listing.write_text("# weekly runs\nhttps://example.com/a.csv\n\n")
-    added = ci.add_to_locator_list(listing, ["https://example.com/a.csv", str(FIXTURES / "7644a0f.csv"), str(FIXTURES / "7644a0f.csv")])
+    added = ci.add_to_locator_list(
+        listing, ["https://example.com/a.csv", str(FIXTURES / "7644a0f.csv"), str(FIXTURES / "7644a0f.csv")]
+    )
     assert added == [str((FIXTURES / "7644a0f.csv").resolve())]
     assert ci.read_locator_list(listing) == ["https://example.com/a.csv", str((FIXTURES / "7644a0f.csv").resolve())]
 
@@ -122,7 +128,9 @@ def hostile():
 
 def test_a_trickling_server_meets_the_whole_transfer_deadline(hostile):
     started = time.monotonic()
-    with pytest.raises(ci.CiSourceError, match=r"/trickle: the download did not finish within 1 s \(\d+ bytes received\)"):
+    with pytest.raises(
+        ci.CiSourceError, match=r"/trickle: the download did not finish within 1 s \(\d+ bytes received\)"
+    ):
         ci.fetch(f"{hostile}/trickle", deadline_s=1.0)
     assert time.monotonic() - started < ci.READ_TIMEOUT_S  # the deadline ended it, not a read timeout
     assert ci.DOWNLOAD_DEADLINE_S <= 600
@@ -167,11 +175,17 @@ def test_https_hops_may_not_reach_link_local_or_leave_for_a_private_host():
 @pytest.mark.parametrize(
     "locator, message",
     [
-        ("http://127.0.0.1:99999/x.csv", "http://127.0.0.1:99999/x.csv: not a well-formed URL (Port out of range 0-65535)"),
+        (
+            "http://127.0.0.1:99999/x.csv",
+            "http://127.0.0.1:99999/x.csv: not a well-formed URL (Port out of range 0-65535)",
+        ),
         ("http://[::1", "http://[::1: not a well-formed URL (Invalid IPv6 URL)"),
         ("/proc/self/pagemap", "/proc/self/pagemap: "),  # a file of the kernel's whose reads fail or never end
         ("/dev/zero", "/dev/zero: not a regular file"),
-        ("https://example.com/a.csv\nhttp://10.0.0.1/b.csv", "https://example.com/a.csv\\x0ahttp://10.0.0.1/b.csv: a locator may not hold a control character"),
+        (
+            "https://example.com/a.csv\nhttp://10.0.0.1/b.csv",
+            "https://example.com/a.csv\\x0ahttp://10.0.0.1/b.csv: a locator may not hold a control character",
+        ),
     ],
 )
 def test_bad_locators_are_one_line_naming_the_input(locator, message):

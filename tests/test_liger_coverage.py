@@ -18,7 +18,11 @@ from kernelindex_pipeline.records.schema import validate_manifest
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SLICE = FIXTURES / "liger-ci-slice.csv"
-REAL_CI_FILES = [SLICE, *sorted((FIXTURES / "liger-ci").glob("*.csv")), *sorted((FIXTURES / "liger-ci-report").glob("*.csv"))]
+REAL_CI_FILES = [
+    SLICE,
+    *sorted((FIXTURES / "liger-ci").glob("*.csv")),
+    *sorted((FIXTURES / "liger-ci-report").glob("*.csv")),
+]
 
 
 def test_every_row_format_of_liger_ci_binds_under_the_full_profile():
@@ -41,8 +45,14 @@ def test_on_real_rows_the_full_profile_keeps_every_reference_object():
         assert canonical_bytes(full.manifests[digest]) == canonical_bytes(manifest), manifest["metadata"]["name"]
 
 
-MODEL_ROW = row(kernel_name="cross_entropy", kernel_provider="liger", x_name="model_config", x_label="model configuration",
-                x_value="llama_3_8b", extra_benchmark_config_str=json.dumps({"bsz": 2, "seq_len": 1024}))
+MODEL_ROW = row(
+    kernel_name="cross_entropy",
+    kernel_provider="liger",
+    x_name="model_config",
+    x_label="model configuration",
+    x_value="llama_3_8b",
+    extra_benchmark_config_str=json.dumps({"bsz": 2, "seq_len": 1024}),
+)
 
 
 def test_model_config_row_takes_its_sizes_from_the_model_table():
@@ -58,14 +68,21 @@ def test_model_config_row_takes_its_sizes_from_the_model_table():
 
 
 def test_two_models_with_the_same_sizes_are_two_runs_on_one_case_digest():
-    rows = [row(kernel_name="rms_norm", x_name="model_config", x_value=model,
-                extra_benchmark_config_str=json.dumps({"bsz": 1, "seq_len": 512, "eps": 1e-6}))
-            for model in ("llama_2_7b", "llama_3_8b")]  # both hidden_size 4096
+    rows = [
+        row(
+            kernel_name="rms_norm",
+            x_name="model_config",
+            x_value=model,
+            extra_benchmark_config_str=json.dumps({"bsz": 1, "seq_len": 512, "eps": 1e-6}),
+        )
+        for model in ("llama_2_7b", "llama_3_8b")
+    ]  # both hidden_size 4096
     result = import_csv(csv_bytes(rows), profile="full")
     assert result.report.runs == 2 and result.report.duplicate_rows == 0
     assert len({r["spec"]["workloadDigest"] for r in result.runs()}) == 1
     assert sorted(result.names_by_digest[result.runs()[0]["spec"]["workloadDigest"]]) == [
-        "liger-rms-norm-hidden4096-rows512-bf16-llama-2-7b", "liger-rms-norm-hidden4096-rows512-bf16-llama-3-8b",
+        "liger-rms-norm-hidden4096-rows512-bf16-llama-2-7b",
+        "liger-rms-norm-hidden4096-rows512-bf16-llama-3-8b",
     ]
 
 
@@ -101,6 +118,9 @@ def test_a_model_rule_reading_a_field_the_model_lacks_does_not_match(tmp_path):
         "    - {x_name: model_config, category: model, require: {seq_len: int}, axes: {rows: seq_len, hidden: model_hidden_size}, dtype: model}\n"
     )
     catalogue = load_catalogue(profile="full", extensions_path=ext)
-    rows = [row(x_name="model_config", x_value=model, extra_benchmark_config_str=json.dumps({"seq_len": 16})) for model in ("moe", "dense")]
+    rows = [
+        row(x_name="model_config", x_value=model, extra_benchmark_config_str=json.dumps({"seq_len": 16}))
+        for model in ("moe", "dense")
+    ]
     result = import_csv(csv_bytes(rows), catalogue=catalogue)
     assert sorted(m["spec"]["axes"]["rows"] for m in result.iter_kind("WorkloadCase")) == [8, 16]

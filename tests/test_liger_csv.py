@@ -19,7 +19,7 @@ def fates(data: bytes):
 def test_plain_file_reads_every_column_as_text():
     header, rows = read_rows(csv_bytes([row(x_value=" 64 ", y_value_50="1e3")]))
     assert header.drift_warnings == []
-    (number, values, problem), = rows
+    ((number, values, problem),) = rows
     assert number == 1 and problem is None
     assert dict(zip(UPSTREAM_COLUMNS, values, strict=False)) == row(x_value=" 64 ", y_value_50="1e3")
 
@@ -67,7 +67,11 @@ def test_ragged_rows_are_issues_with_data_row_numbers(bad_line, fields):
         assert rows[0] == (1, "rms_norm", None) and rows[1][1] is None and len(rows) == 2
         return
     _, rows = fates(data)
-    assert rows == [(1, "rms_norm", None), (2, None, f"ragged row: {fields} fields, the header has 15"), (3, "rms_norm", None)]
+    assert rows == [
+        (1, "rms_norm", None),
+        (2, None, f"ragged row: {fields} fields, the header has 15"),
+        (3, "rms_norm", None),
+    ]
 
 
 def test_first_row_too_long_is_not_taken_as_an_index():
@@ -157,7 +161,11 @@ def test_a_header_line_longer_than_the_limit_is_refused(monkeypatch):
 def test_wide_data_rows_are_ragged_rows_not_columns():
     data = csv_bytes([BASE_ROW]) + b"," * 1000 + b"\n" + LINE.encode() + b"\n"
     _, rows = fates(data)
-    assert rows == [(1, "rms_norm", None), (2, None, "ragged row: 1001 fields, the header has 15"), (3, "rms_norm", None)]
+    assert rows == [
+        (1, "rms_norm", None),
+        (2, None, "ragged row: 1001 fields, the header has 15"),
+        (3, "rms_norm", None),
+    ]
 
 
 # --- issue 22 item 2: every data row bounded before pandas sees it ---------------------------------------
@@ -166,14 +174,21 @@ def test_rows_over_the_field_limit_are_issues_naming_them_and_pandas_never_sees_
     data = csv_bytes([BASE_ROW]) + b"\n".join([b"," * 400_000] * 3) + b"\n" + LINE.encode() + b"\n"
     _, rows = fates(data)
     too_wide = "row too wide: 400001 fields in 400001 bytes (at most 1024 fields and 1048576 bytes are read)"
-    assert rows == [(1, "rms_norm", None), (2, None, too_wide), (3, None, too_wide), (4, None, too_wide), (5, "rms_norm", None)]
+    assert rows == [
+        (1, "rms_norm", None),
+        (2, None, too_wide),
+        (3, None, too_wide),
+        (4, None, too_wide),
+        (5, "rms_norm", None),
+    ]
 
 
 def test_a_row_over_the_byte_limit_is_an_issue_even_inside_quotes_spanning_lines():
     huge = row(extra_benchmark_config_str='{"pad": "' + "x,\n" * 400_000 + '"}')  # 1.2 MB in one quoted field
     _, rows = fates(csv_bytes([BASE_ROW, huge, BASE_ROW]))
     assert [(n, problem) for n, _, problem in rows][1] == (
-        2, "row too wide: 15 fields in 1200133 bytes (at most 1024 fields and 1048576 bytes are read)"
+        2,
+        "row too wide: 15 fields in 1200133 bytes (at most 1024 fields and 1048576 bytes are read)",
     )
     assert [(n, first) for n, first, _ in rows] == [(1, "rms_norm"), (2, None), (3, "rms_norm")]
 
@@ -196,7 +211,9 @@ def test_a_row_is_never_held_past_the_limit(monkeypatch):
     data = csv_bytes([BASE_ROW]) + b"x" * 50_000 + b"\n" + LINE.encode() + b"\n"  # one 50 kB field
     _, rows = fates(data)
     assert [problem for _, _, problem in rows] == [
-        None, "row too wide: 1 fields in 50001 bytes (at most 1024 fields and 1000 bytes are read)", None,
+        None,
+        "row too wide: 1 fields in 50001 bytes (at most 1024 fields and 1000 bytes are read)",
+        None,
     ]
     assert max(held) < 1000
     assert list(real(io.BytesIO(b'a,"b\nc",d\n\ne,f'))) == [b'a,"b\nc",d\n', b"\n", b"e,f"]
@@ -218,7 +235,10 @@ def test_a_long_field_and_a_ragged_row_are_each_handled_in_one_file():
     data = csv_bytes([long_field, BASE_ROW]) + b"a,b,c\n" + LINE.encode() + b"\n"
     header, rows = read_rows(data)
     assert [(n, problem) for n, _, problem in rows] == [
-        (1, None), (2, None), (3, "ragged row: 3 fields, the header has 15"), (4, None),
+        (1, None),
+        (2, None),
+        (3, "ragged row: 3 fields, the header has 15"),
+        (4, None),
     ]
     assert len(rows[0][1][UPSTREAM_COLUMNS.index("extra_benchmark_config_str")]) > 200_000
 

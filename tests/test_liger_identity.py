@@ -13,7 +13,11 @@ from kernelindex_pipeline.liger import identity, import_csv
 
 @pytest.mark.parametrize(
     "axes, dtype",
-    [((("rows", 2048), ("hidden", 4096)), "bf16"), ((("q_heads", 32), ("kv_heads", 8), ("seq", 1)), "fp32"), ((("x", 0),), "fp16")],
+    [
+        ((("rows", 2048), ("hidden", 4096)), "bf16"),
+        ((("q_heads", 32), ("kv_heads", 8), ("seq", 1)), "fp32"),
+        ((("x", 0),), "fp16"),
+    ],
 )
 def test_case_key_round_trip(axes, dtype):
     key = identity.case_key(axes, dtype)
@@ -21,15 +25,24 @@ def test_case_key_round_trip(axes, dtype):
     assert key == identity.case_key(dict(axes), dtype)  # sorted by axis name either way
 
 
-@pytest.mark.parametrize("text", ["", "bf16", "rows2048", "rows-bf16", "2048-bf16", "rows2048-int8", "rows2048-hidden-bf16"])
+@pytest.mark.parametrize(
+    "text", ["", "bf16", "rows2048", "rows-bf16", "2048-bf16", "rows2048-int8", "rows2048-hidden-bf16"]
+)
 def test_not_a_case_key(text):
     assert identity.parse_case_key(text) is None
 
 
 @pytest.mark.parametrize("memory", [False, True])
 def test_external_id_and_benchmark_round_trip(memory):
-    ident = identity.RunIdentity("dyt_beta=True", "no-grad-forward", "liger-fp32-accum", "nvidia-h100-nvl",
-                                 "hidden4096-rows8-bf16", "2025-01-02-03-04-05", memory=memory)
+    ident = identity.RunIdentity(
+        "dyt_beta=True",
+        "no-grad-forward",
+        "liger-fp32-accum",
+        "nvidia-h100-nvl",
+        "hidden4096-rows8-bf16",
+        "2025-01-02-03-04-05",
+        memory=memory,
+    )
     assert identity.parse_external_id(ident.external_id) == ident
     assert identity.parse_benchmark(ident.benchmark) == (ident.kernel, ident.mode, memory)
     assert ident.metric == ("peak_memory" if memory else "latency")
@@ -55,8 +68,14 @@ def test_protocol_name_round_trip(mode, memory):
 
 
 def test_the_normalizer_writes_these_formats():
-    rows = [row(), row(metric_name="memory", kernel_operation_mode="full", extra_benchmark_config_str=json.dumps(
-        {"M": 2048, "dtype": "torch.bfloat16", "eps": 1e-6}))]
+    rows = [
+        row(),
+        row(
+            metric_name="memory",
+            kernel_operation_mode="full",
+            extra_benchmark_config_str=json.dumps({"M": 2048, "dtype": "torch.bfloat16", "eps": 1e-6}),
+        ),
+    ]
     result = import_csv(csv_bytes(rows), profile="full")
     seen = set()
     for run in result.runs():

@@ -24,10 +24,27 @@ from kernelindex_pipeline.liger.jsnumber import (
 @pytest.mark.parametrize(
     "text, expected",
     [
-        ("", 0.0), ("   ", 0.0), (" 64 ", 64.0), ("\t64\n", 64.0), ("\u00a064\ufeff", 64.0),
-        ("1e3", 1000.0), ("1E3", 1000.0), ("0x40", 64.0), ("0X40", 64.0), ("0o17", 15.0), ("0b101", 5.0),
-        ("Infinity", math.inf), ("-Infinity", -math.inf), ("+Infinity", math.inf), ("1.", 1.0), (".5", 0.5),
-        ("-0", -0.0), ("+5", 5.0), ("1e400", math.inf), ("0.1", 0.1), ("007", 7.0),
+        ("", 0.0),
+        ("   ", 0.0),
+        (" 64 ", 64.0),
+        ("\t64\n", 64.0),
+        ("\u00a064\ufeff", 64.0),
+        ("1e3", 1000.0),
+        ("1E3", 1000.0),
+        ("0x40", 64.0),
+        ("0X40", 64.0),
+        ("0o17", 15.0),
+        ("0b101", 5.0),
+        ("Infinity", math.inf),
+        ("-Infinity", -math.inf),
+        ("+Infinity", math.inf),
+        ("1.", 1.0),
+        (".5", 0.5),
+        ("-0", -0.0),
+        ("+5", 5.0),
+        ("1e400", math.inf),
+        ("0.1", 0.1),
+        ("007", 7.0),
     ],
 )
 def test_number_known_answers(text, expected):
@@ -35,7 +52,8 @@ def test_number_known_answers(text, expected):
 
 
 @pytest.mark.parametrize(
-    "text", ["inf", "nan", "NaN", "infinity", "1_000", "0x", "-0x40", "1e", "e5", ".", "1.5.2", "١٢", "1 2", "0x1.8", "\x1c5"]
+    "text",
+    ["inf", "nan", "NaN", "infinity", "1_000", "0x", "-0x40", "1e", "e5", ".", "1.5.2", "١٢", "1 2", "0x1.8", "\x1c5"],
 )
 def test_number_nan(text):
     assert math.isnan(js_number(text))
@@ -65,7 +83,19 @@ def test_json_parse_is_javascript_json():
     assert js_json_parse("1e400") == math.inf
     assert js_json_parse("null") is None
     assert js_json_parse('{"a": 1, "a": 2}') == {"a": 2}
-    for bad in ["NaN", "Infinity", "-Infinity", '{"a": NaN}', "", "{'a': 1}", "{a: 1}", "[1,]", "\ufeff{}", "1 2", '"\x01"']:
+    for bad in [
+        "NaN",
+        "Infinity",
+        "-Infinity",
+        '{"a": NaN}',
+        "",
+        "{'a': 1}",
+        "{a: 1}",
+        "[1,]",
+        "\ufeff{}",
+        "1 2",
+        '"\x01"',
+    ]:
         with pytest.raises(JSParseError):
             js_json_parse(bad)
     assert js_json_parse("1" * 5000) == math.inf  # no Python int-size error
@@ -85,10 +115,21 @@ def test_whole():
 @pytest.mark.parametrize(
     "value, text",
     [
-        (1e-6, "0.000001"), (1e-7, "1e-7"), (1e21, "1e+21"), (1e20, "100000000000000000000"), (-0.0, "0"),
-        (2.0, "2"), (1.5e-7, "1.5e-7"), (123456789012345680000.0, "123456789012345680000"), (5e-324, "5e-324"),
-        (1.7976931348623157e308, "1.7976931348623157e+308"), (0.1, "0.1"), (9007199254740991, "9007199254740991"),
-        (2**60, "1152921504606847000"), (1e16, "10000000000000000"), (-1.25e-5, "-0.0000125"),
+        (1e-6, "0.000001"),
+        (1e-7, "1e-7"),
+        (1e21, "1e+21"),
+        (1e20, "100000000000000000000"),
+        (-0.0, "0"),
+        (2.0, "2"),
+        (1.5e-7, "1.5e-7"),
+        (123456789012345680000.0, "123456789012345680000"),
+        (5e-324, "5e-324"),
+        (1.7976931348623157e308, "1.7976931348623157e+308"),
+        (0.1, "0.1"),
+        (9007199254740991, "9007199254740991"),
+        (2**60, "1152921504606847000"),
+        (1e16, "10000000000000000"),
+        (-1.25e-5, "-0.0000125"),
     ],
 )
 def test_number_text_known_answers(value, text):

@@ -48,13 +48,19 @@ def test_one_row_makes_seven_kinds_with_names_and_titles():
         "title": "RMSNorm · liger · forward",
         "labels": {"liger_version": "0.5.0"},
     }
-    assert run["spec"]["sourceNative"]["externalId"] == "rms_norm/forward/liger/nvidia-h100-80gb-hbm3/hidden1024-rows2048-bf16/2025-01-02-03-04-05"
+    assert (
+        run["spec"]["sourceNative"]["externalId"]
+        == "rms_norm/forward/liger/nvidia-h100-80gb-hbm3/hidden1024-rows2048-bf16/2025-01-02-03-04-05"
+    )
     assert run["spec"]["observedAt"] == "2025-01-02T03:04:05.000Z"
     assert run["spec"]["timing"]["latencyNs"]["median"] == 125000
     assert [m["value"] for m in run["spec"]["measurements"]] == [120000, 130000]
     case = next(result.iter_kind("WorkloadCase"))
     assert case["metadata"]["title"] == "RMSNorm · rows=2048, hidden=1024 · bf16"
-    assert case["spec"]["tensors"] == {"x": {"shape": [2048, 1024], "dtype": "bf16"}, "weight": {"shape": [1024], "dtype": "bf16"}}
+    assert case["spec"]["tensors"] == {
+        "x": {"shape": [2048, 1024], "dtype": "bf16"},
+        "weight": {"shape": [1024], "dtype": "bf16"},
+    }
     assert case["spec"]["scalars"] == {"eps": {"dtype": "fp32", "value": 1e-6}}
     assert b'"value":0.000001' in canonical_bytes(case)
 
@@ -73,7 +79,9 @@ def test_one_row_makes_seven_kinds_with_names_and_titles():
 def test_skip_order(changes, counter, key):
     report = run_import([row(**changes)]).report.to_dict()
     assert report["runs"] == 0
-    assert (report["skipped"][counter] if key is None else report["skipped"][counter]) == (1 if key is None else {key: 1})
+    assert (report["skipped"][counter] if key is None else report["skipped"][counter]) == (
+        1 if key is None else {key: 1}
+    )
 
 
 def test_operation_spec_exists_once_a_row_binds_even_if_its_gpu_is_unknown():
@@ -95,9 +103,19 @@ def test_bad_x_values_are_unknown_config(x_value):
 
 @pytest.mark.parametrize(
     "config",
-    ["null", "[1, 2]", '"text"', "3", "", '{"M": NaN, "dtype": "torch.bfloat16", "eps": 1e-6}', "{'M': 1}",
-     '{"M": 2048, "dtype": "torch.int8", "eps": 1e-6}', '{"M": 2048, "dtype": "torch.bfloat16"}',
-     '{"M": true, "dtype": "torch.bfloat16", "eps": 1e-6}', '{"M": 2048.5, "dtype": "torch.bfloat16", "eps": 1e-6}'],
+    [
+        "null",
+        "[1, 2]",
+        '"text"',
+        "3",
+        "",
+        '{"M": NaN, "dtype": "torch.bfloat16", "eps": 1e-6}',
+        "{'M': 1}",
+        '{"M": 2048, "dtype": "torch.int8", "eps": 1e-6}',
+        '{"M": 2048, "dtype": "torch.bfloat16"}',
+        '{"M": true, "dtype": "torch.bfloat16", "eps": 1e-6}',
+        '{"M": 2048.5, "dtype": "torch.bfloat16", "eps": 1e-6}',
+    ],
 )
 def test_configs_that_do_not_bind(config):
     assert run_import([row(extra_benchmark_config_str=config)]).report.unknown_config == {"rms_norm": 1}
@@ -112,12 +130,20 @@ def test_whole_float_config_values_are_integers():
 def test_where_failure_tries_the_next_rule_then_gives_up():
     base = {"num_q_heads": 32, "num_kv_heads": 8, "dtype": "torch.float16", "hidden_size": 4096, "seq_len": 2048}
     ok = row(kernel_name="rope", x_name="T", x_value="512", extra_benchmark_config_str=json.dumps(base))
-    bad = row(kernel_name="rope", x_name="T", x_value="512", extra_benchmark_config_str=json.dumps({**base, "hidden_size": 4095}))
+    bad = row(
+        kernel_name="rope",
+        x_name="T",
+        x_value="512",
+        extra_benchmark_config_str=json.dumps({**base, "hidden_size": 4095}),
+    )
     other = row(kernel_name="rope", x_name="Q", x_value="7", extra_benchmark_config_str=json.dumps(base))
     result = run_import([ok, bad, other])
     assert result.report.unknown_config == {"rope": 1}
     cases = {m["metadata"]["name"]: m for m in result.iter_kind("WorkloadCase")}
-    assert set(cases) == {"liger-rope-hidden4096-kv-heads8-q-heads32-seq512-fp16", "liger-rope-hidden4096-kv-heads8-q-heads32-seq2048-fp16"}
+    assert set(cases) == {
+        "liger-rope-hidden4096-kv-heads8-q-heads32-seq512-fp16",
+        "liger-rope-hidden4096-kv-heads8-q-heads32-seq2048-fp16",
+    }
     q = cases["liger-rope-hidden4096-kv-heads8-q-heads32-seq512-fp16"]["spec"]["tensors"]["q"]
     assert q == {"shape": [1, 32, 512, 128], "dtype": "fp16"}  # derived head_dim = hidden // q_heads
 
@@ -125,9 +151,24 @@ def test_where_failure_tries_the_next_rule_then_gives_up():
 def test_literal_checks_are_type_strict_in_rows():
     cfg = {"S": 2048, "B": 4, "TP": 1}
     rows = [
-        row(kernel_name="megatron_cross_entropy", x_name="V", x_value="131072", extra_benchmark_config_str=json.dumps(cfg)),
-        row(kernel_name="megatron_cross_entropy", x_name="V", x_value="65536", extra_benchmark_config_str=json.dumps({**cfg, "TP": 1.0})),
-        row(kernel_name="megatron_cross_entropy", x_name="V", x_value="32768", extra_benchmark_config_str=json.dumps({**cfg, "TP": True})),
+        row(
+            kernel_name="megatron_cross_entropy",
+            x_name="V",
+            x_value="131072",
+            extra_benchmark_config_str=json.dumps(cfg),
+        ),
+        row(
+            kernel_name="megatron_cross_entropy",
+            x_name="V",
+            x_value="65536",
+            extra_benchmark_config_str=json.dumps({**cfg, "TP": 1.0}),
+        ),
+        row(
+            kernel_name="megatron_cross_entropy",
+            x_name="V",
+            x_value="32768",
+            extra_benchmark_config_str=json.dumps({**cfg, "TP": True}),
+        ),
     ]
     report = run_import(rows).report
     assert report.runs == 2 and report.unknown_config == {"megatron_cross_entropy": 1}
@@ -163,7 +204,18 @@ def test_bad_median_is_an_issue_after_the_case_exists(median):
     assert "WorkloadCase" in kinds(result) and "BenchmarkRun" not in kinds(result)
 
 
-@pytest.mark.parametrize("ts", ["\u0662\u0660\u0662\u0665-01-01 00:00:00", "2025-01-01 00:00:00\n", "2025-02-29 00:00:00", "2025-13-01 00:00:00", "2025-01-01T00:00:00", "yesterday", "2025-01-01 24:00:00"])
+@pytest.mark.parametrize(
+    "ts",
+    [
+        "\u0662\u0660\u0662\u0665-01-01 00:00:00",
+        "2025-01-01 00:00:00\n",
+        "2025-02-29 00:00:00",
+        "2025-13-01 00:00:00",
+        "2025-01-01T00:00:00",
+        "yesterday",
+        "2025-01-01 24:00:00",
+    ],
+)
 def test_bad_timestamp_is_an_issue(ts):
     result = run_import([row(timestamp=ts)])
     assert len(result.report.issues) == 1 and "timestamp" in result.report.issues[0].problem
@@ -183,8 +235,14 @@ def test_duplicates_first_wins():
 
 def test_names_are_cut_at_100_characters():
     cfg = {"T": 1024, "V": 128256, "importance_sampling_level": "sequence", "dtype": "torch.bfloat16"}
-    r = row(kernel_name="fused_linear_grpo_loss_sequence", kernel_provider="torch", x_name="B", x_value="8",
-            extra_benchmark_config_str=json.dumps(cfg), gpu_name="NVIDIA A100-SXM4-80GB")
+    r = row(
+        kernel_name="fused_linear_grpo_loss_sequence",
+        kernel_provider="torch",
+        x_name="B",
+        x_value="8",
+        extra_benchmark_config_str=json.dumps(cfg),
+        gpu_name="NVIDIA A100-SXM4-80GB",
+    )
     (run,) = run_import([r]).runs()
     assert len(run["metadata"]["name"]) == 100
     assert run["metadata"]["name"].endswith("-vocab128256")
@@ -192,10 +250,18 @@ def test_names_are_cut_at_100_characters():
 
 def test_identical_specs_share_one_digest_and_both_names_are_reported():
     cfg = {"T": 1024, "V": 128256, "dtype": "torch.bfloat16"}
-    seq = row(kernel_name="fused_linear_grpo_loss_sequence", x_name="B", x_value="8",
-              extra_benchmark_config_str=json.dumps({**cfg, "importance_sampling_level": "sequence"}))
-    tok = row(kernel_name="fused_linear_grpo_loss_token", x_name="B", x_value="8",
-              extra_benchmark_config_str=json.dumps({**cfg, "importance_sampling_level": "token"}))
+    seq = row(
+        kernel_name="fused_linear_grpo_loss_sequence",
+        x_name="B",
+        x_value="8",
+        extra_benchmark_config_str=json.dumps({**cfg, "importance_sampling_level": "sequence"}),
+    )
+    tok = row(
+        kernel_name="fused_linear_grpo_loss_token",
+        x_name="B",
+        x_value="8",
+        extra_benchmark_config_str=json.dumps({**cfg, "importance_sampling_level": "token"}),
+    )
     result = run_import([seq, tok])
     report = result.report.to_dict()
     assert report["records"]["OperationSpec"] == 1 and report["objectsByName"]["OperationSpec"] == 2
@@ -203,7 +269,10 @@ def test_identical_specs_share_one_digest_and_both_names_are_reported():
     assert sorted(map(sorted, report["sharedDigests"].values())) == [
         ["liger-bench-fused-linear-grpo-loss-sequence-liger", "liger-bench-fused-linear-grpo-loss-token-liger"],
         ["liger-grpo-loss-sequence", "liger-grpo-loss-token"],
-        ["liger-grpo-loss-sequence-batch8-seq1024-vocab128256-bf16", "liger-grpo-loss-token-batch8-seq1024-vocab128256-bf16"],
+        [
+            "liger-grpo-loss-sequence-batch8-seq1024-vocab128256-bf16",
+            "liger-grpo-loss-token-batch8-seq1024-vocab128256-bf16",
+        ],
     ]
     assert report["runs"] == 2
 
@@ -218,7 +287,12 @@ def test_unsafe_values_are_issues_not_invalid_records():
     kto = {"T": 512, "H": 4096, "V": 128256, "dtype": "torch.bfloat16", "bias": True, "beta": 1e400}
     rows = [
         row(x_value="1e300"),
-        row(kernel_name="kto_loss", x_name="B", x_value="2", extra_benchmark_config_str=json.dumps(kto).replace("Infinity", "1e400")),
+        row(
+            kernel_name="kto_loss",
+            x_name="B",
+            x_value="2",
+            extra_benchmark_config_str=json.dumps(kto).replace("Infinity", "1e400"),
+        ),
         row(y_value_50="1e300"),
         row(y_value_20="1e303", timestamp="2025-01-02 03:04:07"),
     ]
@@ -244,17 +318,30 @@ def test_a_case_title_beyond_200_characters_is_an_issue(tmp_path):
 def test_measured_context_gives_its_own_environment_and_evidence():
     logs = {"uri": "s3://bucket/logs/rms_norm.txt", "digest": "sha256:" + "ab" * 32}
     measured = MeasuredContext(
-        software={"cudaToolkit": "12.4", "framework": {"name": "torch", "version": "2.5.1"}, "libraries": {"triton": "3.1.0"}},
+        software={
+            "cudaToolkit": "12.4",
+            "framework": {"name": "torch", "version": "2.5.1"},
+            "libraries": {"triton": "3.1.0"},
+        },
         settings={"persistenceMode": True},
         logs_by_kernel={"rms_norm": logs},
     )
     history = run_import([BASE_ROW])
-    ours = run_import([BASE_ROW, row(kernel_name="softmax", extra_benchmark_config_str=json.dumps({"M": 4, "dtype": "torch.float32"}))], measured=measured)
+    ours = run_import(
+        [
+            BASE_ROW,
+            row(kernel_name="softmax", extra_benchmark_config_str=json.dumps({"M": 4, "dtype": "torch.float32"})),
+        ],
+        measured=measured,
+    )
     (env,) = ours.iter_kind("ExecutionEnvironment")
     (history_env,) = history.iter_kind("ExecutionEnvironment")
     assert env["spec"]["software"]["cudaToolkit"] == "12.4" and env["spec"]["settings"] == {"persistenceMode": True}
     assert digest_of(env) != digest_of(history_env)
-    assert env["metadata"]["name"].startswith("liger-bench-nvidia-h100-80gb-hbm3-") and env["metadata"]["name"] != history_env["metadata"]["name"]
+    assert (
+        env["metadata"]["name"].startswith("liger-bench-nvidia-h100-80gb-hbm3-")
+        and env["metadata"]["name"] != history_env["metadata"]["name"]
+    )
     runs = {r["spec"]["sourceNative"]["benchmark"]: r for r in ours.runs()}
     assert runs["rms_norm/forward"]["spec"]["evidence"] == {"logs": logs}
     assert "evidence" not in runs["softmax/forward"]["spec"]
@@ -299,13 +386,17 @@ def test_bounded_caches_do_not_change_results(monkeypatch):
     monkeypatch.setattr(normalize, "_CACHE_LIMIT", 2)
     small = run_import(rows)
     assert small.report.to_dict() == full.report.to_dict()
-    assert {d: canonical_bytes(m) for d, m in small.manifests.items()} == {d: canonical_bytes(m) for d, m in full.manifests.items()}
+    assert {d: canonical_bytes(m) for d, m in small.manifests.items()} == {
+        d: canonical_bytes(m) for d, m in full.manifests.items()
+    }
 
 
 # ---------------------------------------------------------------- issue 11: bad data that was accepted (items 18-20)
 
 
-@pytest.mark.parametrize("invalid", [{"timestamp": "2025-01-02 03:04:05 "}, {"y_value_50": "nan"}, {"y_value_50": "0.0000001"}])
+@pytest.mark.parametrize(
+    "invalid", [{"timestamp": "2025-01-02 03:04:05 "}, {"y_value_50": "nan"}, {"y_value_50": "0.0000001"}]
+)
 def test_run_identity_is_decided_on_valid_rows_only(invalid):
     # The invalid copy shares the valid row's externalId (or would, but for its bad cell): either order
     # gives the valid row's run and one issue, never a "duplicate".
@@ -338,15 +429,22 @@ def test_a_repeated_header_and_an_empty_row_are_issues(profile):
     empty = {c: "" for c in BASE_ROW}
     report = run_import([BASE_ROW, header, empty], profile=profile).report
     assert [(i.row, i.problem) for i in report.issues] == [
-        (2, "a repeated header line, not a data row"), (3, "an empty row (every cell is empty)"),
+        (2, "a repeated header line, not a data row"),
+        (3, "an empty row (every cell is empty)"),
     ]
     assert report.memory_rows == 0 and not report.unknown_metric and report.runs == 1
 
 
 @pytest.mark.parametrize(
     ("p20", "p50", "p80"),
-    [("-1", "0.125", "0.13"), ("0.13", "0.125", "0.12"), ("0.12", "5", "0.13"), ("0.12", "0.125", "-1"),
-     ("0", "0.125", "0.13"), ("0.0000001", "0.125", "0.13")],
+    [
+        ("-1", "0.125", "0.13"),
+        ("0.13", "0.125", "0.12"),
+        ("0.12", "5", "0.13"),
+        ("0.12", "0.125", "-1"),
+        ("0", "0.125", "0.13"),
+        ("0.0000001", "0.125", "0.13"),
+    ],
     ids=["negative-p20", "p20-above-p80", "median-above-p80", "negative-p80", "zero-p20", "p20-rounds-to-0"],
 )
 def test_a_band_that_is_not_ordered_is_dropped_with_a_warning(p20, p50, p80):

@@ -14,15 +14,17 @@ from kernelindex_pipeline.liger import InvalidRecord, MeasuredContext, import_cs
 def many_rows(n: int) -> bytes:
     rows = []
     for i in range(n):
-        rows.append(row(
-            x_value=str(256 * (1 + i % 7)),
-            kernel_provider=["liger", "torch", "huggingface"][i % 3],
-            kernel_operation_mode=["forward", "backward", "full"][i % 3],
-            timestamp=f"2025-03-{1 + i % 28:02d} 12:{i // 60 % 60:02d}:{i % 60:02d}",
-            y_value_50=f"{0.1 + i / 1000:.6f}",
-            y_value_20="nan" if i % 11 == 0 else "0.09",
-            metric_name="memory" if i % 13 == 0 else "speed",
-        ))
+        rows.append(
+            row(
+                x_value=str(256 * (1 + i % 7)),
+                kernel_provider=["liger", "torch", "huggingface"][i % 3],
+                kernel_operation_mode=["forward", "backward", "full"][i % 3],
+                timestamp=f"2025-03-{1 + i % 28:02d} 12:{i // 60 % 60:02d}:{i % 60:02d}",
+                y_value_50=f"{0.1 + i / 1000:.6f}",
+                y_value_20="nan" if i % 11 == 0 else "0.09",
+                metric_name="memory" if i % 13 == 0 else "speed",
+            )
+        )
     rows.append(rows[n // 2])  # a duplicate
     return csv_bytes(rows)
 
@@ -53,7 +55,9 @@ def test_streamed_manifest_is_parsed_from_the_line():
 
 
 def test_invalid_run_from_a_worker_is_an_error_naming_record_and_field():
-    measured = MeasuredContext(software={}, logs_by_kernel={"rms_norm": {"uri": "not a uri", "digest": "sha256:" + "0" * 64}})
+    measured = MeasuredContext(
+        software={}, logs_by_kernel={"rms_norm": {"uri": "not a uri", "digest": "sha256:" + "0" * 64}}
+    )
     with pytest.raises(InvalidRecord, match=r"BenchmarkRun/liger-rms-norm-.*: spec\.evidence\.logs\.uri"):
         import_csv(many_rows(5), measured=measured, on_run=lambda r: None, workers=2)
 

@@ -18,8 +18,14 @@ from kernelindex_pipeline.liger.report import CoverageTable
 from kernelindex_pipeline.records.canonical import canonical_bytes, digest_of
 from kernelindex_pipeline.records.schema import validate_manifest
 
-MEMORY_ROW = row(metric_name="memory", metric_unit="MB", kernel_operation_mode="full",
-                 y_value_50="1234.5", y_value_20="1234.25", y_value_80="1300.125")
+MEMORY_ROW = row(
+    metric_name="memory",
+    metric_unit="MB",
+    kernel_operation_mode="full",
+    y_value_50="1234.5",
+    y_value_20="1234.25",
+    y_value_80="1300.125",
+)
 
 
 def imported(rows, profile, **kwargs):
@@ -38,7 +44,12 @@ def reference_rows():
         row(kernel_provider="huggingface", timestamp="2025-01-02 03:04:06"),
         row(kernel_operation_mode="backward", x_value="2048"),
         row(kernel_name="layer_norm", x_name="N", gpu_name="NVIDIA B200"),
-        row(kernel_name="cross_entropy", x_name="V", x_value="32000", extra_benchmark_config_str=json.dumps({"B": 8, "T": 2048})),
+        row(
+            kernel_name="cross_entropy",
+            x_name="V",
+            x_value="32000",
+            extra_benchmark_config_str=json.dumps({"B": 8, "T": 2048}),
+        ),
     ]
     skipped = [
         MEMORY_ROW,
@@ -102,8 +113,17 @@ def test_memory_row_becomes_a_peak_memory_run_on_the_speed_rows_objects():
 
 def test_memory_run_lines_equal_generic_canonical_json():
     lines = []
-    rows = [MEMORY_ROW, row(metric_name="memory", kernel_operation_mode="full", y_value_50="0.5", y_value_20="nan",
-                            y_value_80="", timestamp="2025-01-02 03:04:09")]
+    rows = [
+        MEMORY_ROW,
+        row(
+            metric_name="memory",
+            kernel_operation_mode="full",
+            y_value_50="0.5",
+            y_value_20="nan",
+            y_value_80="",
+            timestamp="2025-01-02 03:04:09",
+        ),
+    ]
     import_csv(csv_bytes(rows), on_run=lines.append, profile="full")
     assert len(lines) == 2
     for run in lines:
@@ -116,8 +136,10 @@ def test_memory_run_lines_equal_generic_canonical_json():
 
 
 def test_memory_runs_are_built_the_same_in_worker_processes():
-    rows = [row(metric_name="memory", kernel_operation_mode="full", x_value=str(1024 + i), y_value_50=f"{i + 1}.25")
-            for i in range(30)]
+    rows = [
+        row(metric_name="memory", kernel_operation_mode="full", x_value=str(1024 + i), y_value_50=f"{i + 1}.25")
+        for i in range(30)
+    ]
     streamed, parallel = [], []
     import_csv(csv_bytes(rows), on_run=streamed.append, workers=0)
     import_csv(csv_bytes(rows), on_run=parallel.append, workers=2)
@@ -150,12 +172,17 @@ def test_no_grad_forward_has_its_own_protocol():
 
 def test_ab_rows_get_their_own_implementation_and_never_the_release_one():
     config = json.dumps({"M": 2048, "dtype": "torch.bfloat16", "eps": 1e-6, "base_sha": "23ba106", "pr_sha": "639139b"})
-    rows = [row(), row(kernel_provider="liger-base", extra_benchmark_config_str=config),
-            row(kernel_provider="liger-pr", extra_benchmark_config_str=config)]
+    rows = [
+        row(),
+        row(kernel_provider="liger-base", extra_benchmark_config_str=config),
+        row(kernel_provider="liger-pr", extra_benchmark_config_str=config),
+    ]
     result = imported(rows, "full")
     implementations = {m["metadata"]["name"]: m for m in result.iter_kind("ImplementationRevision")}
     assert set(implementations) == {
-        "liger-bench-rms-norm-liger", "liger-bench-rms-norm-liger-base-23ba106", "liger-bench-rms-norm-liger-pr-639139b",
+        "liger-bench-rms-norm-liger",
+        "liger-bench-rms-norm-liger-base-23ba106",
+        "liger-bench-rms-norm-liger-pr-639139b",
     }
     assert implementations["liger-bench-rms-norm-liger-pr-639139b"]["metadata"]["labels"] == {"ab_revision": "639139b"}
     assert len({r["spec"]["implementationDigest"] for r in result.runs()}) == 3
@@ -178,7 +205,9 @@ def test_coverage_table_merges_reports_and_their_json():
 
 def test_extensions_may_not_change_a_reference_fact(tmp_path):
     ext = tmp_path / "ext.yaml"
-    ext.write_text("providers:\n  liger: {project: liger-kernel, title: X, language: triton, license: {declared: MIT}}\n")
+    ext.write_text(
+        "providers:\n  liger: {project: liger-kernel, title: X, language: triton, license: {declared: MIT}}\n"
+    )
     with pytest.raises(LigerCatalogueError, match="already in the reference"):
         load_catalogue(profile="full", extensions_path=ext)
     ext.write_text("rules:\n  no_such_kernel: []\n")
@@ -190,11 +219,17 @@ def test_extensions_may_not_change_a_reference_fact(tmp_path):
 
 def test_a_reference_row_names_its_objects_even_when_an_extension_row_made_the_digest_first():
     dims = {"hidden_size": 4096, "intermediate_size": 11008, "dtype": "torch.bfloat16", "hidden_act": "silu"}
-    mlp = row(kernel_name="mlp", x_name="T", extra_benchmark_config_str=json.dumps({"bsz": 4, **dims}))  # extension kernel
+    mlp = row(
+        kernel_name="mlp", x_name="T", extra_benchmark_config_str=json.dumps({"bsz": 4, **dims})
+    )  # extension kernel
     swiglu = row(kernel_name="swiglu", x_name="T", extra_benchmark_config_str=json.dumps({"B": 4, **dims}))  # reference
     reference = imported([mlp, swiglu], "reference")
     full = imported([mlp, swiglu], "full")
-    shared = [d for d in reference.manifests if reference.manifests[d]["kind"] in ("OperationSpec", "WorkloadCase", "ImplementationRevision")]
+    shared = [
+        d
+        for d in reference.manifests
+        if reference.manifests[d]["kind"] in ("OperationSpec", "WorkloadCase", "ImplementationRevision")
+    ]
     assert len(shared) == 3
     for digest in shared:  # the same spec as mlp's, so one digest; swiglu's name and title win
         assert canonical_bytes(full.manifests[digest]) == canonical_bytes(reference.manifests[digest])

@@ -24,7 +24,11 @@ from kernelindex_pipeline.records.schema import validate_manifest
 
 
 def make_sdist(path: Path, version: str, members: dict[str, bytes] | None = None) -> Path:
-    members = members if members is not None else {f"liger_kernel-{version}/benchmark/data/all_benchmark_data.csv": csv_bytes([BASE_ROW])}
+    members = (
+        members
+        if members is not None
+        else {f"liger_kernel-{version}/benchmark/data/all_benchmark_data.csv": csv_bytes([BASE_ROW])}
+    )
     with tarfile.open(path, "w:gz") as tar:
         for name, data in members.items():
             info = tarfile.TarInfo(name)
@@ -73,8 +77,11 @@ def test_corrupted_cache_is_set_aside_and_fetched_again(tmp_path, monkeypatch):
 
 def test_pip_failure_is_a_release_error(tmp_path, monkeypatch):
     monkeypatch.setattr(
-        release.subprocess, "run",
-        lambda cmd, **kw: subprocess.CompletedProcess(cmd, 1, stdout="", stderr="ERROR: No matching distribution found"),
+        release.subprocess,
+        "run",
+        lambda cmd, **kw: subprocess.CompletedProcess(
+            cmd, 1, stdout="", stderr="ERROR: No matching distribution found"
+        ),
     )
     with pytest.raises(ReleaseError, match="No matching distribution"):
         fetch_release("9.9.8", tmp_path)
@@ -113,7 +120,9 @@ def test_extract_is_safe(tmp_path):
 
 def test_list_versions_oldest_first(monkeypatch):
     out = json.dumps({"name": "liger-kernel", "versions": ["0.10.0", "0.8.5", "0.9.0", "0.2.1"]})
-    monkeypatch.setattr(release.subprocess, "run", lambda cmd, **kw: subprocess.CompletedProcess(cmd, 0, stdout=out, stderr=""))
+    monkeypatch.setattr(
+        release.subprocess, "run", lambda cmd, **kw: subprocess.CompletedProcess(cmd, 0, stdout=out, stderr="")
+    )
     assert list_release_versions() == ["0.2.1", "0.8.5", "0.9.0", "0.10.0"]
 
 
@@ -124,7 +133,11 @@ def test_release_0_8_5_history_matches_the_catalogue_counts(tmp_path):
     result = import_csv(data, snapshot=snapshot, profile="reference")
     report = result.report.to_dict()
     # CATALOGUE.md (the reference profile): the importer creates 35 / 241 / 80; a digest-keyed store keeps 31 / 237 / 63.
-    assert [report["objectsByName"][k] for k in ("OperationSpec", "WorkloadCase", "ImplementationRevision")] == [35, 241, 80]
+    assert [report["objectsByName"][k] for k in ("OperationSpec", "WorkloadCase", "ImplementationRevision")] == [
+        35,
+        241,
+        80,
+    ]
     assert [report["records"][k] for k in ("OperationSpec", "WorkloadCase", "ImplementationRevision")] == [31, 237, 63]
     assert report["conserved"] and report["rowsRead"] == data.count(b"\n") - 1
     assert all(validate_manifest(m) == [] for m in result.manifests.values())
@@ -161,7 +174,9 @@ def test_history_under_the_full_profile_adds_valid_records_and_names_every_skip(
 CSV_MEMBER = "liger_kernel-1.0.0/benchmark/data/all_benchmark_data.csv"
 
 
-def hostile_sdist(path: Path, *extra: tarfile.TarInfo, data: dict[str, bytes] | None = None, compresslevel: int = 9) -> Path:
+def hostile_sdist(
+    path: Path, *extra: tarfile.TarInfo, data: dict[str, bytes] | None = None, compresslevel: int = 9
+) -> Path:
     """A good release plus `extra` members (links, devices, ...) written after it."""
     with tarfile.open(path, "w:gz", compresslevel=compresslevel) as tar:
         for name, content in {CSV_MEMBER: csv_bytes([BASE_ROW]), **(data or {})}.items():
@@ -181,7 +196,9 @@ def link(name: str, target: str, kind: bytes = tarfile.SYMTYPE) -> tarfile.TarIn
 
 def assert_nothing_extracted(dest: Path) -> None:
     assert not dest.exists() or not any(dest.iterdir()), f"partial extraction left in {dest}"
-    assert not [p for p in dest.parent.iterdir() if p.name.startswith(f".{dest.name}.")], "staging directory left behind"
+    assert not [p for p in dest.parent.iterdir() if p.name.startswith(f".{dest.name}.")], (
+        "staging directory left behind"
+    )
 
 
 def _special(name: str, kind: bytes) -> tarfile.TarInfo:
@@ -194,15 +211,36 @@ def _special(name: str, kind: bytes) -> tarfile.TarInfo:
     "members",
     [
         # The CVE-2025-4517 shape: a symlink chain whose resolved length exceeds PATH_MAX, then a link through it.
-        [*(link(f"liger_kernel-1.0.0/benchmark/.cache/{'d' * 200}{i}", f"{'d' * 200}{i + 1}" if i < 30 else "../" * 40) for i in range(31)),
-         link("liger_kernel-1.0.0/benchmark/.cache/escape", "../../../../outside.txt", tarfile.LNKTYPE)],
+        [
+            *(
+                link(
+                    f"liger_kernel-1.0.0/benchmark/.cache/{'d' * 200}{i}",
+                    f"{'d' * 200}{i + 1}" if i < 30 else "../" * 40,
+                )
+                for i in range(31)
+            ),
+            link("liger_kernel-1.0.0/benchmark/.cache/escape", "../../../../outside.txt", tarfile.LNKTYPE),
+        ],
         [link("liger_kernel-1.0.0/benchmark/.cache/s", "../../../../../etc")],
-        [link("liger_kernel-1.0.0/benchmark/inside-link", "liger_kernel-1.0.0/benchmark/data/all_benchmark_data.csv", tarfile.LNKTYPE)],
+        [
+            link(
+                "liger_kernel-1.0.0/benchmark/inside-link",
+                "liger_kernel-1.0.0/benchmark/data/all_benchmark_data.csv",
+                tarfile.LNKTYPE,
+            )
+        ],
         [link("liger_kernel-1.0.0/dangling", "liger_kernel-1.0.0/no-such-member", tarfile.LNKTYPE)],
         [_special("liger_kernel-1.0.0/fifo", tarfile.FIFOTYPE)],
         [_special("liger_kernel-1.0.0/dev", tarfile.CHRTYPE)],
     ],
-    ids=["long-symlink-chain-then-hardlink", "symlink", "hardlink-inside", "hardlink-to-missing-member", "fifo", "device"],
+    ids=[
+        "long-symlink-chain-then-hardlink",
+        "symlink",
+        "hardlink-inside",
+        "hardlink-to-missing-member",
+        "fifo",
+        "device",
+    ],
 )
 def test_extract_takes_no_link_or_special_member_at_all(tmp_path, members):
     sdist = hostile_sdist(tmp_path / "evil.tar.gz", *members)
@@ -226,7 +264,12 @@ def test_extract_checks_every_target_path(tmp_path, name):
     ("limit", "value", "members", "message"),
     [
         ("MAX_MEMBER_BYTES", 1000, {"liger_kernel-1.0.0/big.bin": b"\0" * 5000}, "limit per member"),
-        ("MAX_TOTAL_BYTES", 3000, {f"liger_kernel-1.0.0/f{i}": b"\0" * 900 for i in range(4)}, "unpacks to more than|add up to more than"),
+        (
+            "MAX_TOTAL_BYTES",
+            3000,
+            {f"liger_kernel-1.0.0/f{i}": b"\0" * 900 for i in range(4)},
+            "unpacks to more than|add up to more than",
+        ),
         ("MAX_MEMBERS", 3, {f"liger_kernel-1.0.0/f{i}": b"" for i in range(4)}, "more than 3 members"),
     ],
 )
@@ -252,7 +295,9 @@ def test_a_decompression_bomb_is_refused_while_verifying(tmp_path, monkeypatch):
 def test_read_history_csv_refuses_an_oversized_csv_before_reading_it(tmp_path, monkeypatch):
     monkeypatch.setattr(release, "MAX_HISTORY_CSV_BYTES", 100)
     sdist = hostile_sdist(tmp_path / "s.tar.gz")
-    artifact = release.ReleaseArtifact("1.0.0", sdist, hashlib.sha256(sdist.read_bytes()).hexdigest(), sdist.stat().st_size, "t", "file:s")
+    artifact = release.ReleaseArtifact(
+        "1.0.0", sdist, hashlib.sha256(sdist.read_bytes()).hexdigest(), sdist.stat().st_size, "t", "file:s"
+    )
     with pytest.raises(ReleaseError, match="over the 0 MiB limit for a history CSV"):
         read_history_csv(artifact)
 
@@ -265,7 +310,9 @@ def test_a_truncated_sdist_is_a_clear_error_and_leaves_nothing(tmp_path):
     with pytest.raises(ReleaseError, match="truncated or corrupt"):
         extract_release(truncated, dest)
     assert_nothing_extracted(dest)
-    artifact = release.ReleaseArtifact("1.0.0", truncated, hashlib.sha256(truncated.read_bytes()).hexdigest(), 1, "t", "file:t")
+    artifact = release.ReleaseArtifact(
+        "1.0.0", truncated, hashlib.sha256(truncated.read_bytes()).hexdigest(), 1, "t", "file:t"
+    )
     with pytest.raises(ReleaseError, match="truncated or corrupt"):
         read_history_csv(artifact)
 
@@ -299,13 +346,19 @@ def test_a_fetched_release_is_extracted_with_its_sha256_rechecked(tmp_path, monk
     from kernelindex_pipeline.execution.outcomes import ConfigurationError
     from kernelindex_pipeline.liger.release import ReleaseArtifact
 
-    sdist = make_sdist(tmp_path / "liger_kernel-9.9.9.tar.gz", "9.9.9", {
-        "liger_kernel-9.9.9/benchmark/scripts/benchmark_x.py": b"print('x')\n",
-    })
+    sdist = make_sdist(
+        tmp_path / "liger_kernel-9.9.9.tar.gz",
+        "9.9.9",
+        {
+            "liger_kernel-9.9.9/benchmark/scripts/benchmark_x.py": b"print('x')\n",
+        },
+    )
     digest = hashlib.sha256(sdist.read_bytes()).hexdigest()
 
     def fetched(sha256):
-        return lambda version: ReleaseArtifact("9.9.9", sdist, sha256, sdist.stat().st_size, "2026-12-01T00:00:00Z", "pypi")
+        return lambda version: ReleaseArtifact(
+            "9.9.9", sdist, sha256, sdist.stat().st_size, "2026-12-01T00:00:00Z", "pypi"
+        )
 
     monkeypatch.setattr(runner, "fetch_release", fetched(digest))
     root = runner.resolve_release(None, "9.9.9", tmp_path / "ok")

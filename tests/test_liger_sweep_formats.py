@@ -46,10 +46,7 @@ def test_the_reference_binds_only_part_of_it_and_the_full_profile_keeps_those_ob
 
 
 def _row_types(text: str) -> set[tuple[str, ...]]:
-    return {
-        tuple(v for k, v in row.items() if k != "timestamp")
-        for row in csv.DictReader(io.StringIO(text))
-    }
+    return {tuple(v for k, v in row.items() if k != "timestamp") for row in csv.DictReader(io.StringIO(text))}
 
 
 @pytest.mark.network

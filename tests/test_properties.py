@@ -21,29 +21,91 @@ from kernelindex_pipeline.records.names import kebab
 from kernelindex_pipeline.records.schema import validate_manifest
 
 # LIGER_PROPERTY_EXAMPLES=1000 for a longer hunt; 60 keeps CI quick.
-SETTINGS = settings(max_examples=int(os.environ.get("LIGER_PROPERTY_EXAMPLES", "60")), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+SETTINGS = settings(
+    max_examples=int(os.environ.get("LIGER_PROPERTY_EXAMPLES", "60")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 CATALOGUE = default_catalogue()
 SEED_ROWS = [
     ("rms_norm", "liger", "H", "1024", {"M": 2048, "dtype": "torch.bfloat16", "eps": 1e-6}),
     ("cross_entropy", "torch", "V", "32000", {"B": 8, "T": 2048}),
     ("jsd", "liger", "BT", "1024", {"vocab_size": 128256, "bsz": 1}),
-    ("rope", "huggingface", "T", "512", {"num_q_heads": 32, "num_kv_heads": 8, "dtype": "torch.float16", "hidden_size": 4096, "seq_len": 2048}),
-    ("group_norm", "liger", "C", "64", {"M": 128, "H": 512, "channels_per_group": 4, "dtype": "torch.float32", "eps": 1e-6}),
+    (
+        "rope",
+        "huggingface",
+        "T",
+        "512",
+        {"num_q_heads": 32, "num_kv_heads": 8, "dtype": "torch.float16", "hidden_size": 4096, "seq_len": 2048},
+    ),
+    (
+        "group_norm",
+        "liger",
+        "C",
+        "64",
+        {"M": 128, "H": 512, "channels_per_group": 4, "dtype": "torch.float32", "eps": 1e-6},
+    ),
     ("megatron_rms_norm", "megatron", "H", "4096", {"S": 2048, "B": 4}),
-    ("kto_loss", "liger", "B", "4", {"T": 512, "H": 4096, "V": 128256, "dtype": "torch.bfloat16", "bias": True, "beta": 0.1}),
-    ("distill_jsd_loss", "torch", "BT", "2048", {"H": 4096, "V": 128256, "dtype": "torch.bfloat16", "bias": False, "weight_hard_loss": 0.5, "weight_soft_loss": 0.5}),
+    (
+        "kto_loss",
+        "liger",
+        "B",
+        "4",
+        {"T": 512, "H": 4096, "V": 128256, "dtype": "torch.bfloat16", "bias": True, "beta": 0.1},
+    ),
+    (
+        "distill_jsd_loss",
+        "torch",
+        "BT",
+        "2048",
+        {
+            "H": 4096,
+            "V": 128256,
+            "dtype": "torch.bfloat16",
+            "bias": False,
+            "weight_hard_loss": 0.5,
+            "weight_soft_loss": 0.5,
+        },
+    ),
 ]
 
 text = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=30)
 numberish = st.one_of(
-    st.sampled_from(["", " ", "0", "1", "-1", "1.5", "1e3", "0x40", " 64 ", "Infinity", "inf", "nan", "NaN", "1e400", "1e-400", "4096.0", "1_0", "+8", ".5", "5."]),
+    st.sampled_from(
+        [
+            "",
+            " ",
+            "0",
+            "1",
+            "-1",
+            "1.5",
+            "1e3",
+            "0x40",
+            " 64 ",
+            "Infinity",
+            "inf",
+            "nan",
+            "NaN",
+            "1e400",
+            "1e-400",
+            "4096.0",
+            "1_0",
+            "+8",
+            ".5",
+            "5.",
+        ]
+    ),
     st.integers(-10, 10**20).map(str),
     st.floats(allow_nan=True, allow_infinity=True).map(repr),
     text,
 )
 json_scalar = st.one_of(st.none(), st.booleans(), st.integers(-(2**60), 2**60), st.floats(allow_nan=False), text)
-json_value = st.recursive(json_scalar, lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(text, inner, max_size=3)), max_leaves=8)
+json_value = st.recursive(
+    json_scalar,
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(text, inner, max_size=3)),
+    max_leaves=8,
+)
 
 
 @st.composite
@@ -61,7 +123,11 @@ def configs(draw, base: dict):
     if draw(st.booleans()):
         config[draw(text)] = draw(json_value)
     rendered = json.dumps(config)
-    return draw(st.sampled_from([rendered, rendered, rendered, "null", "[]", rendered[:-1], rendered.replace("1e-06", "NaN"), draw(text)]))
+    return draw(
+        st.sampled_from(
+            [rendered, rendered, rendered, "null", "[]", rendered[:-1], rendered.replace("1e-06", "NaN"), draw(text)]
+        )
+    )
 
 
 @st.composite
@@ -83,7 +149,9 @@ def rows(draw):
         "y_value_80": draw(st.one_of(st.just("0.13"), numberish)),
         "extra_benchmark_config_str": draw(configs(config)),
         "gpu_name": draw(st.sampled_from(sorted(CATALOGUE.hardware) + ["NVIDIA H100 NVL", draw(text)])),
-        "timestamp": draw(st.sampled_from([f"2025-02-{day:02d} 10:00:{second:02d}", "2025-02-30 00:00:00", draw(text)])),
+        "timestamp": draw(
+            st.sampled_from([f"2025-02-{day:02d} 10:00:{second:02d}", "2025-02-30 00:00:00", draw(text)])
+        ),
         "liger_version": draw(st.sampled_from(["0.8.5", "", draw(text)])),
     }
     return out
@@ -185,12 +253,23 @@ def test_files_with_bytes_spliced_in(row_list, noise, at):
 @given(st.one_of(st.integers(-5, 2**60).map(str), st.floats(allow_nan=True).map(repr), numberish))
 def test_x_values_bind_only_as_positive_safe_integers(x_value):
     r = {c: v for c, v in zip(UPSTREAM_COLUMNS, [""] * 15, strict=False)}
-    r.update({
-        "kernel_name": "rms_norm", "kernel_provider": "liger", "kernel_operation_mode": "forward", "metric_name": "speed",
-        "x_name": "H", "x_value": x_value, "y_value_50": "0.1", "y_value_20": "0.1", "y_value_80": "0.1",
-        "extra_benchmark_config_str": json.dumps({"M": 2, "dtype": "torch.float32", "eps": 1e-6}),
-        "gpu_name": "NVIDIA B200", "timestamp": "2025-01-01 00:00:00", "liger_version": "1",
-    })
+    r.update(
+        {
+            "kernel_name": "rms_norm",
+            "kernel_provider": "liger",
+            "kernel_operation_mode": "forward",
+            "metric_name": "speed",
+            "x_name": "H",
+            "x_value": x_value,
+            "y_value_50": "0.1",
+            "y_value_20": "0.1",
+            "y_value_80": "0.1",
+            "extra_benchmark_config_str": json.dumps({"M": 2, "dtype": "torch.float32", "eps": 1e-6}),
+            "gpu_name": "NVIDIA B200",
+            "timestamp": "2025-01-01 00:00:00",
+            "liger_version": "1",
+        }
+    )
     result = import_csv(write_csv([r]))
     check_result(result, expected_rows=1)
     cases = [m for m in result.manifests.values() if m["kind"] == "WorkloadCase"]

@@ -66,8 +66,10 @@ def test_memory_runs_and_raw_sample_runs_are_valid_for_the_published_schemas(val
     runs = list(import_csv(FIXTURES / "liger-ci-slice.csv", profile="full").runs())
     memory = [run for run in runs if "timing" not in run["spec"]]
     speed = next(run for run in runs if "timing" in run["spec"])
-    entry = {"artifact": {"uri": "logs/samples/x.json", "digest": "sha256:" + "a" * 64},
-             **latency_statistics([0.101, 0.102, 0.1035, 0.099, 0.1001])}
+    entry = {
+        "artifact": {"uri": "logs/samples/x.json", "digest": "sha256:" + "a" * 64},
+        **latency_statistics([0.101, 0.102, 0.1035, 0.099, 0.1001]),
+    }
     measured = {**speed, "spec": with_raw_samples(speed["spec"], entry)}
     assert memory and "rawSamples" in measured["spec"]["timing"]
     assert _problems(validators, [*memory, measured]) == []

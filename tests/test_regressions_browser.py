@@ -58,7 +58,13 @@ def test_regressions_page_renders_in_chromium(tmp_path):
                 byCommitSummary: document.querySelector('#by-commit p.summary')?.textContent || "",
             })""")
             # the five causes, in order, each listing every one of its changes; charts for the first ones
-            assert [c["cause"] for c in seen["causes"]] == ["liger_kernel", "benchmark_script", "environment", "host", "unknown"]
+            assert [c["cause"] for c in seen["causes"]] == [
+                "liger_kernel",
+                "benchmark_script",
+                "environment",
+                "host",
+                "unknown",
+            ]
             assert sum(c["changes"] for c in seen["causes"]) == int(seen["body"]["changeCount"]) > 0
             for cause in seen["causes"]:
                 assert cause["rows"] == (cause["changes"] if cause["changes"] else -1)

@@ -23,8 +23,9 @@ def history_manifests(tmp_path_factory):
     from kernelindex_pipeline.liger import import_csv
     from kernelindex_pipeline.liger.release import fetch_release, read_history_csv
 
-    artifact = fetch_release("0.8.5", cache_dir=os.environ.get("KERNELINDEX_CACHE_DIR")
-                             or tmp_path_factory.mktemp("release-cache"))
+    artifact = fetch_release(
+        "0.8.5", cache_dir=os.environ.get("KERNELINDEX_CACHE_DIR") or tmp_path_factory.mktemp("release-cache")
+    )
     data, snapshot = read_history_csv(artifact)
     return list(import_csv(data, snapshot=snapshot).manifests.values())
 
@@ -40,8 +41,19 @@ def expected_series_by_kernel(manifests) -> dict[str, set]:
         parts = spec["sourceNative"]["externalId"].split("/")
         metric = parts.pop(2) if len(parts) == 7 else "speed"
         kernel, mode, provider, gpu, case_key, _timestamp = parts
-        by_kernel[kernel].add((mode, metric, provider, gpu, case_key, spec["implementationDigest"],
-                               spec["workloadDigest"], spec["protocolDigest"], spec["environmentDigest"]))
+        by_kernel[kernel].add(
+            (
+                mode,
+                metric,
+                provider,
+                gpu,
+                case_key,
+                spec["implementationDigest"],
+                spec["workloadDigest"],
+                spec["protocolDigest"],
+                spec["environmentDigest"],
+            )
+        )
     return by_kernel
 
 
@@ -107,9 +119,16 @@ def test_full_history_report_renders_in_chromium(history_manifests, tmp_path):
             section = page.locator("#kernel-rms-norm")
             section.scroll_into_view_if_needed()
             box = section.bounding_box()
-            page.screenshot(path=str(screenshot), full_page=True,
-                            clip={"x": 0, "y": box["y"] + page.evaluate("window.scrollY") - 10,
-                                  "width": 1300, "height": min(box["height"] + 20, 950)})
+            page.screenshot(
+                path=str(screenshot),
+                full_page=True,
+                clip={
+                    "x": 0,
+                    "y": box["y"] + page.evaluate("window.scrollY") - 10,
+                    "width": 1300,
+                    "height": min(box["height"] + 20, 950),
+                },
+            )
             assert screenshot.stat().st_size > 10_000
             if os.environ.get("KERNELINDEX_REPORT_SCREENSHOT"):
                 shutil.copyfile(screenshot, os.environ["KERNELINDEX_REPORT_SCREENSHOT"])
@@ -124,7 +143,9 @@ def test_full_history_report_renders_in_chromium(history_manifests, tmp_path):
     for m in history_manifests:
         if m["kind"] == "BenchmarkRun":
             found = parse_external_id(m["spec"]["sourceNative"]["externalId"])
-            runs_by_series[(found.kernel, found.mode, found.provider, found.gpu_slug, found.case_key, found.memory)] += 1
+            runs_by_series[
+                (found.kernel, found.mode, found.provider, found.gpu_slug, found.case_key, found.memory)
+            ] += 1
     short = sum(1 for n in runs_by_series.values() if n < result.regressions.settings.min_runs)
     assert len(result.regressions.insufficient) == short
     assert len(result.regressions.trends) == len(runs_by_series) - short

@@ -106,13 +106,16 @@ def test_ci_report_has_memory_charts_next_to_latency(ci_import, tmp_path):
                 sweep = page.locator("#kernel-fused-linear-cross-entropy div.sweep").nth(0)
                 sweep.scroll_into_view_if_needed()
                 scroll = page.evaluate("window.scrollY")
-                boxes = [sweep.locator(f'figure[data-chart-kind="{kind}"]').first.bounding_box()
-                         for kind in ("latency", "memory", "memory-saving")]
+                boxes = [
+                    sweep.locator(f'figure[data-chart-kind="{kind}"]').first.bounding_box()
+                    for kind in ("latency", "memory", "memory-saving")
+                ]
                 top = min(b["y"] for b in boxes) + scroll - 10
                 bottom = max(b["y"] + b["height"] for b in boxes) + scroll + 10
                 shot = tmp_path / "memory.png"
-                page.screenshot(path=str(shot), full_page=True, clip={"x": 0, "y": top, "width": 1300,
-                                                                      "height": bottom - top})
+                page.screenshot(
+                    path=str(shot), full_page=True, clip={"x": 0, "y": top, "width": 1300, "height": bottom - top}
+                )
                 shutil.copyfile(shot, os.environ["KERNELINDEX_MEMORY_SCREENSHOT"])
         finally:
             browser.close()

@@ -27,8 +27,11 @@ class Sections(HTMLParser):
 def test_report_of_two_transforms(tmp_path, capsys):
     outs = []
     for version, timestamp in (("0.5.0", "2025-01-02 03:04:05"), ("0.5.1", "2025-02-02 03:04:05")):
-        rows = [row(liger_version=version, timestamp=timestamp, x_value=str(h), kernel_provider=provider)
-                for h in (1024, 2048) for provider in ("liger", "huggingface")]
+        rows = [
+            row(liger_version=version, timestamp=timestamp, x_value=str(h), kernel_provider=provider)
+            for h in (1024, 2048)
+            for provider in ("liger", "huggingface")
+        ]
         csv_path = tmp_path / f"{version}.csv"
         csv_path.write_bytes(csv_bytes(rows))
         out = tmp_path / version
@@ -45,8 +48,11 @@ def test_report_of_two_transforms(tmp_path, capsys):
     assert list((tmp_path / "report" / "charts").glob("rms-norm-*-versions.svg"))
     # the report.json next to each records file gives the coverage table: one cell per provider and version
     assert sorted((c["data-provider"], c["data-version"], c["data-rows"], c["data-runs"]) for c in page.coverage) == [
-        ("huggingface", "0.5.0", "2", "2"), ("huggingface", "0.5.1", "2", "2"),
-        ("liger", "0.5.0", "2", "2"), ("liger", "0.5.1", "2", "2")]
+        ("huggingface", "0.5.0", "2", "2"),
+        ("huggingface", "0.5.1", "2", "2"),
+        ("liger", "0.5.0", "2", "2"),
+        ("liger", "0.5.1", "2", "2"),
+    ]
 
 
 def test_report_errors_are_one_line(tmp_path, capsys):

@@ -62,19 +62,40 @@ def small_catalogue() -> SampleCatalogue:
     times each with 1 % noise, Liger forward 30% slower in 0.8.1), plus swiglu on A100 at one version only
     with a single workload."""
     catalogue = SampleCatalogue()
-    for run, (version, month, liger_factor) in enumerate((("0.8.0", 3, 1.0), ("0.8.0", 4, 1.0), ("0.8.0", 5, 1.0),
-                                                          ("0.8.1", 6, 1.3), ("0.8.1", 7, 1.3), ("0.8.1", 8, 1.3))):
+    for run, (version, month, liger_factor) in enumerate(
+        (
+            ("0.8.0", 3, 1.0),
+            ("0.8.0", 4, 1.0),
+            ("0.8.0", 5, 1.0),
+            ("0.8.1", 6, 1.3),
+            ("0.8.1", 7, 1.3),
+            ("0.8.1", 8, 1.3),
+        )
+    ):
         for mode in ("forward", "backward"):
             for provider, cost in (("liger", 1.0), ("torch", 2.0), ("torch_compile", 1.5)):
                 for seq in (512, 1024, 2048, 4096):
                     slower = liger_factor if (provider, mode) == ("liger", "forward") else 1.0
                     noise = 1 + 0.01 * ((run * 7 + seq // 512) % 3 - 1)
-                    catalogue.run(kernel="rms_norm", mode=mode, provider=provider, axes={"seq": seq, "hidden": 4096},
-                                  version=version, median_ns=int(seq * 1000 * cost * slower * noise),
-                                  timestamp=f"2025-{month:02d}-01 00:00:00")
+                    catalogue.run(
+                        kernel="rms_norm",
+                        mode=mode,
+                        provider=provider,
+                        axes={"seq": seq, "hidden": 4096},
+                        version=version,
+                        median_ns=int(seq * 1000 * cost * slower * noise),
+                        timestamp=f"2025-{month:02d}-01 00:00:00",
+                    )
     for provider in ("liger", "huggingface"):
-        catalogue.run(kernel="swiglu", mode="full", provider=provider, gpu="NVIDIA A100-SXM4-80GB",
-                      axes={"batch": 4, "seq": 2048}, version="0.2.1", median_ns=3_000_000)
+        catalogue.run(
+            kernel="swiglu",
+            mode="full",
+            provider=provider,
+            gpu="NVIDIA A100-SXM4-80GB",
+            axes={"batch": 4, "seq": 2048},
+            version="0.2.1",
+            median_ns=3_000_000,
+        )
     return catalogue
 
 
@@ -125,9 +146,13 @@ def test_regressions_are_highlighted(report):
     assert {f["data-chart-kind"] for f in flagged} == {"latency", "versions"}
     saved = json.loads((report.path.parent / "regressions.json").read_text())
     assert saved["counts"]["slowdowns"] == 4 and saved["series"] == 24 and saved["insufficient"] == 2
-    assert {(r["provider"], r["mode"], r["before"]["ligerVersion"], r["after"]["ligerVersion"], r["cause"])
-            for r in saved["changes"]} == {("liger", "forward", "0.8.0", "0.8.1", "unknown")}  # no commits known
-    assert all(abs(r["magnitude"] - 1.3) < 0.03 and r["ci95"][0] < r["magnitude"] < r["ci95"][1] for r in saved["changes"])
+    assert {
+        (r["provider"], r["mode"], r["before"]["ligerVersion"], r["after"]["ligerVersion"], r["cause"])
+        for r in saved["changes"]
+    } == {("liger", "forward", "0.8.0", "0.8.1", "unknown")}  # no commits known
+    assert all(
+        abs(r["magnitude"] - 1.3) < 0.03 and r["ci95"][0] < r["magnitude"] < r["ci95"][1] for r in saved["changes"]
+    )
     assert (report.path.parent / "regressions.html").exists()
 
 
@@ -162,8 +187,11 @@ def test_single_version_kernel_says_insufficient(report):
 def test_rebuild_replaces_the_previous_report(tmp_path):
     first = build_report(small_catalogue().manifests(), tmp_path)
     old_charts = sorted(p.name for p in (tmp_path / "charts").iterdir())
-    only_swiglu = [m for m in small_catalogue().manifests()
-                   if m["kind"] != "BenchmarkRun" or m["spec"]["sourceNative"]["benchmark"].startswith("swiglu")]
+    only_swiglu = [
+        m
+        for m in small_catalogue().manifests()
+        if m["kind"] != "BenchmarkRun" or m["spec"]["sourceNative"]["benchmark"].startswith("swiglu")
+    ]
     second = build_report(only_swiglu, tmp_path)
     assert first.path == second.path and second.counts["kernels"] == 1
     new_charts = sorted(p.name for p in (tmp_path / "charts").iterdir())

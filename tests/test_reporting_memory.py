@@ -36,10 +36,22 @@ def memory_catalogue(version: str = "0.8.0") -> SampleCatalogue:
     for provider, per_1k in MEMORY_MIB.items():
         for hidden in HIDDEN:
             axes = {"hidden": hidden, "rows": 2048}
-            catalogue.run(kernel="rms_norm", mode="full", provider=provider, axes=axes, version=version,
-                          median_ns=hidden * (100 if provider == "liger" else 300))
-            catalogue.memory_run(kernel="rms_norm", mode="full", provider=provider, axes=axes, version=version,
-                                 mib=per_1k * hidden / 1024)
+            catalogue.run(
+                kernel="rms_norm",
+                mode="full",
+                provider=provider,
+                axes=axes,
+                version=version,
+                median_ns=hidden * (100 if provider == "liger" else 300),
+            )
+            catalogue.memory_run(
+                kernel="rms_norm",
+                mode="full",
+                provider=provider,
+                axes=axes,
+                version=version,
+                mib=per_1k * hidden / 1024,
+            )
     return catalogue
 
 
@@ -90,10 +102,12 @@ def test_memory_runs_are_their_own_series_and_never_skipped():
     assert latency.skipped_runs == memory.skipped_runs == []
     assert (latency.other_metric_runs, memory.other_metric_runs) == (len(memory), len(latency))
     # a memory series shares workload, implementation and environment with the speed series of its case
-    speed_places = {(s.provider, s.key.workload_digest, s.key.implementation_digest, s.key.environment_digest)
-                    for s in latency}
-    assert {(s.provider, s.key.workload_digest, s.key.implementation_digest, s.key.environment_digest)
-            for s in memory} == speed_places
+    speed_places = {
+        (s.provider, s.key.workload_digest, s.key.implementation_digest, s.key.environment_digest) for s in latency
+    }
+    assert {
+        (s.provider, s.key.workload_digest, s.key.implementation_digest, s.key.environment_digest) for s in memory
+    } == speed_places
     # kernel, pass and titles read from the memory formats (benchmark `<kernel>/<mode>/memory`, title `... · peak memory`)
     assert {(s.kernel, s.mode, s.kernel_title) for s in memory} == {(s.kernel, s.mode, s.kernel_title) for s in latency}
     point = next(s for s in memory if s.provider == "liger" and s.workload.axes["hidden"] == 4096).latest
@@ -108,8 +122,7 @@ def test_run_metric_reads_the_contract_not_names():
     assert run_metric(memory["spec"]) == "peak_memory"
     renamed = {**memory["spec"], "sourceNative": {**memory["spec"]["sourceNative"], "externalId": "speed"}}
     assert run_metric(renamed) == "peak_memory"
-    other = {**memory["spec"], "measurements": [{"metric": "energy", "unit": "j", "statistic": "median",
-                                                 "value": 3}]}
+    other = {**memory["spec"], "measurements": [{"metric": "energy", "unit": "j", "statistic": "median", "value": 3}]}
     assert run_metric(other) is None
 
 
@@ -141,11 +154,17 @@ def test_memory_saving_is_liger_over_each_baseline(tmp_path):
 def test_saving_uses_the_newest_version_both_measured(tmp_path):
     catalogue = SampleCatalogue()
     axes = {"hidden": 4096, "rows": 2048}
-    for provider, version, mib in (("liger", "0.8.0", 40), ("huggingface", "0.8.0", 80), ("liger", "0.8.1", 20),
-                                   ("huggingface", "0.8.1", 80), ("liger", "0.8.2", 10)):  # no baseline at 0.8.2
+    for provider, version, mib in (
+        ("liger", "0.8.0", 40),
+        ("huggingface", "0.8.0", 80),
+        ("liger", "0.8.1", 20),
+        ("huggingface", "0.8.1", 80),
+        ("liger", "0.8.2", 10),
+    ):  # no baseline at 0.8.2
         month = int(version[-1]) + 1  # each version measured on its own day, as real runs are
-        catalogue.memory_run(provider=provider, axes=axes, version=version, mib=mib,
-                             timestamp=f"2025-{month:02d}-01 00:00:00")
+        catalogue.memory_run(
+            provider=provider, axes=axes, version=version, mib=mib, timestamp=f"2025-{month:02d}-01 00:00:00"
+        )
     charts, colors = charts_of(catalogue)
     [chart] = [c for c in charts if c.kind == SAVING]
     [line] = render_chart(chart, tmp_path / "saving.svg", colors)
@@ -172,13 +191,19 @@ def test_a_run_of_no_known_metric_is_listed_once(tmp_path):
     run = catalogue.memory_run(provider="liger", axes={"hidden": 64, "rows": 1}, mib=1)
     run["spec"]["measurements"][0]["metric"] = "energy"
     result = build_report(catalogue.manifests(), tmp_path)
-    assert result.path.read_text(encoding="utf-8").count(
-        "1 runs: neither spec.timing nor a peak_memory first measurement") == 1
+    assert (
+        result.path.read_text(encoding="utf-8").count("1 runs: neither spec.timing nor a peak_memory first measurement")
+        == 1
+    )
 
 
 MODELS = ("qwen2.5_7b", "llama_3_8b", "deepseek_v3", "llama_2_7b")  # input order: neither alphabetical nor the table's
-MODEL_DIMS = {"qwen2.5_7b": (3584, 152064), "llama_3_8b": (4096, 128256), "deepseek_v3": (7168, 129280),
-              "llama_2_7b": (4096, 32000)}
+MODEL_DIMS = {
+    "qwen2.5_7b": (3584, 152064),
+    "llama_3_8b": (4096, 128256),
+    "deepseek_v3": (7168, 129280),
+    "llama_2_7b": (4096, 32000),
+}
 
 
 def registry_order(models) -> list[str]:
@@ -196,10 +221,22 @@ def model_config_catalogue(models=MODELS) -> SampleCatalogue:
         hidden, vocab = MODEL_DIMS.get(model, (1024, 1000))
         for provider in ("liger", "huggingface"):
             axes = {"bsz": 4, "seq_len": 1024, "hidden_size": hidden, "vocab_size": vocab}
-            catalogue.run(kernel="fused_linear_cross_entropy", mode="full", provider=provider, axes=axes,
-                          model=model, median_ns=vocab * (10 if provider == "liger" else 15))
-            catalogue.memory_run(kernel="fused_linear_cross_entropy", mode="full", provider=provider, axes=axes,
-                                 model=model, mib=vocab / 1000 * (1 if provider == "liger" else 8))
+            catalogue.run(
+                kernel="fused_linear_cross_entropy",
+                mode="full",
+                provider=provider,
+                axes=axes,
+                model=model,
+                median_ns=vocab * (10 if provider == "liger" else 15),
+            )
+            catalogue.memory_run(
+                kernel="fused_linear_cross_entropy",
+                mode="full",
+                provider=provider,
+                axes=axes,
+                model=model,
+                mib=vocab / 1000 * (1 if provider == "liger" else 8),
+            )
     return catalogue
 
 
@@ -236,13 +273,15 @@ def test_model_config_charts_have_model_names_on_x_in_the_scripts_order(tmp_path
 
 def test_model_order_does_not_depend_on_the_input_order_and_unknown_names_follow_the_data():
     models = (*MODELS, "zeta_custom", "alpha_custom")  # names a `category: label` rule may carry
-    for manifests in (model_config_catalogue(models).manifests(),
-                      list(reversed(model_config_catalogue(models).manifests()))):
+    for manifests in (
+        model_config_catalogue(models).manifests(),
+        list(reversed(model_config_catalogue(models).manifests())),
+    ):
         latency = build_series(manifests)
-        [chart] = [c for g in plan_charts(latency)["fused_linear_cross_entropy"] for c in g.charts
-                   if c.kind == LATENCY]
-        first_seen = [w.category for w in sorted(chart.sweep.workloads, key=lambda w: w.position)
-                      if w.category not in MODELS]
+        [chart] = [c for g in plan_charts(latency)["fused_linear_cross_entropy"] for c in g.charts if c.kind == LATENCY]
+        first_seen = [
+            w.category for w in sorted(chart.sweep.workloads, key=lambda w: w.position) if w.category not in MODELS
+        ]
         assert chart.sweep.categories == registry_order(MODELS) + list(dict.fromkeys(first_seen))
     assert first_seen[0] == "alpha_custom"  # reversed input: the unknown names in the order they came
 
@@ -254,14 +293,19 @@ def test_memory_rows_imported_from_csv_make_memory_charts(tmp_path):
 
     from kernelindex_pipeline.liger import import_csv
 
-    mb = {("liger", 1024): "12.5390625", ("liger", 2048): "25.0703125",
-          ("huggingface", 1024): "80.01953125", ("huggingface", 2048): "160.03125"}
+    mb = {
+        ("liger", 1024): "12.5390625",
+        ("liger", 2048): "25.0703125",
+        ("huggingface", 1024): "80.01953125",
+        ("huggingface", 2048): "160.03125",
+    }
     rows = []
     for (provider, hidden), value in mb.items():
         common = dict(kernel_provider=provider, x_value=str(hidden), kernel_operation_mode="full")
         rows.append(row(**common))
-        rows.append(row(**common, metric_name="memory", metric_unit="MB", y_value_50=value, y_value_20=value,
-                        y_value_80=value))
+        rows.append(
+            row(**common, metric_name="memory", metric_unit="MB", y_value_50=value, y_value_20=value, y_value_80=value)
+        )
     result = import_csv(csv_bytes(rows))
     assert result.report.memory_runs == 4
     manifests = list(result.manifests.values())
@@ -294,12 +338,26 @@ def test_model_config_rows_imported_from_csv_make_categorical_charts(tmp_path):
     rows = []
     for provider, mib in (("liger", 10.0), ("huggingface", 40.0)):
         for i, model in enumerate(models):
-            common = dict(kernel_name="rms_norm", kernel_provider=provider, kernel_operation_mode="full",
-                          x_name="model_config", x_label="model configuration", x_value=model,
-                          extra_benchmark_config_str=config)
+            common = dict(
+                kernel_name="rms_norm",
+                kernel_provider=provider,
+                kernel_operation_mode="full",
+                x_name="model_config",
+                x_label="model configuration",
+                x_value=model,
+                extra_benchmark_config_str=config,
+            )
             rows.append(row(**common, y_value_50=str(0.1 * (i + 1))))
-            rows.append(row(**common, metric_name="memory", metric_unit="MB", y_value_50=str(mib * (i + 1)),
-                            y_value_20=str(mib * (i + 1)), y_value_80=str(mib * (i + 1))))
+            rows.append(
+                row(
+                    **common,
+                    metric_name="memory",
+                    metric_unit="MB",
+                    y_value_50=str(mib * (i + 1)),
+                    y_value_20=str(mib * (i + 1)),
+                    y_value_80=str(mib * (i + 1)),
+                )
+            )
     result = import_csv(csv_bytes(rows))
     assert result.report.runs == len(rows)
     manifests = list(result.manifests.values())
@@ -336,18 +394,41 @@ def test_coverage_table(tmp_path):
     h100, nvl = "NVIDIA H100 80GB HBM3", "NVIDIA H100 NVL"
     coverage = [
         CoverageCell("rms_norm", "liger", "full", h100, "0.6.0", "speed", rows=12, runs=12, skipped={}, issues=0),
-        CoverageCell("dyt", "liger", "forward", h100, "0.6.0", "speed", rows=10, runs=5,
-                     skipped={"unknownConfig": 3, "duplicateRows": 1}, issues=1),
-        CoverageCell("rms_norm", "liger-fp32-accum", "full", nvl, "0.6.0", "memory", rows=4, runs=0,
-                     skipped={"unknownGpu": 4}, issues=0),
+        CoverageCell(
+            "dyt",
+            "liger",
+            "forward",
+            h100,
+            "0.6.0",
+            "speed",
+            rows=10,
+            runs=5,
+            skipped={"unknownConfig": 3, "duplicateRows": 1},
+            issues=1,
+        ),
+        CoverageCell(
+            "rms_norm",
+            "liger-fp32-accum",
+            "full",
+            nvl,
+            "0.6.0",
+            "memory",
+            rows=4,
+            runs=0,
+            skipped={"unknownGpu": 4},
+            issues=0,
+        ),
         CoverageCell("rms_norm", "liger", "full", h100, "0.6.0", "memory", rows=6, runs=6, skipped={}, issues=0),
     ]
     result = build_report(memory_catalogue().manifests(), tmp_path, coverage=coverage)
     page = parse(result.path)
     # cells that lost rows come first, most lost first; every cell is there with its numbers
     assert [(r["data-kernel"], r["data-provider"], r["data-metric"]) for r in page.coverage] == [
-        ("dyt", "liger", "speed"), ("rms_norm", "liger-fp32-accum", "memory"), ("rms_norm", "liger", "memory"),
-        ("rms_norm", "liger", "speed")]
+        ("dyt", "liger", "speed"),
+        ("rms_norm", "liger-fp32-accum", "memory"),
+        ("rms_norm", "liger", "memory"),
+        ("rms_norm", "liger", "speed"),
+    ]
     assert [(int(r["data-rows"]), int(r["data-runs"])) for r in page.coverage] == [(10, 5), (4, 0), (6, 6), (12, 12)]
     assert [("incomplete" in r["class"]) for r in page.coverage] == [True, True, False, False]
     text = result.path.read_text(encoding="utf-8")

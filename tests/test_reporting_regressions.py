@@ -29,22 +29,46 @@ START = datetime(2025, 1, 3, tzinfo=UTC)
 PROPERTY = settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 
 
-def run(kernel: str, provider: str, case: str, when: datetime, value: float, *, version: str = "0.8.0",
-        mode: str = "forward", environment: str = "sha256:" + "e" * 64, memory: bool = False) -> dict:
+def run(
+    kernel: str,
+    provider: str,
+    case: str,
+    when: datetime,
+    value: float,
+    *,
+    version: str = "0.8.0",
+    mode: str = "forward",
+    environment: str = "sha256:" + "e" * 64,
+    memory: bool = False,
+) -> dict:
     """A BenchmarkRun shaped like the Liger import's (only what detection reads); digests stand in."""
     stamp = when.strftime("%Y-%m-%dT%H:%M:%S.000Z")
     digest = "sha256:" + format(abs(hash((kernel, provider, case))) % 16**64, "064x")
-    spec = {"implementationDigest": digest, "workloadDigest": digest, "protocolDigest": "sha256:" + "p" * 64,
-            "environmentDigest": environment, "status": "passed", "observedAt": stamp,
-            "sourceNative": {"source": "liger-kernel-bench", "benchmark": f"{kernel}/{mode}" + ("/memory" if memory else ""),
-                             "externalId": f"{kernel}/{mode}/" + ("memory/" if memory else "")
-                             + f"{provider}/nvidia-h100-80gb-hbm3/{case}/{stamp}"}}
+    spec = {
+        "implementationDigest": digest,
+        "workloadDigest": digest,
+        "protocolDigest": "sha256:" + "p" * 64,
+        "environmentDigest": environment,
+        "status": "passed",
+        "observedAt": stamp,
+        "sourceNative": {
+            "source": "liger-kernel-bench",
+            "benchmark": f"{kernel}/{mode}" + ("/memory" if memory else ""),
+            "externalId": f"{kernel}/{mode}/"
+            + ("memory/" if memory else "")
+            + f"{provider}/nvidia-h100-80gb-hbm3/{case}/{stamp}",
+        },
+    }
     if memory:
         spec["measurements"] = [{"metric": "peak_memory", "unit": "bytes", "statistic": "median", "value": value}]
     else:
         spec["timing"] = {"primaryStatistic": "median", "latencyNs": {"median": round(value)}}
-    return {"apiVersion": "kernelindex.dev/v1alpha1", "kind": "BenchmarkRun",
-            "metadata": {"name": f"{kernel}-{provider}-{case}-{stamp}", "labels": {"liger_version": version}}, "spec": spec}
+    return {
+        "apiVersion": "kernelindex.dev/v1alpha1",
+        "kind": "BenchmarkRun",
+        "metadata": {"name": f"{kernel}-{provider}-{case}-{stamp}", "labels": {"liger_version": version}},
+        "spec": spec,
+    }
 
 
 def panel(levels: np.ndarray, *, versions=None, environments=None, kernels: int = 6, cases: int = 4) -> list[dict]:
@@ -55,9 +79,17 @@ def panel(levels: np.ndarray, *, versions=None, environments=None, kernels: int 
         kernel, case = f"kernel{i // cases}", f"case{i % cases}"
         for j, value in enumerate(row):
             when = START + timedelta(days=7 * j, minutes=i % 50)
-            out.append(run(kernel, "liger", case, when, float(value),
-                           version=versions[j] if versions else "0.8.0",
-                           environment=environments[j] if environments else "sha256:" + "e" * 64))
+            out.append(
+                run(
+                    kernel,
+                    "liger",
+                    case,
+                    when,
+                    float(value),
+                    version=versions[j] if versions else "0.8.0",
+                    environment=environments[j] if environments else "sha256:" + "e" * 64,
+                )
+            )
     assert kernels * cases == len(levels)
     return out
 
@@ -104,8 +136,11 @@ def test_pure_10_percent_noise_with_a_whole_run_factor_of_1_8_gives_no_change(n,
     # the significance level allows (0.001 per series, some 0.04 of the 960 series these examples draw):
     # at most one of the 24.
     slow_at = (START + timedelta(days=7 * slow)).strftime("%Y-%m-%d")
-    assert not [c for c in report.changes if slow_at in (c.side(c.split.index - 1)["observedAt"][:10],
-                                                          c.side(c.split.index)["observedAt"][:10])]
+    assert not [
+        c
+        for c in report.changes
+        if slow_at in (c.side(c.split.index - 1)["observedAt"][:10], c.side(c.split.index)["observedAt"][:10])
+    ]
     assert len(report.changes) <= 1, [c.to_dict() for c in report.changes]
     # the slow run is reported as run-wide host effects (per latency class, merged where they agree), and
     # it is the largest effect reported (with four kernel groups per class, a 6 % wobble of another run
@@ -123,8 +158,9 @@ def test_a_series_of_two_runs_is_insufficient_not_unchanged():
     assert report.trends == [] and len(report.insufficient) == 4 and report.changes == []
     assert not report.data_sufficient
     assert "not evidence of 'no regression'" in report.summary()
-    assert report.to_dict()["insufficientSeries"] == [{"kernel": "kernel0", "gpu": "nvidia-h100-80gb-hbm3",
-                                                       "metric": "latency", "runs": 2, "series": 4}]
+    assert report.to_dict()["insufficientSeries"] == [
+        {"kernel": "kernel0", "gpu": "nvidia-h100-80gb-hbm3", "metric": "latency", "runs": 2, "series": 4}
+    ]
 
 
 def test_a_one_run_excursion_in_the_middle_is_not_a_change():
@@ -169,8 +205,11 @@ def test_causes_liger_environment_unknown_and_host():
     causes = {(c.key.kernel, c.trend.case_key): (c.cause, c.direction) for c in report.changes}
     # a different version label alone names no cause (issue 17: it was right for 2.4 % of changes); the
     # commits between the runs do (liger/attribution.py, tests/test_liger_attribution.py)
-    assert causes == {("kernel0", "case0"): ("unknown", "slowdown"), ("kernel0", "case1"): ("environment", "speedup"),
-                      ("kernel0", "case2"): ("unknown", "slowdown")}
+    assert causes == {
+        ("kernel0", "case0"): ("unknown", "slowdown"),
+        ("kernel0", "case1"): ("environment", "speedup"),
+        ("kernel0", "case2"): ("unknown", "slowdown"),
+    }
     [labelled] = [c.to_dict() for c in report.changes if c.key.kernel == "kernel0" and c.trend.case_key == "case0"]
     assert (labelled["before"]["ligerVersion"], labelled["after"]["ligerVersion"]) == ("0.8.0", "0.9.0")
 
@@ -192,7 +231,9 @@ def test_source_runs_in_a_catalogue_are_sweeps_split_by_gaps_and_environments():
     for sweep in range(6):
         t0 = START + timedelta(hours=2 * sweep)  # two hours apart, like the two 7644a0f runs
         for i in range(12):
-            runs.append(run(f"k{i % 4}", "liger", f"c{i}", t0 + timedelta(minutes=3 * i), 1e5 * (1 + 0.01 * (sweep % 2))))
+            runs.append(
+                run(f"k{i % 4}", "liger", f"c{i}", t0 + timedelta(minutes=3 * i), 1e5 * (1 + 0.01 * (sweep % 2)))
+            )
     report = detect_regressions(runs)
     assert len(report.sources) == 6
     assert [s.observed_at for s in report.sources] == sorted(s.observed_at for s in report.sources)
@@ -211,7 +252,9 @@ def test_memory_series_are_judged_and_kept_apart_from_latency():
         for case in ("a", "b", "c"):
             runs.append(run("rms_norm", "liger", case, when, 1e6))
             mib = 300 if (case == "a" and j >= 4) else 200
-            runs.append(run("rms_norm", "liger", case, when, mib * 2**20, memory=True, version="0.8.0" if j < 4 else "0.9.0"))
+            runs.append(
+                run("rms_norm", "liger", case, when, mib * 2**20, memory=True, version="0.8.0" if j < 4 else "0.9.0")
+            )
     report = detect_regressions(runs)
     assert len(report.trends) == 6
     [change] = report.changes
@@ -225,8 +268,12 @@ def test_sample_catalogue_runs_with_all_their_records():
     for j in range(6):
         for provider in ("liger", "torch", "huggingface"):
             slower = 1.25 if provider == "liger" and j >= 3 else 1.0
-            catalogue.run(provider=provider, median_ns=int(1_000_000 * slower * (1 + 0.004 * (j % 2))),
-                          version="0.8.0" if j < 3 else "0.8.1", timestamp=f"2025-0{j + 1}-01 00:00:00")
+            catalogue.run(
+                provider=provider,
+                median_ns=int(1_000_000 * slower * (1 + 0.004 * (j % 2))),
+                version="0.8.0" if j < 3 else "0.8.1",
+                timestamp=f"2025-0{j + 1}-01 00:00:00",
+            )
     report = detect_regressions(catalogue.manifests())
     [change] = report.changes
     assert (change.key.provider, change.cause, change.direction) == ("liger", "unknown", "slowdown")
@@ -238,8 +285,17 @@ def test_record_files_must_exist_and_hold_runs(tmp_path):
         detect_in_record_files([tmp_path / "nope.jsonl"])
     empty = tmp_path / "empty" / "records.jsonl"
     empty.parent.mkdir()
-    empty.write_text(json.dumps({"apiVersion": "kernelindex.dev/v1alpha1", "kind": "BenchmarkProtocol",
-                                 "metadata": {"name": "p"}, "spec": {}}) + "\n")
+    empty.write_text(
+        json.dumps(
+            {
+                "apiVersion": "kernelindex.dev/v1alpha1",
+                "kind": "BenchmarkProtocol",
+                "metadata": {"name": "p"},
+                "spec": {},
+            }
+        )
+        + "\n"
+    )
     with pytest.raises(RegressionInputError, match="no BenchmarkRun"):
         detect_in_record_files([empty])
 
@@ -269,7 +325,11 @@ def ci_result(ci_slice, tmp_path_factory) -> dict:
 
 
 def test_real_runs_same_code_pair_has_almost_no_changes(ci_result):
-    pair = [c for c in ci_result["changes"] if (c["before"]["source"], c["after"]["source"]) == ("7644a0f-v0.7.0", "7644a0f")]
+    pair = [
+        c
+        for c in ci_result["changes"]
+        if (c["before"]["source"], c["after"]["source"]) == ("7644a0f-v0.7.0", "7644a0f")
+    ]
     assert ci_result["series"] > 200
     assert len(pair) <= 0.005 * ci_result["series"]
 
@@ -280,13 +340,24 @@ def test_real_runs_slow_host_is_a_host_effect(ci_result):
     assert {h["source"] for h in slow} == {"7644a0f-v0.7.0", "7644a0f"}
     assert all(h["factor"] > 1.05 for h in slow) and max(h["factor"] for h in slow) > 1.4
     # and not as a list of series regressions into or out of the slow pair
-    edges = [c for c in ci_result["changes"] if c["after"]["source"] == "7644a0f-v0.7.0" or c["before"]["source"] == "7644a0f"]
+    edges = [
+        c
+        for c in ci_result["changes"]
+        if c["after"]["source"] == "7644a0f-v0.7.0" or c["before"]["source"] == "7644a0f"
+    ]
     assert len(edges) <= 0.01 * ci_result["series"]
 
 
 def test_real_runs_layer_norm_945_speedup_between_0_6_3_and_0_6_4(ci_result):
-    found = [c for c in ci_result["changes"] if c["kernel"] == "layer_norm" and c["mode"] == "backward"
-             and c["provider"] == "liger" and c["before"]["ligerVersion"] == "0.6.3" and c["after"]["ligerVersion"] == "0.6.4"]
+    found = [
+        c
+        for c in ci_result["changes"]
+        if c["kernel"] == "layer_norm"
+        and c["mode"] == "backward"
+        and c["provider"] == "liger"
+        and c["before"]["ligerVersion"] == "0.6.3"
+        and c["after"]["ligerVersion"] == "0.6.4"
+    ]
     # no clone in the tests: the code differs (d5648bf -> 49e6353) but no commit could be listed
     assert found and all(c["cause"] == "unknown" and c["direction"] == "speedup" for c in found)
     assert all("no Liger clone" in c["causes"][0]["note"] for c in found)
@@ -295,8 +366,14 @@ def test_real_runs_layer_norm_945_speedup_between_0_6_3_and_0_6_4(ci_result):
 
 def test_real_runs_cpo_and_simpo_forward_drop_at_0_6_1(ci_result):
     for kernel in ("fused_linear_cpo_loss", "fused_linear_simpo_loss"):
-        found = [c for c in ci_result["changes"] if c["kernel"] == kernel and c["mode"] == "forward"
-                 and c["after"]["ligerVersion"] == "0.6.1" and c["before"]["ligerVersion"] == "0.6.0"]
+        found = [
+            c
+            for c in ci_result["changes"]
+            if c["kernel"] == kernel
+            and c["mode"] == "forward"
+            and c["after"]["ligerVersion"] == "0.6.1"
+            and c["before"]["ligerVersion"] == "0.6.0"
+        ]
         assert found and all(c["cause"] == "unknown" and c["magnitude"] < 0.05 for c in found)
 
 
@@ -395,7 +472,7 @@ def test_a_block_of_slow_host_runs_is_a_host_effect_not_two_steps(n, data, seed)
     rng = np.random.default_rng(seed)
     level = rng.choice([20_000.0, 60_000.0, 300_000.0], size=(24, 1))
     levels = level * np.exp(rng.normal(0, 0.03, size=(24, n)))
-    levels[:, first:first + length] *= np.where(level < 50_000, 2.0, 1.6)
+    levels[:, first : first + length] *= np.where(level < 50_000, 2.0, 1.6)
     report = detect_regressions(panel(levels))
     # no step of the block's size (x1.6 or more) into or out of it; elsewhere the noise may pass for a step
     # as often as the significance level allows (as in the test of one slow run): at most one of the 24
@@ -443,7 +520,10 @@ def test_a_step_at_the_newest_run_is_pending_never_a_change_one_run_early(n, see
     [pending] = [c for c in report.pending if c.key.kernel == "kernel0" and c.trend.case_key == "case0"]
     d = pending.to_dict()
     assert d["after"]["observedAt"] == pending.trend.observed_at[-1] and d["runsAfter"] == 1
-    assert d["direction"] == ("slowdown" if up else "speedup") and abs(math.log(d["magnitude"] / (1.25 if up else 0.8))) < 0.1
+    assert (
+        d["direction"] == ("slowdown" if up else "speedup")
+        and abs(math.log(d["magnitude"] / (1.25 if up else 0.8))) < 0.1
+    )
     assert report.to_dict()["pending"] == [c.to_dict() for c in report.pending]
     assert report.counts()["pending"] == len(report.pending) <= 2  # the step, and noise at most once more
     # one run later the step has its second run: a change, no longer pending
@@ -486,9 +566,18 @@ def test_a_launch_bound_series_is_judged_against_the_hosts_speed():
 
 
 def test_a_catalogue_of_peak_memory_runs_only_is_judged_without_host_effects():
-    runs = [run("rms_norm", "liger", case, START + timedelta(days=7 * j),
-                (300 if (case == "a" and j >= 4) else 200) * 2**20, memory=True)
-            for j in range(8) for case in "abcd"]
+    runs = [
+        run(
+            "rms_norm",
+            "liger",
+            case,
+            START + timedelta(days=7 * j),
+            (300 if (case == "a" and j >= 4) else 200) * 2**20,
+            memory=True,
+        )
+        for j in range(8)
+        for case in "abcd"
+    ]
     report = detect_regressions(runs)
     assert len(report.trends) == 4 and report.host_effects == []
     [change] = report.changes

@@ -13,7 +13,9 @@ def test_latest_observation_wins_within_one_version():
     catalogue.run(version="0.8.1", median_ns=1_010_000, timestamp="2025-09-02 10:00:00")
     [series] = build_series(catalogue.manifests()).series
     assert [(p.version, p.median, p.runs_for_version) for p in series.points] == [
-        ("0.8.0", 1_000_000, 1), ("0.8.1", 1_010_000, 2)]
+        ("0.8.0", 1_000_000, 1),
+        ("0.8.1", 1_010_000, 2),
+    ]
 
 
 def test_series_are_kept_apart_by_provider_mode_gpu_and_workload():
@@ -42,8 +44,9 @@ def test_case_key_parsing_and_sweeps():
     catalogue.run(axes={"seq": 512, "hidden": 4096}, dtype="fp32")
     workloads = [s.workload for s in build_series(catalogue.manifests())]
     sweeps = find_sweeps(workloads)
-    described = sorted((s.x_axis, tuple(sorted(s.fixed.items())), s.dtype, len(s.workloads), len(s.owned))
-                       for s in sweeps)
+    described = sorted(
+        (s.x_axis, tuple(sorted(s.fixed.items())), s.dtype, len(s.workloads), len(s.owned)) for s in sweeps
+    )
     # the crossing point seq=512/hidden=4096 is drawn on both lines, owned by one (tie: axis name order)
     assert described == [
         ("hidden", (("seq", 512),), "bf16", 3, 3),
@@ -63,7 +66,9 @@ def test_runs_without_their_referenced_records_still_form_series():
     runs = [m for m in catalogue.manifests() if m["kind"] == "BenchmarkRun"]
     series = build_series(runs)
     assert {(s.provider, s.role, s.case_key) for s in series} == {
-        ("liger", "liger", "batch8-hidden4096-bf16"), ("huggingface", "baseline", "batch8-hidden4096-bf16")}
+        ("liger", "liger", "batch8-hidden4096-bf16"),
+        ("huggingface", "baseline", "batch8-hidden4096-bf16"),
+    }
     assert next(s for s in series if s.provider == "liger").workload.axes == {"batch": 8, "hidden": 4096}
 
 
@@ -75,4 +80,6 @@ def test_providers_sharing_an_implementation_digest_stay_apart():
     series = build_series(catalogue.manifests())
     assert len({s.key.implementation_digest for s in series}) == 1
     assert {(s.provider, s.role, s.latest.median) for s in series} == {
-        ("torch", "baseline", 1_000_000), ("torch_compile", "other", 5_000_000)}
+        ("torch", "baseline", 1_000_000),
+        ("torch_compile", "other", 5_000_000),
+    }

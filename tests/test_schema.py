@@ -34,8 +34,13 @@ def test_every_seed_manifest_is_valid(manifest):
 
 def test_kinds_are_in_dependency_order():
     assert KINDS == (
-        "SoftwareProject", "OperationSpec", "WorkloadCase", "ImplementationRevision",
-        "BenchmarkProtocol", "ExecutionEnvironment", "BenchmarkRun",
+        "SoftwareProject",
+        "OperationSpec",
+        "WorkloadCase",
+        "ImplementationRevision",
+        "BenchmarkProtocol",
+        "ExecutionEnvironment",
+        "BenchmarkRun",
     )
 
 
@@ -170,10 +175,21 @@ MUTATIONS = [
     ("SoftwareProject", _set("spec.homepage", "pytorch.org"), "spec.homepage"),
     ("ImplementationRevision", _set("metadata.sourceRefs.0.url", "http://github.com/x"), "metadata.sourceRefs[0].url"),
     ("BenchmarkProtocol", _set("spec.harness.repository", "git@github.com:x/y.git"), "spec.harness.repository"),
-    ("BenchmarkRun", _set("spec.evidence", {"logs": {"uri": "logs/run.txt", "digest": A_DIGEST}}), "spec.evidence.logs.uri"),
-    ("BenchmarkRun", _set("spec.evidence", {"logs": {"uri": "file:///a b", "digest": A_DIGEST}}), "spec.evidence.logs.uri"),
-    ("BenchmarkRun", _set("spec.evidence", {"harness": {"repository": "http://x.org/y", "commit": "a" * 40}}),
-     "spec.evidence.harness.repository"),
+    (
+        "BenchmarkRun",
+        _set("spec.evidence", {"logs": {"uri": "logs/run.txt", "digest": A_DIGEST}}),
+        "spec.evidence.logs.uri",
+    ),
+    (
+        "BenchmarkRun",
+        _set("spec.evidence", {"logs": {"uri": "file:///a b", "digest": A_DIGEST}}),
+        "spec.evidence.logs.uri",
+    ),
+    (
+        "BenchmarkRun",
+        _set("spec.evidence", {"harness": {"repository": "http://x.org/y", "commit": "a" * 40}}),
+        "spec.evidence.harness.repository",
+    ),
     # UTC instants
     ("BenchmarkRun", _set("spec.observedAt", "2025-02-30T00:00:00.000Z"), "spec.observedAt"),
     ("BenchmarkRun", _set("spec.observedAt", "2023-02-29T00:00:00.000Z"), "spec.observedAt"),
@@ -203,8 +219,11 @@ MUTATIONS = [
     ("BenchmarkRun", _set("spec.measurements.0.value", "94833664"), "spec.measurements[0].value"),
     ("BenchmarkRun", _set("spec.measurements.0.value", True), "spec.measurements[0].value"),
     ("BenchmarkRun", _set("spec.sourceNative.metrics.ms_50", None), "spec.sourceNative.metrics.ms_50"),
-    ("BenchmarkRun", _set("spec.correctness", {"comparator": "allclose", "matchedRatio": 1.5}),
-     "spec.correctness.matchedRatio"),
+    (
+        "BenchmarkRun",
+        _set("spec.correctness", {"comparator": "allclose", "matchedRatio": 1.5}),
+        "spec.correctness.matchedRatio",
+    ),
     ("ExecutionEnvironment", _set("spec.settings", {"powerLimitWatts": 0}), "spec.settings.powerLimitWatts"),
     # types
     ("BenchmarkRun", _set("spec.measurements", {"0": {}}), "spec.measurements"),
@@ -235,7 +254,9 @@ def _ids(cases):
     return [f"{kind}:{field}:{i}" for i, (kind, _, field) in enumerate(cases)]
 
 
-@pytest.mark.parametrize(("kind", "mutation", "field"), MUTATIONS + NON_JSON_MUTATIONS, ids=_ids(MUTATIONS + NON_JSON_MUTATIONS))
+@pytest.mark.parametrize(
+    ("kind", "mutation", "field"), MUTATIONS + NON_JSON_MUTATIONS, ids=_ids(MUTATIONS + NON_JSON_MUTATIONS)
+)
 def test_each_mutation_is_a_problem_naming_record_and_field(kind, mutation, field):
     manifest = _mutated(kind, mutation)
     problems = validate_manifest(manifest)
@@ -258,8 +279,16 @@ VALID_VARIATIONS = [
     ("BenchmarkRun", _set("spec.observedAt", "2025-08-05T00:08Z")),
     ("BenchmarkRun", _set("spec.measurements.0.value", 1e300)),
     ("BenchmarkRun", _set("spec.measurements.0.value", -2.5)),
-    ("BenchmarkRun", _set("spec.evidence", {"logs": {"uri": "s3://bucket/run.log", "digest": A_DIGEST},
-                                             "harness": {"repository": "https://github.com/a/b", "commit": "0" * 40}})),
+    (
+        "BenchmarkRun",
+        _set(
+            "spec.evidence",
+            {
+                "logs": {"uri": "s3://bucket/run.log", "digest": A_DIGEST},
+                "harness": {"repository": "https://github.com/a/b", "commit": "0" * 40},
+            },
+        ),
+    ),
     ("WorkloadCase", _set("spec.axes.batch", -(2**53 - 1))),
     ("WorkloadCase", _set("spec.scalars", {"eps": {"dtype": "fp32", "value": 1e-6}})),
     ("SoftwareProject", _set("spec.homepage", "https://pytorch.org:443/docs?x=1#y")),
@@ -268,7 +297,9 @@ VALID_VARIATIONS = [
 ]
 
 
-@pytest.mark.parametrize(("kind", "mutation"), VALID_VARIATIONS, ids=[f"{k}:{i}" for i, (k, _) in enumerate(VALID_VARIATIONS)])
+@pytest.mark.parametrize(
+    ("kind", "mutation"), VALID_VARIATIONS, ids=[f"{k}:{i}" for i, (k, _) in enumerate(VALID_VARIATIONS)]
+)
 def test_valid_variations_stay_valid(kind, mutation):
     assert validate_manifest(_mutated(kind, mutation)) == []
 
@@ -298,7 +329,9 @@ AGREEMENT_CASES = (
 )
 
 
-@pytest.mark.parametrize(("kind", "manifest"), AGREEMENT_CASES, ids=[f"{k}:{i}" for i, (k, _) in enumerate(AGREEMENT_CASES)])
+@pytest.mark.parametrize(
+    ("kind", "manifest"), AGREEMENT_CASES, ids=[f"{k}:{i}" for i, (k, _) in enumerate(AGREEMENT_CASES)]
+)
 def test_json_schema_agrees_with_the_models(kind, manifest):
     assert _json_schema_accepts(manifest) == (validate_manifest(manifest) == [])
 
@@ -322,8 +355,9 @@ from hypothesis import strategies as st  # noqa: E402
 
 anything = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=10),
-    lambda children: st.lists(children, max_size=4)
-    | st.dictionaries(st.text(max_size=6) | st.integers(), children, max_size=4),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=6) | st.integers(), children, max_size=4)
+    ),
     max_leaves=15,
 )
 

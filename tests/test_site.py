@@ -56,8 +56,10 @@ def relabelled(source: Path, out: Path, *, version: str, gpu: str | None = None,
 def manifests(tmp_path_factory):
     folder = tmp_path_factory.mktemp("relabelled")
     h200 = FIXTURES / "liger-ci" / "0701bab.csv"  # NVIDIA H200, Liger 0.5.10
-    extra = [relabelled(h200, folder / "h200-0.6.0.csv", version="0.6.0", scale=1.25),
-             relabelled(h200, folder / "h100-0.5.10.csv", version="0.5.10", gpu="NVIDIA H100 80GB HBM3", scale=0.8)]
+    extra = [
+        relabelled(h200, folder / "h200-0.6.0.csv", version="0.6.0", scale=1.25),
+        relabelled(h200, folder / "h100-0.5.10.csv", version="0.5.10", gpu="NVIDIA H100 80GB HBM3", scale=0.8),
+    ]
     return _import([*CSVS, *extra])
 
 
@@ -72,7 +74,7 @@ def site(manifests, tmp_path_factory):
 def read_data(path: Path) -> dict:
     text = path.read_text(encoding="utf-8")
     assert text.startswith("KI.load(") and text.rstrip().endswith(");"), path
-    return json.loads(text[len("KI.load("):text.rstrip().rindex(")")])
+    return json.loads(text[len("KI.load(") : text.rstrip().rindex(")")])
 
 
 def expected_cells(manifests) -> Counter:
@@ -85,8 +87,21 @@ def expected_cells(manifests) -> Counter:
         parts = spec["sourceNative"]["externalId"].split("/")
         metric = parts.pop(2) if len(parts) == 7 else "speed"
         kernel, mode, provider, gpu, case_key, _ = parts
-        seen.add((kernel, gpu, m["metadata"]["labels"]["liger_version"], mode, metric, provider, case_key,
-                  spec["implementationDigest"], spec["workloadDigest"], spec["protocolDigest"], spec["environmentDigest"]))
+        seen.add(
+            (
+                kernel,
+                gpu,
+                m["metadata"]["labels"]["liger_version"],
+                mode,
+                metric,
+                provider,
+                case_key,
+                spec["implementationDigest"],
+                spec["workloadDigest"],
+                spec["protocolDigest"],
+                spec["environmentDigest"],
+            )
+        )
     return Counter(key[:3] for key in seen)
 
 
@@ -137,13 +152,26 @@ def test_pivot_marks_cells_whose_rows_did_not_all_become_runs(site):
 
     state = {"rms_norm": {"slug": "rms-norm", "title": "RMSNorm"}}
     pivot = {"rms_norm": {("nvidia-h200", "0.5.10"): 12, ("nvidia-h200", "0.6.0"): 4}}
-    lost = CoverageCell(kernel="rms_norm", provider="huggingface", mode="forward", gpu="NVIDIA H200", version="0.6.0",
-                        metric="speed", rows=12, runs=4, skipped={"uncuratedKernels": 8}, issues=0)
+    lost = CoverageCell(
+        kernel="rms_norm",
+        provider="huggingface",
+        mode="forward",
+        gpu="NVIDIA H200",
+        version="0.6.0",
+        metric="speed",
+        rows=12,
+        runs=4,
+        skipped={"uncuratedKernels": 8},
+        issues=0,
+    )
     page = coverage_pivot(state, pivot, [lost])
-    cells = re.findall(r'<td class="([^"]+)" data-gpu="([^"]+)" data-version="([^"]+)" data-runs="(\d+)"( title="[^"]*")?', page)
-    assert cells == [("pivot-cell", "nvidia-h200", "0.5.10", "12", ""),
-                     ("pivot-cell incomplete", "nvidia-h200", "0.6.0", "4",
-                      ' title="huggingface forward speed: 8 of 12 rows"')]
+    cells = re.findall(
+        r'<td class="([^"]+)" data-gpu="([^"]+)" data-version="([^"]+)" data-runs="(\d+)"( title="[^"]*")?', page
+    )
+    assert cells == [
+        ("pivot-cell", "nvidia-h200", "0.5.10", "12", ""),
+        ("pivot-cell incomplete", "nvidia-h200", "0.6.0", "4", ' title="huggingface forward speed: 8 of 12 rows"'),
+    ]
     assert 'href="kernels/rms-norm.html#gpu=nvidia-h200&amp;version=0.6.0"' in page
 
 
@@ -156,6 +184,7 @@ def test_kernel_file_names_never_collide():
 
 
 # --------------------------------------------------------------------------- in Chromium
+
 
 @pytest.fixture(scope="module")
 def browser():
@@ -232,7 +261,9 @@ def test_kernel_page_filters_tooltips_and_compare(site, browser, manifests):
         assert loaded == ["rms-norm.js"]  # its own kernel's data, nothing else
 
         def figures():
-            return page.eval_on_selector_all("figure.chart", "fs => fs.map(f => [f.dataset.chartKind, f.dataset.gpu, f.dataset.mode])")
+            return page.eval_on_selector_all(
+                "figure.chart", "fs => fs.map(f => [f.dataset.chartKind, f.dataset.gpu, f.dataset.mode])"
+            )
 
         everything = figures()
         assert {k for k, _, _ in everything} >= {"latency", "memory", "versions", "speedup"}
@@ -265,23 +296,34 @@ def test_kernel_page_filters_tooltips_and_compare(site, browser, manifests):
         page.select_option("#c-fixed", "nvidia-h200")
         page.select_option("#c-a", "0.5.10")
         page.select_option("#c-b", "0.6.0")
-        ratios = page.eval_on_selector_all("#compare-table tr.compare-row", "rs => rs.map(r => Number(r.dataset.ratio))")
+        ratios = page.eval_on_selector_all(
+            "#compare-table tr.compare-row", "rs => rs.map(r => Number(r.dataset.ratio))"
+        )
         assert len(ratios) == 6 and all(abs(r - 1.25) < 0.01 for r in ratios)  # the relabelled copy: 1.25x slower
         page.select_option("#c-by", "gpu")
         page.select_option("#c-fixed", "0.5.10")
         page.wait_for_selector("#compare-ratio[data-rendered='1'] svg", timeout=30_000)
         a, b = page.locator("#c-a").input_value(), page.locator("#c-b").input_value()
         assert {a, b} == {"nvidia-h200", "nvidia-h100-80gb-hbm3"}
-        rows = page.eval_on_selector_all("#compare-table tr.compare-row",
-                                         "rs => rs.map(r => [r.dataset.workload, Number(r.dataset.ratio)])")
+        rows = page.eval_on_selector_all(
+            "#compare-table tr.compare-row", "rs => rs.map(r => [r.dataset.workload, Number(r.dataset.ratio)])"
+        )
         newest: dict = {}
         for m in manifests:
-            if m["kind"] == "BenchmarkRun" and m["spec"].get("timing") and m["metadata"]["labels"]["liger_version"] == "0.5.10":
+            if (
+                m["kind"] == "BenchmarkRun"
+                and m["spec"].get("timing")
+                and m["metadata"]["labels"]["liger_version"] == "0.5.10"
+            ):
                 kernel, mode, provider, gpu, case_key, _ = m["spec"]["sourceNative"]["externalId"].split("/")
                 if (kernel, mode, provider) == ("rms_norm", "forward", "liger"):
-                    newest[(gpu, case_key)] = max(newest.get((gpu, case_key), ("", 0)),
-                                                  (m["spec"]["observedAt"], m["spec"]["timing"]["latencyNs"]["median"]))
-        expected = {case: newest[(b, case)][1] / newest[(a, case)][1] for g, case in newest if g == a and (b, case) in newest}
+                    newest[(gpu, case_key)] = max(
+                        newest.get((gpu, case_key), ("", 0)),
+                        (m["spec"]["observedAt"], m["spec"]["timing"]["latencyNs"]["median"]),
+                    )
+        expected = {
+            case: newest[(b, case)][1] / newest[(a, case)][1] for g, case in newest if g == a and (b, case) in newest
+        }
         assert len(rows) == 6 and dict(rows) == pytest.approx(expected)
         page.locator("#compare").scroll_into_view_if_needed()
         _shot(page, "site-compare.png")
@@ -311,9 +353,11 @@ def test_a_dagster_code_location_loads_without_matplotlib():
     import subprocess
     import sys
 
-    code = ("import sys\nimport kernelindex_pipeline.definitions\n"
-            "print(','.join(m for m in ('matplotlib', 'kernelindex_pipeline.reporting.html', "
-            "'kernelindex_pipeline.reporting.regressions_page') if m in sys.modules))\n")
+    code = (
+        "import sys\nimport kernelindex_pipeline.definitions\n"
+        "print(','.join(m for m in ('matplotlib', 'kernelindex_pipeline.reporting.html', "
+        "'kernelindex_pipeline.reporting.regressions_page') if m in sys.modules))\n"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "", f"loading the definitions imported {out}"
 

@@ -203,8 +203,13 @@ def wait_for_backfill(server: DagsterDevServer, backfill_id: str) -> dict:
                 return backfill
         return None
 
-    return wait_for(f"backfill {backfill_id}", probe, RUNS_TIMEOUT_S, interval_s=1,
-                    on_timeout=lambda: f"--- server log ---\n{server.log_tail(80)}")
+    return wait_for(
+        f"backfill {backfill_id}",
+        probe,
+        RUNS_TIMEOUT_S,
+        interval_s=1,
+        on_timeout=lambda: f"--- server log ---\n{server.log_tail(80)}",
+    )
 
 
 def wait_for_run(server: DagsterDevServer, predicate, what: str) -> dict:
@@ -212,14 +217,20 @@ def wait_for_run(server: DagsterDevServer, predicate, what: str) -> dict:
         done = [run for run in runs(server) if predicate(run) and run["status"] in RUN_TERMINAL]
         return done[0] if done else None
 
-    return wait_for(what, probe, RUNS_TIMEOUT_S, interval_s=2, on_timeout=lambda: f"--- server log ---\n{server.log_tail(80)}")
+    return wait_for(
+        what, probe, RUNS_TIMEOUT_S, interval_s=2, on_timeout=lambda: f"--- server log ---\n{server.log_tail(80)}"
+    )
 
 
 def import_ci(server: DagsterDevServer, env: dict[str, str]) -> subprocess.CompletedProcess:
     """`kernelindex-pipeline import-ci` against the UI's instance, while the UI (and its daemon) runs."""
     return subprocess.run(
         [sys.executable, "-m", "kernelindex_pipeline.cli", "import-ci", *map(str, CI_FILES)],
-        env={**env, "DAGSTER_HOME": str(server.home)}, capture_output=True, text=True, timeout=600, cwd=REPO_ROOT,
+        env={**env, "DAGSTER_HOME": str(server.home)},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=REPO_ROOT,
         stdin=subprocess.DEVNULL,
     )
 
@@ -285,7 +296,9 @@ def test_three_chains_in_the_ui(chromium, dagster_server, catalogue_url, expecte
                 open_group_lineage(page, expect, server, "sweep")
                 dialog = open_launch_dialog(page, expect, shots, "sweep")
                 launch_from_dialog(page, expect, shots, dialog, "sweep")
-                sweep_run = wait_for_run(server, lambda run: run["tags"].get("dagster/partition") == sweep_key, "the sweep run")
+                sweep_run = wait_for_run(
+                    server, lambda run: run["tags"].get("dagster/partition") == sweep_key, "the sweep run"
+                )
 
                 open_group_lineage(page, expect, server, "history")
                 shots.take("history-after-failed-sweep")
@@ -315,13 +328,17 @@ def test_three_chains_in_the_ui(chromium, dagster_server, catalogue_url, expecte
     for stage in STAGES:
         assert sorted(set(materialized_partitions(server, asset_path("history", stage)))) == history_keys, stage
     for check in RECORD_CHECKS:
-        assert {e["status"] for e in check_executions(server, asset_path("history", "kernelindex_records"), check)} == {"SUCCEEDED"}
+        assert {e["status"] for e in check_executions(server, asset_path("history", "kernelindex_records"), check)} == {
+            "SUCCEEDED"
+        }
 
     # The CI import: two partitions (one per file), in one run of ci_import_job.
     ci_runs = [run for run in runs(server) if run["jobName"] == "ci_import_job"]
     assert [run["status"] for run in ci_runs] == ["SUCCESS"]
     assert sorted(set(materialized_partitions(server, asset_path("ci", "catalogue_publication")))) == [
-        "nvidia-h100-80gb-hbm3|0.7.0", "nvidia-h200|0.5.10"]
+        "nvidia-h100-80gb-hbm3|0.7.0",
+        "nvidia-h200|0.5.10",
+    ]
 
     # The failed sweep: its run failed, nothing of it was published, and the history chain is untouched.
     assert sweep_run["status"] == "FAILURE"

@@ -23,8 +23,16 @@ ARTIFACTS = Path(__file__).resolve().parent / "artifacts" / "ui"
 
 # Debian's Chromium: Playwright cannot download its own browser here.
 CHROMIUM = Path(os.environ.get("KERNELINDEX_CHROMIUM", "/usr/bin/chromium"))
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 T = TypeVar("T")
 
@@ -41,8 +49,13 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def wait_for(what: str, probe: Callable[[], T | None], timeout_s: float, interval_s: float = 2.0,
-             on_timeout: Callable[[], str] = lambda: "") -> T:
+def wait_for(
+    what: str,
+    probe: Callable[[], T | None],
+    timeout_s: float,
+    interval_s: float = 2.0,
+    on_timeout: Callable[[], str] = lambda: "",
+) -> T:
     """Call `probe` until it returns something other than None; fail naming `what` after `timeout_s`."""
     deadline = time.monotonic() + timeout_s
     while True:
@@ -77,8 +90,12 @@ class DagsterDevServer:
         progress(f"starting {' '.join(command)} (DAGSTER_HOME={self.home}, log {self.log_path})")
         with open(self.log_path, "wb") as log:
             self.process = subprocess.Popen(
-                command, cwd=REPO_ROOT, env={**self.env, "DAGSTER_HOME": str(self.home)},
-                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                command,
+                cwd=REPO_ROOT,
+                env={**self.env, "DAGSTER_HOME": str(self.home)},
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
                 start_new_session=True,  # its own process group: stop() signals the whole group
             )
 
@@ -94,8 +111,9 @@ class DagsterDevServer:
 
     def graphql(self, query: str, variables: dict[str, Any] | None = None, timeout_s: float = 30) -> dict[str, Any]:
         """The `data` of a GraphQL response; GraphQL errors raise with the query's first line."""
-        response = self._session.post(f"{self.url}/graphql", json={"query": query, "variables": variables or {}},
-                                      timeout=timeout_s)
+        response = self._session.post(
+            f"{self.url}/graphql", json={"query": query, "variables": variables or {}}, timeout=timeout_s
+        )
         response.raise_for_status()
         body = response.json()
         if body.get("errors"):
@@ -124,8 +142,12 @@ class DagsterDevServer:
             return None
 
         started = time.monotonic()
-        names = wait_for("the code location to load", probe, timeout_s,
-                         on_timeout=lambda: str(self._failure("the server never reported a loaded code location")))
+        names = wait_for(
+            "the code location to load",
+            probe,
+            timeout_s,
+            on_timeout=lambda: str(self._failure("the server never reported a loaded code location")),
+        )
         progress(f"code location(s) {', '.join(names)} loaded after {time.monotonic() - started:.0f}s")
 
     def stop(self, grace_s: float = 15) -> None:
@@ -244,7 +266,9 @@ def materialized_partitions(server: DagsterDevServer, asset: str | list[str]) ->
 
 
 def check_executions(server: DagsterDevServer, asset: str | list[str], check: str) -> list[dict[str, Any]]:
-    return server.graphql(CHECK_EXECUTIONS_QUERY, {"assetKey": {"path": _path(asset)}, "checkName": check})["assetCheckExecutions"]
+    return server.graphql(CHECK_EXECUTIONS_QUERY, {"assetKey": {"path": _path(asset)}, "checkName": check})[
+        "assetCheckExecutions"
+    ]
 
 
 class Screenshots:

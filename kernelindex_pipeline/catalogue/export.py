@@ -67,7 +67,9 @@ class ExportResult:
         }
 
 
-def export_jsonl(store: CatalogueStore, out_dir: str | os.PathLike[str], *, generated_at: datetime | None = None) -> ExportResult:
+def export_jsonl(
+    store: CatalogueStore, out_dir: str | os.PathLike[str], *, generated_at: datetime | None = None
+) -> ExportResult:
     """Write ``kernelindex-catalogue.jsonl`` (one canonical manifest per line) and its manifest file
     ``kernelindex-catalogue.jsonl.manifest.json`` into `out_dir` (created if missing). A damaged
     catalogue raises CatalogueError first (`CatalogueStore.check_integrity`)."""
@@ -128,16 +130,21 @@ class NameCollisions:
             self.by_kind[kind] += len(self._digests)
             self.names += 1
             if len(self.examples) < self.EXAMPLES:
-                self.examples.append({"kind": kind, "name": name, "records": len(self._digests),
-                                      "digests": self._digests[:5]})
+                self.examples.append(
+                    {"kind": kind, "name": name, "records": len(self._digests), "digests": self._digests[:5]}
+                )
 
     def to_dict(self) -> dict[str, Any]:
         self._close()
         self._current, self._digests = None, []
-        return {"records": sum(self.by_kind.values()), "names": self.names, "byKind": dict(sorted(self.by_kind.items())),
-                "examples": self.examples,
-                "note": "metadata.name is KernelIndex's (cut at 100 characters), so names can repeat; "
-                        "key on digests (records.parquet, runs.parquet)"}
+        return {
+            "records": sum(self.by_kind.values()),
+            "names": self.names,
+            "byKind": dict(sorted(self.by_kind.items())),
+            "examples": self.examples,
+            "note": "metadata.name is KernelIndex's (cut at 100 characters), so names can repeat; "
+            "key on digests (records.parquet, runs.parquet)",
+        }
 
 
 def export_bundle(store: CatalogueStore, out_dir: str | os.PathLike[str]) -> ExportResult:
@@ -191,7 +198,9 @@ def _by_kind(counts: Counter[str]) -> dict[str, int]:
 def _write_atomically(path: Path, chunks: Iterable[bytes]) -> str:
     """Write `chunks` to `path` through a temporary file in the same directory; return the sha256 hex."""
     digest = hashlib.sha256()
-    handle = tempfile.NamedTemporaryFile("wb", dir=path.parent, prefix=f".{path.name}.", suffix=".partial", delete=False)
+    handle = tempfile.NamedTemporaryFile(
+        "wb", dir=path.parent, prefix=f".{path.name}.", suffix=".partial", delete=False
+    )
     try:
         with handle:
             for chunk in chunks:
@@ -266,13 +275,22 @@ def export_kernelindex(
         f"{len(grouped.runs)} runs, {grouped.memory_runs_left_out} peak-memory runs left out\n"
     ).encode()
     text = yaml.dump(
-        submission_document(grouped), Dumper=_NoAliasDumper, sort_keys=False, allow_unicode=True,
-        default_flow_style=False, width=1_000_000,
+        submission_document(grouped),
+        Dumper=_NoAliasDumper,
+        sort_keys=False,
+        allow_unicode=True,
+        default_flow_style=False,
+        width=1_000_000,
     ).encode("utf-8")
     submission_path = out / SUBMISSION_NAME
-    submission = ExportResult(submission_path, _write_atomically(submission_path, [header, text]), *_kernelindex_counts(grouped))
+    submission = ExportResult(
+        submission_path, _write_atomically(submission_path, [header, text]), *_kernelindex_counts(grouped)
+    )
     bundles = []
-    for origin, name, source in (("upstream", IMPORT_BUNDLE_NAME, LIGER_SOURCE), ("measured", SWEEP_BUNDLE_NAME, PIPELINE_SOURCE)):
+    for origin, name, source in (
+        ("upstream", IMPORT_BUNDLE_NAME, LIGER_SOURCE),
+        ("measured", SWEEP_BUNDLE_NAME, PIPELINE_SOURCE),
+    ):
         part = group_for_kernelindex(manifests, catalogue, runs_from=origin, **options)
         stale = out / name
         if not part.runs:
@@ -281,14 +299,18 @@ def export_kernelindex(
         https = [(urlsplit(s.get("locator", "")).scheme == "https") == (origin == "upstream") for s in snapshots]
         own = [snapshot for snapshot, keep in zip(snapshots, https, strict=True) if keep]
         body = json.dumps(import_bundle(part, source=source, snapshots=own), ensure_ascii=False, separators=(",", ":"))
-        bundles.append(ExportResult(stale, _write_atomically(stale, [body.encode("utf-8"), b"\n"]), *_kernelindex_counts(part)))
+        bundles.append(
+            ExportResult(stale, _write_atomically(stale, [body.encode("utf-8"), b"\n"]), *_kernelindex_counts(part))
+        )
     return KernelIndexFiles(submission, bundles)
 
 
 def _kernelindex_counts(grouped: Any) -> tuple[int, dict[str, int]]:
     counts = {
-        "SoftwareProject": len(grouped.projects), "OperationSpec": len(grouped.operations),
-        "WorkloadCase": len(grouped.workloads), "ImplementationRevision": len(grouped.implementations),
+        "SoftwareProject": len(grouped.projects),
+        "OperationSpec": len(grouped.operations),
+        "WorkloadCase": len(grouped.workloads),
+        "ImplementationRevision": len(grouped.implementations),
         "BenchmarkRun": len(grouped.runs),
     }
     return sum(counts.values()), counts

@@ -109,13 +109,16 @@ class KernelIndexExport:
 
     def first_project(self, digest: str) -> str:
         return next(iter(self.project_of[digest].values()))
+
     memory_runs_left_out: int = 0
 
 
 @functools.cache
 def _descriptions() -> dict[str, dict[str, str]]:
     """KernelIndex's descriptions of Liger kernels and providers (data/kernelindex-liger-descriptions.yaml)."""
-    text = resources.files("kernelindex_pipeline").joinpath("data/kernelindex-liger-descriptions.yaml").read_text("utf-8")
+    text = (
+        resources.files("kernelindex_pipeline").joinpath("data/kernelindex-liger-descriptions.yaml").read_text("utf-8")
+    )
     return yaml.safe_load(text)
 
 
@@ -139,7 +142,7 @@ def _with_editorial(manifest: dict[str, Any], external_id: str | None, source_co
 
 
 def _origin(environment: dict[str, Any] | None) -> str:
-    """"measured" for a run on an environment with software facts (our sweeps), else "upstream"."""
+    """ "measured" for a run on an environment with software facts (our sweeps), else "upstream"."""
     return "measured" if environment is not None and (environment["spec"].get("software") or {}) else "upstream"
 
 
@@ -152,7 +155,9 @@ def _ordered_tensors(workload: dict[str, Any], operation: dict[str, Any] | None)
     tensors = workload["spec"].get("tensors") or {}
     if operation is None:
         return workload
-    order = [argument["name"] for argument in operation["spec"].get("inputs", []) + operation["spec"].get("outputs", [])]
+    order = [
+        argument["name"] for argument in operation["spec"].get("inputs", []) + operation["spec"].get("outputs", [])
+    ]
     ranked = sorted(tensors, key=lambda name: order.index(name) if name in order else len(order))
     return {**workload, "spec": {**workload["spec"], "tensors": {name: tensors[name] for name in ranked}}}
 
@@ -229,15 +234,27 @@ def group_for_kernelindex(
             out.memory_runs_left_out += 1
             continue
         referenced = {}
-        for key, kind in (("protocolDigest", "BenchmarkProtocol"), ("environmentDigest", "ExecutionEnvironment"),
-                          ("implementationDigest", "ImplementationRevision"), ("workloadDigest", "WorkloadCase")):
+        for key, kind in (
+            ("protocolDigest", "BenchmarkProtocol"),
+            ("environmentDigest", "ExecutionEnvironment"),
+            ("implementationDigest", "ImplementationRevision"),
+            ("workloadDigest", "WorkloadCase"),
+        ):
             target = by_digest.get(spec.get(key, ""))
             if target is None or target["kind"] != kind:
-                raise KernelIndexExportError(f"run {run['metadata']['name']}: its {kind} {spec.get(key)} is not in the records; export them together")
+                raise KernelIndexExportError(
+                    f"run {run['metadata']['name']}: its {kind} {spec.get(key)} is not in the records; export them together"
+                )
             referenced[kind] = target
         operation_digest = referenced["WorkloadCase"]["spec"]["operationSpecDigest"]
         used.update([spec["implementationDigest"], spec["workloadDigest"], operation_digest])
-        out.runs.append({"manifest": run, "protocol": referenced["BenchmarkProtocol"], "environment": referenced["ExecutionEnvironment"]})
+        out.runs.append(
+            {
+                "manifest": run,
+                "protocol": referenced["BenchmarkProtocol"],
+                "environment": referenced["ExecutionEnvironment"],
+            }
+        )
         _link_run(out, catalogue, digest, run, spec, operation_digest)
     for digest in seen:
         manifest = by_digest[digest]
@@ -252,18 +269,24 @@ def group_for_kernelindex(
                 out.project_of[digest] = {None: _project_by_name(manifest, catalogue)}
             out.implementations.append(_with_editorial(manifest, first_id, source_commit))
     present = {kebab(m["metadata"]["name"]) for m in by_digest.values() if m["kind"] == "SoftwareProject"}
-    needed = list(dict.fromkeys(project for m in out.implementations for project in out.project_of[digest_of(m)].values()))
+    needed = list(
+        dict.fromkeys(project for m in out.implementations for project in out.project_of[digest_of(m)].values())
+    )
     projects = {kebab(m["metadata"]["name"]): m for m in by_digest.values() if m["kind"] == "SoftwareProject"}
     for slug in needed:
         if slug not in present:
             if slug not in catalogue.projects:
-                raise KernelIndexExportError(f"project {slug!r} is neither in the records nor in the provider catalogue")
+                raise KernelIndexExportError(
+                    f"project {slug!r} is neither in the records nor in the provider catalogue"
+                )
             projects[slug] = software_project(catalogue, slug)
     out.projects = [projects[slug] for slug in needed]
     return out
 
 
-def _link_run(out: KernelIndexExport, catalogue: Catalogue, digest: str, run: dict, spec: dict, operation_digest: str) -> None:
+def _link_run(
+    out: KernelIndexExport, catalogue: Catalogue, digest: str, run: dict, spec: dict, operation_digest: str
+) -> None:
     """externalIds of the run and what it references, and its implementation's project."""
     external_id = (spec.get("sourceNative") or {}).get("externalId")
     if not external_id:
@@ -287,8 +310,11 @@ def _link_run(out: KernelIndexExport, catalogue: Catalogue, digest: str, run: di
 def _project_by_name(implementation: dict[str, Any], catalogue: Catalogue) -> str:
     """The project of an implementation none of whose runs name a provider: from its name's provider."""
     name = implementation["metadata"]["name"]
-    matches = [(len(provider_name), provider.project) for provider_name, provider in catalogue.providers.items()
-               if name.endswith("-" + kebab(provider_name))]
+    matches = [
+        (len(provider_name), provider.project)
+        for provider_name, provider in catalogue.providers.items()
+        if name.endswith("-" + kebab(provider_name))
+    ]
     if matches:
         return max(matches)[1]  # the longest provider name: "-liger-fp32-accum" before "-accum"
     raise KernelIndexExportError(f"implementation {name}: no project (no run names its provider, nor does its name)")
@@ -305,7 +331,9 @@ def submission_document(grouped: KernelIndexExport) -> dict[str, Any]:
         "implementations": [
             {"projectSlug": grouped.first_project(digest_of(m)), "manifest": m} for m in grouped.implementations
         ],
-        "runs": [{"run": r["manifest"], "protocol": r["protocol"], "environment": r["environment"]} for r in grouped.runs],
+        "runs": [
+            {"run": r["manifest"], "protocol": r["protocol"], "environment": r["environment"]} for r in grouped.runs
+        ],
     }
 
 
@@ -315,11 +343,25 @@ def _artifacts(run: dict[str, Any]) -> list[dict[str, Any]]:
     evidence = spec.get("evidence") or {}
     found = []
     for role, kind, media_type, ref in (
-        ("raw_samples", "raw_samples", "application/json", evidence.get("rawSamples") or (spec.get("timing") or {}).get("rawSamples")),
+        (
+            "raw_samples",
+            "raw_samples",
+            "application/json",
+            evidence.get("rawSamples") or (spec.get("timing") or {}).get("rawSamples"),
+        ),
         ("logs", "log", "text/plain", evidence.get("logs")),
     ):
         if ref:
-            found.append({"role": role, "kind": kind, "mediaType": media_type, "digest": ref["digest"], "uri": ref["uri"], "storage": "object"})
+            found.append(
+                {
+                    "role": role,
+                    "kind": kind,
+                    "mediaType": media_type,
+                    "digest": ref["digest"],
+                    "uri": ref["uri"],
+                    "storage": "object",
+                }
+            )
     return found
 
 
@@ -342,7 +384,9 @@ def import_bundle(
         digest = digest_of(manifest)
         projects = grouped.project_of[digest]
         for entry in linked({"manifest": manifest, "slug": kebab(manifest["metadata"]["name"])}, digest):
-            implementations.append({**entry, "projectSlug": projects.get(entry.get("externalId"), grouped.first_project(digest))})
+            implementations.append(
+                {**entry, "projectSlug": projects.get(entry.get("externalId"), grouped.first_project(digest))}
+            )
     runs = []
     for entry in grouped.runs:
         [bundled] = linked(dict(entry), digest_of(entry["manifest"]))  # a run has one source name
@@ -354,7 +398,11 @@ def import_bundle(
         "source": dict(source or LIGER_SOURCE),
         "snapshots": [{**PARSER, **snapshot} for snapshot in snapshots],
         "projects": [{"manifest": m, "slug": kebab(m["metadata"]["name"])} for m in grouped.projects],
-        "operations": [e for m in grouped.operations for e in linked({"manifest": m, "slug": kebab(m["metadata"]["name"])}, digest_of(m))],
+        "operations": [
+            e
+            for m in grouped.operations
+            for e in linked({"manifest": m, "slug": kebab(m["metadata"]["name"])}, digest_of(m))
+        ],
         "workloads": [e for m in grouped.workloads for e in linked({"manifest": m}, digest_of(m))],
         "implementations": implementations,
         "runs": runs,
@@ -393,4 +441,3 @@ def snapshots_of_publications(publications: Iterable[dict[str, Any]]) -> list[di
             entry["sizeBytes"] = snapshot["sizeBytes"]
         found.setdefault((locator, sha256), entry)
     return list(found.values())
-

@@ -290,7 +290,9 @@ class CatalogueStore:
         with self._engine.connect() as conn:
             missing = set(metadata.tables) - set(inspect(conn).get_table_names())
         if missing:
-            raise CatalogueError(f"{self.safe_url} is not a KernelIndex catalogue (no table {', '.join(sorted(missing))})")
+            raise CatalogueError(
+                f"{self.safe_url} is not a KernelIndex catalogue (no table {', '.join(sorted(missing))})"
+            )
 
     def check_integrity(self) -> None:
         """Raise CatalogueError unless the database is intact (SQLite: `PRAGMA integrity_check`, which
@@ -537,7 +539,8 @@ class CatalogueStore:
         by_bytes = (lambda column: column.collate("C")) if self.dialect == "postgresql" else (lambda column: column)
         rank = case({kind: i for i, kind in enumerate(KINDS)}, value=objects.c.kind, else_=len(KINDS))
         statement = select(objects.c.digest, objects.c.manifest).order_by(
-            rank, by_bytes(objects.c.kind), by_bytes(objects.c.name), objects.c.digest)
+            rank, by_bytes(objects.c.kind), by_bytes(objects.c.name), objects.c.digest
+        )
         if kinds is not None:
             statement = statement.where(objects.c.kind.in_(list(kinds)))
         for digest, text in self._stream(statement):
@@ -549,8 +552,11 @@ class CatalogueStore:
         action = f"reading {self.safe_url} failed"
         conn = _guarded(self._url, action, self._engine.connect)
         try:
-            result = _guarded(self._url, action, lambda: conn.execution_options(
-                stream_results=True, yield_per=STREAM_BATCH).execute(statement))
+            result = _guarded(
+                self._url,
+                action,
+                lambda: conn.execution_options(stream_results=True, yield_per=STREAM_BATCH).execute(statement),
+            )
             while rows := _guarded(self._url, action, lambda: result.fetchmany(STREAM_BATCH)):
                 yield from rows
         finally:
@@ -725,7 +731,9 @@ def _as_document(value: Any, what: str) -> dict | None:
     if hasattr(value, "to_dict"):
         value = value.to_dict()
     if not isinstance(value, Mapping):
-        raise CatalogueError(f"publish(..., {what}=...) takes an object with .to_dict() or a dict, not {type(value).__name__}")
+        raise CatalogueError(
+            f"publish(..., {what}=...) takes an object with .to_dict() or a dict, not {type(value).__name__}"
+        )
     return dict(value)
 
 

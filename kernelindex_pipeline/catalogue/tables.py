@@ -29,7 +29,11 @@ from typing import Any
 from kernelindex_pipeline.liger import identity
 
 RECORDS_TABLE, RUNS_TABLE, WORKLOADS_TABLE, ENVIRONMENTS_TABLE = (
-    "records.parquet", "runs.parquet", "workloads.parquet", "environments.parquet")
+    "records.parquet",
+    "runs.parquet",
+    "workloads.parquet",
+    "environments.parquet",
+)
 BATCH_ROWS = 10_000
 
 
@@ -46,15 +50,46 @@ def _schemas():
     return {
         RECORDS_TABLE: pa.schema([("digest", s), ("kind", s), ("name", s), ("line", i)]),
         WORKLOADS_TABLE: pa.schema([("digest", s), ("name", s), ("operation_digest", s), ("axes", s), ("dtype", s)]),
-        ENVIRONMENTS_TABLE: pa.schema([("digest", s), ("name", s), ("gpu_product", s), ("gpu_form_factor", s),
-                                       ("gpu_architecture", s), ("software", s), ("labels", s)]),
-        RUNS_TABLE: pa.schema([
-            ("digest", s), ("name", s), ("kernel", s), ("mode", s), ("provider", s), ("gpu", s), ("case_key", s),
-            ("liger_version", s), ("metric", s), ("unit", s), ("value", f), ("p20", f), ("p80", f),
-            ("observed_at", s), ("status", s), ("source", s), ("external_id", s),
-            ("implementation_digest", s), ("workload_digest", s), ("protocol_digest", s), ("environment_digest", s),
-            ("workload_axes", s), ("workload_dtype", s), ("gpu_product", s), ("environment_software", s),
-        ]),
+        ENVIRONMENTS_TABLE: pa.schema(
+            [
+                ("digest", s),
+                ("name", s),
+                ("gpu_product", s),
+                ("gpu_form_factor", s),
+                ("gpu_architecture", s),
+                ("software", s),
+                ("labels", s),
+            ]
+        ),
+        RUNS_TABLE: pa.schema(
+            [
+                ("digest", s),
+                ("name", s),
+                ("kernel", s),
+                ("mode", s),
+                ("provider", s),
+                ("gpu", s),
+                ("case_key", s),
+                ("liger_version", s),
+                ("metric", s),
+                ("unit", s),
+                ("value", f),
+                ("p20", f),
+                ("p80", f),
+                ("observed_at", s),
+                ("status", s),
+                ("source", s),
+                ("external_id", s),
+                ("implementation_digest", s),
+                ("workload_digest", s),
+                ("protocol_digest", s),
+                ("environment_digest", s),
+                ("workload_axes", s),
+                ("workload_dtype", s),
+                ("gpu_product", s),
+                ("environment_software", s),
+            ]
+        ),
     }
 
 
@@ -105,8 +140,11 @@ def _dtype(spec: dict[str, Any]) -> str | None:
 
 
 def _band(spec: dict[str, Any], metric: str) -> tuple[float | None, float | None]:
-    found = {m.get("statistic"): m.get("value") for m in spec.get("measurements") or []
-             if isinstance(m, dict) and m.get("metric") == metric}
+    found = {
+        m.get("statistic"): m.get("value")
+        for m in spec.get("measurements") or []
+        if isinstance(m, dict) and m.get("metric") == metric
+    }
     return found.get("p20"), found.get("p80")
 
 
@@ -124,18 +162,31 @@ def _run_row(digest: str, manifest: dict[str, Any], workloads: dict[str, dict], 
     workload = workloads.get(spec.get("workloadDigest") or "", {})
     environment = environments.get(spec.get("environmentDigest") or "", {})
     return {
-        "digest": digest, "name": metadata.get("name"),
-        "kernel": ident.kernel if ident else None, "mode": ident.mode if ident else None,
-        "provider": ident.provider if ident else None, "gpu": ident.gpu_slug if ident else None,
+        "digest": digest,
+        "name": metadata.get("name"),
+        "kernel": ident.kernel if ident else None,
+        "mode": ident.mode if ident else None,
+        "provider": ident.provider if ident else None,
+        "gpu": ident.gpu_slug if ident else None,
         "case_key": ident.case_key if ident else None,
         "liger_version": (metadata.get("labels") or {}).get("liger_version"),
-        "metric": metric, "unit": unit, "value": value, "p20": p20, "p80": p80,
-        "observed_at": spec.get("observedAt"), "status": spec.get("status"), "source": native.get("source"),
+        "metric": metric,
+        "unit": unit,
+        "value": value,
+        "p20": p20,
+        "p80": p80,
+        "observed_at": spec.get("observedAt"),
+        "status": spec.get("status"),
+        "source": native.get("source"),
         "external_id": native.get("externalId"),
-        "implementation_digest": spec.get("implementationDigest"), "workload_digest": spec.get("workloadDigest"),
-        "protocol_digest": spec.get("protocolDigest"), "environment_digest": spec.get("environmentDigest"),
-        "workload_axes": workload.get("axes"), "workload_dtype": workload.get("dtype"),
-        "gpu_product": environment.get("gpu_product"), "environment_software": environment.get("software"),
+        "implementation_digest": spec.get("implementationDigest"),
+        "workload_digest": spec.get("workloadDigest"),
+        "protocol_digest": spec.get("protocolDigest"),
+        "environment_digest": spec.get("environmentDigest"),
+        "workload_axes": workload.get("axes"),
+        "workload_dtype": workload.get("dtype"),
+        "gpu_product": environment.get("gpu_product"),
+        "environment_software": environment.get("software"),
     }
 
 
@@ -153,16 +204,26 @@ def write_tables(records: Iterable[tuple[str, dict[str, Any]]], out_dir: str | o
             name = (manifest.get("metadata") or {}).get("name")
             tables[RECORDS_TABLE].add({"digest": digest, "kind": kind, "name": name, "line": line})
             if kind == "WorkloadCase":
-                row = {"digest": digest, "name": name, "operation_digest": spec.get("operationSpecDigest"),
-                       "axes": _json(spec.get("axes")), "dtype": _dtype(spec)}
+                row = {
+                    "digest": digest,
+                    "name": name,
+                    "operation_digest": spec.get("operationSpecDigest"),
+                    "axes": _json(spec.get("axes")),
+                    "dtype": _dtype(spec),
+                }
                 workloads[digest] = row
                 tables[WORKLOADS_TABLE].add(row)
             elif kind == "ExecutionEnvironment":
                 hardware = spec.get("hardware") or {}
-                row = {"digest": digest, "name": name, "gpu_product": hardware.get("product"),
-                       "gpu_form_factor": hardware.get("formFactor"), "gpu_architecture": hardware.get("architecture"),
-                       "software": _json(spec.get("software")),
-                       "labels": _json((manifest.get("metadata") or {}).get("labels"))}
+                row = {
+                    "digest": digest,
+                    "name": name,
+                    "gpu_product": hardware.get("product"),
+                    "gpu_form_factor": hardware.get("formFactor"),
+                    "gpu_architecture": hardware.get("architecture"),
+                    "software": _json(spec.get("software")),
+                    "labels": _json((manifest.get("metadata") or {}).get("labels")),
+                }
                 environments[digest] = row
                 tables[ENVIRONMENTS_TABLE].add(row)
             elif kind == "BenchmarkRun":

@@ -2,7 +2,6 @@
 regressions. They refresh by themselves (declarative automation, CATALOGUE_AUTOMATION) once any
 chain has published, and never wait for a partition that has not run."""
 
-
 from pathlib import Path
 
 from dagster import (
@@ -58,8 +57,12 @@ class CatalogueExportConfig(OutputDirConfig):
 
 
 class EfficiencyConfig(OutputDirConfig):
-    low_threshold: float = Field(default=DEFAULT_LOW_THRESHOLD, gt=0, le=1,
-                                 description="A plausible reading below this fraction of peak is 'low efficiency'.")
+    low_threshold: float = Field(
+        default=DEFAULT_LOW_THRESHOLD,
+        gt=0,
+        le=1,
+        description="A plausible reading below this fraction of peak is 'low efficiency'.",
+    )
 
 
 GROUP = "catalogue"
@@ -71,8 +74,11 @@ PUBLICATIONS = [chain.publication for chain in CHAINS.values()]
 CONTENT_CHANGED = AutomationCondition.any_deps_match(
     AutomationCondition.data_version_changed() | AutomationCondition.will_be_requested()
 ).with_label("any_deps_content_changed")
-CATALOGUE_AUTOMATION = (AutomationCondition.eager().without(~AutomationCondition.any_deps_missing())
-                        .replace("any_deps_updated", CONTENT_CHANGED))
+CATALOGUE_AUTOMATION = (
+    AutomationCondition.eager()
+    .without(~AutomationCondition.any_deps_missing())
+    .replace("any_deps_updated", CONTENT_CHANGED)
+)
 CATALOGUE_WIDE = {"group_name": GROUP, "deps": PUBLICATIONS, "automation_condition": CATALOGUE_AUTOMATION}
 
 
@@ -83,7 +89,9 @@ def _out(config: OutputDirConfig, name: str) -> Path:
 
 
 @asset(**CATALOGUE_WIDE)
-def catalogue_export(context: AssetExecutionContext, config: CatalogueExportConfig, catalogue: CatalogueResource) -> MaterializeResult:
+def catalogue_export(
+    context: AssetExecutionContext, config: CatalogueExportConfig, catalogue: CatalogueResource
+) -> MaterializeResult:
     """The whole catalogue as files: JSON Lines (one canonical manifest per line) with its small
     manifest file, a multi-document YAML submission bundle that `validate` accepts, the derived
     efficiency figures in a sidecar file beside them (efficiency.jsonl, never in the records), and the
@@ -96,8 +104,11 @@ def catalogue_export(context: AssetExecutionContext, config: CatalogueExportConf
         tables = export_tables(store, out)
         sidecar = export_sidecar(store.manifests(), out)
         kernelindex = export_kernelindex(
-            store.manifests(), out, snapshots=snapshots_of_publications(store.publications()),
-            include_memory=config.kernelindex_memory_runs, order="time",
+            store.manifests(),
+            out,
+            snapshots=snapshots_of_publications(store.publications()),
+            include_memory=config.kernelindex_memory_runs,
+            order="time",
         )
     context.log.info(f"exported {jsonl.records} records to {out}")
     return MaterializeResult(
@@ -117,9 +128,12 @@ def catalogue_export(context: AssetExecutionContext, config: CatalogueExportConf
 
 
 @asset(**CATALOGUE_WIDE)
-def benchmark_regressions(context: AssetExecutionContext, catalogue: CatalogueResource,
-                          regression_settings: RegressionSettingsResource,
-                          liger_git: LigerGitResource) -> Output[RegressionReport]:
+def benchmark_regressions(
+    context: AssetExecutionContext,
+    catalogue: CatalogueResource,
+    regression_settings: RegressionSettingsResource,
+    liger_git: LigerGitResource,
+) -> Output[RegressionReport]:
     """Change points over every run of each series (kernel, mode, provider, workload, GPU, metric), with
     whole-run host effects taken out, and a cause per change (reporting/regressions.py). Series without
     enough runs are counted as insufficient, never as 'no regression'.
@@ -132,17 +146,20 @@ def benchmark_regressions(context: AssetExecutionContext, catalogue: CatalogueRe
     for note in liger.attribute(result):
         context.log.warning(note)
     context.log.info(result.summary())
-    return Output(result, metadata={
-        "regressions": len(result.slowdowns),
-        "speedups": len(result.speedups),
-        "pending": len(result.pending),  # steps at a series' newest run, awaiting a second run
-        "series_judged": len(result.trends),
-        "host_effects": len(result.host_effects),
-        "insufficient_data": len(result.insufficient),
-        "settings": MetadataValue.json(result.to_dict()["settings"]),
-        "table": MetadataValue.md(result.markdown()),
-        "by_commit": check_message(group_changes(result.changes)),
-    })
+    return Output(
+        result,
+        metadata={
+            "regressions": len(result.slowdowns),
+            "speedups": len(result.speedups),
+            "pending": len(result.pending),  # steps at a series' newest run, awaiting a second run
+            "series_judged": len(result.trends),
+            "host_effects": len(result.host_effects),
+            "insufficient_data": len(result.insufficient),
+            "settings": MetadataValue.json(result.to_dict()["settings"]),
+            "table": MetadataValue.md(result.markdown()),
+            "by_commit": check_message(group_changes(result.changes)),
+        },
+    )
 
 
 @asset_check(asset=benchmark_regressions, description="Warns when any comparable series got slower.")
@@ -154,14 +171,21 @@ def no_regressions(benchmark_regressions: RegressionReport) -> AssetCheckResult:
         severity=AssetCheckSeverity.WARN,
         # "N slowdowns from M commits: <sha> <subject> (n); ..." then the rest by cause
         description=check_message(group_changes(result.changes)) + ". " + result.summary(),
-        metadata={"regressions": len(result.slowdowns), "pending": len(result.pending),
-                  "insufficient_data": len(result.insufficient)},
+        metadata={
+            "regressions": len(result.slowdowns),
+            "pending": len(result.pending),
+            "insufficient_data": len(result.insufficient),
+        },
     )
 
 
 @asset(**CATALOGUE_WIDE)
-def catalogue_report(context: AssetExecutionContext, config: OutputDirConfig, catalogue: CatalogueResource,
-                     benchmark_regressions: RegressionReport) -> MaterializeResult:
+def catalogue_report(
+    context: AssetExecutionContext,
+    config: OutputDirConfig,
+    catalogue: CatalogueResource,
+    benchmark_regressions: RegressionReport,
+) -> MaterializeResult:
     """The catalogue as an interactive static site (reporting/site.py): a landing page (what changed since the
     previous build, the coverage pivot of the latest import of every partition and file, efficiency, the
     regressions), a page per kernel drawn in the browser from that kernel's data, the regressions page (the
@@ -173,10 +197,12 @@ def catalogue_report(context: AssetExecutionContext, config: OutputDirConfig, ca
     c = site.counts
     changed = ", ".join(f"{k} ({v})" for k, v in sorted(site.changed.items())) or "nothing"
     context.log.info(f"site written to {site.path}: {c['rewritten']} of {c['kernels']} kernel pages rewritten")
-    summary = ("| kernels | series | runs | slowdowns | speed-ups | pending | kernel pages rewritten |\n"
-               "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n"
-               f"| {c['kernels']} | {c['series']} | {c['runs']} | {c['slowdowns']} | {c['speedups']} | {c['pending']} "
-               f"| {c['rewritten']} |\n\nChanged since the previous build: {changed}.")
+    summary = (
+        "| kernels | series | runs | slowdowns | speed-ups | pending | kernel pages rewritten |\n"
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n"
+        f"| {c['kernels']} | {c['series']} | {c['runs']} | {c['slowdowns']} | {c['speedups']} | {c['pending']} "
+        f"| {c['rewritten']} |\n\nChanged since the previous build: {changed}."
+    )
     return MaterializeResult(
         metadata={
             "report": MetadataValue.url(site.path.resolve().as_uri()),
@@ -214,14 +240,18 @@ def benchmark_coverage(context: AssetExecutionContext, catalogue: CatalogueResou
         metadata={
             "cells": len(table.cells),
             "by_metric": MetadataValue.json(table.by_metric()),
-            "by_source": MetadataValue.json({source: CoverageTable.of(reports).by_metric() for source, reports in sorted(by_source.items())}),
+            "by_source": MetadataValue.json(
+                {source: CoverageTable.of(reports).by_metric() for source, reports in sorted(by_source.items())}
+            ),
             "cells_losing_most_rows": MetadataValue.md(f"```\n{table.text(limit=40)}\n```"),
         }
     )
 
 
 @asset(**CATALOGUE_WIDE)
-def efficiency_table(context: AssetExecutionContext, config: EfficiencyConfig, catalogue: CatalogueResource) -> MaterializeResult:
+def efficiency_table(
+    context: AssetExecutionContext, config: EfficiencyConfig, catalogue: CatalogueResource
+) -> MaterializeResult:
     """Percent of peak of every latency run in the catalogue (its workload's minimum bytes or FLOPs per
     second against the GPU's datasheet peak and a sweep's measured ceiling, reporting/efficiency.py),
     written as the efficiency.jsonl sidecar, and the least efficient (kernel, pass) per GPU."""

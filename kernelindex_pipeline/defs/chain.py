@@ -13,7 +13,6 @@ ChainValuesIOManager, which stores one file per partition, so a run of many part
 each partition's value on its own.
 """
 
-
 import json
 import pickle
 import warnings
@@ -81,7 +80,9 @@ class ChainValuesIOManager(ConfigurableIOManager):
     def handle_output(self, context: OutputContext, obj: dict) -> None:
         wanted = set(context.asset_partition_keys)
         if set(obj) != wanted:
-            raise ValueError(f"{context.asset_key.to_user_string()}: values for {sorted(obj)}, expected {sorted(wanted)}")
+            raise ValueError(
+                f"{context.asset_key.to_user_string()}: values for {sorted(obj)}, expected {sorted(wanted)}"
+            )
         for partition, value in obj.items():
             path = self._path(context.asset_key, partition)
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -94,7 +95,9 @@ class ChainValuesIOManager(ConfigurableIOManager):
         for partition in context.asset_partition_keys:
             path = self._path(context.asset_key, partition)
             if not path.is_file():
-                raise FileNotFoundError(f"{context.asset_key.to_user_string()} has no stored value for partition {partition}: materialize it first")
+                raise FileNotFoundError(
+                    f"{context.asset_key.to_user_string()} has no stored value for partition {partition}: materialize it first"
+                )
             values[partition] = pickle.loads(path.read_bytes())  # our own files, written by handle_output
         return values
 
@@ -111,7 +114,7 @@ def parse_progress(message: str) -> tuple[str, str, dict] | None:
     """(stage, partition, info) of a `progress_message` line, else None."""
     if not message.startswith(PROGRESS_PREFIX):
         return None
-    stage, partition, info = message[len(PROGRESS_PREFIX):].split(" ", 2)
+    stage, partition, info = message[len(PROGRESS_PREFIX) :].split(" ", 2)
     return stage, partition, json.loads(info)
 
 
@@ -208,8 +211,10 @@ def _build_chain(spec: ChainSpec) -> Chain:
         io_manager_key=IO_MANAGER_KEY,
         required_resource_keys=set(spec.resources),
         config_schema=spec.config_schema,
-        check_specs=[AssetCheckSpec(name, asset=keys["benchmark_csv"], partitions_def=check_partitions, description=description)
-                     for name, description in spec.source_checks],
+        check_specs=[
+            AssetCheckSpec(name, asset=keys["benchmark_csv"], partitions_def=check_partitions, description=description)
+            for name, description in spec.source_checks
+        ],
         **common,
     )
     def benchmark_csv(context: AssetExecutionContext):
@@ -226,20 +231,33 @@ def _build_chain(spec: ChainSpec) -> Chain:
                 "rows": sum(rows.values()),
                 "parts": _table(
                     ("partition", "file", "rows", "sha256"),
-                    [(key, part.snapshot.get("locator"), part.snapshot.get("rows", 0), part.content_digest)
-                     for key in partitions for part in read.parts[key]] or [("(none)", "", 0, "")],
+                    [
+                        (key, part.snapshot.get("locator"), part.snapshot.get("rows", 0), part.content_digest)
+                        for key in partitions
+                        for part in read.parts[key]
+                    ]
+                    or [("(none)", "", 0, "")],
                 ),
                 **read.metadata,
             },
         )
         yield from read.checks
 
-    @asset(key=keys["benchmark_rows"], description=(
-        "Each part's CSV parsed into upstream rows (all 15 columns as strings), with parse issues (row number "
-        "and problem) and header drift warnings; nothing is dropped silently."),
-        io_manager_key=IO_MANAGER_KEY, ins={"benchmark_csv": AssetIn(keys["benchmark_csv"])}, **common)
+    @asset(
+        key=keys["benchmark_rows"],
+        description=(
+            "Each part's CSV parsed into upstream rows (all 15 columns as strings), with parse issues (row number "
+            "and problem) and header drift warnings; nothing is dropped silently."
+        ),
+        io_manager_key=IO_MANAGER_KEY,
+        ins={"benchmark_csv": AssetIn(keys["benchmark_csv"])},
+        **common,
+    )
     def benchmark_rows(context: AssetExecutionContext, benchmark_csv: dict):
-        parsed = {key: [liger_partition.parse_partition_csv(part) for part in benchmark_csv[key]] for key in context.partition_keys}
+        parsed = {
+            key: [liger_partition.parse_partition_csv(part) for part in benchmark_csv[key]]
+            for key in context.partition_keys
+        }
         for key, items in parsed.items():
             context.log.info(progress_message("benchmark_rows", key, {"rows": sum(p.rows_read for p in items)}))
         yield Output(
@@ -247,26 +265,46 @@ def _build_chain(spec: ChainSpec) -> Chain:
             metadata={
                 "rows_read": sum(p.rows_read for items in parsed.values() for p in items),
                 "parse_issues": sum(len(p.issues) for items in parsed.values() for p in items),
-                "drift_warnings": MetadataValue.json(sorted({w for items in parsed.values() for p in items for w in p.drift_warnings})),
+                "drift_warnings": MetadataValue.json(
+                    sorted({w for items in parsed.values() for p in items for w in p.drift_warnings})
+                ),
             },
         )
 
-    @asset(key=keys["kernelindex_records"], description=(
-        "Each part's kernelindex.dev/v1alpha1 records (seven kinds, one object per digest) and import report: "
-        "rows read, records by kind, skipped rows by reason, issues. Four blocking checks gate publication."),
-        io_manager_key=IO_MANAGER_KEY, ins={"benchmark_csv": AssetIn(keys["benchmark_csv"]), "benchmark_rows": AssetIn(keys["benchmark_rows"])},
-        required_resource_keys={"catalogue", "releases"}, check_specs=record_check_specs(keys["kernelindex_records"], check_partitions), **common)
+    @asset(
+        key=keys["kernelindex_records"],
+        description=(
+            "Each part's kernelindex.dev/v1alpha1 records (seven kinds, one object per digest) and import report: "
+            "rows read, records by kind, skipped rows by reason, issues. Four blocking checks gate publication."
+        ),
+        io_manager_key=IO_MANAGER_KEY,
+        ins={"benchmark_csv": AssetIn(keys["benchmark_csv"]), "benchmark_rows": AssetIn(keys["benchmark_rows"])},
+        required_resource_keys={"catalogue", "releases"},
+        check_specs=record_check_specs(keys["kernelindex_records"], check_partitions),
+        **common,
+    )
     def kernelindex_records(context: AssetExecutionContext, benchmark_csv: dict, benchmark_rows: dict):
         results, table = {}, []
         profile = context.resources.releases.profile  # the Liger catalogue profile the records are built with
         for key in context.partition_keys:
             parts = benchmark_csv[key]
-            results[key] = [liger_partition.build_records(parsed, part, profile=profile)
-                            for parsed, part in zip(benchmark_rows[key], parts, strict=True)]
+            results[key] = [
+                liger_partition.build_records(parsed, part, profile=profile)
+                for parsed, part in zip(benchmark_rows[key], parts, strict=True)
+            ]
             report = _merged_report(results[key])
-            context.log.info(progress_message("kernelindex_records", key, {"rows": report["rowsRead"], "runs": report["runs"]}))
-            table.append((key, report["rowsRead"], report["runs"], len(report["issues"]),
-                          no_runs_reason(report) if not report["runs"] else ""))
+            context.log.info(
+                progress_message("kernelindex_records", key, {"rows": report["rowsRead"], "runs": report["runs"]})
+            )
+            table.append(
+                (
+                    key,
+                    report["rowsRead"],
+                    report["runs"],
+                    len(report["issues"]),
+                    no_runs_reason(report) if not report["runs"] else "",
+                )
+            )
         totals = _merged_report([r for items in results.values() for r in items])
         yield Output(
             results,
@@ -276,10 +314,15 @@ def _build_chain(spec: ChainSpec) -> Chain:
                 "runs": totals["runs"],
                 "issues": len(totals["issues"]),
                 "skipped_by_reason": MetadataValue.json(totals["skipped"]),
-                "partitions": _table(("partition", "rows", "runs", "issues", "why no runs"), table or [("(none)", 0, 0, 0, "")]),
+                "partitions": _table(
+                    ("partition", "rows", "runs", "issues", "why no runs"), table or [("(none)", 0, 0, 0, "")]
+                ),
             },
         )
-        problems = {name: {} for name in ("records_schema_valid", "record_digests_recompute", "run_references_resolve", "rows_conserved")}
+        problems = {
+            name: {}
+            for name in ("records_schema_valid", "record_digests_recompute", "run_references_resolve", "rows_conserved")
+        }
         checked = {name: 0 for name in problems}
         with context.resources.catalogue.open() as store:
             for key, items in results.items():
@@ -288,7 +331,11 @@ def _build_chain(spec: ChainSpec) -> Chain:
                     for name, found, count in (
                         ("records_schema_valid", schema_problems(result.manifests), len(result.manifests)),
                         ("record_digests_recompute", digest_problems(result.manifests), len(result.manifests)),
-                        ("run_references_resolve", reference_problems(result.manifests, store.present_digests), report["runs"]),
+                        (
+                            "run_references_resolve",
+                            reference_problems(result.manifests, store.present_digests),
+                            report["runs"],
+                        ),
                         ("rows_conserved", conservation_problems(report), report["rowsRead"]),
                     ):
                         problems[name].setdefault(key, []).extend(found)
@@ -296,12 +343,22 @@ def _build_chain(spec: ChainSpec) -> Chain:
         for name, found in problems.items():
             yield check_result(keys["kernelindex_records"], name, found, checked[name])
 
-    @asset(key=keys["catalogue_publication"], description=(
-        "Each partition's records as published into the KernelIndex catalogue: one transaction per part, "
-        "idempotent (objects keyed by digest, runs also unique on source and externalId)."),
-        ins={"benchmark_csv": AssetIn(keys["benchmark_csv"]), "kernelindex_records": AssetIn(keys["kernelindex_records"])},
-        required_resource_keys={"catalogue"}, **common)
-    def catalogue_publication(context: AssetExecutionContext, benchmark_csv: dict, kernelindex_records: dict) -> MaterializeResult:
+    @asset(
+        key=keys["catalogue_publication"],
+        description=(
+            "Each partition's records as published into the KernelIndex catalogue: one transaction per part, "
+            "idempotent (objects keyed by digest, runs also unique on source and externalId)."
+        ),
+        ins={
+            "benchmark_csv": AssetIn(keys["benchmark_csv"]),
+            "kernelindex_records": AssetIn(keys["kernelindex_records"]),
+        },
+        required_resource_keys={"catalogue"},
+        **common,
+    )
+    def catalogue_publication(
+        context: AssetExecutionContext, benchmark_csv: dict, kernelindex_records: dict
+    ) -> MaterializeResult:
         catalogue = context.resources.catalogue
         table, new, present, conflicts = [], 0, 0, 0
         with catalogue.open() as store:
@@ -309,13 +366,25 @@ def _build_chain(spec: ChainSpec) -> Chain:
                 parts = benchmark_csv[key]
                 part_new = part_present = 0
                 for part, result in zip(parts, kernelindex_records[key], strict=True):
-                    published = store.publish(result.manifests, partition=f"{source}:{key}", source=part.snapshot, report=result.report.to_dict())
+                    published = store.publish(
+                        result.manifests,
+                        partition=f"{source}:{key}",
+                        source=part.snapshot,
+                        report=result.report.to_dict(),
+                    )
                     part_new += published.new
                     part_present += published.already_present
                     conflicts += len(published.conflicts)
                 report = _merged_report(kernelindex_records[key])
-                info = {"rows": report["rowsRead"], "runs": report["runs"], "new": part_new, "already_present": part_present,
-                        "parts": len(parts), "skipped": report["skipped"], "issues": len(report["issues"])}
+                info = {
+                    "rows": report["rowsRead"],
+                    "runs": report["runs"],
+                    "new": part_new,
+                    "already_present": part_present,
+                    "parts": len(parts),
+                    "skipped": report["skipped"],
+                    "issues": len(report["issues"]),
+                }
                 if not report["runs"]:
                     info["why_no_runs"] = no_runs_reason(report)
                 context.log.info(progress_message("catalogue_publication", key, info))
@@ -331,12 +400,16 @@ def _build_chain(spec: ChainSpec) -> Chain:
                 "inserted": new,
                 "already_present": present,
                 "conflicts": conflicts,
-                "content_digests": MetadataValue.json({key: liger_partition.parts_digest(parts) for key, parts in benchmark_csv.items()}),
-                "partitions": _table(("partition", "parts", "runs", "new", "already present"), table or [("(none)", 0, 0, 0, 0)]),
+                "content_digests": MetadataValue.json(
+                    {key: liger_partition.parts_digest(parts) for key, parts in benchmark_csv.items()}
+                ),
+                "partitions": _table(
+                    ("partition", "parts", "runs", "new", "already present"), table or [("(none)", 0, 0, 0, 0)]
+                ),
                 "catalogue": catalogue.safe_url,
                 "catalogue_size": sum(total.values()),
                 "catalogue_fingerprint": fingerprint,
-            }
+            },
         )
 
     job = define_asset_job(
@@ -347,4 +420,3 @@ def _build_chain(spec: ChainSpec) -> Chain:
         executor_def=in_process_executor,
     )
     return Chain(spec, [benchmark_csv, benchmark_rows, kernelindex_records, catalogue_publication], job, keys)
-

@@ -64,7 +64,9 @@ def digest_problems(manifests: Mapping[str, dict]) -> list[str]:
         except Exception as error:  # a manifest that cannot even be canonicalised fails the check
             actual = f"<{error}>"
         if actual != digest:
-            problems.append(f"{manifest.get('kind')}/{manifest.get('metadata', {}).get('name')}: stored as {digest}, recomputes to {actual}")
+            problems.append(
+                f"{manifest.get('kind')}/{manifest.get('metadata', {}).get('name')}: stored as {digest}, recomputes to {actual}"
+            )
     return problems
 
 
@@ -86,4 +88,6 @@ def conservation_problems(report: Mapping) -> list[str]:
     accounted = report["runs"] + skipped_rows + len(report["issues"])
     if accounted == report["rowsRead"]:
         return []
-    return [f"rows read {report['rowsRead']} but runs {report['runs']} + skipped {skipped_rows} + issues {len(report['issues'])} = {accounted}"]
+    return [
+        f"rows read {report['rowsRead']} but runs {report['runs']} + skipped {skipped_rows} + issues {len(report['issues'])} = {accounted}"
+    ]

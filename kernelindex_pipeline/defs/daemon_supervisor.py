@@ -37,7 +37,12 @@ def group_members(group: int, started_after: float, exclude: int | None = None) 
     for process in psutil.process_iter(["create_time"]):
         try:
             created = process.info["create_time"]  # None when psutil could not read it
-            if process.pid != exclude and created is not None and os.getpgid(process.pid) == group and created >= started_after - 1:
+            if (
+                process.pid != exclude
+                and created is not None
+                and os.getpgid(process.pid) == group
+                and created >= started_after - 1
+            ):
                 members.append(process)
         except (ProcessLookupError, psutil.Error):
             continue  # it ended while we looked
@@ -70,7 +75,12 @@ def stop_processes(processes: list[psutil.Process], grace_s: float = GROUP_STOP_
 
 def supervised(command: list[str]) -> list[str]:
     """The command line that runs `command` under this supervisor (start it with stdin=PIPE, start_new_session=True)."""
-    return [sys.executable, "-m", __spec__.name if __spec__ else "kernelindex_pipeline.defs.daemon_supervisor", *command]
+    return [
+        sys.executable,
+        "-m",
+        __spec__.name if __spec__ else "kernelindex_pipeline.defs.daemon_supervisor",
+        *command,
+    ]
 
 
 def supervise(command: list[str]) -> int:

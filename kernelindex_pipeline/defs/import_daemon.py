@@ -160,8 +160,15 @@ def fail_if_worker_died(instance: DagsterInstance, run_id: str) -> str | None:
 class ImportDaemon:
     """The daemon serving an import command's runs: its own, another command's, or `dagster dev`'s."""
 
-    def __init__(self, instance: DagsterInstance, home: Path, verbose: bool, log: Callable[[str], None],
-                 command: list[str], cwd: Path) -> None:
+    def __init__(
+        self,
+        instance: DagsterInstance,
+        home: Path,
+        verbose: bool,
+        log: Callable[[str], None],
+        command: list[str],
+        cwd: Path,
+    ) -> None:
         self.instance, self.home, self.verbose, self.log = instance, home, verbose, log
         self.command, self.cwd = command, cwd
         folder = private_dir(home)
@@ -215,15 +222,23 @@ class ImportDaemon:
         if leftovers:
             names = sorted({describe(process) for process in leftovers})
             stop_processes(leftovers)
-            self.log(f"stopped {len(leftovers)} processes left behind by import command pid {lease.command_pid}, "
-                     f"which died ({'; '.join(names)})")
+            self.log(
+                f"stopped {len(leftovers)} processes left behind by import command pid {lease.command_pid}, "
+                f"which died ({'; '.join(names)})"
+            )
         lease.stopped_at = time.time()
         for run in self.instance.get_runs(RunsFilter(statuses=STUCK, created_after=utc(lease.started_at))):
             pid = worker_pid(self.instance, run.run_id)
             if pid is not None and _alive(pid):
                 continue  # not a worker of that daemon (its group is gone): someone else's
-            self.log(fail_run(self.instance, run, f"left behind by the daemon of import command pid {lease.command_pid}, "
-                                                  "which died; its run worker is gone"))
+            self.log(
+                fail_run(
+                    self.instance,
+                    run,
+                    f"left behind by the daemon of import command pid {lease.command_pid}, "
+                    "which died; its run worker is gone",
+                )
+            )
         lease.write(self.lease_path)
         return lease.stopped_at
 
@@ -231,9 +246,11 @@ class ImportDaemon:
         out = None if self.verbose else self.log_path.open("ab")
         self.process = subprocess.Popen(
             supervised(self.command),
-            env={**os.environ, "DAGSTER_HOME": str(self.home)}, cwd=self.cwd,
+            env={**os.environ, "DAGSTER_HOME": str(self.home)},
+            cwd=self.cwd,
             stdin=subprocess.PIPE,  # the lease: closed when this command ends, however it ends
-            stdout=out, stderr=subprocess.STDOUT if out else None,
+            stdout=out,
+            stderr=subprocess.STDOUT if out else None,
             start_new_session=True,  # its own process group: the daemon, code servers and run workers
         )
         if out:

@@ -76,18 +76,42 @@ def ui_hint(home: Path) -> str:
     return f"DAGSTER_HOME={home} {dagster_tool('dagster')} dev -w {workspace_file(home)}"
 
 
-def launch(instance: DagsterInstance, home: Path, job: str, tags: dict[str, str], verbose: bool,
-           timeout_s: float = LAUNCH_TIMEOUT_S) -> str:
+def launch(
+    instance: DagsterInstance,
+    home: Path,
+    job: str,
+    tags: dict[str, str],
+    verbose: bool,
+    timeout_s: float = LAUNCH_TIMEOUT_S,
+) -> str:
     """Submit one run of `job` to the instance's queue; return its run id. A launch that outlives its
     deadline is stopped; the run is still followed when it was created, else a LaunchError says so."""
     run_id = str(uuid.uuid4())
-    command = [dagster_tool("dagster"), "job", "launch", "-w", str(workspace_file(home)), "-j", job,
-               "--tags", json.dumps({**tags, MAX_RUNTIME_TAG: str(IMPORT_MAX_RUNTIME_S)}), "--run-id", run_id]
+    command = [
+        dagster_tool("dagster"),
+        "job",
+        "launch",
+        "-w",
+        str(workspace_file(home)),
+        "-j",
+        job,
+        "--tags",
+        json.dumps({**tags, MAX_RUNTIME_TAG: str(IMPORT_MAX_RUNTIME_S)}),
+        "--run-id",
+        run_id,
+    ]
     # Under the supervisor, like the daemon: a kill -9 of this command stops the launch and its code server
     # too (an orphaned launch used to queue its run after the command was gone).
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        process = subprocess.Popen(supervised(command), env={**os.environ, "DAGSTER_HOME": str(home)}, cwd=REPO_ROOT,
-                                   stdin=subprocess.PIPE, stdout=out, stderr=err, start_new_session=True)
+        process = subprocess.Popen(
+            supervised(command),
+            env={**os.environ, "DAGSTER_HOME": str(home)},
+            cwd=REPO_ROOT,
+            stdin=subprocess.PIPE,
+            stdout=out,
+            stderr=err,
+            start_new_session=True,
+        )
         try:
             returncode = process.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
@@ -97,13 +121,16 @@ def launch(instance: DagsterInstance, home: Path, job: str, tags: dict[str, str]
             process.wait()
         out.seek(0)
         err.seek(0)
-        completed = subprocess.CompletedProcess(command, returncode, out.read().decode(errors="replace"),
-                                                err.read().decode(errors="replace"))
+        completed = subprocess.CompletedProcess(
+            command, returncode, out.read().decode(errors="replace"), err.read().decode(errors="replace")
+        )
     if returncode is None:
         if instance.get_run_by_id(run_id) is not None:
             return run_id  # it was queued; only the launcher's own exit was slow
-        raise LaunchError(f"dagster job launch {job} did not return within {timeout_s:g}s and created no run "
-                          "(the machine may be overloaded); run the command again")
+        raise LaunchError(
+            f"dagster job launch {job} did not return within {timeout_s:g}s and created no run "
+            "(the machine may be overloaded); run the command again"
+        )
     if verbose:
         sys.stderr.write(completed.stdout + completed.stderr)
     if completed.returncode != 0:
@@ -169,7 +196,8 @@ class ImportSummary:
         out += self.notes
         out.append(
             f"catalogue {self.catalogue_url}: {sum(self.catalogue_by_kind.values())} records ("
-            + ", ".join(f"{k} {v}" for k, v in self.catalogue_by_kind.items() if v) + ")"
+            + ", ".join(f"{k} {v}" for k, v in self.catalogue_by_kind.items() if v)
+            + ")"
         )
         return out
 
@@ -184,8 +212,19 @@ class Progress:
         self.stream = stream
         # A terminal that reports no size (a pty nobody sized) still gets a bar: tqdm hides bars below its last row.
         size = shutil.get_terminal_size(fallback=(100, 24))
-        self.bar = tqdm(total=partitions * len(STAGES), desc=label, unit="step", file=stream, leave=True,
-                        ncols=size.columns, nrows=size.lines) if self.tty else None
+        self.bar = (
+            tqdm(
+                total=partitions * len(STAGES),
+                desc=label,
+                unit="step",
+                file=stream,
+                leave=True,
+                ncols=size.columns,
+                nrows=size.lines,
+            )
+            if self.tty
+            else None
+        )
         self.published = 0
         self.partitions = partitions
 
@@ -218,8 +257,15 @@ def _failure_reason(instance: DagsterInstance, run_id: str) -> str:
     return "see the run's event log in the UI"
 
 
-def follow(instance: DagsterInstance, run_id: str, summary: ImportSummary, progress: Progress, verbose: bool,
-           daemon: ImportDaemon, log: Callable[[str], None]) -> None:
+def follow(
+    instance: DagsterInstance,
+    run_id: str,
+    summary: ImportSummary,
+    progress: Progress,
+    verbose: bool,
+    daemon: ImportDaemon,
+    log: Callable[[str], None],
+) -> None:
     """Until the run ends: feed its progress lines to `progress` and `summary` (and print its events with -v)."""
     seen = 0
     checked = time.monotonic()
@@ -242,8 +288,10 @@ def follow(instance: DagsterInstance, run_id: str, summary: ImportSummary, progr
                 summary.failed_runs[run_id] = _failure_reason(instance, run_id)
             return
         if daemon.exited() is not None:
-            raise LaunchError(f"dagster-daemon exited with status {daemon.exited()} while run {run_id} was "
-                              f"{run.status.value if run else 'unknown'}; its log: {daemon.log_path}")
+            raise LaunchError(
+                f"dagster-daemon exited with status {daemon.exited()} while run {run_id} was "
+                f"{run.status.value if run else 'unknown'}; its log: {daemon.log_path}"
+            )
         if time.monotonic() - checked > WORKER_CHECK_S:
             checked = time.monotonic()
             daemon.serve()  # the daemon we used (another command's, `dagster dev`'s) is gone: serve the queue ourselves
@@ -261,17 +309,23 @@ class Refresh:
     problem: str = ""
 
 
-def wait_for_catalogue_refresh(instance: DagsterInstance, since: float, deadline_s: float = AUTOMATION_WAIT_S) -> Refresh:
+def wait_for_catalogue_refresh(
+    instance: DagsterInstance, since: float, deadline_s: float = AUTOMATION_WAIT_S
+) -> Refresh:
     """The automation's refresh run of the catalogue-wide assets created after `since`, once it ended."""
     deadline = time.monotonic() + deadline_s
     while time.monotonic() < deadline:
         for record in instance.get_run_records(RunsFilter(created_after=utc(since)), limit=20):
             run = record.dagster_run
-            if run.asset_selection and any(key.path[0] in ("catalogue_export", "catalogue_report") for key in run.asset_selection):
+            if run.asset_selection and any(
+                key.path[0] in ("catalogue_export", "catalogue_report") for key in run.asset_selection
+            ):
                 return _refresh_outcome(instance, run.run_id)
         time.sleep(1)
-    return Refresh(problem=f"the catalogue automation launched no refresh of the catalogue-wide assets within "
-                           f"{deadline_s:g}s of the publication; `dagster dev -w workspace.yaml` refreshes them")
+    return Refresh(
+        problem=f"the catalogue automation launched no refresh of the catalogue-wide assets within "
+        f"{deadline_s:g}s of the publication; `dagster dev -w workspace.yaml` refreshes them"
+    )
 
 
 def automation_stopped(instance: DagsterInstance) -> bool:
@@ -288,7 +342,9 @@ def _refresh_outcome(instance: DagsterInstance, run_id: str) -> Refresh:
         time.sleep(0.5)
     if run.status is DagsterRunStatus.SUCCESS:
         return Refresh(run_id)
-    return Refresh(run_id, f"catalogue refresh run {run_id} {run.status.value.lower()}: {_failure_reason(instance, run_id)}")
+    return Refresh(
+        run_id, f"catalogue refresh run {run_id} {run.status.value.lower()}: {_failure_reason(instance, run_id)}"
+    )
 
 
 def run_import(
@@ -320,8 +376,10 @@ def run_import(
         summary.seconds = time.perf_counter() - started
         report(summary)
         if summary.outcomes and automation_stopped(instance):
-            log(f"the {AUTOMATION_SENSOR} sensor is stopped (in the UI): the catalogue-wide assets were not refreshed; "
-                "start it, or materialize them from the `catalogue` group")
+            log(
+                f"the {AUTOMATION_SENSOR} sensor is stopped (in the UI): the catalogue-wide assets were not refreshed; "
+                "start it, or materialize them from the `catalogue` group"
+            )
         elif summary.outcomes and not summary.new_records:
             # The automation refreshes on a change of the catalogue's content fingerprint (defs/chain.py): an import
             # that added nothing launches no refresh, so waiting for one would only end in a false "NOT refreshed".
@@ -334,7 +392,9 @@ def run_import(
             if refresh.problem:
                 log(f"catalogue-wide assets NOT refreshed: {refresh.problem}")
             else:
-                log(f"catalogue-wide assets refreshed by run {refresh.run_id} in {time.perf_counter() - refresh_started:.1f}s")
+                log(
+                    f"catalogue-wide assets refreshed by run {refresh.run_id} in {time.perf_counter() - refresh_started:.1f}s"
+                )
     return summary
 
 
@@ -349,7 +409,9 @@ def partition_runs(keys: list[str], registered: list[str], tags: dict[str, str])
         else:
             stretches.append([key])
     return [
-        {**tags, PARTITION_TAG: stretch[0]} if len(stretch) == 1 else {**tags, RANGE_START_TAG: stretch[0], RANGE_END_TAG: stretch[-1]}
+        {**tags, PARTITION_TAG: stretch[0]}
+        if len(stretch) == 1
+        else {**tags, RANGE_START_TAG: stretch[0], RANGE_END_TAG: stretch[-1]}
         for stretch in stretches
     ]
 
@@ -373,9 +435,15 @@ def _finish(summary: ImportSummary, catalogue) -> ImportSummary:
     return summary
 
 
-def import_history(instance: DagsterInstance, home: Path, *, partitions: list[tuple[str, str]] | None = None,
-                   verbose: bool = False, log: Callable[[str], None] = print,
-                   report: Callable[[ImportSummary], None] = lambda summary: None) -> ImportSummary:
+def import_history(
+    instance: DagsterInstance,
+    home: Path,
+    *,
+    partitions: list[tuple[str, str]] | None = None,
+    verbose: bool = False,
+    log: Callable[[str], None] = print,
+    report: Callable[[ImportSummary], None] = lambda summary: None,
+) -> ImportSummary:
     """Every (or the given) partition of the newest history through `history_import_job`."""
     from kernelindex_pipeline.defs.partitions import benchmark_partition_key, register_partitions, registered_keys
     from kernelindex_pipeline.defs.sources import HISTORY, HISTORY_RELEASE_TAG
@@ -387,8 +455,10 @@ def import_history(instance: DagsterInstance, home: Path, *, partitions: list[tu
         data, _snapshot = read_history_csv(resources.releases.fetch(version))
         slices = slice_history(data)
         if slices.unattributable_rows:
-            log(f"{len(slices.unattributable_rows)} rows of the {version} history name no usable GPU or version "
-                f"(first rows: {slices.unattributable_rows[:10]}); they belong to no partition")
+            log(
+                f"{len(slices.unattributable_rows)} rows of the {version} history name no usable GPU or version "
+                f"(first rows: {slices.unattributable_rows[:10]}); they belong to no partition"
+            )
         register_partitions(instance, "history", slices.partitions)
         unknown = [f"{gpu}|{v}" for gpu, v in partitions or [] if (gpu, v) not in slices.partitions]
         if unknown:
@@ -400,14 +470,28 @@ def import_history(instance: DagsterInstance, home: Path, *, partitions: list[tu
         keys = [benchmark_partition_key(*pair) for pair in (partitions or slices.partitions)]
         summary = ImportSummary("history", f"history of liger-kernel {version}", keys)
         tags = partition_runs(keys, registered_keys(instance, "history"), {HISTORY_RELEASE_TAG: version})
-        run_import(instance, home, summary=summary, job=HISTORY.job.name, run_tags=tags, verbose=verbose, log=log,
-                   report=lambda done: report(_finish(done, resources.catalogue)))
+        run_import(
+            instance,
+            home,
+            summary=summary,
+            job=HISTORY.job.name,
+            run_tags=tags,
+            verbose=verbose,
+            log=log,
+            report=lambda done: report(_finish(done, resources.catalogue)),
+        )
         return summary
 
 
-def import_ci(instance: DagsterInstance, home: Path, locators: list[str], *, verbose: bool = False,
-              log: Callable[[str], None] = print,
-              report: Callable[[ImportSummary], None] = lambda summary: None) -> ImportSummary:
+def import_ci(
+    instance: DagsterInstance,
+    home: Path,
+    locators: list[str],
+    *,
+    verbose: bool = False,
+    log: Callable[[str], None] = print,
+    report: Callable[[ImportSummary], None] = lambda summary: None,
+) -> ImportSummary:
     """Add `locators` to the CI file list, then import every partition whose listed files changed."""
     from kernelindex_pipeline.defs.partitions import benchmark_partition_key, register_partitions, registered_keys
     from kernelindex_pipeline.defs.sources import CI
@@ -431,11 +515,21 @@ def import_ci(instance: DagsterInstance, home: Path, locators: list[str], *, ver
         if unchanged:
             summary.notes.append(f"{unchanged} partitions unchanged since their last import: nothing to do for them")
         for locator, rows in named.unattributable.items():
-            summary.notes.append(f"{locator}: {len(rows)} rows name no usable GPU or version; they belong to no partition")
+            summary.notes.append(
+                f"{locator}: {len(rows)} rows name no usable GPU or version; they belong to no partition"
+            )
         if changed:
             tags = partition_runs(changed, registered_keys(instance, "ci"), {})
-            run_import(instance, home, summary=summary, job=CI.job.name, run_tags=tags, verbose=verbose, log=log,
-                       report=lambda done: report(_finish(done, resources.catalogue)))
+            run_import(
+                instance,
+                home,
+                summary=summary,
+                job=CI.job.name,
+                run_tags=tags,
+                verbose=verbose,
+                log=log,
+                report=lambda done: report(_finish(done, resources.catalogue)),
+            )
         else:
             report(_finish(summary, resources.catalogue))
         return summary
@@ -443,7 +537,9 @@ def import_ci(instance: DagsterInstance, home: Path, locators: list[str], *, ver
 
 def _published_digest(instance: DagsterInstance, publication_key, partition: str) -> str | None:
     """The content digest of what the last publication of `partition` published (from its metadata)."""
-    records = instance.fetch_materializations(AssetRecordsFilter(asset_key=publication_key, asset_partitions=[partition]), limit=1).records
+    records = instance.fetch_materializations(
+        AssetRecordsFilter(asset_key=publication_key, asset_partitions=[partition]), limit=1
+    ).records
     if not records:
         return None
     digests = records[0].asset_materialization.metadata.get("content_digests")

@@ -48,7 +48,9 @@ def split_partition_key(partition_key: str) -> tuple[str, str]:
     """(gpu, liger_version) of a partition key; raises InvalidPartitionValue naming a malformed key."""
     gpu, sep, version = str(partition_key).partition(SEPARATOR)
     if not sep:
-        raise InvalidPartitionValue(f"partition key {partition_key!r} is not GPU|VERSION, e.g. 'nvidia-h100-80gb-hbm3|0.8.0'")
+        raise InvalidPartitionValue(
+            f"partition key {partition_key!r} is not GPU|VERSION, e.g. 'nvidia-h100-80gb-hbm3|0.8.0'"
+        )
     return checked_partition_value(GPU_DIMENSION, gpu), checked_partition_value(VERSION_DIMENSION, version)
 
 

@@ -42,8 +42,12 @@ class RegressionSettingsResource(ConfigurableResource):
     """The one settings object of regression detection (reporting.changepoints.DetectionSettings): the
     `benchmark_regressions` asset judges with it; its check and the report read that asset's result."""
 
-    alpha: float = Field(default=DetectionSettings.alpha, description="Significance level per series (Bonferroni over candidate splits).")
-    min_effect: float = Field(default=DetectionSettings.min_effect, description="Smallest change reported (fraction, 0.05 = 5 %).")
+    alpha: float = Field(
+        default=DetectionSettings.alpha, description="Significance level per series (Bonferroni over candidate splits)."
+    )
+    min_effect: float = Field(
+        default=DetectionSettings.min_effect, description="Smallest change reported (fraction, 0.05 = 5 %)."
+    )
     min_segment: int = Field(default=DetectionSettings.min_segment, description="Runs needed on each side of a change.")
 
     def settings(self) -> DetectionSettings:
@@ -60,8 +64,10 @@ class LigerGitResource(ConfigurableResource):
 
     path: str = Field(
         default="",
-        description=(f"Directory of a Liger-Kernel clone (bare or not, full history). Empty: no commits are named. "
-                     f"Set it through the {LIGER_GIT_ENV} environment variable."),
+        description=(
+            f"Directory of a Liger-Kernel clone (bare or not, full history). Empty: no commits are named. "
+            f"Set it through the {LIGER_GIT_ENV} environment variable."
+        ),
     )
 
     def attribution(self):
@@ -113,22 +119,30 @@ class BenchmarkRunnerResource(ConfigurableResource):
 
     runner: Literal["subprocess", "k8s"] = Field(default="subprocess", description="Where the sweep process runs.")
     work_root: str = Field(default="", description="Sweep work directories; empty: DAGSTER_HOME/sweeps.")
-    env_cache_dir: str = Field(default="", description="Per-version script environments; empty: DAGSTER_HOME/script-envs.")
+    env_cache_dir: str = Field(
+        default="", description="Per-version script environments; empty: DAGSTER_HOME/script-envs."
+    )
     wheel_dir: str = Field(default="", description="Offline wheel directory for GPU hosts without network.")
     script_timeout_s: int = Field(default=1800, description="Per-script timeout in seconds.")
-    rounds: int = Field(default=3, description="Runs of every script, interleaved across the sweep's scripts; a run's median is the median of its rounds.")
+    rounds: int = Field(
+        default=3,
+        description="Runs of every script, interleaved across the sweep's scripts; a run's median is the median of its rounds.",
+    )
     backends: dict[str, list[str]] = Field(
         default_factory=dict,
         description="Liger implementations to sweep per op, e.g. {'swiglu': ['nvidia-triton', 'nvidia-cutedsl']}; empty: what the dispatcher resolves.",
     )
     flce_chunk_mem_consts: list[int] = Field(
-        default_factory=list, description="FLCE chunk-memory budgets to sweep (0.8.5+, providers liger-chunk-c<N>); empty: no chunk sweep."
+        default_factory=list,
+        description="FLCE chunk-memory budgets to sweep (0.8.5+, providers liger-chunk-c<N>); empty: no chunk sweep.",
     )
     liger_extras: list[str] = Field(
-        default_factory=list, description="Liger extras installed for the scripts (e.g. ['cutedsl']: CuTe-DSL implementations)."
+        default_factory=list,
+        description="Liger extras installed for the scripts (e.g. ['cutedsl']: CuTe-DSL implementations).",
     )
     extra_pythonpath: list[str] = Field(
-        default_factory=list, description="Directories prepended to the scripts' PYTHONPATH (e.g. a host's own torch build)."
+        default_factory=list,
+        description="Directories prepended to the scripts' PYTHONPATH (e.g. a host's own torch build).",
     )
     extra_env: dict[str, str] = Field(default_factory=dict, description="Extra environment variables for the scripts.")
     image: str = Field(default="", description="Container image of the sweep pod (runner=k8s).")
@@ -163,4 +177,6 @@ class GpuFleetResource(ConfigurableResource):
     def pools(self) -> list[str]:
         from kernelindex_pipeline.defs.partitions import GPU_DIMENSION, checked_partition_value
 
-        return [checked_partition_value(GPU_DIMENSION, pool.strip()) for pool in self.gpu_pools.split(",") if pool.strip()]
+        return [
+            checked_partition_value(GPU_DIMENSION, pool.strip()) for pool in self.gpu_pools.split(",") if pool.strip()
+        ]

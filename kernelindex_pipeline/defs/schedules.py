@@ -1,6 +1,5 @@
 """The nightly GPU sweep: each configured GPU pool measures the newest Liger release at 02:00 UTC."""
 
-
 from dagster import (
     DefaultScheduleStatus,
     RunRequest,

@@ -45,7 +45,9 @@ def liger_history_sensor(context: SensorEvaluationContext, releases: LigerReleas
         )
         for part in slices.partitions.values()
     ]
-    context.log.info(f"history of liger-kernel {version}: {slices.rows_read} rows in {len(runs)} partitions ({len(added)} new)")
+    context.log.info(
+        f"history of liger-kernel {version}: {slices.rows_read} rows in {len(runs)} partitions ({len(added)} new)"
+    )
     return SensorResult(run_requests=runs)
 
 
@@ -63,7 +65,10 @@ def liger_ci_sensor(context: SensorEvaluationContext, ci: LigerCiResource):
     gathered = ci.gather()
     added = register_partitions(context.instance, "ci", gathered.parts)
     runs = [
-        RunRequest(run_key=f"ci:{gpu}|{version}:{gathered.digest((gpu, version))}", partition_key=benchmark_partition_key(gpu, version))
+        RunRequest(
+            run_key=f"ci:{gpu}|{version}:{gathered.digest((gpu, version))}",
+            partition_key=benchmark_partition_key(gpu, version),
+        )
         for gpu, version in gathered.parts
     ]
     context.log.info(f"{len(gathered.files)} CI files: {len(runs)} partitions ({len(added)} new)")

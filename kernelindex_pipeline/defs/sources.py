@@ -48,15 +48,25 @@ def _read_history(context: AssetExecutionContext, partitions: list[str]) -> Sour
     for key in partitions:
         gpu, liger_version = split_partition_key(key)
         parts[key] = [liger_partition.history_partition_csv(artifact, gpu, liger_version)]
-    return SourceRead(parts, metadata={"history_release": version, "sdist_sha256": artifact.sha256, "sdist": artifact.locator})
+    return SourceRead(
+        parts, metadata={"history_release": version, "sdist_sha256": artifact.sha256, "sdist": artifact.locator}
+    )
 
 
 def _read_ci(context: AssetExecutionContext, partitions: list[str]) -> SourceRead:
     gathered = context.resources.ci.gather()
     parts = {key: gathered.parts.get(split_partition_key(key), []) for key in partitions}
     for locator, rows in gathered.unattributable.items():
-        context.log.warning(f"{locator}: {len(rows)} rows name no usable GPU or version (first: {rows[:10]}); they belong to no partition")
-    return SourceRead(parts, metadata={"files_listed": len(gathered.files), "unattributable_rows": sum(map(len, gathered.unattributable.values()))})
+        context.log.warning(
+            f"{locator}: {len(rows)} rows name no usable GPU or version (first: {rows[:10]}); they belong to no partition"
+        )
+    return SourceRead(
+        parts,
+        metadata={
+            "files_listed": len(gathered.files),
+            "unattributable_rows": sum(map(len, gathered.unattributable.values())),
+        },
+    )
 
 
 def _read_sweep(context: AssetExecutionContext, partitions: list[str]) -> SourceRead:
@@ -76,42 +86,58 @@ def _read_sweep(context: AssetExecutionContext, partitions: list[str]) -> Source
     return SourceRead({key: [part]}, metadata=sweep_metadata(part.sweep), checks=[check])
 
 
-HISTORY = build_chain(ChainSpec(
-    source="history",
-    description=(
-        "Per partition, the rows of the newest Liger release's committed history CSV for that GPU and Liger "
-        "version (the release is pinned by the run's kernelindex/history_release tag)."),
-    read=_read_history,
-    job_name="history_import_job",
-    job_description="Import the rows Liger-Kernel committed (its newest release's history CSV) and publish them.",
-    resources=frozenset({"releases"}),
-    single_run=True,
-))
+HISTORY = build_chain(
+    ChainSpec(
+        source="history",
+        description=(
+            "Per partition, the rows of the newest Liger release's committed history CSV for that GPU and Liger "
+            "version (the release is pinned by the run's kernelindex/history_release tag)."
+        ),
+        read=_read_history,
+        job_name="history_import_job",
+        job_description="Import the rows Liger-Kernel committed (its newest release's history CSV) and publish them.",
+        resources=frozenset({"releases"}),
+        single_run=True,
+    )
+)
 
-CI = build_chain(ChainSpec(
-    source="ci",
-    description=(
-        "Per partition, the rows of every listed Liger CI results file (https URL or local path) that name this "
-        "GPU and Liger version: one part per file, so weekly runs of one version land side by side."),
-    read=_read_ci,
-    job_name="ci_import_job",
-    job_description="Import Liger-Kernel's own CI benchmark results (listed CSV files) and publish them.",
-    resources=frozenset({"ci"}),
-    single_run=True,
-))
+CI = build_chain(
+    ChainSpec(
+        source="ci",
+        description=(
+            "Per partition, the rows of every listed Liger CI results file (https URL or local path) that name this "
+            "GPU and Liger version: one part per file, so weekly runs of one version land side by side."
+        ),
+        read=_read_ci,
+        job_name="ci_import_job",
+        job_description="Import Liger-Kernel's own CI benchmark results (listed CSV files) and publish them.",
+        resources=frozenset({"ci"}),
+        single_run=True,
+    )
+)
 
-SWEEP = build_chain(ChainSpec(
-    source="sweep",
-    description=(
-        "The rows the partition's Liger release's own benchmark scripts just measured on a GPU of this type, "
-        "run through Dagster Pipes in a process (or pod) of its own; per-script outcomes in the metadata."),
-    read=_read_sweep,
-    job_name="gpu_sweep_job",
-    job_description="Run the release's benchmark scripts on a GPU of the partition's type and publish what was measured.",
-    resources=frozenset({"releases", "runner"}),
-    single_run=False,
-    source_checks=(("sweep_scripts_succeeded", "Every benchmark script of the sweep ended ok (a warning: the good rows still go on)."),),
-    config_schema={"kernels": Field([str], default_value=[], description="Kernels to sweep (empty: every script).")},
-))
+SWEEP = build_chain(
+    ChainSpec(
+        source="sweep",
+        description=(
+            "The rows the partition's Liger release's own benchmark scripts just measured on a GPU of this type, "
+            "run through Dagster Pipes in a process (or pod) of its own; per-script outcomes in the metadata."
+        ),
+        read=_read_sweep,
+        job_name="gpu_sweep_job",
+        job_description="Run the release's benchmark scripts on a GPU of the partition's type and publish what was measured.",
+        resources=frozenset({"releases", "runner"}),
+        single_run=False,
+        source_checks=(
+            (
+                "sweep_scripts_succeeded",
+                "Every benchmark script of the sweep ended ok (a warning: the good rows still go on).",
+            ),
+        ),
+        config_schema={
+            "kernels": Field([str], default_value=[], description="Kernels to sweep (empty: every script).")
+        },
+    )
+)
 
 CHAINS: dict[str, Chain] = {chain.spec.source: chain for chain in (HISTORY, CI, SWEEP)}

@@ -22,7 +22,14 @@ from kernelindex_pipeline.liger.partition import PartitionCsv
 from kernelindex_pipeline.liger.release import snapshot_of_bytes
 
 
-def _sweep_request(context: AssetExecutionContext, gpu: str, version: str, kernels: list[str], release_path: str | None, runner: BenchmarkRunnerResource) -> dict:
+def _sweep_request(
+    context: AssetExecutionContext,
+    gpu: str,
+    version: str,
+    kernels: list[str],
+    release_path: str | None,
+    runner: BenchmarkRunnerResource,
+) -> dict:
     request = {
         "gpu": gpu,
         "liger_version": version,
@@ -84,7 +91,9 @@ def run_sweep_through_pipes(
         )
     result = reply.result
     snapshot = {
-        **snapshot_of_bytes(reply.csv_bytes, locator=f"sweep:{result.work_dir}/benchmark/data/all_benchmark_data.csv").to_dict(),
+        **snapshot_of_bytes(
+            reply.csv_bytes, locator=f"sweep:{result.work_dir}/benchmark/data/all_benchmark_data.csv"
+        ).to_dict(),
         "resolvedVersion": version,
         "rows": result.rows,
         "partition": {"gpu": gpu, "liger_version": version},

@@ -60,7 +60,9 @@ class ArtifactStore:
     def __init__(self, location: str | os.PathLike[str] | None = None, public_base_url: str | None = None):
         self.location = str(location or default_location())
         if public_base_url is not None and urlsplit(public_base_url).scheme != "https":
-            raise ConfigurationError(f"{BASE_URL_ENV} must be an https URL (records need fetchable evidence), not {public_base_url!r}")
+            raise ConfigurationError(
+                f"{BASE_URL_ENV} must be an https URL (records need fetchable evidence), not {public_base_url!r}"
+            )
         self.public_base_url = public_base_url.rstrip("/") if public_base_url else None
         self.fs, self.root = fsspec.core.url_to_fs(self.location)
         self.local = "file" in (self.fs.protocol if isinstance(self.fs.protocol, tuple) else (self.fs.protocol,))
@@ -90,7 +92,9 @@ class ArtifactStore:
         """Store `data` under its sha256 (which must be `digest`, "sha256:<hex>"); its {"uri", "digest"}."""
         hex_digest = hashlib.sha256(data).hexdigest()
         if f"sha256:{hex_digest}" != digest:
-            raise ArtifactStoreError(f"evidence changed before it reached the store: its sha256 is {hex_digest}, not {digest}")
+            raise ArtifactStoreError(
+                f"evidence changed before it reached the store: its sha256 is {hex_digest}, not {digest}"
+            )
         target = self.path_of(hex_digest)
         if self.fs.exists(target):
             self._check_existing(target, hex_digest)
@@ -154,7 +158,10 @@ def publish_evidence(result, store: ArtifactStore):
 
     outcomes = []
     for outcome in result.outcomes:
-        samples = {key: {**entry, "artifact": put(entry["artifact"])} if entry.get("artifact") else entry for key, entry in outcome.raw_samples.items()}
+        samples = {
+            key: {**entry, "artifact": put(entry["artifact"])} if entry.get("artifact") else entry
+            for key, entry in outcome.raw_samples.items()
+        }
         outcomes.append(dataclasses.replace(outcome, raw_samples=samples))
     sentinel = []
     for measurement in result.sentinel:
@@ -166,5 +173,9 @@ def publish_evidence(result, store: ArtifactStore):
     logs = {kernel: put(ref) for kernel, ref in result.logs_by_kernel.items()}
     merged = {}  # execution/rounds.py: a run's artifact, and the rounds' calls it names by digest
     for key, entry in result.merged_samples.items():
-        merged[key] = {**entry, "artifact": put(entry["artifact"]), "roundArtifacts": [put(ref) for ref in entry.get("roundArtifacts", [])]}
+        merged[key] = {
+            **entry,
+            "artifact": put(entry["artifact"]),
+            "roundArtifacts": [put(ref) for ref in entry.get("roundArtifacts", [])],
+        }
     return dataclasses.replace(result, outcomes=outcomes, sentinel=sentinel, logs_by_kernel=logs, merged_samples=merged)

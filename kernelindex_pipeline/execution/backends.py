@@ -127,7 +127,9 @@ def backend_variants(backends: dict[str, list[str]] | None) -> list[Variant]:
     if not backends:
         return [RESOLVED]
     if not isinstance(backends, dict):
-        raise ConfigurationError(f"the sweep setting backends must map an op to implementations, e.g. {{'swiglu': ['nvidia-triton', 'nvidia-cutedsl']}}; got {backends!r}")
+        raise ConfigurationError(
+            f"the sweep setting backends must map an op to implementations, e.g. {{'swiglu': ['nvidia-triton', 'nvidia-cutedsl']}}; got {backends!r}"
+        )
     axes = []
     for op, impls in sorted(backends.items()):
         names = [impls] if isinstance(impls, str) else list(impls or [])

@@ -160,7 +160,9 @@ def _stop(signum, frame):
     raise _Stop(signum)
 
 
-def run(command: list[str], log_path: Path, head: int, tail: int, grace_s: float, pass_fds: tuple[int, ...] = ()) -> dict:
+def run(
+    command: list[str], log_path: Path, head: int, tail: int, grace_s: float, pass_fds: tuple[int, ...] = ()
+) -> dict:
     prctl(PR_SET_CHILD_SUBREAPER, 1)
     status: dict = {"exit_code": None, "stopped_by": None}
     with open(log_path, "wb") as handle:
@@ -190,7 +192,9 @@ def run(command: list[str], log_path: Path, head: int, tail: int, grace_s: float
         if reader is not None:
             reader.join(timeout=30)  # EOF once every holder of the pipe is dead
         log.finish()
-    status.update(output_bytes=log.seen, omitted_bytes=log.omitted, max_rss_kib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+    status.update(
+        output_bytes=log.seen, omitted_bytes=log.omitted, max_rss_kib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    )
     return status
 
 
@@ -224,9 +228,19 @@ def read_status(path: Path) -> dict | None:
         return None
 
 
-def launch(command: list[str], *, cwd: Path, env: dict[str, str], log_path: Path, status_path: Path, stderr,
-           head: int = LOG_HEAD_BYTES, tail: int = LOG_TAIL_BYTES, grace_s: float = KILL_GRACE_S,
-           pass_fds: tuple[int, ...] = ()) -> subprocess.Popen:
+def launch(
+    command: list[str],
+    *,
+    cwd: Path,
+    env: dict[str, str],
+    log_path: Path,
+    status_path: Path,
+    stderr,
+    head: int = LOG_HEAD_BYTES,
+    tail: int = LOG_TAIL_BYTES,
+    grace_s: float = KILL_GRACE_S,
+    pass_fds: tuple[int, ...] = (),
+) -> subprocess.Popen:
     """Start the launcher for `command` (run in `cwd` with `env`); it gets SIGTERM when the calling
     thread dies (PR_SET_PDEATHSIG follows the thread, not the process: call it from the thread that
     waits). Its own environment is the script's: nothing the script may not see. `stderr`: where
@@ -262,7 +276,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         status = run(command, args.log, args.head, args.tail, args.grace, tuple(args.pass_fd))
     except _Stop as stop:  # stopped before the script started
-        status = {"exit_code": None, "stopped_by": signal.Signals(stop.signum).name, "leftover_processes": kill_descendants()}
+        status = {
+            "exit_code": None,
+            "stopped_by": signal.Signals(stop.signum).name,
+            "leftover_processes": kill_descendants(),
+        }
     except Exception as error:
         write_status(args.status, {"launcher_error": f"{type(error).__name__}: {error}"})
         return EXIT_LAUNCHER_FAILED

@@ -149,7 +149,9 @@ class SweepCoverage:
         for s in self.scripts:
             missing = ", ".join(f"{reason} {count}" for reason, count in sorted(s.missing.items())) or "-"
             throttled = ", ".join(s.throttled) or "-"
-            lines.append(f"| {s.script} | {s.status} | {s.expected} | {s.measured} | {s.unexpected} | {missing} | {throttled} |")
+            lines.append(
+                f"| {s.script} | {s.status} | {s.expected} | {s.measured} | {s.unexpected} | {missing} | {throttled} |"
+            )
         return "\n".join(lines)
 
 

@@ -64,16 +64,32 @@ PIP_TIMEOUT_S = 1800
 SCRIPT_ENV_ALLOWLIST = frozenset(
     {
         "PATH",  # python, nvidia-smi
-        "HOME", "USER", "LOGNAME",  # per-user caches (~/.triton, ~/.cache/torch)
-        "LANG", "LANGUAGE", "TERM",
+        "HOME",
+        "USER",
+        "LOGNAME",  # per-user caches (~/.triton, ~/.cache/torch)
+        "LANG",
+        "LANGUAGE",
+        "TERM",
         "TMPDIR",
         "PYTHONPATH",  # some images reach their torch build through it (kept after the request's paths)
         "LD_LIBRARY_PATH",  # CUDA libraries outside the loader's default path
-        "CUDA_HOME", "CUDA_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_MODULE_LOADING",
-        "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES",
-        "TRITON_CACHE_DIR", "TRITON_HOME",  # compiled-kernel cache
-        "TORCH_HOME", "TORCHINDUCTOR_CACHE_DIR", "PYTORCH_CUDA_ALLOC_CONF",
-        "XDG_CACHE_HOME", "HF_HOME", "HF_HUB_CACHE", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE",
+        "CUDA_HOME",
+        "CUDA_PATH",
+        "CUDA_VISIBLE_DEVICES",
+        "CUDA_DEVICE_ORDER",
+        "CUDA_MODULE_LOADING",
+        "NVIDIA_VISIBLE_DEVICES",
+        "NVIDIA_DRIVER_CAPABILITIES",
+        "TRITON_CACHE_DIR",
+        "TRITON_HOME",  # compiled-kernel cache
+        "TORCH_HOME",
+        "TORCHINDUCTOR_CACHE_DIR",
+        "PYTORCH_CUDA_ALLOC_CONF",
+        "XDG_CACHE_HOME",
+        "HF_HOME",
+        "HF_HUB_CACHE",
+        "HF_HUB_OFFLINE",
+        "TRANSFORMERS_OFFLINE",
     }
 )
 SCRIPT_ENV_PREFIXES = ("LC_",)  # locale categories
@@ -83,11 +99,27 @@ SWEEP_ENV_ALLOWLIST = SCRIPT_ENV_ALLOWLIST | {
     "KERNELINDEX_CACHE_DIR",
     # execution/artifact_store.py: where the evidence goes. For object storage only the *location* of
     # credentials passes (a file, a profile, a web-identity token file as on Kubernetes), never a key.
-    "KERNELINDEX_ARTIFACT_STORE", "KERNELINDEX_ARTIFACT_BASE_URL",
-    "AWS_ENDPOINT_URL", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_PROFILE", "AWS_CONFIG_FILE",
-    "AWS_SHARED_CREDENTIALS_FILE", "AWS_ROLE_ARN", "AWS_WEB_IDENTITY_TOKEN_FILE", "FSSPEC_S3_ENDPOINT_URL",
-    "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy",
-    "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "PIP_CERT",
+    "KERNELINDEX_ARTIFACT_STORE",
+    "KERNELINDEX_ARTIFACT_BASE_URL",
+    "AWS_ENDPOINT_URL",
+    "AWS_REGION",
+    "AWS_DEFAULT_REGION",
+    "AWS_PROFILE",
+    "AWS_CONFIG_FILE",
+    "AWS_SHARED_CREDENTIALS_FILE",
+    "AWS_ROLE_ARN",
+    "AWS_WEB_IDENTITY_TOKEN_FILE",
+    "FSSPEC_S3_ENDPOINT_URL",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "REQUESTS_CA_BUNDLE",
+    "PIP_CERT",
 }
 SWEEP_ENV_PREFIXES = (*SCRIPT_ENV_PREFIXES, "PIP_", "DAGSTER_PIPES_")
 
@@ -111,7 +143,9 @@ def script_environment(
     # Upstream timestamps are time.strftime() local time; ours are UTC by construction.
     env["TZ"] = "UTC"
     env["PYTHONUNBUFFERED"] = "1"
-    paths = [str(Path(p).resolve()) for p in extra_pythonpath] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    paths = [str(Path(p).resolve()) for p in extra_pythonpath] + [
+        p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p
+    ]
     if paths:
         env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
     if python is not None:
@@ -127,6 +161,7 @@ def restart_with_sweep_environment(module: str, argv: list[str]) -> None:
     allowed = allowlisted(os.environ, SWEEP_ENV_ALLOWLIST, SWEEP_ENV_PREFIXES)
     if allowed != dict(os.environ):
         os.execve(sys.executable, [sys.executable, "-m", module, *argv], allowed)
+
 
 _BASE_INFO_SCRIPT = r"""
 import importlib.metadata as md, json, site, sys, sysconfig
@@ -258,7 +293,9 @@ def _wheel_listing(wheel_dir: Path) -> list[str]:
     return sorted(p.name for p in wheel_dir.iterdir() if p.is_file())
 
 
-def _key(liger_version: str, base: dict, wheel_dir: Path | None, requirements: dict[str, str], extras: tuple[str, ...] = ()) -> str:
+def _key(
+    liger_version: str, base: dict, wheel_dir: Path | None, requirements: dict[str, str], extras: tuple[str, ...] = ()
+) -> str:
     material = {
         **({"liger_extras": list(extras)} if extras else {}),  # (absent: the keys of environments built before extras)
         "liger_version": liger_version,
@@ -306,7 +343,10 @@ def _create_venv(venv: Path, base_python: str, base: dict) -> list[str]:
             what=f"creating the virtual environment {venv}",
         )
         return [base_python, "-m", "pip", "--python", str(python)]
-    _run([base_python, "-m", "venv", "--system-site-packages", str(venv)], what=f"creating the virtual environment {venv}")
+    _run(
+        [base_python, "-m", "venv", "--system-site-packages", str(venv)],
+        what=f"creating the virtual environment {venv}",
+    )
     return [str(python), "-m", "pip"]
 
 
@@ -340,7 +380,9 @@ def prepare_environment(
     extras = tuple(sorted(set(liger_extras)))
     bad = [e for e in extras if not re.fullmatch(r"[a-z0-9]+(?:[-_][a-z0-9]+)*", e)]
     if bad:
-        raise ConfigurationError(f"liger extras {bad} are not extra names (lowercase letters, digits, '-', '_'; e.g. cutedsl)")
+        raise ConfigurationError(
+            f"liger extras {bad} are not extra names (lowercase letters, digits, '-', '_'; e.g. cutedsl)"
+        )
     key = _key(liger_version, base, wheel_dir, requirements, extras)
     venv = cache_dir / f"liger-{liger_version}-py{base['version']}-{key}"
 
@@ -397,7 +439,10 @@ def _build(
     # --system-site-packages reaches the base's *installation*; when the base is itself a virtual
     # environment its own site-packages (where torch may live) need this .pth line as well.
     site_packages = Path(
-        _run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], what="locating site-packages").strip()
+        _run(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            what="locating site-packages",
+        ).strip()
     )
     (site_packages / "kernelindex-base-interpreter.pth").write_text("\n".join(base["site_paths"]) + "\n")
 
@@ -456,8 +501,17 @@ def _build(
 ENVIRONMENT_IDENTITY_FIELDS = ("hardware", "driver major", "cudaToolkit", "torch", "triton", "liger extras")
 L2_LABEL = "l2_cache_bytes"  # the L2 size the host reports: reporting/efficiency.py flags L2-resident runs by it
 ENVIRONMENT_LABEL_FIELDS = (
-    "os_kernel", "operating_system", "hostname", "driver", "python", "transformers",
-    "power_limit_watts", "persistence_mode", "ecc_enabled", "clocks_locked", L2_LABEL,
+    "os_kernel",
+    "operating_system",
+    "hostname",
+    "driver",
+    "python",
+    "transformers",
+    "power_limit_watts",
+    "persistence_mode",
+    "ecc_enabled",
+    "clocks_locked",
+    L2_LABEL,
 )
 _LABEL_LIMIT = 200  # KernelIndex's metadata.labels value limit
 
@@ -478,8 +532,13 @@ def environment_identity(capture) -> dict:
         "framework": {"name": "torch", "version": capture.torch[:100]} if capture.torch else None,
         "libraries": {
             **({"triton": capture.triton[:100]} if capture.triton else {}),
-            **{name.replace("-", "_"): str(v)[:100] for name, v in sorted((getattr(capture, "liger_extras", None) or {}).items()) if v},
-        } or None,
+            **{
+                name.replace("-", "_"): str(v)[:100]
+                for name, v in sorted((getattr(capture, "liger_extras", None) or {}).items())
+                if v
+            },
+        }
+        or None,
     }
     return {key: value for key, value in software.items() if value}
 
@@ -501,7 +560,9 @@ def environment_labels(capture, settings: dict | None = None, hostname: str | No
         L2_LABEL: getattr(capture, "l2_cache_bytes", None),
     }
     return {
-        key: (str(value).lower() if isinstance(value, bool) else f"{value:g}" if isinstance(value, float) else str(value))[:_LABEL_LIMIT]
+        key: (
+            str(value).lower() if isinstance(value, bool) else f"{value:g}" if isinstance(value, float) else str(value)
+        )[:_LABEL_LIMIT]
         for key, value in labels.items()
         if value is not None and value != ""
     }

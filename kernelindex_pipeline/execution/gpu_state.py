@@ -31,7 +31,11 @@ def read_gpu_state(env: dict[str, str] | None, device_name: str | None, device_u
     if gpu is None:
         return {"available": False, "error": "nvidia-smi lists no GPU"}
     reasons = [r for r in gpu.get("active_clock_event_reasons") or [] if r not in NOT_THROTTLING]
-    return {"available": True, "sm_clock_mhz": (gpu.get("clocks") or {}).get("sm_clock"), "throttle_reasons": sorted(reasons)}
+    return {
+        "available": True,
+        "sm_clock_mhz": (gpu.get("clocks") or {}).get("sm_clock"),
+        "throttle_reasons": sorted(reasons),
+    }
 
 
 def throttle_reasons(before: dict[str, Any], after: dict[str, Any]) -> list[str]:

@@ -260,7 +260,9 @@ def parse_nvidia_smi_xml(xml_text: str) -> dict:
                 "default_applications_clocks": _clocks(gpu, "default_applications_clocks"),
                 "max_clocks": _clocks(gpu, "max_clocks"),
                 "active_clock_event_reasons": sorted(
-                    child.tag for child in (event_reasons if event_reasons is not None else []) if (child.text or "").strip() == "Active"
+                    child.tag
+                    for child in (event_reasons if event_reasons is not None else [])
+                    if (child.text or "").strip() == "Active"
                 ),
                 "compute_mode": _text(gpu, "compute_mode"),
                 "mig_mode": _text(gpu, "mig_mode/current_mig"),
@@ -286,7 +288,10 @@ def read_nvidia_smi(env: dict | None = None) -> tuple[str | None, str | None]:
     except subprocess.TimeoutExpired:
         return None, f"nvidia-smi -q -x did not answer within {NVIDIA_SMI_TIMEOUT_S} s"
     if completed.returncode != 0:
-        return None, f"nvidia-smi -q -x exited {completed.returncode}: {(completed.stderr or completed.stdout).strip()[:300]}"
+        return (
+            None,
+            f"nvidia-smi -q -x exited {completed.returncode}: {(completed.stderr or completed.stdout).strip()[:300]}",
+        )
     return completed.stdout, None
 
 
@@ -324,8 +329,10 @@ def probe_host(python: str | Path, env: dict | None = None, *, timeout: float = 
     lines = [line for line in completed.stdout.splitlines() if line.startswith(PROBE_PREFIX)]
     if completed.returncode != 0 or not lines:
         tail = (completed.stderr or completed.stdout).strip().splitlines()[-5:]
-        raise HostCheckError(f"the host probe with {python} failed (exit code {completed.returncode}): {' | '.join(tail)}")
-    capture = HostCapture.from_dict(json.loads(lines[-1][len(PROBE_PREFIX):]))
+        raise HostCheckError(
+            f"the host probe with {python} failed (exit code {completed.returncode}): {' | '.join(tail)}"
+        )
+    capture = HostCapture.from_dict(json.loads(lines[-1][len(PROBE_PREFIX) :]))
 
     xml_text, error = read_nvidia_smi(env)
     capture.raw_nvidia_smi_xml, capture.nvidia_smi_error = xml_text, error

@@ -106,7 +106,11 @@ class ScriptOutcome:
         return cls(**{**data, "status": ScriptStatus(data["status"])})
 
     def summary(self) -> str:
-        where = f" (round {self.round}{'' if self.variant == 'resolved' else ', ' + self.variant})" if self.round > 1 or self.variant != "resolved" else ""
+        where = (
+            f" (round {self.round}{'' if self.variant == 'resolved' else ', ' + self.variant})"
+            if self.round > 1 or self.variant != "resolved"
+            else ""
+        )
         text = f"{self.script}{where}: {self.status.value}, {self.rows} rows in {self.seconds:.1f} s"
         if self.samples.get("calls"):
             text += f", {self.samples['rows_with_samples']} with raw samples ({self.samples['calls']} do_bench calls)"

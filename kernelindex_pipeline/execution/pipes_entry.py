@@ -44,7 +44,11 @@ EXIT_OK, EXIT_ERROR, EXIT_BAD_REQUEST, EXIT_HOST_CHECK = 0, 1, 2, 3
 
 def progress_line(event: dict) -> str:
     variant = event.get("variant", "resolved")
-    where = f" (round {event.get('round', 1)}{'' if variant == 'resolved' else ', ' + variant})" if event.get("round", 1) > 1 or variant != "resolved" else ""
+    where = (
+        f" (round {event.get('round', 1)}{'' if variant == 'resolved' else ', ' + variant})"
+        if event.get("round", 1) > 1 or variant != "resolved"
+        else ""
+    )
     line = f"[{event['index']}/{event['total']}] {event['script']}{where}: {event['status']}, {event['rows']} rows ({event['rows_so_far']} so far), {event['seconds']:.1f} s"
     if event.get("error_line"):
         line += f" - {event['error_line']}"
@@ -100,9 +104,13 @@ def reply_from_messages(messages: Iterable[object]) -> SweepReply:
         seen.append(kind)
         if kind == "sweep_error":
             error = message["error"]
-            return SweepReply(error=SweepErrorReport(str(error["type"]), str(error["message"]), bool(error["retryable"])))
+            return SweepReply(
+                error=SweepErrorReport(str(error["type"]), str(error["message"]), bool(error["retryable"]))
+            )
         if kind == "sweep_result" and message.get("csv_text") is not None:
-            return SweepReply(result=SweepResult.from_dict(message["result"]), csv_bytes=message["csv_text"].encode("utf-8"))
+            return SweepReply(
+                result=SweepResult.from_dict(message["result"]), csv_bytes=message["csv_text"].encode("utf-8")
+            )
     raise ValueError(f"the sweep process sent no result with its CSV (messages: {seen})")
 
 
@@ -115,7 +123,10 @@ def exit_code_for(error: BaseException) -> int:
 
 
 def outcomes_table(result: SweepResult) -> str:
-    lines = ["| script | status | rows | seconds | exit | error | round | variant | throttled |", "|---|---|---:|---:|---:|---|---:|---|---|"]
+    lines = [
+        "| script | status | rows | seconds | exit | error | round | variant | throttled |",
+        "|---|---|---:|---:|---:|---|---:|---|---|",
+    ]
     for o in result.outcomes:
         error = (o.error_line or "").replace("|", "\\|")
         throttled = ", ".join(o.gpu_state.get("throttle_reasons") or []) or "-"
@@ -138,7 +149,10 @@ def materialization_metadata(result: SweepResult, result_path: Path) -> dict:
         "outcome_counts": {"raw_value": counts, "type": "json"},
         "outcomes": {"raw_value": outcomes_table(result), "type": "md"},
         # Per-row sample statistics stay in the result file, not in the metadata.
-        "script_outcomes": {"raw_value": [{**o.to_dict(), "raw_samples": len(o.raw_samples)} for o in result.outcomes], "type": "json"},
+        "script_outcomes": {
+            "raw_value": [{**o.to_dict(), "raw_samples": len(o.raw_samples)} for o in result.outcomes],
+            "type": "json",
+        },
         "orchestration_overhead_s": round(result.timings["overhead_s"], 3),
         "scripts_s": round(result.timings["scripts_s"], 3),
         "total_s": round(result.timings["total_s"], 3),

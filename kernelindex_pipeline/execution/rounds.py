@@ -83,7 +83,9 @@ def merge_rounds(runs: list[RoundRun], artifacts: ArtifactDirectory) -> MergedRo
         entry = _samples_entry(members, artifacts)
         if entry is not None:
             result.raw_samples[final_key] = entry
-        throttled = sorted({reason for run, merged, _ in members for reason in _throttle_of(run, merged["kernel_name"])})
+        throttled = sorted(
+            {reason for run, merged, _ in members for reason in _throttle_of(run, merged["kernel_name"])}
+        )
         if throttled:
             result.row_labels[final_key] = {"throttled": ",".join(throttled)[:200]}
     return result
@@ -97,7 +99,9 @@ def _throttle_of(run: RoundRun, kernel: str) -> list[str]:
     return []
 
 
-def _samples_entry(members: list[tuple[RoundRun, dict[str, str], str]], artifacts: ArtifactDirectory) -> dict[str, Any] | None:
+def _samples_entry(
+    members: list[tuple[RoundRun, dict[str, str], str]], artifacts: ArtifactDirectory
+) -> dict[str, Any] | None:
     rounds, samples, arguments = [], [], []
     for run, _, key in members:
         for outcome in run.outcomes:
@@ -110,7 +114,14 @@ def _samples_entry(members: list[tuple[RoundRun, dict[str, str], str]], artifact
                 continue  # an artifact that is gone or altered (runner.recheck_artifacts names it): no samples that round
             samples.append(content["samples"])
             arguments.append(content.get("arguments") or {})
-            rounds.append({"round": run.round, "variant": run.variant, "artifact": entry["artifact"], "returned": content.get("returned")})
+            rounds.append(
+                {
+                    "round": run.round,
+                    "variant": run.variant,
+                    "artifact": entry["artifact"],
+                    "returned": content.get("returned"),
+                }
+            )
             break
     if not samples:
         return None
@@ -123,8 +134,16 @@ def _samples_entry(members: list[tuple[RoundRun, dict[str, str], str]], artifact
         artifact = round_artifacts[0]
     else:  # the rounds' calls named by digest (the artifact store keeps each under it), never by a host path
         listed = [{**r, "artifact": {"digest": r["artifact"]["digest"]}} for r in rounds]
-        artifact = artifacts.write(json_artifact_bytes({"format": ROUNDS_ARTIFACT_FORMAT, "method": ROUNDS_INTERVAL_METHOD, "rounds": listed}))
+        artifact = artifacts.write(
+            json_artifact_bytes({"format": ROUNDS_ARTIFACT_FORMAT, "method": ROUNDS_INTERVAL_METHOD, "rounds": listed})
+        )
     do_bench = {name: arguments[0].get(name) for name in ("warmup", "rep")}
     if any({name: a.get(name) for name in ("warmup", "rep")} != do_bench for a in arguments):
         do_bench = {}  # rounds that disagree (they never should): the protocol states none
-    return {"artifact": artifact, "roundArtifacts": round_artifacts, **stats, "rounds": len(samples), "doBench": do_bench}
+    return {
+        "artifact": artifact,
+        "roundArtifacts": round_artifacts,
+        **stats,
+        "rounds": len(samples),
+        "doBench": do_bench,
+    }

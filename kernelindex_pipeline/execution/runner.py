@@ -92,7 +92,9 @@ class SweepRequest:
     kernels: list[str] | None = None  # CSV kernel names; None (and no `scripts`): every benchmark script
     scripts: list[str] | None = None  # script file names, e.g. ["benchmark_rms_norm.py"]
     script_timeout_s: float = DEFAULT_SCRIPT_TIMEOUT_S
-    script_args: list[str] = field(default_factory=list)  # passed to every script, e.g. ["--sweep-mode", "model_config"]
+    script_args: list[str] = field(
+        default_factory=list
+    )  # passed to every script, e.g. ["--sweep-mode", "model_config"]
     work_dir: str | None = None  # new or empty (else <work_dir>-2, ...); default: a temporary directory, kept (logs)
     env_cache_dir: str | None = None
     wheel_dir: str | None = None  # offline: install from these wheels only
@@ -128,7 +130,9 @@ class SweepRequest:
     def from_dict(cls, data: dict) -> SweepRequest:
         unknown = sorted(set(data) - set(cls.__dataclass_fields__))
         if unknown:
-            raise ConfigurationError(f"unknown sweep request field(s) {unknown}; known: {sorted(cls.__dataclass_fields__)}")
+            raise ConfigurationError(
+                f"unknown sweep request field(s) {unknown}; known: {sorted(cls.__dataclass_fields__)}"
+            )
         for required in ("gpu", "liger_version"):
             if not data.get(required):
                 raise ConfigurationError(f"the sweep request needs {required!r}")
@@ -139,7 +143,9 @@ class SweepRequest:
     def check(self) -> None:
         """Refuse settings that cannot run (before anything is built)."""
         if type(self.rounds) is not int or not 1 <= self.rounds <= MAX_ROUNDS:
-            raise ConfigurationError(f"rounds must be a whole number from 1 to {MAX_ROUNDS} (3 is the default); got {self.rounds!r}")
+            raise ConfigurationError(
+                f"rounds must be a whole number from 1 to {MAX_ROUNDS} (3 is the default); got {self.rounds!r}"
+            )
         backend_variants(self.backends)
         consts = self.flce_chunk_mem_consts
         if consts is not None:
@@ -295,7 +301,9 @@ def scripts_for_kernel(kernel: str, scripts: list[Path]) -> list[Path]:
     return [by_name[shorter]] if shorter in by_name else []
 
 
-def select_scripts(scripts_dir: Path, kernels: Iterable[str] | None = None, scripts: Iterable[str] | None = None) -> list[Path]:
+def select_scripts(
+    scripts_dir: Path, kernels: Iterable[str] | None = None, scripts: Iterable[str] | None = None
+) -> list[Path]:
     """The scripts to run, in file-name order, without repeats."""
     available = benchmark_scripts(scripts_dir)
     if not kernels and not scripts:
@@ -337,7 +345,12 @@ def _damaged(problem: str) -> CsvState:
 def _read_regular_file(path: Path, limit: int) -> bytes:
     """The bytes of `path` if it is a regular file of at most `limit` bytes (never following a
     symbolic link, never blocking on a FIFO); else OSError saying what it is."""
-    kinds = {stat.S_IFDIR: "a directory", stat.S_IFLNK: "a symbolic link", stat.S_IFIFO: "a FIFO", stat.S_IFSOCK: "a socket"}
+    kinds = {
+        stat.S_IFDIR: "a directory",
+        stat.S_IFLNK: "a symbolic link",
+        stat.S_IFIFO: "a FIFO",
+        stat.S_IFSOCK: "a socket",
+    }
     try:
         mode = os.lstat(path).st_mode
     except FileNotFoundError:
@@ -427,7 +440,10 @@ def scripts_environment(request: SweepRequest, environment_python: Path | None =
     sitecustomize wraps do_bench in every script (inert without its spool variable, which only
     run_scripts sets)."""
     return script_environment(
-        os.environ, extra_pythonpath=[HOOK_DIR, *request.extra_pythonpath], extra_env=request.extra_env, python=environment_python
+        os.environ,
+        extra_pythonpath=[HOOK_DIR, *request.extra_pythonpath],
+        extra_env=request.extra_env,
+        python=environment_python,
     )
 
 
@@ -466,8 +482,15 @@ def _stop_launcher(launcher: subprocess.Popen) -> None:
 
 
 def run_script(
-    script: Path, python: Path, env: dict[str, str], log_path: Path, timeout_s: float, args: list[str], control_dir: Path,
-    pass_fds: tuple[int, ...] = (), launcher_args: list[str] | None = None,
+    script: Path,
+    python: Path,
+    env: dict[str, str],
+    log_path: Path,
+    timeout_s: float,
+    args: list[str],
+    control_dir: Path,
+    pass_fds: tuple[int, ...] = (),
+    launcher_args: list[str] | None = None,
 ) -> ScriptRun:
     """Run one script through the launcher (contain.py): contained, its log capped.
 
@@ -482,8 +505,13 @@ def run_script(
     timed_out, orphans = False, []
     with contain.subreaper(), (control_dir / f"{script.stem}.launcher.log").open("wb") as launcher_log:
         launcher = contain.launch(
-            [str(python), *(launcher_args or []), script.name, *args], cwd=script.parent, env=env, log_path=log_path, status_path=status_path,
-            stderr=launcher_log, pass_fds=pass_fds,
+            [str(python), *(launcher_args or []), script.name, *args],
+            cwd=script.parent,
+            env=env,
+            log_path=log_path,
+            status_path=status_path,
+            stderr=launcher_log,
+            pass_fds=pass_fds,
         )
         try:
             launcher.wait(timeout=timeout_s)
@@ -497,7 +525,10 @@ def run_script(
         if status is None:
             orphans = contain.kill_descendants(keep=existing)
     if status is None:
-        status = {"launcher_error": f"it ended with exit code {launcher.returncode} and wrote no status", "leftover_processes": orphans}
+        status = {
+            "launcher_error": f"it ended with exit code {launcher.returncode} and wrote no status",
+            "leftover_processes": orphans,
+        }
     exit_code = None if timed_out or "launcher_error" in status else status.get("exit_code")
     return ScriptRun(exit_code, timed_out, time.monotonic() - started, status)
 
@@ -507,13 +538,19 @@ def _run_problems(run: ScriptRun) -> list[dict]:
     problems = []
     if "launcher_error" in run.status:
         problems.append(
-            {"kind": "launcher_failed", "message": f"the script's launcher failed ({run.status['launcher_error']}); its exit code is unknown"}
+            {
+                "kind": "launcher_failed",
+                "message": f"the script's launcher failed ({run.status['launcher_error']}); its exit code is unknown",
+            }
         )
     leftovers = run.status.get("leftover_processes") or []
     if leftovers:
         listed = ", ".join(f"{p['pid']} {p['name']}" for p in leftovers[:5]) + (", ..." if len(leftovers) > 5 else "")
         problems.append(
-            {"kind": "leftover_processes", "message": f"{len(leftovers)} process(es) it started were still running when it ended and were killed ({listed})"}
+            {
+                "kind": "leftover_processes",
+                "message": f"{len(leftovers)} process(es) it started were still running when it ended and were killed ({listed})",
+            }
         )
     if run.status.get("omitted_bytes"):
         problems.append(
@@ -556,7 +593,9 @@ def run_scripts(
     outcomes: list[ScriptOutcome] = []
     control = control_dir(workdir)
     state = read_data_csv(workdir.data_csv)
-    owners: dict[tuple, tuple[str, str]] = {key: ("(the work tree)", row_digest(row)) for key, row in state.rows.items()}
+    owners: dict[tuple, tuple[str, str]] = {
+        key: ("(the work tree)", row_digest(row)) for key, row in state.rows.items()
+    }
     variant = variant or Variant("resolved", {})
     for index, script in enumerate(scripts, start=1):
         log_path = workdir.logs_dir / f"{script.stem}.log"
@@ -570,13 +609,25 @@ def run_scripts(
         control.mkdir(parents=True, exist_ok=True)
         spool = private_spool(control)  # this script's alone (no name): no other can reach it
         with private_spool(control) as dispatch_spool:
-            script_env = {**env, **variant.env, **hook_environment(spool.fileno()), **dispatch_environment(dispatch_spool.fileno())}
+            script_env = {
+                **env,
+                **variant.env,
+                **hook_environment(spool.fileno()),
+                **dispatch_environment(dispatch_spool.fileno()),
+            }
             fds = (spool.fileno(), dispatch_spool.fileno())
             gpu_before = read_gpu_state(env, *gpu_identity)
             if plan is not None:
-                run, tp_rows = tp.run_tp(script, plan, python, script_env, log_path, timeout_s, control, run_script, fds)
+                run, tp_rows = tp.run_tp(
+                    script, plan, python, script_env, log_path, timeout_s, control, run_script, fds
+                )
             else:
-                run, tp_rows = run_script(script, python, script_env, log_path, timeout_s, list(args or []), control, pass_fds=fds), None
+                run, tp_rows = (
+                    run_script(
+                        script, python, script_env, log_path, timeout_s, list(args or []), control, pass_fds=fds
+                    ),
+                    None,
+                )
             gpu_after = read_gpu_state(env, *gpu_identity)
             dispatches = read_dispatches(dispatch_spool)
         status, error_line = classify(run.exit_code, run.timed_out, read_log_tail(log_path))
@@ -598,7 +649,10 @@ def run_scripts(
             # Earlier rows as they were, then whatever complete rows this script managed to write.
             merged = {**state.rows, **{key: after.rows[key] for key in new_keys}}
             notes = write_data_csv(
-                workdir.data_csv, state.fieldnames if state.rows else after.fieldnames, merged.values(), control / "quarantine"
+                workdir.data_csv,
+                state.fieldnames if state.rows else after.fieldnames,
+                merged.values(),
+                control / "quarantine",
             )
             if after.problem:
                 problems.append(
@@ -606,7 +660,10 @@ def run_scripts(
                      + "".join(f" ({note})" for note in notes)}
                 )  # fmt: skip
             # Rows missing from a damaged file are that damage (said above); from a good one, a removal.
-            for kind, keys, what in (("rows_lost", [] if after.damaged else lost, "removed"), ("rows_rewritten", changed, "changed")):
+            for kind, keys, what in (
+                ("rows_lost", [] if after.damaged else lost, "removed"),
+                ("rows_rewritten", changed, "changed"),
+            ):
                 if keys:
                     by_owner = collections.Counter(owners[key][0] for key in keys)
                     problems.append(
@@ -617,7 +674,9 @@ def run_scripts(
         owners.update((key, (script.name, row_digest(after.rows[key]))) for key in new_keys if key in after.rows)
         kernels = sorted({after.rows[key]["kernel_name"] for key in new_keys if key in after.rows})
         with spool:
-            samples = collect_samples(spool, artifacts, script.name, [after.rows[k] for k in new_keys if k in after.rows])
+            samples = collect_samples(
+                spool, artifacts, script.name, [after.rows[k] for k in new_keys if k in after.rows]
+            )
         problems += samples.problems + artifacts.take_problems()
         outcome = ScriptOutcome(
             script=script.name,
@@ -635,12 +694,19 @@ def run_scripts(
             problems=problems,
             round=round_number,
             variant=variant.name,
-            backends=dispatches.summary() if (dispatches.by_case or dispatches.errors or dispatches.outside_cases) else {},
+            backends=dispatches.summary()
+            if (dispatches.by_case or dispatches.errors or dispatches.outside_cases)
+            else {},
             backends_by_row={
                 key_text(after.rows[key]): backend
-                for key in new_keys if key in after.rows and (backend := dispatches.backend_of(after.rows[key]))
+                for key in new_keys
+                if key in after.rows and (backend := dispatches.backend_of(after.rows[key]))
             },
-            gpu_state={"before": gpu_before, "after": gpu_after, "throttle_reasons": throttle_reasons(gpu_before, gpu_after)},
+            gpu_state={
+                "before": gpu_before,
+                "after": gpu_after,
+                "throttle_reasons": throttle_reasons(gpu_before, gpu_after),
+            },
         )
         outcomes.append(outcome)
         state = after
@@ -656,8 +722,17 @@ def round_label(round_number: int, variant: Variant, variants: int) -> str:
 
 
 def run_rounds(
-    workdir: WorkDir, scripts: list[Path], python: Path, env: dict[str, str], request: SweepRequest, variants: list[Variant],
-    progress: Progress | None, *, artifacts: ArtifactDirectory, gpus: int | None, gpu_identity: tuple[str | None, str | None],
+    workdir: WorkDir,
+    scripts: list[Path],
+    python: Path,
+    env: dict[str, str],
+    request: SweepRequest,
+    variants: list[Variant],
+    progress: Progress | None,
+    *,
+    artifacts: ArtifactDirectory,
+    gpus: int | None,
+    gpu_identity: tuple[str | None, str | None],
 ) -> list[RoundRun]:
     """Every script `request.rounds` times, interleaved: round 1 runs each variant's scripts in order,
     then round 2, ... Each round and variant starts from an empty data CSV, kept afterwards in its log
@@ -667,18 +742,36 @@ def run_rounds(
         for variant in variants:
             logs = workdir.logs_dir / round_label(round_number, variant, len(variants))
             logs.mkdir(parents=True, exist_ok=True)
-            round_dir = WorkDir(root=workdir.root, scripts_dir=workdir.scripts_dir, data_csv=workdir.data_csv, logs_dir=logs)
+            round_dir = WorkDir(
+                root=workdir.root, scripts_dir=workdir.scripts_dir, data_csv=workdir.data_csv, logs_dir=logs
+            )
             write_empty_data_csv(workdir.data_csv)
             outcomes = run_scripts(
-                round_dir, scripts, python, env, artifacts=artifacts, timeout_s=request.script_timeout_s, args=request.script_args,
-                progress=progress, round_number=round_number, variant=variant, gpus=gpus, gpu_identity=gpu_identity,
+                round_dir,
+                scripts,
+                python,
+                env,
+                artifacts=artifacts,
+                timeout_s=request.script_timeout_s,
+                args=request.script_args,
+                progress=progress,
+                round_number=round_number,
+                variant=variant,
+                gpus=gpus,
+                gpu_identity=gpu_identity,
                 liger_version=request.liger_version,
             )
-            rows = [{c: row.get(c, "") for c in UPSTREAM_COLUMNS} for row in read_data_csv(workdir.data_csv).rows.values()]
+            rows = [
+                {c: row.get(c, "") for c in UPSTREAM_COLUMNS} for row in read_data_csv(workdir.data_csv).rows.values()
+            ]
             write_data_csv(logs / DATA_CSV.name, list(UPSTREAM_COLUMNS), rows, control_dir(workdir) / "quarantine")
             script_of_kernel = {kernel: o.script for o in outcomes for kernel in o.kernels}
             backends = {key: backend for o in outcomes for key, backend in o.backends_by_row.items()}
-            runs.append(RoundRun(round_number, variant.name, outcomes, {key_text(r): r for r in rows}, backends, script_of_kernel))
+            runs.append(
+                RoundRun(
+                    round_number, variant.name, outcomes, {key_text(r): r for r in rows}, backends, script_of_kernel
+                )
+            )
     return runs
 
 
@@ -692,7 +785,12 @@ def logs_by_kernel(outcomes: list[ScriptOutcome]) -> dict[str, dict]:
 
 
 def run_sentinel(
-    position: str, workdir: WorkDir, python: Path, env: dict[str, str], gpu_name: str | None, liger_version: str,
+    position: str,
+    workdir: WorkDir,
+    python: Path,
+    env: dict[str, str],
+    gpu_name: str | None,
+    liger_version: str,
     artifacts: ArtifactDirectory,
 ) -> list[dict]:
     """Time the sentinel's reference operations in the scripts' interpreter (see execution/sentinel.py)."""
@@ -702,8 +800,14 @@ def run_sentinel(
     control_dir(workdir).mkdir(parents=True, exist_ok=True)
     with private_spool(control_dir(workdir)) as spool:  # in the work dir: a pod's /tmp may be small
         run = run_script(
-            sentinel.PROGRAM, python, {**env, **hook_environment(spool.fileno())}, log_path, sentinel.TIMEOUT_S,
-            [json.dumps(sentinel.PLAN), str(out.resolve())], control_dir(workdir), pass_fds=(spool.fileno(),),
+            sentinel.PROGRAM,
+            python,
+            {**env, **hook_environment(spool.fileno())},
+            log_path,
+            sentinel.TIMEOUT_S,
+            [json.dumps(sentinel.PLAN), str(out.resolve())],
+            control_dir(workdir),
+            pass_fds=(spool.fileno(),),
         )
         read, _ = collect_calls(spool, artifacts, sentinel.PROGRAM.name)
     status, error = classify(run.exit_code, run.timed_out, read_log_tail(log_path))
@@ -731,7 +835,12 @@ def recheck_artifacts(outcomes: list[ScriptOutcome], measurements: list[dict]) -
             without["artifact_changed"] = without.get("artifact_changed", 0) + len(changed)
             problems = sorted(set(changed.values()))
             outcome.problems.append(
-                {"kind": "samples", "message": f"{len(changed)} row(s) lost their raw samples: " + "; ".join(problems[:3]) + ("; ..." if len(problems) > 3 else "")}
+                {
+                    "kind": "samples",
+                    "message": f"{len(changed)} row(s) lost their raw samples: "
+                    + "; ".join(problems[:3])
+                    + ("; ..." if len(problems) > 3 else ""),
+                }
             )
     for measurement in measurements:
         if measurement.get("status") == "ok" and (problem := verify_artifact(measurement["artifact"])) is not None:
@@ -740,7 +849,9 @@ def recheck_artifacts(outcomes: list[ScriptOutcome], measurements: list[dict]) -
             measurement.update(status="failed", error=f"its samples artifact {problem}")
 
 
-def coverage_of(request: SweepRequest, release_root: Path, workdir: WorkDir, outcomes: list[ScriptOutcome]) -> SweepCoverage:
+def coverage_of(
+    request: SweepRequest, release_root: Path, workdir: WorkDir, outcomes: list[ScriptOutcome]
+) -> SweepCoverage:
     """The sweep's coverage against the previous sweep's CSV (request.expected_csv) or the release's history."""
     if request.expected_csv:
         rows, expectation, source = read_rows(Path(request.expected_csv)), "previous_sweep", request.expected_csv
@@ -755,8 +866,12 @@ def coverage_of(request: SweepRequest, release_root: Path, workdir: WorkDir, out
         if found:
             script_of_kernel[kernel] = found[0].name
     return sweep_coverage(
-        read_data_csv(workdir.data_csv).rows.values(), outcomes, expected, script_of_kernel,
-        expectation=expectation if rows else "none", source=source,
+        read_data_csv(workdir.data_csv).rows.values(),
+        outcomes,
+        expected,
+        script_of_kernel,
+        expectation=expectation if rows else "none",
+        source=source,
     )
 
 
@@ -784,7 +899,10 @@ def _sigterm_tears_down() -> Iterator[None]:
     (143), so the running script and its launcher are stopped on the way out (a handler the caller set,
     e.g. pipes_entry's, stays as it is). If the process dies without unwinding, the launcher's
     parent-death signal does the same teardown."""
-    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
+    ):
         yield
         return
 
@@ -851,18 +969,30 @@ def _run_sweep(request: SweepRequest, progress: Progress | None) -> SweepResult:
 
     mark = time.monotonic()
     with ArtifactDirectory(workdir.logs_dir / "samples", control_dir(workdir) / "quarantine") as artifacts:
-        measurements = run_sentinel("start", workdir, environment.python, env, capture.device_name, request.liger_version, artifacts)
+        measurements = run_sentinel(
+            "start", workdir, environment.python, env, capture.device_name, request.liger_version, artifacts
+        )
         timings["sentinel_s"] = time.monotonic() - mark
         variants = backend_variants(request.backends)
         if request.flce_chunk_mem_consts:
             env = {**env, tp.FLCE_CHUNK_VARIABLE: ",".join(str(c) for c in request.flce_chunk_mem_consts)}
         round_runs = run_rounds(
-            workdir, scripts, environment.python, env, request, variants, progress, artifacts=artifacts,
-            gpus=capture.device_count, gpu_identity=(capture.device_name, capture.device_uuid),
+            workdir,
+            scripts,
+            environment.python,
+            env,
+            request,
+            variants,
+            progress,
+            artifacts=artifacts,
+            gpus=capture.device_count,
+            gpu_identity=(capture.device_name, capture.device_uuid),
         )
         outcomes = [outcome for run in round_runs for outcome in run.outcomes]
         mark = time.monotonic()
-        measurements += run_sentinel("end", workdir, environment.python, env, capture.device_name, request.liger_version, artifacts)
+        measurements += run_sentinel(
+            "end", workdir, environment.python, env, capture.device_name, request.liger_version, artifacts
+        )
         timings["sentinel_s"] += time.monotonic() - mark
     recheck_artifacts(outcomes, measurements)
     with ArtifactDirectory(workdir.logs_dir / "samples", control_dir(workdir) / "quarantine") as artifacts:
@@ -870,35 +1000,40 @@ def _run_sweep(request: SweepRequest, progress: Progress | None) -> SweepResult:
     write_data_csv(workdir.data_csv, list(UPSTREAM_COLUMNS), merged.rows, control_dir(workdir) / "quarantine")
     store = ArtifactStore.from_environment(request.artifact_store)
     # This GPU's earlier sweeps (a file in the sweep cache) and the request's own: the band; then this sweep joins them.
-    history_file = sentinel.history_path(request.env_cache_dir or default_environment_cache_dir(), capture.device_uuid, capture.device_name)
+    history_file = sentinel.history_path(
+        request.env_cache_dir or default_environment_cache_dir(), capture.device_uuid, capture.device_name
+    )
     band = sentinel.sentinel_band([*request.sentinel_history, *sentinel.read_history(history_file)], measurements)
     sentinel.append_history(history_file, measurements, request.liger_version)
 
     total = time.monotonic() - started
     scripts_s = sum(outcome.seconds for outcome in outcomes)
     timings.update(total_s=total, scripts_s=scripts_s, overhead_s=total - scripts_s)
-    return publish_evidence(SweepResult(
-        gpu=request.gpu,
-        liger_version=request.liger_version,
-        csv_path=str(workdir.data_csv.resolve()),
-        rows=len(read_data_csv(workdir.data_csv).rows),
-        outcomes=outcomes,
-        host=capture.to_dict(),
-        software=capture.software(),
-        settings=capture.settings(),
-        labels=capture.labels(socket.gethostname()),
-        project_versions=measured_project_versions(request.liger_version, capture),
-        logs_by_kernel=logs_by_kernel(outcomes),
-        environment=environment.to_dict(),
-        timings={k: round(v, 3) for k, v in timings.items()},
-        work_dir=str(work_dir.resolve()),
-        started_at=started_at,
-        finished_at=_utc_now(),
-        sentinel=measurements,
-        coverage=coverage_of(request, release_root, workdir, outcomes).to_dict(),
-        rounds=request.rounds,
-        variants=[{"name": v.name, "env": v.env} for v in variants],
-        merged_samples=merged.raw_samples,
-        row_labels=merged.row_labels,
-        sentinel_band=band,
-    ), store)
+    return publish_evidence(
+        SweepResult(
+            gpu=request.gpu,
+            liger_version=request.liger_version,
+            csv_path=str(workdir.data_csv.resolve()),
+            rows=len(read_data_csv(workdir.data_csv).rows),
+            outcomes=outcomes,
+            host=capture.to_dict(),
+            software=capture.software(),
+            settings=capture.settings(),
+            labels=capture.labels(socket.gethostname()),
+            project_versions=measured_project_versions(request.liger_version, capture),
+            logs_by_kernel=logs_by_kernel(outcomes),
+            environment=environment.to_dict(),
+            timings={k: round(v, 3) for k, v in timings.items()},
+            work_dir=str(work_dir.resolve()),
+            started_at=started_at,
+            finished_at=_utc_now(),
+            sentinel=measurements,
+            coverage=coverage_of(request, release_root, workdir, outcomes).to_dict(),
+            rounds=request.rounds,
+            variants=[{"name": v.name, "env": v.env} for v in variants],
+            merged_samples=merged.raw_samples,
+            row_labels=merged.row_labels,
+            sentinel_band=band,
+        ),
+        store,
+    )

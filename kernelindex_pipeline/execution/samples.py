@@ -63,7 +63,15 @@ MAX_SPOOL_LINE_BYTES = 64 * 2**20  # one call: 10^6 samples are about 20 MB
 MAX_SPOOL_CALLS = 100_000  # Liger's scripts make a few hundred calls each
 MAX_ARTIFACT_BYTES = MAX_SPOOL_LINE_BYTES + 2**20  # an artifact is one call's line, re-encoded
 ARTIFACT_FORMAT = "kernelindex-do-bench-samples/v1"
-CASE_CELLS = ("kernel_name", "kernel_provider", "kernel_operation_mode", "metric_name", "x_name", "x_value", "extra_benchmark_config_str")
+CASE_CELLS = (
+    "kernel_name",
+    "kernel_provider",
+    "kernel_operation_mode",
+    "metric_name",
+    "x_name",
+    "x_value",
+    "extra_benchmark_config_str",
+)
 QUANTILE_CELLS = ("y_value_50", "y_value_20", "y_value_80")
 
 
@@ -136,7 +144,9 @@ class SpoolRead:
 def _call_of(line: bytes) -> Call:
     record = json.loads(line)
     samples = record.get("samples")
-    if samples is not None and not (isinstance(samples, list) and samples and all(isinstance(v, (int, float)) for v in samples)):
+    if samples is not None and not (
+        isinstance(samples, list) and samples and all(isinstance(v, (int, float)) for v in samples)
+    ):
         raise ValueError("samples")
     return Call(int(record["call"]), record.get("case"), record.get("returned"), samples, record)
 
@@ -242,7 +252,9 @@ class ArtifactDirectory:
                 os.replace(temporary, name, src_dir_fd=self._fd, dst_dir_fd=self._fd)
             except OSError as error:
                 os.unlink(temporary, dir_fd=self._fd)
-                raise ArtifactError(f"{self.path / name}: cannot be written ({error.strerror}); a script put something there") from None
+                raise ArtifactError(
+                    f"{self.path / name}: cannot be written ({error.strerror}); a script put something there"
+                ) from None
         finally:
             os.fchmod(self._fd, 0o500)
         return {"uri": (self.path / name).as_uri(), "digest": f"sha256:{hexdigest}"}
@@ -364,8 +376,14 @@ def _cells(row: dict[str, str]) -> tuple[str, ...]:
 
 def _key_of(row: dict[str, str]) -> str:
     return row_key(
-        row["kernel_name"], row["kernel_provider"], row["kernel_operation_mode"], row["metric_name"],
-        row["x_name"], row["x_value"], row["extra_benchmark_config_str"], row["gpu_name"],
+        row["kernel_name"],
+        row["kernel_provider"],
+        row["kernel_operation_mode"],
+        row["metric_name"],
+        row["x_name"],
+        row["x_value"],
+        row["extra_benchmark_config_str"],
+        row["gpu_name"],
     )
 
 
@@ -418,7 +436,9 @@ def pair_rows(rows: list[dict[str, str]], calls: list[Call]) -> tuple[dict[str, 
     return paired, missing
 
 
-def collect_samples(spool: IO[bytes], artifacts: ArtifactDirectory, script: str, rows: list[dict[str, str]]) -> ScriptSamples:
+def collect_samples(
+    spool: IO[bytes], artifacts: ArtifactDirectory, script: str, rows: list[dict[str, str]]
+) -> ScriptSamples:
     """Artifacts for every call of one script's spool, and the samples entry of each row it measured.
     A row whose call's samples are unusable (non-finite, negative, beyond a JSON-safe ns) is named
     in `problems`: its run is made without statistics, every other row keeps its own."""
@@ -446,7 +466,9 @@ def collect_samples(spool: IO[bytes], artifacts: ArtifactDirectory, script: str,
         result.by_row[key] = {"artifact": call.artifact, **call.statistics}
     if invalid:
         problems.append(
-            f"{len(invalid)} row(s) have unusable samples and get no statistics: " + "; ".join(invalid[:5]) + ("; ..." if len(invalid) > 5 else "")
+            f"{len(invalid)} row(s) have unusable samples and get no statistics: "
+            + "; ".join(invalid[:5])
+            + ("; ..." if len(invalid) > 5 else "")
         )
     result.problems = [{"kind": "samples", "message": message} for message in problems]
     return result

@@ -58,9 +58,18 @@ def collect_sentinel(
         if call is None or result is None:
             entry.update(status="failed", error=error or "the sentinel program measured nothing")
         elif call.statistics is None or call.artifact is None:
-            entry.update(status="failed", error=f"its samples are unusable: {call.invalid or 'their artifact could not be written'}")
+            entry.update(
+                status="failed",
+                error=f"its samples are unusable: {call.invalid or 'their artifact could not be written'}",
+            )
         else:
-            entry.update(status="ok", returned=result["returned"], observed_at=result["observed_at"], artifact=call.artifact, **call.statistics)
+            entry.update(
+                status="ok",
+                returned=result["returned"],
+                observed_at=result["observed_at"],
+                artifact=call.artifact,
+                **call.statistics,
+            )
         measurements.append(entry)
     return measurements
 
@@ -70,7 +79,7 @@ def operation(name: str) -> dict[str, Any]:
 
 
 def summary_lines(measurements: list[dict[str, Any]]) -> list[str]:
-    """"sentinel matmul_bf16: start 0.1800 ms, end 0.1830 ms (+1.7 %)", one line per operation."""
+    """ "sentinel matmul_bf16: start 0.1800 ms, end 0.1830 ms (+1.7 %)", one line per operation."""
     lines = []
     for planned in PLAN["operations"]:
         name = planned["name"]
@@ -81,7 +90,9 @@ def summary_lines(measurements: list[dict[str, Any]]) -> list[str]:
         for position in POSITIONS:
             m = by_position.get(position)
             if m is not None:
-                parts.append(f"{position} {m['returned'][0]:.4f} ms" if m["status"] == "ok" else f"{position} {m['error']}")
+                parts.append(
+                    f"{position} {m['returned'][0]:.4f} ms" if m["status"] == "ok" else f"{position} {m['error']}"
+                )
         line = f"sentinel {name}: " + ", ".join(parts)
         start, end = by_position.get("start"), by_position.get("end")
         if start and end and start["status"] == end["status"] == "ok":
@@ -137,9 +148,18 @@ def read_history(path: Path) -> list[dict[str, Any]]:
 def append_history(path: Path, measurements: list[dict[str, Any]], liger_version: str) -> None:
     """This sweep's sentinel medians, one line each, for the bands of later sweeps."""
     lines = [
-        json.dumps({"operation": m["operation"], "position": m["position"], "median_ms": m["returned"][0],
-                    "observed_at": m.get("observed_at"), "liger_version": liger_version}, sort_keys=True)  # fmt: skip
-        for m in measurements if m.get("status") == "ok"
+        json.dumps(
+            {
+                "operation": m["operation"],
+                "position": m["position"],
+                "median_ms": m["returned"][0],
+                "observed_at": m.get("observed_at"),
+                "liger_version": liger_version,
+            },
+            sort_keys=True,
+        )  # fmt: skip
+        for m in measurements
+        if m.get("status") == "ok"
     ]
     if lines:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -156,7 +176,9 @@ def sentinel_band(history: list[dict[str, Any]], measurements: list[dict[str, An
     operations, statuses = [], []
     for planned in PLAN["operations"]:
         name = planned["name"]
-        earlier = [float(h["median_ms"]) for h in history if h.get("operation") == name and _positive(h.get("median_ms"))]
+        earlier = [
+            float(h["median_ms"]) for h in history if h.get("operation") == name and _positive(h.get("median_ms"))
+        ]
         now = [m["returned"][0] for m in measurements if m["operation"] == name and m.get("status") == "ok"]
         entry: dict[str, Any] = {"operation": name, "history": len(earlier)}
         if not now:
@@ -180,7 +202,11 @@ def sentinel_band(history: list[dict[str, Any]], measurements: list[dict[str, An
         status = "insufficient_history"
     else:
         status = "not_measured"
-    return {"status": status, "operations": operations, "method": f"median +- max({BAND_WIDTH_MADS} scaled MAD, {BAND_FLOOR:.0%}) of >= {BAND_MIN_HISTORY} earlier sweeps"}
+    return {
+        "status": status,
+        "operations": operations,
+        "method": f"median +- max({BAND_WIDTH_MADS} scaled MAD, {BAND_FLOOR:.0%}) of >= {BAND_MIN_HISTORY} earlier sweeps",
+    }
 
 
 def _positive(value: Any) -> bool:

@@ -54,9 +54,19 @@ def plan_of(script: Path) -> TpPlan | None:
 
 def skipped_outcome(script: Path, plan: TpPlan, gpus: int | None, round_number: int, variant: str) -> ScriptOutcome:
     return ScriptOutcome(
-        script=script.name, status=ScriptStatus.SKIPPED, exit_code=None, error_line=f"needs {plan.gpus} GPUs",
-        rows=0, problems=[{"kind": "skipped", "message": f"this host has {gpus or 0} GPU(s); the script needs {plan.gpus} (torchrun --nproc_per_node={plan.gpus})"}],
-        round=round_number, variant=variant,
+        script=script.name,
+        status=ScriptStatus.SKIPPED,
+        exit_code=None,
+        error_line=f"needs {plan.gpus} GPUs",
+        rows=0,
+        problems=[
+            {
+                "kind": "skipped",
+                "message": f"this host has {gpus or 0} GPU(s); the script needs {plan.gpus} (torchrun --nproc_per_node={plan.gpus})",
+            }
+        ],
+        round=round_number,
+        variant=variant,
     )
 
 
@@ -65,7 +75,11 @@ def chunk_budgets() -> set[int]:
     from kernelindex_pipeline.liger.catalogue import load_catalogue
 
     names = load_catalogue(profile="full").providers
-    return {int(name.removeprefix(FLCE_CHUNK_PROVIDER)) for name in names if re.fullmatch(FLCE_CHUNK_PROVIDER + r"[0-9]+", name)}
+    return {
+        int(name.removeprefix(FLCE_CHUNK_PROVIDER))
+        for name in names
+        if re.fullmatch(FLCE_CHUNK_PROVIDER + r"[0-9]+", name)
+    }
 
 
 class TpLineError(ValueError):
@@ -102,11 +116,21 @@ def tp_row(data: dict[str, Any], gpu_name: str, liger_version: str) -> dict[str,
     if isinstance(data.get("temperature"), (int, float)):
         config["temperature"] = data["temperature"]
     return {
-        "kernel_name": TP_KERNEL, "kernel_provider": str(data["provider"]), "kernel_operation_mode": "forward",
-        "metric_name": "speed", "metric_unit": "ms", "x_name": "T", "x_label": "tokens", "x_value": str(data["tokens"]),
-        "y_value_50": repr(float(data["latency_median_ms"])), "y_value_20": "", "y_value_80": "",
-        "extra_benchmark_config_str": json.dumps(config), "gpu_name": gpu_name,
-        "timestamp": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()), "liger_version": liger_version,
+        "kernel_name": TP_KERNEL,
+        "kernel_provider": str(data["provider"]),
+        "kernel_operation_mode": "forward",
+        "metric_name": "speed",
+        "metric_unit": "ms",
+        "x_name": "T",
+        "x_label": "tokens",
+        "x_value": str(data["tokens"]),
+        "y_value_50": repr(float(data["latency_median_ms"])),
+        "y_value_20": "",
+        "y_value_80": "",
+        "extra_benchmark_config_str": json.dumps(config),
+        "gpu_name": gpu_name,
+        "timestamp": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),
+        "liger_version": liger_version,
     }
 
 
@@ -119,10 +143,22 @@ def run_tp(script, plan, python, env, log_path, timeout_s, control, run_script, 
     launcher = ["-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={plan.gpus}"]
     for provider in plan.providers:
         provider_log = log_path if provider == plan.providers[0] else log_path.with_suffix(f".{provider}.log")
-        run = run_script(script, python, env, provider_log, timeout_s, ["--provider", provider], control, pass_fds=pass_fds, launcher_args=launcher)
+        run = run_script(
+            script,
+            python,
+            env,
+            provider_log,
+            timeout_s,
+            ["--provider", provider],
+            control,
+            pass_fds=pass_fds,
+            launcher_args=launcher,
+        )
         lines = [line for line in _read_text(provider_log).splitlines() if TP_MARKER in line]
         if not lines:
-            problems.append({"kind": "tp_line_missing", "message": f"provider {provider}: no {TP_MARKER} line in its log"})
+            problems.append(
+                {"kind": "tp_line_missing", "message": f"provider {provider}: no {TP_MARKER} line in its log"}
+            )
             continue
         try:
             rows.append(parse_tp_line(lines[-1]))
@@ -138,7 +174,9 @@ def _read_text(path: Path) -> str:
         return ""
 
 
-def append_rows(data_csv: Path, parsed: tuple[list[dict[str, Any]], list[dict]], gpu_name: str, liger_version: str) -> list[dict]:
+def append_rows(
+    data_csv: Path, parsed: tuple[list[dict[str, Any]], list[dict]], gpu_name: str, liger_version: str
+) -> list[dict]:
     """Add the TP lines' rows to the data CSV (as the scripts' own utils would); returns the problems."""
     rows, problems = parsed
     if rows:

@@ -79,8 +79,12 @@ class _Boundary:
 class LigerAttributor:
     """Ranks the causes of a report's changes (sets each change's `causes` and `cause`)."""
 
-    def __init__(self, history: LigerSourceHistory | None, timeline: ToolchainTimeline | None,
-                 software_recorded: Iterable[str] = ()) -> None:
+    def __init__(
+        self,
+        history: LigerSourceHistory | None,
+        timeline: ToolchainTimeline | None,
+        software_recorded: Iterable[str] = (),
+    ) -> None:
         self.history = history
         self.sources = KernelSources(history) if history is not None else None
         self.timeline = timeline
@@ -102,8 +106,10 @@ class LigerAttributor:
         if ref not in self._resolved:
             self._resolved[ref] = self.history.resolve(ref)
             if self._resolved[ref] is None:
-                self._note(f"run {source_label}: commit {ref} is not in the clone {self.history.path} (refresh it: "
-                           f"git -C {self.history.path} fetch origin); its changes get no commit suspects")
+                self._note(
+                    f"run {source_label}: commit {ref} is not in the clone {self.history.path} (refresh it: "
+                    f"git -C {self.history.path} fetch origin); its changes get no commit suspects"
+                )
         return self._resolved[ref]
 
     def _note(self, text: str) -> None:
@@ -122,12 +128,17 @@ class LigerAttributor:
             sides = (t.environments[s.index - 1], t.environments[s.index])
             evidence = {e.cause: e for e in self._candidates(report, boundary, t.key.kernel, sides)}
             if t.environments[s.index - 1] != t.environments[s.index]:
-                measured = {"measured": f"environment {t.environments[s.index - 1][:15]}… → {t.environments[s.index][:15]}…"}
+                measured = {
+                    "measured": f"environment {t.environments[s.index - 1][:15]}… → {t.environments[s.index][:15]}…"
+                }
                 old = evidence.get(attr.ENVIRONMENT)
-                evidence[attr.ENVIRONMENT] = attr.CauseEvidence(attr.ENVIRONMENT, old.commits if old else (), (measured,))
+                evidence[attr.ENVIRONMENT] = attr.CauseEvidence(
+                    attr.ENVIRONMENT, old.commits if old else (), (measured,)
+                )
             if change.cause == attr.HOST:
-                evidence[attr.HOST] = attr.CauseEvidence(attr.HOST, note="most kernels of this latency class moved the "
-                                                         "same way at this run and stayed")
+                evidence[attr.HOST] = attr.CauseEvidence(
+                    attr.HOST, note="most kernels of this latency class moved the same way at this run and stayed"
+                )
             if not self._is_liger(t.key.provider):
                 evidence.pop(attr.LIGER_KERNEL, None)  # Liger's code does not time a baseline
             order = footprint.order(change, boundary)
@@ -176,7 +187,9 @@ class LigerAttributor:
             self._evidence[key] = tuple(self._gather(report, boundary, kernel, environments))
         return self._evidence[key]
 
-    def _gather(self, report: Any, boundary: _Boundary, kernel: str, environments: tuple[str, str]) -> list[attr.CauseEvidence]:
+    def _gather(
+        self, report: Any, boundary: _Boundary, kernel: str, environments: tuple[str, str]
+    ) -> list[attr.CauseEvidence]:
         before, after = report.sources[boundary.before], report.sources[boundary.after]
         old = self.commit_of(self.code_ref(before), before.label)
         new = self.commit_of(self.code_ref(after), after.label)
@@ -196,7 +209,9 @@ class LigerAttributor:
                 if touching:
                     diffstat = self._diffstat(old, new, files, touching) if cause == attr.BENCHMARK_SCRIPT else ""
                     out.append(attr.CauseEvidence(cause, touching, diffstat=diffstat))
-        environment_commits = _touching(commits, self._environment_changed(old, new), paths) if paths is not None else ()
+        environment_commits = (
+            _touching(commits, self._environment_changed(old, new), paths) if paths is not None else ()
+        )
         toolchain = self._toolchain(before, after, new, environments)
         if environment_commits or toolchain:
             out.append(attr.CauseEvidence(attr.ENVIRONMENT, environment_commits, tuple(toolchain)))
@@ -211,6 +226,7 @@ class LigerAttributor:
             except SourceHistoryError as exc:
                 self._note(str(exc))
                 return True
+
         return changes_code
 
     def _environment_changed(self, old: str, new: str) -> frozenset[str]:
@@ -219,7 +235,9 @@ class LigerAttributor:
         without changing a dependency changes no toolchain)."""
         key = ("environment", old, new)
         if key not in self._evidence:
-            texts = [self.history.read(sha, list(ENVIRONMENT_PATHS)) for sha in (old, new)] if self.history else [{}, {}]
+            texts = (
+                [self.history.read(sha, list(ENVIRONMENT_PATHS)) for sha in (old, new)] if self.history else [{}, {}]
+            )
             changed = set()
             for path in ENVIRONMENT_PATHS:
                 ends = [t.get(path) or "" for t in texts]
@@ -259,8 +277,12 @@ class LigerAttributor:
         return self._unpinned[sha]
 
 
-def _touching(commits: list[Commit], files: frozenset[str], paths: KernelPaths,
-              changes_code: Callable[[str, str], bool] | None = None) -> tuple[attr.CommitSuspect, ...]:
+def _touching(
+    commits: list[Commit],
+    files: frozenset[str],
+    paths: KernelPaths,
+    changes_code: Callable[[str, str], bool] | None = None,
+) -> tuple[attr.CommitSuspect, ...]:
     """Commits that change any of `files` (where `changes_code(sha, file)` says the change is to code the
     benchmark uses), the most direct first (fewest import steps from the script to a file they change),
     then newest first."""
@@ -307,13 +329,17 @@ def software_recorded(manifests: Iterable[dict[str, Any]]) -> set[str]:
     """Digests of the ExecutionEnvironments that record their software (torch, triton, ...)."""
     from kernelindex_pipeline.records.canonical import digest_of
 
-    return {digest_of(m) for m in manifests if isinstance(m, dict) and m.get("kind") == "ExecutionEnvironment"
-            and ((m.get("spec") or {}).get("software") or {})}
+    return {
+        digest_of(m)
+        for m in manifests
+        if isinstance(m, dict)
+        and m.get("kind") == "ExecutionEnvironment"
+        and ((m.get("spec") or {}).get("software") or {})
+    }
 
 
 def _epoch(stamp: str) -> float:
     return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
-
 
 
 class LigerAttribution:

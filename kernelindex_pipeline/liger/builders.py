@@ -75,6 +75,7 @@ class MeasuredContext:
             return None
         field_name = "commit" if re.fullmatch(r"[0-9a-f]{40}", revision) else "version"
         return {"repository": repository, field_name: revision}
+
     # Labels of runs: per row key (execution/rounds.py: `throttled`), and for every run of the sweep
     # (execution/sentinel.py band_labels: `sentinel_band: outside` for an outlier sweep).
     row_labels: dict[str, dict[str, str]] = field(default_factory=dict)
@@ -357,13 +358,18 @@ def sweep_protocol(mode: str, phrases: dict[str, str], warmup: Any, rep: Any, ro
     if isinstance(warmup, (int, float)) and warmup >= 0:
         spec["measurement"]["warmupDuration"] = f"{warmup:g} ms"
     spec["measurement"]["outlierPolicy"] = "none: every timed sample counts"
-    timing = f"do_bench warmup {warmup} ms, rep {rep} ms" if warmup is not None or rep is not None else "do_bench defaults"
+    timing = (
+        f"do_bench warmup {warmup} ms, rep {rep} ms" if warmup is not None or rep is not None else "do_bench defaults"
+    )
     spec["comparability"]["notes"] = (
         f"Measured by kernelindex-pipeline: {timing} per call, {rounds} round(s) interleaved across the sweep's "
         f"scripts; median = median of the rounds' medians. {ROUNDS_INTERVAL_METHOD}. Timed: {(phrases or REFERENCE_MODE_PHRASES)[mode]}."
     )[:1000]
     name = identity.protocol_name(mode) + f"-sweep-w{warmup}-r{rep}-x{rounds}"
-    manifest["metadata"] = {"name": kebab(name)[:100].rstrip("-"), "title": identity.protocol_title(mode) + f" · sweep, {rounds} round(s)"}
+    manifest["metadata"] = {
+        "name": kebab(name)[:100].rstrip("-"),
+        "title": identity.protocol_title(mode) + f" · sweep, {rounds} round(s)",
+    }
     return manifest
 
 
@@ -377,10 +383,16 @@ def tp_protocol() -> dict[str, Any]:
     )
     spec = {
         "harness": {"name": "Liger-Kernel FSLCE TP benchmark", "repository": LIGER_REPOSITORY},
-        "measurement": {"timer": "cuda_events", "synchronization": "barrier_per_iteration", "primaryStatistic": "median"},
+        "measurement": {
+            "timer": "cuda_events",
+            "synchronization": "barrier_per_iteration",
+            "primaryStatistic": "median",
+        },
         "comparability": {"family": "liger_kernel_tp_forward", "notes": notes},
     }
-    return _manifest("BenchmarkProtocol", {"name": "liger-bench-tp-forward", "title": "Liger TP forward · cuda events"}, spec)
+    return _manifest(
+        "BenchmarkProtocol", {"name": "liger-bench-tp-forward", "title": "Liger TP forward · cuda events"}, spec
+    )
 
 
 def memory_protocol(mode: str, phrases: dict[str, str]) -> dict[str, Any]:
@@ -418,7 +430,6 @@ def execution_environment(gpu_name: str, hardware: dict[str, str], measured: Mea
     if measured:
         # Our own runs know their software: a different environment from the upstream history's,
         # so it gets a name of its own (the digest tells two measured hosts apart).
-        suffix = digest_of(manifest)[len("sha256:"):][:12]
-        manifest["metadata"]["name"] = f"{name[:100 - 13]}-{suffix}"
+        suffix = digest_of(manifest)[len("sha256:") :][:12]
+        manifest["metadata"]["name"] = f"{name[: 100 - 13]}-{suffix}"
     return manifest
-

@@ -298,8 +298,16 @@ class Project:
 # The integer fields of benchmark_model_configs.ModelConfig a `category: model` rule may read, as
 # `model_<field>` (the model table itself is data: liger-extensions.yaml `models`).
 MODEL_INT_FIELDS = (
-    "hidden_size", "intermediate_size", "vocab_size", "num_attention_heads", "num_key_value_heads", "head_dim",
-    "max_position_embeddings", "num_experts", "topk", "moe_intermediate_size",
+    "hidden_size",
+    "intermediate_size",
+    "vocab_size",
+    "num_attention_heads",
+    "num_key_value_heads",
+    "head_dim",
+    "max_position_embeddings",
+    "num_experts",
+    "topk",
+    "moe_intermediate_size",
 )
 MODEL_FIELDS = tuple(f"model_{f}" for f in MODEL_INT_FIELDS)
 CATEGORY_LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")  # a categorical x value (a model name)
@@ -360,7 +368,9 @@ class Catalogue:
 _EXPR_OPS = re.compile(r"^(.*?)\s*(==|!=)\s*(.*)$")
 
 
-def _compile_rule(index: int, raw: dict[str, Any], kernel: str, derived_names: set[str], input_axis_names: set[str]) -> Rule:
+def _compile_rule(
+    index: int, raw: dict[str, Any], kernel: str, derived_names: set[str], input_axis_names: set[str]
+) -> Rule:
     where = f"kernel {kernel!r} rule {index + 1}"
     unknown = set(raw) - {"x_name", "require", "where", "axes", "dtype", "scalars", "category"}
     if unknown:
@@ -395,7 +405,9 @@ def _compile_rule(index: int, raw: dict[str, Any], kernel: str, derived_names: s
     for name, expr in axes:
         missing = set(expr.names) - allowed
         if missing:
-            raise LigerCatalogueError(f"{where}: axis {name!r} uses {sorted(missing)}, which are neither x nor int-checked keys")
+            raise LigerCatalogueError(
+                f"{where}: axis {name!r} uses {sorted(missing)}, which are neither x nor int-checked keys"
+            )
     axis_names = {name for name, _ in axes}
     conditions = []
     where_raw = raw.get("where")
@@ -413,7 +425,7 @@ def _compile_rule(index: int, raw: dict[str, Any], kernel: str, derived_names: s
     dtype_fixed = dtype_key = None
     dtype_model = False
     if isinstance(dtype, str) and dtype.startswith("config."):
-        dtype_key = dtype[len("config."):]
+        dtype_key = dtype[len("config.") :]
         if not any(c.key == dtype_key and c.kind == "dtype" for c in checks):
             raise LigerCatalogueError(f"{where}: dtype {dtype!r} needs require.{dtype_key}: dtype")
     elif dtype == "model" and category == "model":
@@ -427,7 +439,9 @@ def _compile_rule(index: int, raw: dict[str, Any], kernel: str, derived_names: s
     for name, source in (raw.get("scalars") or {}).items():
         if isinstance(source, str):
             if not any(c.key == source and c.kind in ("positive", "number") for c in checks):
-                raise LigerCatalogueError(f"{where}: scalar {name!r} reads {source!r}, which needs a positive or number check")
+                raise LigerCatalogueError(
+                    f"{where}: scalar {name!r} reads {source!r}, which needs a positive or number check"
+                )
         elif not is_number(source):
             raise LigerCatalogueError(f"{where}: scalar {name!r} must name a config key or be a number")
         else:
@@ -438,14 +452,26 @@ def _compile_rule(index: int, raw: dict[str, Any], kernel: str, derived_names: s
     if missing_shape:
         raise LigerCatalogueError(f"{where}: input shapes use {sorted(missing_shape)}, which the rule does not bind")
     return Rule(
-        index, x_names, negated, checks, int_keys, axes, tuple(conditions), dtype_fixed, dtype_key, tuple(scalars),
-        category, dtype_model,
+        index,
+        x_names,
+        negated,
+        checks,
+        int_keys,
+        axes,
+        tuple(conditions),
+        dtype_fixed,
+        dtype_key,
+        tuple(scalars),
+        category,
+        dtype_model,
     )
 
 
 def _tensor(raw: dict[str, Any], where: str) -> TensorSpec:
     try:
-        shape = tuple(item if isinstance(item, int) and not isinstance(item, bool) else str(item) for item in raw["shape"])
+        shape = tuple(
+            item if isinstance(item, int) and not isinstance(item, bool) else str(item) for item in raw["shape"]
+        )
         return TensorSpec(str(raw["name"]), shape, str(raw["dtype"]))
     except (KeyError, TypeError) as exc:
         raise LigerCatalogueError(f"{where}: tensor needs name, shape and dtype ({exc})") from None
@@ -463,14 +489,17 @@ def _kernel(raw: dict[str, Any], first_index: int = 0) -> Kernel:
     derived_names = {k for k, _ in derived}
     input_axis_names = {s for t in inputs for s in t.shape if isinstance(s, str)}
     rules = tuple(
-        _compile_rule(i, r, str(name), derived_names, input_axis_names) for i, r in enumerate(raw["bindings"], first_index)
+        _compile_rule(i, r, str(name), derived_names, input_axis_names)
+        for i, r in enumerate(raw["bindings"], first_index)
     )
     for rule in rules:
         bound = {a for a, _ in rule.axes}
         for dname, expr in derived:
             missing = set(expr.names) - bound
             if missing:
-                raise LigerCatalogueError(f"{where}: derived axis {dname!r} uses {sorted(missing)}, not bound by rule {rule.index + 1}")
+                raise LigerCatalogueError(
+                    f"{where}: derived axis {dname!r} uses {sorted(missing)}, not bound by rule {rule.index + 1}"
+                )
     return Kernel(str(name), str(raw["slug"]), str(raw["family"]), str(raw["title"]), inputs, outputs, derived, rules)
 
 
@@ -503,11 +532,17 @@ def load_catalogue(
     hardware = {str(gpu): dict(facts) for gpu, facts in (providers_doc.get("hardware") or {}).items()}
     # `not_in_reference` is intentionally not read.
     catalogue = Catalogue(
-        str(kernels_doc.get("metric_name", "speed")), tuple(kernels_doc.get("modes") or ()),
-        kernels, providers, projects, hardware,
+        str(kernels_doc.get("metric_name", "speed")),
+        tuple(kernels_doc.get("modes") or ()),
+        kernels,
+        providers,
+        projects,
+        hardware,
     )
     if profile == "full":
-        catalogue = _extend(catalogue, _read_yaml(extensions_path, "liger-extensions.yaml"), extensions_path or "liger-extensions.yaml")
+        catalogue = _extend(
+            catalogue, _read_yaml(extensions_path, "liger-extensions.yaml"), extensions_path or "liger-extensions.yaml"
+        )
     return catalogue
 
 
@@ -525,8 +560,15 @@ def _providers(raw: Any, projects: dict[str, Project]) -> dict[str, Provider]:
             raise LigerCatalogueError(f"provider {name!r}: unknown project {p['project']!r}")
         lic = p.get("license") or {}
         providers[str(name)] = Provider(
-            str(name), p["project"], p["title"], p["language"], lic["declared"], lic.get("concluded"),
-            p.get("pip"), p.get("role") == "baseline", p.get("symbol"),
+            str(name),
+            p["project"],
+            p["title"],
+            p["language"],
+            lic["declared"],
+            lic.get("concluded"),
+            p.get("pip"),
+            p.get("role") == "baseline",
+            p.get("symbol"),
         )
     return providers
 
@@ -534,7 +576,16 @@ def _providers(raw: Any, projects: dict[str, Project]) -> dict[str, Provider]:
 def _extend(base: Catalogue, doc: dict[str, Any], where: Any) -> Catalogue:
     """The full profile: `base` plus the extensions document, which may add but never change."""
     unknown = set(doc) - {
-        "memory_metric", "memory_modes", "modes", "ab_config_keys", "models", "kernels", "rules", "providers", "projects", "hardware",
+        "memory_metric",
+        "memory_modes",
+        "modes",
+        "ab_config_keys",
+        "models",
+        "kernels",
+        "rules",
+        "providers",
+        "projects",
+        "hardware",
     }
     if unknown:
         raise LigerCatalogueError(f"{where}: unknown keys {sorted(unknown)}")
@@ -549,11 +600,15 @@ def _extend(base: Catalogue, doc: dict[str, Any], where: Any) -> Catalogue:
             # another CSV name of an operation already catalogued (a renamed kernel): its facts, own rules
             same = kernels.get(raw["same_as"])
             if same is None:
-                raise LigerCatalogueError(f"{where}: kernel {raw.get('kernel')!r}: same_as {raw['same_as']!r} is not catalogued above it")
+                raise LigerCatalogueError(
+                    f"{where}: kernel {raw.get('kernel')!r}: same_as {raw['same_as']!r} is not catalogued above it"
+                )
             raw = {**_kernel_facts(same), **{k: v for k, v in raw.items() if k != "same_as"}}
         k = _kernel(raw)
         if k.kernel in kernels:
-            raise LigerCatalogueError(f"{where}: kernel {k.kernel!r} is already in the catalogue (extend it under `rules`)")
+            raise LigerCatalogueError(
+                f"{where}: kernel {k.kernel!r} is already in the catalogue (extend it under `rules`)"
+            )
         kernels[k.kernel] = k
     for name, rules in (doc.get("rules") or {}).items():
         kernel = base.kernels.get(name)
@@ -561,8 +616,14 @@ def _extend(base: Catalogue, doc: dict[str, Any], where: Any) -> Catalogue:
             raise LigerCatalogueError(f"{where}: rules for {name!r}, which is not a reference kernel")
         extended = _kernel({**_kernel_facts(kernel), "bindings": list(rules)}, first_index=len(kernel.rules))
         kernels[name] = Kernel(
-            kernel.kernel, kernel.slug, kernel.family, kernel.title, kernel.inputs, kernel.outputs,
-            kernel.derived, kernel.rules + extended.rules,
+            kernel.kernel,
+            kernel.slug,
+            kernel.family,
+            kernel.title,
+            kernel.inputs,
+            kernel.outputs,
+            kernel.derived,
+            kernel.rules + extended.rules,
         )
     projects = dict(base.projects)
     for slug, project in _projects(doc.get("projects")).items():
@@ -582,13 +643,23 @@ def _extend(base: Catalogue, doc: dict[str, Any], where: Any) -> Catalogue:
             raise LigerCatalogueError(f"{where}: GPU {gpu!r} needs vendor, product and architecture")
         hardware[str(gpu)] = {k: str(v) for k, v in facts.items()}
     return Catalogue(
-        base.metric_name, base.modes + tuple(m for m in modes if m not in base.modes), kernels, providers,
-        projects, hardware, profile="full", memory_metric=doc.get("memory_metric"), mode_phrases=modes,
+        base.metric_name,
+        base.modes + tuple(m for m in modes if m not in base.modes),
+        kernels,
+        providers,
+        projects,
+        hardware,
+        profile="full",
+        memory_metric=doc.get("memory_metric"),
+        mode_phrases=modes,
         memory_modes=tuple(doc.get("memory_modes") or ()) or tuple(modes),
-        ab_config_keys=tuple(doc.get("ab_config_keys") or ()), models=_models(doc.get("models"), where),
+        ab_config_keys=tuple(doc.get("ab_config_keys") or ()),
+        models=_models(doc.get("models"), where),
         reference=ReferenceFacts(
-            {name: len(k.rules) for name, k in base.kernels.items()}, frozenset(base.providers),
-            frozenset(base.hardware), base.modes,
+            {name: len(k.rules) for name, k in base.kernels.items()},
+            frozenset(base.providers),
+            frozenset(base.hardware),
+            base.modes,
         ),
     )
 
@@ -621,8 +692,12 @@ def _kernel_facts(kernel: Kernel) -> dict[str, Any]:
         return [{"name": t.name, "shape": list(t.shape), "dtype": t.dtype} for t in items]
 
     return {
-        "kernel": kernel.kernel, "slug": kernel.slug, "family": kernel.family, "title": kernel.title,
-        "inputs": tensors(kernel.inputs), "outputs": tensors(kernel.outputs),
+        "kernel": kernel.kernel,
+        "slug": kernel.slug,
+        "family": kernel.family,
+        "title": kernel.title,
+        "inputs": tensors(kernel.inputs),
+        "outputs": tensors(kernel.outputs),
         "derived": {name: expr.text for name, expr in kernel.derived},
     }
 

@@ -124,7 +124,9 @@ def _addresses(host: str, port: int, shown: str) -> set[ipaddress.IPv4Address | 
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (OSError, UnicodeError) as error:
-        raise CiSourceError(f"{shown}: cannot resolve host {host!r} ({getattr(error, 'strerror', None) or type(error).__name__})") from None
+        raise CiSourceError(
+            f"{shown}: cannot resolve host {host!r} ({getattr(error, 'strerror', None) or type(error).__name__})"
+        ) from None
     return {ipaddress.ip_address(info[4][0].split("%", 1)[0]) for info in infos}
 
 
@@ -135,16 +137,24 @@ def check_hop(url: str, shown: str, first: tuple[str, str] | None = None) -> Non
     if first is not None and scheme != first[0]:
         raise CiSourceError(f"{shown}: refused a redirect from {first[0]} to {scheme} ({redact_locator(url)})")
     if scheme == "http" and not _is_loopback(host):
-        where = "a redirect to a non-loopback host" if first else "plain http is only allowed to a loopback host; use https"
+        where = (
+            "a redirect to a non-loopback host" if first else "plain http is only allowed to a loopback host; use https"
+        )
         raise CiSourceError(f"{shown}: {where}" + (f" ({redact_locator(url)})" if first else ""))
     addresses = _addresses(host, port, shown)
     if scheme == "http" and not all(address.is_loopback for address in addresses):
-        raise CiSourceError(f"{shown}: plain http is only allowed to a loopback host; {host} resolves to {', '.join(sorted(map(str, addresses)))}")
+        raise CiSourceError(
+            f"{shown}: plain http is only allowed to a loopback host; {host} resolves to {', '.join(sorted(map(str, addresses)))}"
+        )
     unsafe = [a for a in addresses if a.is_link_local or a.is_multicast or a.is_unspecified or a.is_reserved]
     if unsafe:
-        raise CiSourceError(f"{shown}: refused {host}: it resolves to {', '.join(sorted(map(str, unsafe)))} (link-local, multicast or reserved)")
+        raise CiSourceError(
+            f"{shown}: refused {host}: it resolves to {', '.join(sorted(map(str, unsafe)))} (link-local, multicast or reserved)"
+        )
     if scheme == "https" and first is not None and host != first[1] and not all(a.is_global for a in addresses):
-        raise CiSourceError(f"{shown}: refused a redirect to {host}, which is not a public host ({redact_locator(url)})")
+        raise CiSourceError(
+            f"{shown}: refused a redirect to {host}, which is not a public host ({redact_locator(url)})"
+        )
 
 
 @dataclass(frozen=True)
@@ -159,7 +169,11 @@ class CiFile:
 
 
 def fetch(
-    locator: str, *, max_bytes: int = MAX_FILE_BYTES, session: requests.Session | None = None, deadline_s: float = DOWNLOAD_DEADLINE_S
+    locator: str,
+    *,
+    max_bytes: int = MAX_FILE_BYTES,
+    session: requests.Session | None = None,
+    deadline_s: float = DOWNLOAD_DEADLINE_S,
 ) -> CiFile:
     """The bytes of one CI file (https URL, loopback http URL, or local path), at most `max_bytes`."""
     shown = redact_locator(locator)
@@ -197,7 +211,9 @@ def _read_local(path: Path, shown: str, max_bytes: int) -> bytes:
         except OSError as error:
             raise CiSourceError(f"{shown}: cannot be read ({error.strerror})") from None
     if len(data) > info.st_size:  # /proc and /sys files say 0 bytes and hold more (or never end)
-        raise CiSourceError(f"{shown}: holds more than the {info.st_size} bytes its size says (a /proc or /sys file?); copy it to a file first")
+        raise CiSourceError(
+            f"{shown}: holds more than the {info.st_size} bytes its size says (a /proc or /sys file?); copy it to a file first"
+        )
     return data
 
 
@@ -207,7 +223,9 @@ def _download(url: str, shown: str, max_bytes: int, session: requests.Session | 
     first = _host_of(url, shown)[:2]
     try:
         for _ in range(MAX_REDIRECTS + 1):
-            with http.get(url, stream=True, timeout=(CONNECT_TIMEOUT_S, READ_TIMEOUT_S), allow_redirects=False) as response:
+            with http.get(
+                url, stream=True, timeout=(CONNECT_TIMEOUT_S, READ_TIMEOUT_S), allow_redirects=False
+            ) as response:
                 if response.status_code in _REDIRECTS and response.headers.get("Location"):
                     url = urljoin(url, response.headers["Location"])
                     check_locator_text(url)

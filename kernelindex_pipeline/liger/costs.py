@@ -26,8 +26,18 @@ from .catalogue import Expression, ExpressionUndefined, LigerCatalogueError, com
 
 BYTES, FLOPS = "bytes", "flops"
 ANY_PASS = "any"  # a formula for every pass (the sentinel operations, which are timed at positions)
-ELEMENT_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4, "fp64": 8, "int64": 8, "int32": 4, "int16": 2, "int8": 1,
-                 "uint8": 1, "bool": 1}
+ELEMENT_BYTES = {
+    "bf16": 2,
+    "fp16": 2,
+    "fp32": 4,
+    "fp64": 8,
+    "int64": 8,
+    "int32": 4,
+    "int16": 2,
+    "int8": 1,
+    "uint8": 1,
+    "bool": 1,
+}
 TENSOR_PREFIXES = ("size_", "numel_", "elem_")
 MAX_FILE_BYTES = 1 << 20  # the packaged file is ~12 KB; a bigger one is not a cost model
 
@@ -129,8 +139,11 @@ def _sum_of_passes(model: KernelModel) -> PassModel | NoCost:
     def add(a: Expression | None, b: Expression | None) -> Expression | None:
         if a is None or b is None:
             return None
-        return Expression(f"({a.text}) + ({b.text})", tuple(dict.fromkeys(a.names + b.names)),
-                          lambda env: a.evaluate(env) + b.evaluate(env))
+        return Expression(
+            f"({a.text}) + ({b.text})",
+            tuple(dict.fromkeys(a.names + b.names)),
+            lambda env: a.evaluate(env) + b.evaluate(env),
+        )
 
     l2 = add(forward.l2, backward.l2) if forward.l2 and backward.l2 else None
     return PassModel(add(forward.bytes, backward.bytes), add(forward.flops, backward.flops), l2)
@@ -151,8 +164,7 @@ def tensor_variables(tensors: dict[str, Any]) -> dict[str, int]:
 
 def case_environment(case_spec: dict[str, Any]) -> dict[str, int]:
     """The names a formula may use for one WorkloadCase: its integer axes and its tensors' variables."""
-    env = {k: v for k, v in (case_spec.get("axes") or {}).items()
-           if isinstance(v, int) and not isinstance(v, bool)}
+    env = {k: v for k, v in (case_spec.get("axes") or {}).items() if isinstance(v, int) and not isinstance(v, bool)}
     env.update(tensor_variables(case_spec.get("tensors") or {}))
     return env
 
@@ -178,6 +190,7 @@ def cost_of(models: CostModels, kernel: str, mode: str, case_spec: dict[str, Any
 
 # ------------------------------------------------------------------------------------------ loading
 
+
 def _known_names(kernel: str) -> tuple[set[str], set[str]] | None:
     """(axes every rule binds, input tensor names) of a catalogue kernel or sentinel operation; None
     for a kernel neither knows."""
@@ -199,13 +212,14 @@ def _known_names(kernel: str) -> tuple[set[str], set[str]] | None:
 def _check_names(expression: Expression, axes: set[str], tensors: set[str], where: str) -> None:
     for name in expression.names:
         prefix = next((p for p in TENSOR_PREFIXES if name.startswith(p)), None)
-        if prefix is not None and name[len(prefix):] in tensors:
+        if prefix is not None and name[len(prefix) :] in tensors:
             continue
         if prefix is None and name in axes:
             continue
         raise CostModelError(
             f"{where}: {name!r} is neither an axis every binding rule gives ({', '.join(sorted(axes)) or 'none'}) "
-            f"nor size_/numel_/elem_ of an input tensor ({', '.join(sorted(tensors)) or 'none'})")
+            f"nor size_/numel_/elem_ of an input tensor ({', '.join(sorted(tensors)) or 'none'})"
+        )
 
 
 def _compile(entry: _Kernel, where: str) -> KernelModel:

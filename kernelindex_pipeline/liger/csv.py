@@ -145,7 +145,8 @@ def may_hold_wide_rows(source: CsvSource) -> bool:
             lines = (carry + block).split(b"\n")
             carry = lines.pop()
             if len(carry) > MAX_ROW_BYTES or any(
-                len(line) > MAX_ROW_BYTES or line.count(b",") >= MAX_ROW_FIELDS or line.count(b'"') % 2 for line in lines
+                len(line) > MAX_ROW_BYTES or line.count(b",") >= MAX_ROW_FIELDS or line.count(b'"') % 2
+                for line in lines
             ):
                 return True
         return len(carry) > MAX_ROW_BYTES or carry.count(b",") >= MAX_ROW_FIELDS or carry.count(b'"') % 2 == 1
@@ -284,6 +285,7 @@ class CsvReader:
 
     def _open(self, source: CsvSource, chunk_rows: int) -> None:
         import pandas as pd  # here: a Dagster code location loads this module without reading a CSV
+
         read_header(source)  # first: it names a missing file or a directory, and bounds the header
         self.source = source
         self.chunk_rows = chunk_rows
@@ -300,8 +302,14 @@ class CsvReader:
         # dtype=object, not str: pandas >= 3 maps `str` to its Arrow-backed string dtype whenever pyarrow is
         # installed (the export's Parquet needs it); plain Python strings are what the normalizer reads.
         options = dict(
-            dtype=object, keep_default_na=False, na_filter=False, index_col=False, encoding="utf-8",
-            encoding_errors="surrogateescape", on_bad_lines="error", engine="c",
+            dtype=object,
+            keep_default_na=False,
+            na_filter=False,
+            index_col=False,
+            encoding="utf-8",
+            encoding_errors="surrogateescape",
+            on_bad_lines="error",
+            engine="c",
         )
         try:
             with warnings.catch_warnings():
@@ -329,6 +337,7 @@ class CsvReader:
 
     def _chunks(self) -> Iterator[Chunk]:
         import pandas as pd  # here: a Dagster code location loads this module without reading a CSV
+
         if self.header is None:
             return
         index = [self.header.columns.index(c) for c in UPSTREAM_COLUMNS]
@@ -370,7 +379,9 @@ class CsvReader:
             if number <= skip:
                 continue
             if len(record) != width:
-                bad[len(cols[0])] = wide_row_problem(record) or f"ragged row: {len(record)} fields, the header has {width}"
+                bad[len(cols[0])] = (
+                    wide_row_problem(record) or f"ragged row: {len(record)} fields, the header has {width}"
+                )
                 for col in cols:
                     col.append("")
             else:

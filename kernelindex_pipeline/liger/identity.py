@@ -103,7 +103,10 @@ class RunIdentity:
 
     @property
     def external_id(self) -> str:
-        return external_id_prefix(self.kernel, self.mode, self.provider, self.gpu_slug, self.case_key, self.memory) + self.timestamp_slug
+        return (
+            external_id_prefix(self.kernel, self.mode, self.provider, self.gpu_slug, self.case_key, self.memory)
+            + self.timestamp_slug
+        )
 
     @property
     def metric(self) -> str:
@@ -194,7 +197,7 @@ def environment_name(gpu_name: str) -> str:
 
 
 def environment_title(gpu_name: str) -> str:
-    short = gpu_name[len("NVIDIA "):] if gpu_name.startswith("NVIDIA ") else gpu_name
+    short = gpu_name[len("NVIDIA ") :] if gpu_name.startswith("NVIDIA ") else gpu_name
     return f"Liger benchmark host{TITLE_SEPARATOR}{short}"
 
 
@@ -206,7 +209,7 @@ def parse_protocol_name(text: str) -> tuple[str, bool] | None:
     """(mode, memory) of a protocol name this module built."""
     for prefix, memory in (("liger-bench-peak-memory-", True), ("liger-bench-do-bench-", False)):
         if text.startswith(prefix) and len(text) > len(prefix):
-            return text[len(prefix):], memory
+            return text[len(prefix) :], memory
     return None
 
 

@@ -96,13 +96,27 @@ def import_csv(
     """
     reader = CsvReader(source)  # first: it names a missing file or a missing column
     if snapshot is None:
-        snapshot = snapshot_of_bytes(bytes(source)) if isinstance(source, (bytes, bytearray)) else snapshot_of_file(Path(source))
+        snapshot = (
+            snapshot_of_bytes(bytes(source))
+            if isinstance(source, (bytes, bytearray))
+            else snapshot_of_file(Path(source))
+        )
     if workers is None:
         workers = 2 if on_run is not None and _usable_cpus() >= 2 and snapshot.sizeBytes >= PARALLEL_MIN_BYTES else 0
     drift = reader.header.drift_warnings if reader.header is not None else ["the file is empty: no header and no rows"]
     return import_chunks(
-        reader, drift, snapshot, gpu=gpu, liger_version=liger_version, measured=measured, on_run=on_run,
-        catalogue=catalogue, profile=profile, validate=validate, workers=workers, code_ref=code_ref,
+        reader,
+        drift,
+        snapshot,
+        gpu=gpu,
+        liger_version=liger_version,
+        measured=measured,
+        on_run=on_run,
+        catalogue=catalogue,
+        profile=profile,
+        validate=validate,
+        workers=workers,
+        code_ref=code_ref,
     )
 
 

@@ -166,7 +166,11 @@ def js_number_text(value: int | float) -> str:
     int_part, _, frac_part = mantissa.partition(".")
     digits = (int_part + frac_part).lstrip("0")
     # position of the decimal point relative to the first significant digit
-    n = len(int_part.lstrip("0")) + exponent if int_part.strip("0") else exponent - (len(frac_part) - len(frac_part.lstrip("0")))
+    n = (
+        len(int_part.lstrip("0")) + exponent
+        if int_part.strip("0")
+        else exponent - (len(frac_part) - len(frac_part.lstrip("0")))
+    )
     digits = digits.rstrip("0")
     k = len(digits)
     if k <= n <= 21:

@@ -53,9 +53,13 @@ class KernelPaths:
         names = {f: set(n) for f, n in self.names}
         for f, n in later.names:
             names.setdefault(f, set()).update(n)
-        return KernelPaths((self.kernel | later.kernel) & changed, (self.script | later.script) & changed,
-                           self.environment | later.environment, tuple(sorted(steps.items())),
-                           names=tuple(sorted((f, tuple(sorted(n))) for f, n in names.items())))
+        return KernelPaths(
+            (self.kernel | later.kernel) & changed,
+            (self.script | later.script) & changed,
+            self.environment | later.environment,
+            tuple(sorted(steps.items())),
+            names=tuple(sorted((f, tuple(sorted(n))) for f, n in names.items())),
+        )
 
     def names_in(self, path: str) -> tuple[str, ...]:
         return dict(self.names).get(path, ("",))
@@ -95,11 +99,13 @@ class KernelSources:
             whole = self.history.read(sha, sorted(shared | ({script} if script else set())))
             used.update({path: [_code_of(text or "")] for path, text in whole.items()})
             followed.update({path: {""} for path in whole})
-            self._paths[key] = KernelPaths(frozenset(kernel_files),
-                                           frozenset(({script} if script else set()) | shared | harness),
-                                           depth=tuple(sorted(depth.items())),
-                                           used=tuple(sorted((f, _digest(parts)) for f, parts in used.items())),
-                                           names=tuple(sorted((f, tuple(sorted(n))) for f, n in followed.items())))
+            self._paths[key] = KernelPaths(
+                frozenset(kernel_files),
+                frozenset(({script} if script else set()) | shared | harness),
+                depth=tuple(sorted(depth.items())),
+                used=tuple(sorted((f, _digest(parts)) for f, parts in used.items())),
+                names=tuple(sorted((f, tuple(sorted(n))) for f, n in followed.items())),
+            )
         return self._paths[key]
 
     def script_for(self, sha: str, kernel: str) -> str | None:
@@ -123,12 +129,20 @@ class KernelSources:
 
     def _script_texts(self, sha: str) -> dict[str, str]:
         if sha not in self._scripts:
-            names = [p for p in self.history.tree(sha)
-                     if p.startswith(SCRIPTS_DIR) and p.endswith(".py") and "/benchmark_" in p and "/" not in p[len(SCRIPTS_DIR):]]
+            names = [
+                p
+                for p in self.history.tree(sha)
+                if p.startswith(SCRIPTS_DIR)
+                and p.endswith(".py")
+                and "/benchmark_" in p
+                and "/" not in p[len(SCRIPTS_DIR) :]
+            ]
             self._scripts[sha] = {p: t for p, t in self.history.read(sha, names).items() if t is not None}
         return self._scripts[sha]
 
-    def _closure(self, sha: str, modules: set[str], tree: set[str]) -> tuple[dict[str, int], dict[str, list[str]], dict[str, set[str]]]:
+    def _closure(
+        self, sha: str, modules: set[str], tree: set[str]
+    ) -> tuple[dict[str, int], dict[str, list[str]], dict[str, set[str]]]:
         """Files of the repository's code the names imported depend on (liger_kernel under src/, harness
         modules such as ``test.transformers.test_dyt`` at the top), with the import steps to reach each.
 
@@ -175,8 +189,14 @@ class KernelSources:
             if None in texts:
                 changed = True  # added, removed, or over the size cap: counts
             else:
-                package = (path[len(PACKAGE_ROOT):] if path.startswith(PACKAGE_ROOT) else path).rpartition("/")[0].replace("/", ".")
-                changed = any(self._code_used(texts[0], package, n) != self._code_used(texts[1], package, n) for n in names)
+                package = (
+                    (path[len(PACKAGE_ROOT) :] if path.startswith(PACKAGE_ROOT) else path)
+                    .rpartition("/")[0]
+                    .replace("/", ".")
+                )
+                changed = any(
+                    self._code_used(texts[0], package, n) != self._code_used(texts[1], package, n) for n in names
+                )
             self._commit_changes[key] = changed
         return self._commit_changes[key]
 
@@ -189,7 +209,7 @@ class KernelSources:
     def _dependencies(self, path: str, text: str, name: str | None) -> tuple[tuple[str, ...], str]:
         """What a module (name None) or one name of it imports, as dotted references, and the source of
         what was followed (the name's definitions, or the whole module); cached by content."""
-        inside = path[len(PACKAGE_ROOT):] if path.startswith(PACKAGE_ROOT) else path
+        inside = path[len(PACKAGE_ROOT) :] if path.startswith(PACKAGE_ROOT) else path
         package = inside.rpartition("/")[0].replace("/", ".")
         key = (package, text, name)
         if key not in self._imports:
@@ -206,7 +226,9 @@ class KernelSources:
         """(file, name) of a dotted reference: the longest prefix that is a module or a package, and the
         name after it (None: the module itself)."""
         parts = ref.split(".")
-        root = PACKAGE_ROOT if parts[0] == PACKAGE else ""  # the package under src/, harness modules (test.*) at the top
+        root = (
+            PACKAGE_ROOT if parts[0] == PACKAGE else ""
+        )  # the package under src/, harness modules (test.*) at the top
         for cut in range(len(parts), 0, -1):
             base = root + "/".join(parts[:cut])
             name = parts[cut] if cut < len(parts) else None
@@ -224,8 +246,12 @@ def _top_level(tree: ast.Module) -> list[ast.stmt]:
     while stack:
         stmt = stack.pop(0)
         if isinstance(stmt, (ast.If, ast.Try)):
-            stack[:0] = [*stmt.body, *stmt.orelse, *[s for h in getattr(stmt, "handlers", []) for s in h.body],
-                         *getattr(stmt, "finalbody", [])]
+            stack[:0] = [
+                *stmt.body,
+                *stmt.orelse,
+                *[s for h in getattr(stmt, "handlers", []) for s in h.body],
+                *getattr(stmt, "finalbody", []),
+            ]
         else:
             out.append(stmt)
     return out
@@ -290,9 +316,13 @@ def _code_of(source: str | ast.AST) -> str:
         tree = copy.deepcopy(source)
     for node in ast.walk(tree):
         body = getattr(node, "body", None)
-        if (isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and body
-                and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
-                and isinstance(body[0].value.value, str)):
+        if (
+            isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            and body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)
+        ):
             node.body = body[1:] or [ast.Pass()]
     return ast.dump(tree)
 
@@ -346,8 +376,11 @@ def _kernel_names(text: str) -> tuple[set[str], set[str]]:
     values: list[ast.AST] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Dict):
-            values += [v for k, v in zip(node.keys, node.values, strict=True)
-                       if isinstance(k, ast.Constant) and k.value == "kernel_name"]
+            values += [
+                v
+                for k, v in zip(node.keys, node.values, strict=True)
+                if isinstance(k, ast.Constant) and k.value == "kernel_name"
+            ]
         elif isinstance(node, ast.keyword) and node.arg == "kernel_name":
             values.append(node.value)
     names, prefixes = set(), set()

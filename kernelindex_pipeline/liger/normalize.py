@@ -270,8 +270,19 @@ class Normalizer:
         start = chunk.start
         for j, (kernel, provider, mode, metric, x_name, x_value, y50, y20, y80, config, gpu, ts, version) in enumerate(
             zip(
-                c[COL_KERNEL], c[COL_PROVIDER], c[COL_MODE], c[COL_METRIC], c[COL_X_NAME], c[COL_X_VALUE],
-                c[COL_Y50], c[COL_Y20], c[COL_Y80], c[COL_CONFIG], c[COL_GPU], c[COL_TIMESTAMP], c[COL_VERSION],
+                c[COL_KERNEL],
+                c[COL_PROVIDER],
+                c[COL_MODE],
+                c[COL_METRIC],
+                c[COL_X_NAME],
+                c[COL_X_VALUE],
+                c[COL_Y50],
+                c[COL_Y20],
+                c[COL_Y80],
+                c[COL_CONFIG],
+                c[COL_GPU],
+                c[COL_TIMESTAMP],
+                c[COL_VERSION],
                 strict=False,
             )
         ):
@@ -280,7 +291,11 @@ class Normalizer:
                 report.issues.append(Issue(start + j, bad[j]))
                 continue
             if metric != speed_metric and metric != memory_metric:  # the rare path: no cost for data rows
-                problem = _structural_problem(kernel, metric, (kernel, provider, mode, metric, x_name, x_value, y50, y20, y80, config, gpu, ts, version))
+                problem = _structural_problem(
+                    kernel,
+                    metric,
+                    (kernel, provider, mode, metric, x_name, x_value, y50, y20, y80, config, gpu, ts, version),
+                )
                 if problem:
                     report.issues.append(Issue(start + j, problem))
                     continue
@@ -343,7 +358,10 @@ class Normalizer:
             return Skip(SkipReason.UNKNOWN_CONFIG, key.kernel)
         ref = cat.reference
         primary = ref is None or (
-            not memory and ab is None and backend is None and ref.binds(kernel.kernel, binding.rule_index, provider.name, key.mode)
+            not memory
+            and ab is None
+            and backend is None
+            and ref.binds(kernel.kernel, binding.rule_index, provider.name, key.mode)
         )
         operation_digest = self._operation_digest(kernel, primary)
         hardware = cat.hardware.get(key.gpu)
@@ -354,11 +372,23 @@ class Normalizer:
         if self.measured is not None:
             from kernelindex_pipeline.liger.sample_statistics import row_key
 
-            text_key = row_key(key.kernel, key.provider, key.mode, key.metric, key.x_name, key.x_value, key.config, key.gpu)
+            text_key = row_key(
+                key.kernel, key.provider, key.mode, key.metric, key.x_name, key.x_value, key.config, key.gpu
+            )
             raw_samples = None if memory else self.measured.raw_samples.get(text_key)
             labels = {**self.measured.run_labels, **self.measured.row_labels.get(text_key, {})} or None
         template = self._template(
-            kernel, provider, (ab, backend), key.mode, key.gpu, hardware, binding, operation_digest, memory, primary, raw_samples
+            kernel,
+            provider,
+            (ab, backend),
+            key.mode,
+            key.gpu,
+            hardware,
+            binding,
+            operation_digest,
+            memory,
+            primary,
+            raw_samples,
         )
         template.raw_samples, template.extra_labels = raw_samples, labels
         return template
@@ -394,7 +424,11 @@ class Normalizer:
         except JSParseError:
             return None, None, None
         commit = config.get(f"{side}_sha") if isinstance(config, dict) else None
-        if f"{side}_sha" not in cat.ab_config_keys or not isinstance(commit, str) or not re.fullmatch(r"[0-9a-f]{7,40}", commit):
+        if (
+            f"{side}_sha" not in cat.ab_config_keys
+            or not isinstance(commit, str)
+            or not re.fullmatch(r"[0-9a-f]{7,40}", commit)
+        ):
             return None, None, None
         return cat.providers[stem], (key.provider, commit), None
 
@@ -404,19 +438,43 @@ class Normalizer:
             return None
         return self.measured.project_revision(self.catalogue.projects[provider.project].repository, provider.project)
 
-    def _template(self, kernel, provider, variant, mode, gpu, hardware, binding, operation_digest, memory, primary, raw_samples=None) -> RunTemplate:
+    def _template(
+        self,
+        kernel,
+        provider,
+        variant,
+        mode,
+        gpu,
+        hardware,
+        binding,
+        operation_digest,
+        memory,
+        primary,
+        raw_samples=None,
+    ) -> RunTemplate:
         cat = self.catalogue
         ab, backend = variant
         self._shared(self._project, provider.project, primary, lambda: software_project(cat, provider.project))
         provider_name = ab[0] if ab else provider.name + (f"@{backend}" if backend else "")
         impl = self._shared(
-            self._implementation, (kernel.kernel, provider_name, ab[1] if ab else None), primary,
-            lambda: implementation_revision(kernel, provider, operation_digest, ab, self._revision_of(provider, ab), backend),
+            self._implementation,
+            (kernel.kernel, provider_name, ab[1] if ab else None),
+            primary,
+            lambda: implementation_revision(
+                kernel, provider, operation_digest, ab, self._revision_of(provider, ab), backend
+            ),
         )
         # one case per kernel x caseKey: the first row's scalars decide it (the first reference row's)
-        case = self._shared(self._case, (kernel.kernel, binding.case_key), primary, lambda: workload_case(kernel, binding, operation_digest))
+        case = self._shared(
+            self._case,
+            (kernel.kernel, binding.case_key),
+            primary,
+            lambda: workload_case(kernel, binding, operation_digest),
+        )
         protocol = self._protocol_digest(kernel, mode, memory, primary, raw_samples)
-        environment = self._shared(self._environment, gpu, primary, lambda: execution_environment(gpu, hardware, self.measured))
+        environment = self._shared(
+            self._environment, gpu, primary, lambda: execution_environment(gpu, hardware, self.measured)
+        )
         logs = None
         if self.measured is not None:
             logs = self.measured.logs_by_kernel.get(kernel.kernel)
@@ -427,7 +485,9 @@ class Normalizer:
             name_head=identity.run_name_head(kernel.kernel, mode, provider_name, gpu, binding.case_key, memory),
             title=identity.run_title(kernel.title, provider_name, mode, memory),
             benchmark=identity.benchmark(kernel.kernel, mode, memory),
-            external_prefix=identity.external_id_prefix(kernel.kernel, mode, provider_name, self._gpu_slug(gpu), binding.case_key, memory),
+            external_prefix=identity.external_id_prefix(
+                kernel.kernel, mode, provider_name, self._gpu_slug(gpu), binding.case_key, memory
+            ),
             digests={
                 "implementationDigest": impl,
                 "workloadDigest": case,
@@ -439,7 +499,9 @@ class Normalizer:
             code_ref=self.code_ref,
         )
 
-    def _protocol_digest(self, kernel: Kernel, mode: str, memory: bool, primary: bool, raw_samples: dict[str, Any] | None) -> str:
+    def _protocol_digest(
+        self, kernel: Kernel, mode: str, memory: bool, primary: bool, raw_samples: dict[str, Any] | None
+    ) -> str:
         """The run's protocol: Liger's do_bench pass (history), or for measured runs with samples the
         sweep's (do_bench warmup/rep, rounds), or the TP script's own (execution/tp.py)."""
         from kernelindex_pipeline.execution.tp import TP_KERNEL  # the CSV kernel name execution/tp.py writes
@@ -448,11 +510,18 @@ class Normalizer:
         if self.measured is not None and kernel.kernel == TP_KERNEL:
             return self._shared(self._protocol, ("tp", False), primary, tp_protocol)
         if raw_samples is not None and "rounds" in raw_samples:
-            warmup, rep = (raw_samples.get("doBench") or {}).get("warmup"), (raw_samples.get("doBench") or {}).get("rep")
+            warmup, rep = (
+                (raw_samples.get("doBench") or {}).get("warmup"),
+                (raw_samples.get("doBench") or {}).get("rep"),
+            )
             key = (mode, memory, warmup, rep, raw_samples["rounds"])
-            return self._shared(self._protocol, key, primary, lambda: sweep_protocol(mode, phrases, warmup, rep, raw_samples["rounds"]))
+            return self._shared(
+                self._protocol, key, primary, lambda: sweep_protocol(mode, phrases, warmup, rep, raw_samples["rounds"])
+            )
         return self._shared(
-            self._protocol, (mode, memory), primary,
+            self._protocol,
+            (mode, memory),
+            primary,
             lambda: memory_protocol(mode, phrases) if memory else benchmark_protocol(mode, phrases),
         )
 
@@ -508,10 +577,15 @@ class Normalizer:
                 report.issues.append(Issue(row, f"y_value_20 {y20!r} / y_value_80 {y80!r} {unit}"))
                 return "issue"
             if not 0 < low <= median <= high:  # as published (rounded); the median itself is fine
-                report.dropped_bands.append(Issue(row, (
-                    f"p20 {y20!r} / median {y50!r} / p80 {y80!r} are not ordered 0 < p20 <= median <= p80: "
-                    "published without the band"
-                )))
+                report.dropped_bands.append(
+                    Issue(
+                        row,
+                        (
+                            f"p20 {y20!r} / median {y50!r} / p80 {y80!r} are not ordered 0 < p20 <= median <= p80: "
+                            "published without the band"
+                        ),
+                    )
+                )
                 y20_value = y80_value = math.nan  # a band that is absent, as for non-finite quantiles
         if external_id in self._seen_runs:
             report.duplicate_rows += 1
@@ -520,7 +594,19 @@ class Normalizer:
         report.runs += 1
         if memory:
             report.memory_runs += 1
-        item = RunItem(t, y50_value, median, y20_value, y80_value, observed_at, ts_slug, ts_name, external_id, version, version_json)
+        item = RunItem(
+            t,
+            y50_value,
+            median,
+            y20_value,
+            y80_value,
+            observed_at,
+            ts_slug,
+            ts_name,
+            external_id,
+            version,
+            version_json,
+        )
         if self.builder is not None:
             self.builder.add(item)
             return "run"

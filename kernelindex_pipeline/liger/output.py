@@ -58,7 +58,9 @@ class SortedRunSpool:
         self._file.close()
 
 
-def write_records_jsonl(path: Path, shared: Iterable[tuple[str, dict[str, Any]]], runs: SortedRunSpool | Iterable[bytes] | None = None) -> int:
+def write_records_jsonl(
+    path: Path, shared: Iterable[tuple[str, dict[str, Any]]], runs: SortedRunSpool | Iterable[bytes] | None = None
+) -> int:
     """Write `shared` (digest, manifest) sorted, then the run lines; returns the number of lines."""
     from kernelindex_pipeline.liger.importer import sort_key
 

@@ -49,7 +49,10 @@ def _worker_loop(inp: BinaryIO, out: BinaryIO, validate: bool) -> None:
         try:
             result: Any = (
                 "ok",
-                [(r.name, r.digest, r.line) for r in (build_run(RunItem(templates[item[0]], *item[1:]), check) for item in batch)],
+                [
+                    (r.name, r.digest, r.line)
+                    for r in (build_run(RunItem(templates[item[0]], *item[1:]), check) for item in batch)
+                ],
             )
         except InvalidRecord as exc:
             result = ("invalid", str(exc))
@@ -99,7 +102,9 @@ class _Worker:
 class ParallelRunBuilder:
     """`add(item)` rows that passed every check; `finish()` delivers the rest; always `close()`."""
 
-    def __init__(self, workers: int, on_run: Callable[[RunRecord], None], validate: bool = True, batch_runs: int | None = None):
+    def __init__(
+        self, workers: int, on_run: Callable[[RunRecord], None], validate: bool = True, batch_runs: int | None = None
+    ):
         self.on_run = on_run
         self.batch_runs = batch_runs or DEFAULT_BATCH_RUNS
         self._workers = [_Worker(validate) for _ in range(workers)]

@@ -81,8 +81,12 @@ def slice_history(data: bytes) -> HistorySlices:
         writer = csv.writer(out, lineterminator="\n")
         writer.writerow(header)
         writer.writerows(rows)
-        partitions[(gpu, version)] = PartitionSlice(gpu, version, out.getvalue().encode("utf-8", "surrogateescape"), len(rows))
-    return HistorySlices(partitions=dict(sorted(partitions.items())), unattributable_rows=unattributable, rows_read=rows_read)
+        partitions[(gpu, version)] = PartitionSlice(
+            gpu, version, out.getvalue().encode("utf-8", "surrogateescape"), len(rows)
+        )
+    return HistorySlices(
+        partitions=dict(sorted(partitions.items())), unattributable_rows=unattributable, rows_read=rows_read
+    )
 
 
 @dataclass
@@ -150,7 +154,9 @@ class ParsedRows:
 
     @property
     def issues(self) -> list[tuple[int, str]]:
-        return [(chunk.start + offset, problem) for chunk in self.chunks for offset, problem in sorted(chunk.bad.items())]
+        return [
+            (chunk.start + offset, problem) for chunk in self.chunks for offset, problem in sorted(chunk.bad.items())
+        ]
 
     @property
     def drift_warnings(self) -> list[str]:
@@ -167,14 +173,21 @@ def build_records(parsed: ParsedRows, partition_csv: PartitionCsv, profile: str 
     from kernelindex_pipeline.liger import import_chunks
     from kernelindex_pipeline.liger.release import SourceSnapshot
 
-    snapshot_fields = {k: partition_csv.snapshot.get(k) for k in ("locator", "resolvedVersion", "sha256", "sizeBytes", "fetchedAt")}
+    snapshot_fields = {
+        k: partition_csv.snapshot.get(k) for k in ("locator", "resolvedVersion", "sha256", "sizeBytes", "fetchedAt")
+    }
     code_ref = None
     if partition_csv.mode == "ci":  # a CI file names the commit it measured (its run directory)
         from kernelindex_pipeline.liger.ci import code_ref_of_locator
 
         code_ref = code_ref_of_locator(str(partition_csv.snapshot.get("locator") or ""))
     return import_chunks(
-        parsed.chunks, parsed.drift_warnings, SourceSnapshot(**snapshot_fields), gpu=partition_csv.gpu,
-        liger_version=partition_csv.liger_version, measured=partition_csv.measured, profile=profile, code_ref=code_ref,
+        parsed.chunks,
+        parsed.drift_warnings,
+        SourceSnapshot(**snapshot_fields),
+        gpu=partition_csv.gpu,
+        liger_version=partition_csv.liger_version,
+        measured=partition_csv.measured,
+        profile=profile,
+        code_ref=code_ref,
     )
-

@@ -112,7 +112,9 @@ def fetch_release(version: str, cache_dir: Path | str | None = None) -> ReleaseA
             entry = json.loads(index_file.read_text("utf-8"))
             path = base / "sha256" / entry["sha256"] / entry["filename"]
             if path.is_file() and _sha256_file(path) == entry["sha256"]:
-                return ReleaseArtifact(version, path, entry["sha256"], path.stat().st_size, entry["fetchedAt"], entry["locator"])
+                return ReleaseArtifact(
+                    version, path, entry["sha256"], path.stat().st_size, entry["fetchedAt"], entry["locator"]
+                )
             if path.is_file():  # corrupted or tampered: keep it for inspection, fetch afresh
                 path.rename(path.with_name(path.name + ".corrupt"))
         except (OSError, ValueError, KeyError):
@@ -134,8 +136,18 @@ def _download(version: str, base: Path, index_file: Path) -> ReleaseArtifact:
     base.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="liger-sdist-", dir=base) as tmp:
         cmd = [
-            sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
-            "--disable-pip-version-check", "-vv", "-d", tmp, f"{PACKAGE}=={version}",
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--no-binary",
+            ":all:",
+            "--disable-pip-version-check",
+            "-vv",
+            "-d",
+            tmp,
+            f"{PACKAGE}=={version}",
         ]
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
@@ -158,8 +170,14 @@ def _download(version: str, base: Path, index_file: Path) -> ReleaseArtifact:
         if not dest.is_file() or _sha256_file(dest) != sha:
             shutil.move(str(tmp_file), dest)
     fetched_at = _now()
-    entry = {"version": version, "sha256": sha, "filename": dest.name, "size": dest.stat().st_size,
-             "fetchedAt": fetched_at, "locator": locator}
+    entry = {
+        "version": version,
+        "sha256": sha,
+        "filename": dest.name,
+        "size": dest.stat().st_size,
+        "fetchedAt": fetched_at,
+        "locator": locator,
+    }
     index_file.parent.mkdir(parents=True, exist_ok=True)
     tmp_index = index_file.with_suffix(".json.tmp")
     tmp_index.write_text(json.dumps(entry, indent=2), "utf-8")
@@ -179,7 +197,9 @@ def verify_archive(path: Path, sha256: str | None = None) -> None:
     path = Path(path)
     try:
         if sha256 is not None and _sha256_file(path) != sha256:
-            raise ReleaseError(f"{path.name}: sha256 does not match the recorded {sha256}: the file changed; delete it and fetch again")
+            raise ReleaseError(
+                f"{path.name}: sha256 does not match the recorded {sha256}: the file changed; delete it and fetch again"
+            )
         with open(path, "rb") as raw:
             magic = raw.read(6)
         opener = next((op for prefix, op in _DECOMPRESSORS if magic.startswith(prefix)), None)
@@ -191,11 +211,15 @@ def verify_archive(path: Path, sha256: str | None = None) -> None:
             while block := stream.read(1 << 20):
                 total += len(block)
                 if total > limit:
-                    raise ReleaseError(f"{path.name}: unpacks to more than {_mib(limit)} (limit {_mib(MAX_TOTAL_BYTES)}): refused")
+                    raise ReleaseError(
+                        f"{path.name}: unpacks to more than {_mib(limit)} (limit {_mib(MAX_TOTAL_BYTES)}): refused"
+                    )
     except ReleaseError:
         raise
     except (OSError, EOFError, ValueError, lzma.LZMAError) as exc:  # BadGzipFile is an OSError
-        raise ReleaseError(f"{path.name} is truncated or corrupt ({type(exc).__name__}: {exc}); delete it and fetch again") from None
+        raise ReleaseError(
+            f"{path.name} is truncated or corrupt ({type(exc).__name__}: {exc}); delete it and fetch again"
+        ) from None
 
 
 def _checked_members(tar: tarfile.TarFile, archive: str) -> list[tarfile.TarInfo]:
@@ -208,12 +232,16 @@ def _checked_members(tar: tarfile.TarFile, archive: str) -> list[tarfile.TarInfo
             raise ReleaseError(f"{archive}: more than {MAX_MEMBERS} members: refused")
         if member.type not in (tarfile.REGTYPE, tarfile.AREGTYPE, tarfile.DIRTYPE):
             kind = "symlink" if member.issym() else "hardlink" if member.islnk() else "special or sparse file"
-            raise ReleaseError(f"{archive}: member {member.name!r} is a {kind}; a release may hold only regular files and directories")
+            raise ReleaseError(
+                f"{archive}: member {member.name!r} is a {kind}; a release may hold only regular files and directories"
+            )
         parts = Path(member.name).parts
         if not parts or Path(member.name).is_absolute() or ".." in parts or "\x00" in member.name:
             raise ReleaseError(f"{archive}: member {member.name!r} has an unsafe path")
         if member.size > MAX_MEMBER_BYTES:
-            raise ReleaseError(f"{archive}: member {member.name!r} is {_mib(member.size)}, over the {_mib(MAX_MEMBER_BYTES)} limit per member")
+            raise ReleaseError(
+                f"{archive}: member {member.name!r} is {_mib(member.size)}, over the {_mib(MAX_MEMBER_BYTES)} limit per member"
+            )
         total += member.size
         if total > MAX_TOTAL_BYTES:
             raise ReleaseError(f"{archive}: members add up to more than {_mib(MAX_TOTAL_BYTES)}: refused")
@@ -242,7 +270,9 @@ def extract_release(artifact: ReleaseArtifact | Path | str, dest: Path | str) ->
                 for member in members:
                     target = os.path.realpath(os.path.join(base, member.name))
                     if os.path.commonpath([base, target]) != base:
-                        raise ReleaseError(f"{path.name}: member {member.name!r} would land outside the extraction directory")
+                        raise ReleaseError(
+                            f"{path.name}: member {member.name!r} would land outside the extraction directory"
+                        )
                 # The data filter as a second line of defence (modes, owners); links never reach it.
                 tar.extractall(staging, members=members, filter="data")
         except (tarfile.TarError, OSError, EOFError) as exc:  # FilterError is a TarError
@@ -258,7 +288,10 @@ def extract_release(artifact: ReleaseArtifact | Path | str, dest: Path | str) ->
 
 
 def _release_root(extracted: Path, archive: str) -> Path:
-    for root in [*(p.parent.parent for p in sorted(extracted.glob("*/benchmark/data"))), *(p.parent.parent for p in extracted.glob("benchmark/data"))]:
+    for root in [
+        *(p.parent.parent for p in sorted(extracted.glob("*/benchmark/data"))),
+        *(p.parent.parent for p in extracted.glob("benchmark/data")),
+    ]:
         return root
     roots = [p for p in extracted.iterdir() if p.is_dir()]
     if len(roots) == 1:

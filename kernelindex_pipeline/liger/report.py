@@ -163,9 +163,16 @@ class CoverageCell:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "kernel": self.kernel, "provider": self.provider, "mode": self.mode, "gpu": self.gpu,
-            "version": self.version, "metric": self.metric, "rows": self.rows, "runs": self.runs,
-            "skipped": dict(sorted(self.skipped.items())), "issues": self.issues,
+            "kernel": self.kernel,
+            "provider": self.provider,
+            "mode": self.mode,
+            "gpu": self.gpu,
+            "version": self.version,
+            "metric": self.metric,
+            "rows": self.rows,
+            "runs": self.runs,
+            "skipped": dict(sorted(self.skipped.items())),
+            "issues": self.issues,
         }
 
 
@@ -198,16 +205,18 @@ class CoverageTable:
                     else:
                         c["skipped"][fate.value] += rows
             else:
-                for raw in ((report.get("coverage") or {}).get("cells") or []):
+                for raw in (report.get("coverage") or {}).get("cells") or []:
                     c = cell(tuple(str(raw[f]) for f in _CELL_FIELDS))
                     c["rows"] += raw["rows"]
                     c["runs"] += raw["runs"]
                     c["issues"] += raw["issues"]
                     c["skipped"].update(raw["skipped"])
-        return cls(tuple(
-            CoverageCell(*names, rows=c["rows"], runs=c["runs"], skipped=dict(c["skipped"]), issues=c["issues"])
-            for names, c in sorted(merged.items())
-        ))
+        return cls(
+            tuple(
+                CoverageCell(*names, rows=c["rows"], runs=c["runs"], skipped=dict(c["skipped"]), issues=c["issues"])
+                for names, c in sorted(merged.items())
+            )
+        )
 
     def by_metric(self) -> dict[str, dict[str, Any]]:
         """metric -> rows, runs, percent of rows that became runs, skipped rows by reason."""

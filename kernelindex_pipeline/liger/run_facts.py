@@ -65,7 +65,11 @@ class LigerRunFacts:
             digest = digest_of(manifest)
             self.series_implementation[digest] = series_implementation_digest(manifest)
             revision = manifest["spec"]["projectRevision"]
-            if isinstance(revision, dict) and revision.get("repository") == LIGER_REPOSITORY and revision.get("version"):
+            if (
+                isinstance(revision, dict)
+                and revision.get("repository") == LIGER_REPOSITORY
+                and revision.get("version")
+            ):
                 self.release_of[digest] = str(revision["version"])  # a sweep names the release it measured
 
     def facts(self, manifest: dict[str, Any]) -> RunFacts | str:
@@ -96,7 +100,19 @@ def run_facts(manifest: dict[str, Any]) -> RunFacts | str:
         return "no Liger external id (sourceNative.externalId)"
     if found.metric != measured.metric:
         return "externalId and measurement disagree on the metric"
-    return RunFacts(found.kernel, found.mode, found.provider, found.gpu_slug, found.case_key, measured.metric,
-                    measured.value, measured.observed_at, str(measured.labels.get(VERSION_LABEL) or UNLABELLED),
-                    measured.implementation_digest, measured.workload_digest, measured.protocol_digest,
-                    measured.environment_digest, found.kernel)
+    return RunFacts(
+        found.kernel,
+        found.mode,
+        found.provider,
+        found.gpu_slug,
+        found.case_key,
+        measured.metric,
+        measured.value,
+        measured.observed_at,
+        str(measured.labels.get(VERSION_LABEL) or UNLABELLED),
+        measured.implementation_digest,
+        measured.workload_digest,
+        measured.protocol_digest,
+        measured.environment_digest,
+        found.kernel,
+    )

@@ -163,15 +163,32 @@ def make_template(
         head += ',"evidence":{"logs":' + json_text(evidence_logs) + "}"
     head += ',"implementationDigest":' + json_text(digests["implementationDigest"])
     case = json_text(digests["workloadDigest"])
-    tail = _MEM_TAIL + case + "}" if metric == PEAK_MEMORY else '},"primaryStatistic":"median"},"workloadDigest":' + case + "}"
+    tail = (
+        _MEM_TAIL + case + "}"
+        if metric == PEAK_MEMORY
+        else '},"primaryStatistic":"median"},"workloadDigest":' + case + "}"
+    )
     source = (
-        '","protocolDigest":' + json_text(digests["protocolDigest"]) + ',"sourceNative":{"benchmark":' + json_text(benchmark)
-        + ',"externalId":' + json_text(external_prefix)[:-1]
+        '","protocolDigest":'
+        + json_text(digests["protocolDigest"])
+        + ',"sourceNative":{"benchmark":'
+        + json_text(benchmark)
+        + ',"externalId":'
+        + json_text(external_prefix)[:-1]
     )
     return RunTemplate(
-        id=template_id, name_head=name_head, title=title, title_json=json_text(title), benchmark=benchmark,
-        external_prefix=external_prefix, digests=digests, evidence_logs=evidence_logs, head=head, source=source,
-        tail=tail, metric=metric,
+        id=template_id,
+        name_head=name_head,
+        title=title,
+        title_json=json_text(title),
+        benchmark=benchmark,
+        external_prefix=external_prefix,
+        digests=digests,
+        evidence_logs=evidence_logs,
+        head=head,
+        source=source,
+        tail=tail,
+        metric=metric,
         labels=((CODE_REF_LABEL, code_ref),) if code_ref else (),
         labels_text=f'"{CODE_REF_LABEL}":{json_text(code_ref)},' if code_ref else "",
     )
@@ -199,8 +216,7 @@ def build_run(item: RunItem, validate: Callable[[dict[str, Any]], None], with_li
             ms80 = whole(ms80)
         measurements = _P20 + _number_text(p20) + _P80 + _number_text(p80) + "}]"
         metrics_text = (
-            '{"ms_20":' + _number_text(ms20) + ',"ms_50":' + _number_text(ms50)
-            + ',"ms_80":' + _number_text(ms80) + "}"
+            '{"ms_20":' + _number_text(ms20) + ',"ms_50":' + _number_text(ms50) + ',"ms_80":' + _number_text(ms80) + "}"
         )
         metrics = {"ms_50": ms50, "ms_20": ms20, "ms_80": ms80}
         spec = {
@@ -221,16 +237,31 @@ def build_run(item: RunItem, validate: Callable[[dict[str, Any]], None], with_li
             "status": "passed",
             "timing": {"primaryStatistic": "median", "latencyNs": {"median": median}},
         }
-    spec["sourceNative"] = {"source": RUN_SOURCE, "benchmark": t.benchmark, "externalId": external_id, "metrics": metrics}
+    spec["sourceNative"] = {
+        "source": RUN_SOURCE,
+        "benchmark": t.benchmark,
+        "externalId": external_id,
+        "metrics": metrics,
+    }
     spec["observedAt"] = observed_at
     if t.evidence_logs is not None:
         spec["evidence"] = {"logs": t.evidence_logs}
     spec_text = (
-        t.head + measurements + _OBSERVED + observed_at + t.source + ts_slug + _METRICS + metrics_text
-        + _TIMING + str(median) + t.tail
+        t.head
+        + measurements
+        + _OBSERVED
+        + observed_at
+        + t.source
+        + ts_slug
+        + _METRICS
+        + metrics_text
+        + _TIMING
+        + str(median)
+        + t.tail
     )
-    return _finish_run(t, spec, spec_text, ts_name, external_id, version, version_json, validate, with_line,
-                       raw_samples=t.raw_samples)
+    return _finish_run(
+        t, spec, spec_text, ts_name, external_id, version, version_json, validate, with_line, raw_samples=t.raw_samples
+    )
 
 
 def _build_memory_run(item: RunItem, validate: Callable[[dict[str, Any]], None], with_line: bool) -> RunRecord:
@@ -249,32 +280,60 @@ def _build_memory_run(item: RunItem, validate: Callable[[dict[str, Any]], None],
         measurements.append({"metric": PEAK_MEMORY, "unit": "bytes", "statistic": "p80", "value": p80})
         measurements_text += _MEM_P20 + _number_text(p20) + _MEM_P80 + _number_text(p80)
         metrics_text = (
-            '{"mb_20":' + _number_text(mb20) + ',"mb_50":' + _number_text(mb50)
-            + ',"mb_80":' + _number_text(mb80) + "}"
+            '{"mb_20":' + _number_text(mb20) + ',"mb_50":' + _number_text(mb50) + ',"mb_80":' + _number_text(mb80) + "}"
         )
         metrics = {"mb_50": mb50, "mb_20": mb20, "mb_80": mb80}
     else:
         metrics_text = '{"mb_50":' + _number_text(mb50) + "}"
         metrics = {"mb_50": mb50}
     spec: dict[str, Any] = {**t.digests, "status": "passed", "measurements": measurements}
-    spec["sourceNative"] = {"source": RUN_SOURCE, "benchmark": t.benchmark, "externalId": external_id, "metrics": metrics}
+    spec["sourceNative"] = {
+        "source": RUN_SOURCE,
+        "benchmark": t.benchmark,
+        "externalId": external_id,
+        "metrics": metrics,
+    }
     spec["observedAt"] = observed_at
     if t.evidence_logs is not None:
         spec["evidence"] = {"logs": t.evidence_logs}
-    spec_text = t.head + measurements_text + "}]" + _OBSERVED + observed_at + t.source + ts_slug + _METRICS + metrics_text + t.tail
+    spec_text = (
+        t.head
+        + measurements_text
+        + "}]"
+        + _OBSERVED
+        + observed_at
+        + t.source
+        + ts_slug
+        + _METRICS
+        + metrics_text
+        + t.tail
+    )
     return _finish_run(t, spec, spec_text, ts_name, external_id, version, version_json, validate, with_line)
 
 
 def _finish_run(
-    t: RunTemplate, spec: dict[str, Any], spec_text: str, ts_name: str, external_id: str, version: str,
-    version_json: str, validate: Callable[[dict[str, Any]], None], with_line: bool, *, raw_samples: Any = None,
+    t: RunTemplate,
+    spec: dict[str, Any],
+    spec_text: str,
+    ts_name: str,
+    external_id: str,
+    version: str,
+    version_json: str,
+    validate: Callable[[dict[str, Any]], None],
+    with_line: bool,
+    *,
+    raw_samples: Any = None,
 ) -> RunRecord:
     """Digest, name and canonical line of a run whose spec and pre-cut canonical spec text are built."""
     digest = "sha256:" + hashlib.sha256((_BODY_PREFIX + '"spec":' + spec_text + "}").encode()).hexdigest()
     # kebab(name_prefix + timestamp) without redoing the prefix: the prefix ends in "-", so a
     # timestamp starting with a separator merges into it; then strip the end and cut at 100.
     name = (t.name_head + (ts_name[1:] if ts_name[:1] == "-" else ts_name)).rstrip("-")[:NAME_LIMIT]
-    metadata = {"name": name, "title": t.title, "labels": {**dict(t.labels), **(t.extra_labels or {}), "liger_version": version}}
+    metadata = {
+        "name": name,
+        "title": t.title,
+        "labels": {**dict(t.labels), **(t.extra_labels or {}), "liger_version": version},
+    }
     manifest = {"apiVersion": API_VERSION, "kind": "BenchmarkRun", "metadata": metadata, "spec": spec}
     if raw_samples is not None or t.extra_labels:
         # Measured with raw samples or labels of its own: the enrichment step changes the spec (and the
@@ -292,8 +351,13 @@ def _finish_run(
     if with_line:
         line = (
             (_LABELS_OPEN + t.labels_text + '"liger_version":' if t.labels_text else _META_PREFIX)
-            + version_json + '},"name":"' + name + '","title":' + t.title_json
-            + '},"spec":' + spec_text + "}"
+            + version_json
+            + '},"name":"'
+            + name
+            + '","title":'
+            + t.title_json
+            + '},"spec":'
+            + spec_text
+            + "}"
         ).encode()
     return RunRecord(name, digest, external_id, line, manifest)
-

@@ -32,7 +32,9 @@ BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 12
 
 
-def row_key(kernel: str, provider: str, mode: str, metric: str, x_name: str, x_value: str, config: str, gpu: str) -> str:
+def row_key(
+    kernel: str, provider: str, mode: str, metric: str, x_name: str, x_value: str, config: str, gpu: str
+) -> str:
     """The text key of a CSV row (the cells `update_benchmark_data_csv` uses as a row's identity)."""
     return json.dumps([kernel, provider, mode, metric, x_name, x_value, config, gpu], separators=(",", ":"))
 
@@ -41,7 +43,9 @@ def _ns(ms: float) -> int:
     return int(ms_to_ns(float(ms)))
 
 
-def bootstrap_medians(samples_ms: Sequence[float], resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> np.ndarray:
+def bootstrap_medians(
+    samples_ms: Sequence[float], resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED
+) -> np.ndarray:
     """The medians of `resamples` bootstrap resamples (n draws with replacement) of the samples.
 
     Drawn through the order statistics instead of n indices per resample: the indices of one resample
@@ -61,7 +65,9 @@ def bootstrap_medians(samples_ms: Sequence[float], resamples: int = BOOTSTRAP_RE
     return (values[low_index] + values[high_index]) / 2.0
 
 
-def bootstrap_median_interval(samples_ms: Sequence[float], resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> tuple[float, float]:
+def bootstrap_median_interval(
+    samples_ms: Sequence[float], resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED
+) -> tuple[float, float]:
     """(2.5 %, 97.5 %) percentiles of the bootstrap medians, in ms."""
     low, high = np.quantile(bootstrap_medians(samples_ms, resamples, seed), [0.025, 0.975])
     return float(low), float(high)
@@ -98,14 +104,18 @@ ROUNDS_INTERVAL_METHOD = (
 )
 
 
-def rounds_median_interval(rounds_ms: Sequence[Sequence[float]], resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> tuple[float, float]:
+def rounds_median_interval(
+    rounds_ms: Sequence[Sequence[float]], resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED
+) -> tuple[float, float]:
     """(2.5 %, 97.5 %) of the median of round medians under a two-level bootstrap: draw the rounds with
     replacement, then each drawn round's median from its own samples' bootstrap. So the interval covers
     how far the rounds (separate processes, minutes apart) disagree, which is far more than one
     process's samples scatter (7-22 % against 0.07-0.15 % on Liger's CI data)."""
     if len(rounds_ms) < 2:
         raise ValueError("an interval over rounds needs at least two rounds")
-    per_round = np.stack([bootstrap_medians(samples, resamples, seed + index) for index, samples in enumerate(rounds_ms)])
+    per_round = np.stack(
+        [bootstrap_medians(samples, resamples, seed + index) for index, samples in enumerate(rounds_ms)]
+    )
     rng = np.random.default_rng(seed)
     drawn = rng.integers(0, len(rounds_ms), size=(resamples, len(rounds_ms)))
     medians = np.median(per_round[drawn, np.arange(resamples)[:, None]], axis=1)

@@ -67,12 +67,23 @@ def case_key(planned: dict[str, Any]) -> str:
 def workload_case(planned: dict[str, Any], operation_digest: str) -> dict[str, Any]:
     axes, inputs, _, dtype = _shapes(planned)
     tensors = {n: {"shape": [axes[d] for d in s], "dtype": dtype} for n, s in inputs.items()}
-    spec = {"operationSpecDigest": operation_digest, "axes": axes, "tensors": tensors, "correctness": {"comparator": "not_asserted"}}
+    spec = {
+        "operationSpecDigest": operation_digest,
+        "axes": axes,
+        "tensors": tensors,
+        "correctness": {"comparator": "not_asserted"},
+    }
     title = f"Sentinel · {TITLES[planned['kind']]} · " + ", ".join(f"{a}={v}" for a, v in axes.items())
-    return _manifest("WorkloadCase", {"name": kebab(f"kernelindex-sentinel-{planned['name']}-{case_key(planned)}"), "title": title}, spec)
+    return _manifest(
+        "WorkloadCase",
+        {"name": kebab(f"kernelindex-sentinel-{planned['name']}-{case_key(planned)}"), "title": title},
+        spec,
+    )
 
 
-def implementation_revision(planned: dict[str, Any], operation_digest: str, revision: dict[str, str] | None = None) -> dict[str, Any]:
+def implementation_revision(
+    planned: dict[str, Any], operation_digest: str, revision: dict[str, str] | None = None
+) -> dict[str, Any]:
     """`revision`: the torch release the sweep ran (MeasuredContext.project_revision), else none."""
     symbol = "torch.matmul" if planned["kind"] == "matmul" else "torch.Tensor.copy_"
     spec = {
@@ -83,7 +94,9 @@ def implementation_revision(planned: dict[str, Any], operation_digest: str, revi
         "licensing": {"declared": "BSD-3-Clause"},
     }
     name = kebab(f"kernelindex-sentinel-{planned['name']}-{PROVIDER}")
-    return _manifest("ImplementationRevision", {"name": name, "title": f"Sentinel · {TITLES[planned['kind']]} · PyTorch"}, spec)
+    return _manifest(
+        "ImplementationRevision", {"name": name, "title": f"Sentinel · {TITLES[planned['kind']]} · PyTorch"}, spec
+    )
 
 
 def benchmark_protocol() -> dict[str, Any]:
@@ -95,10 +108,16 @@ def benchmark_protocol() -> dict[str, Any]:
     )
     spec = {
         "harness": {"name": "kernelindex-pipeline sweep sentinel"},
-        "measurement": {"timer": "cuda_events", "primaryStatistic": "median", "warmupDuration": duration_ns(f"{PLAN['warmup']} ms")},
+        "measurement": {
+            "timer": "cuda_events",
+            "primaryStatistic": "median",
+            "warmupDuration": duration_ns(f"{PLAN['warmup']} ms"),
+        },
         "comparability": {"family": "kernelindex_sentinel", "notes": notes},
     }
-    return _manifest("BenchmarkProtocol", {"name": "kernelindex-sentinel-do-bench", "title": "Sweep sentinel · do_bench"}, spec)
+    return _manifest(
+        "BenchmarkProtocol", {"name": "kernelindex-sentinel-do-bench", "title": "Sweep sentinel · do_bench"}, spec
+    )
 
 
 def benchmark_run(entry: dict[str, Any], digests: dict[str, str], gpu_slug: str, version: str | None) -> dict[str, Any]:
@@ -128,7 +147,13 @@ def benchmark_run(entry: dict[str, Any], digests: dict[str, str], gpu_slug: str,
     if version is not None:
         labels["liger_version"] = version
     title = f"Sentinel · {TITLES[planned['kind']]} · {PROVIDER} · {entry['position']}"
-    metadata = {"name": kebab(f"kernelindex-sentinel-{planned['name']}-{entry['position']}-{gpu_slug}-{observed}")[:100].rstrip("-"), "title": title, "labels": labels}
+    metadata = {
+        "name": kebab(f"kernelindex-sentinel-{planned['name']}-{entry['position']}-{gpu_slug}-{observed}")[:100].rstrip(
+            "-"
+        ),
+        "title": title,
+        "labels": labels,
+    }
     return _manifest("BenchmarkRun", metadata, with_raw_samples(spec, entry))
 
 

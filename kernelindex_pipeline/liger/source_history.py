@@ -49,8 +49,13 @@ class Commit:
         return COMMIT_URL.format(sha=self.sha)
 
     def to_dict(self, files: tuple[str, ...] | None = None) -> dict:
-        return {"sha": self.sha, "date": self.date, "subject": self.subject, "url": self.url,
-                "files": list(self.files if files is None else files)}
+        return {
+            "sha": self.sha,
+            "date": self.date,
+            "subject": self.subject,
+            "url": self.url,
+            "files": list(self.files if files is None else files),
+        }
 
 
 class LigerSourceHistory:
@@ -60,18 +65,24 @@ class LigerSourceHistory:
         self.path = Path(path)
         self._git = git
         if not self.path.exists():
-            raise SourceHistoryError(f"--liger-git {self.path}: no such directory (clone it: git clone --filter=blob:none "
-                                     "--bare https://github.com/linkedin/Liger-Kernel DIR)")
+            raise SourceHistoryError(
+                f"--liger-git {self.path}: no such directory (clone it: git clone --filter=blob:none "
+                "--bare https://github.com/linkedin/Liger-Kernel DIR)"
+            )
         try:
             inside = self._run("rev-parse", "--git-dir")
         except SourceHistoryError:
-            raise SourceHistoryError(f"--liger-git {self.path}: not a git repository (give a clone of "
-                                     "https://github.com/linkedin/Liger-Kernel)") from None
+            raise SourceHistoryError(
+                f"--liger-git {self.path}: not a git repository (give a clone of "
+                "https://github.com/linkedin/Liger-Kernel)"
+            ) from None
         if not inside.strip():
             raise SourceHistoryError(f"--liger-git {self.path}: not a git repository")
         if self._run("rev-parse", "--is-shallow-repository").strip() == "true":
-            raise SourceHistoryError(f"--liger-git {self.path}: a shallow clone; commits between runs would be cut at its "
-                                     "boundary (run `git fetch --unshallow` in it, or clone with --filter=blob:none)")
+            raise SourceHistoryError(
+                f"--liger-git {self.path}: a shallow clone; commits between runs would be cut at its "
+                "boundary (run `git fetch --unshallow` in it, or clone with --filter=blob:none)"
+            )
         self._resolved: dict[str, str | None] = {}
         self._ranges: dict[tuple[str, str], list[Commit]] = {}
         self._files: dict[tuple[str, str], str | None] = {}
@@ -83,15 +94,25 @@ class LigerSourceHistory:
 
     def _run(self, *args: str, stdin: bytes | None = None) -> str:
         try:
-            done = subprocess.run([self._git, "-C", str(self.path), *args], input=stdin, capture_output=True,
-                                  timeout=GIT_TIMEOUT_S, check=False, env={**os.environ, "GIT_TERMINAL_PROMPT": "0"})
+            done = subprocess.run(
+                [self._git, "-C", str(self.path), *args],
+                input=stdin,
+                capture_output=True,
+                timeout=GIT_TIMEOUT_S,
+                check=False,
+                env={**os.environ, "GIT_TERMINAL_PROMPT": "0"},
+            )
         except subprocess.TimeoutExpired:
-            raise SourceHistoryError(f"--liger-git {self.path}: `git {args[0]}` took over {GIT_TIMEOUT_S:.0f} s") from None
+            raise SourceHistoryError(
+                f"--liger-git {self.path}: `git {args[0]}` took over {GIT_TIMEOUT_S:.0f} s"
+            ) from None
         except OSError as exc:
             raise SourceHistoryError(f"--liger-git {self.path}: cannot run git ({exc})") from None
         if done.returncode != 0:
             message = done.stderr.decode("utf-8", "replace").strip().splitlines()
-            raise SourceHistoryError(f"--liger-git {self.path}: `git {args[0]}` failed: {message[-1] if message else done.returncode}")
+            raise SourceHistoryError(
+                f"--liger-git {self.path}: `git {args[0]}` failed: {message[-1] if message else done.returncode}"
+            )
         if len(done.stdout) > MAX_OUTPUT_BYTES:
             raise SourceHistoryError(f"--liger-git {self.path}: `git {args[0]}` wrote over {MAX_OUTPUT_BYTES} bytes")
         return done.stdout.decode("utf-8", "replace")
@@ -128,8 +149,15 @@ class LigerSourceHistory:
         files each changed. Both are resolved shas."""
         key = (before, after)
         if key not in self._ranges:
-            text = self._run("log", "--no-renames", "--name-only", f"--max-count={MAX_COMMITS}",
-                             "--format=%x1e%H%x1f%cI%x1f%s", f"{before}..{after}", "--")
+            text = self._run(
+                "log",
+                "--no-renames",
+                "--name-only",
+                f"--max-count={MAX_COMMITS}",
+                "--format=%x1e%H%x1f%cI%x1f%s",
+                f"{before}..{after}",
+                "--",
+            )
             commits = []
             for block in text.split("\x1e")[1:]:
                 head, _, names = block.partition("\n")
@@ -142,7 +170,11 @@ class LigerSourceHistory:
         """``git diff --stat`` of some files between two commits (the summary line and one line per file)."""
         key = (before, after, tuple(paths))
         if key not in self._stats:
-            self._stats[key] = self._run("diff", "--no-renames", "--stat=120", f"{before}..{after}", "--", *paths).strip() if paths else ""
+            self._stats[key] = (
+                self._run("diff", "--no-renames", "--stat=120", f"{before}..{after}", "--", *paths).strip()
+                if paths
+                else ""
+            )
         return self._stats[key]
 
     def tree(self, sha: str) -> tuple[str, ...]:
@@ -161,8 +193,13 @@ class LigerSourceHistory:
     def _batch(self, sha: str, paths: list[str]) -> None:
         request = "".join(f"{sha}:{p}\n" for p in paths).encode()
         try:
-            done = subprocess.run([self._git, "-C", str(self.path), "cat-file", "--batch"], input=request,
-                                  capture_output=True, timeout=GIT_TIMEOUT_S, check=False)
+            done = subprocess.run(
+                [self._git, "-C", str(self.path), "cat-file", "--batch"],
+                input=request,
+                capture_output=True,
+                timeout=GIT_TIMEOUT_S,
+                check=False,
+            )
         except (subprocess.TimeoutExpired, OSError) as exc:
             raise SourceHistoryError(f"--liger-git {self.path}: `git cat-file` failed ({exc})") from None
         out, at = done.stdout, 0
@@ -172,7 +209,7 @@ class LigerSourceHistory:
             header = out[at:end].decode("utf-8", "replace").split() if end >= 0 else []
             if len(header) == 3 and header[1] == "blob" and header[2].isdigit():
                 size = int(header[2])
-                body = out[end + 1:end + 1 + size]
+                body = out[end + 1 : end + 1 + size]
                 self._files[(sha, path)] = body.decode("utf-8", "replace") if size <= MAX_FILE_BYTES else None
                 at = end + 1 + size + 1
             else:

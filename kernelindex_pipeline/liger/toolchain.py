@@ -68,7 +68,9 @@ class ToolchainTimeline:
         known = items[: bisect.bisect_right(times, epoch)]
         return max(known, key=lambda item: Version(item[0])) if known else None
 
-    def difference(self, before_epoch: float, after_epoch: float, packages: tuple[str, ...] | None = None) -> list[ToolchainStep]:
+    def difference(
+        self, before_epoch: float, after_epoch: float, packages: tuple[str, ...] | None = None
+    ) -> list[ToolchainStep]:
         steps = []
         for package in packages or self.packages:
             old, new = self.newest_at(package, before_epoch), self.newest_at(package, after_epoch)
@@ -77,9 +79,14 @@ class ToolchainTimeline:
         return steps
 
     def to_yaml(self) -> str:
-        body = {"refreshed": self.refreshed, "source": "PyPI JSON API (final releases; time of the first file uploaded)",
-                "refresh": "scripts/refresh_toolchain_timeline",
-                "packages": {name: [{"version": v, "released": d} for v, d in items] for name, items in self._releases.items()}}
+        body = {
+            "refreshed": self.refreshed,
+            "source": "PyPI JSON API (final releases; time of the first file uploaded)",
+            "refresh": "scripts/refresh_toolchain_timeline",
+            "packages": {
+                name: [{"version": v, "released": d} for v, d in items] for name, items in self._releases.items()
+            },
+        }
         return yaml.safe_dump(body, sort_keys=False)
 
     @classmethod
@@ -87,14 +94,23 @@ class ToolchainTimeline:
         data = yaml.safe_load(text) or {}
         packages = data.get("packages") or {}
         if not isinstance(packages, dict):
-            raise ValueError(f"{TIMELINE_FILE}: `packages` is not a mapping (rebuild it: scripts/refresh_toolchain_timeline)")
-        return cls({str(name): [(str(r["version"]), str(r["released"])) for r in items or []]
-                    for name, items in packages.items()}, refreshed=str(data.get("refreshed") or ""))
+            raise ValueError(
+                f"{TIMELINE_FILE}: `packages` is not a mapping (rebuild it: scripts/refresh_toolchain_timeline)"
+            )
+        return cls(
+            {
+                str(name): [(str(r["version"]), str(r["released"])) for r in items or []]
+                for name, items in packages.items()
+            },
+            refreshed=str(data.get("refreshed") or ""),
+        )
 
 
 def packaged_timeline() -> ToolchainTimeline:
     """The timeline shipped with the project (package data)."""
-    return ToolchainTimeline.from_yaml(resources.files("kernelindex_pipeline.data").joinpath(TIMELINE_FILE).read_text("utf-8"))
+    return ToolchainTimeline.from_yaml(
+        resources.files("kernelindex_pipeline.data").joinpath(TIMELINE_FILE).read_text("utf-8")
+    )
 
 
 def refresh(packages: tuple[str, ...] = TRACKED_PACKAGES, *, timeout_s: float = 60.0) -> ToolchainTimeline:
@@ -119,7 +135,9 @@ def _final_releases(document: dict[str, Any]) -> list[tuple[str, str]]:
             parsed = Version(version)
         except InvalidVersion:
             continue
-        times = [f.get("upload_time_iso_8601") for f in files or [] if f.get("upload_time_iso_8601") and not f.get("yanked")]
+        times = [
+            f.get("upload_time_iso_8601") for f in files or [] if f.get("upload_time_iso_8601") and not f.get("yanked")
+        ]
         if parsed.is_prerelease or parsed.is_devrelease or not times:
             continue
         out.append((version, min(times)[:19] + "Z"))
@@ -129,8 +147,11 @@ def _final_releases(document: dict[str, Any]) -> list[tuple[str, str]]:
 def unpinned_requirements(setup_py: str, pyproject: str = "") -> set[str]:
     """Package names a Liger checkout requires without an exact pin (``torch>=2.1.2``), read from every
     string literal of setup.py and pyproject.toml that parses as a requirement."""
-    return {r.name.lower() for r in requirements(setup_py, pyproject)
-            if not any(s.operator in ("==", "===") for s in r.specifier)}  # callers keep the names the timeline tracks
+    return {
+        r.name.lower()
+        for r in requirements(setup_py, pyproject)
+        if not any(s.operator in ("==", "===") for s in r.specifier)
+    }  # callers keep the names the timeline tracks
 
 
 def requirements(setup_py: str, pyproject: str = "") -> list[Requirement]:
@@ -139,7 +160,9 @@ def requirements(setup_py: str, pyproject: str = "") -> list[Requirement]:
     found: list[Requirement] = []
     texts: list[str] = []
     try:
-        texts = [n.value for n in ast.walk(ast.parse(setup_py)) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+        texts = [
+            n.value for n in ast.walk(ast.parse(setup_py)) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+        ]
     except (SyntaxError, ValueError):
         pass
     for line in pyproject.splitlines():

@@ -186,8 +186,7 @@ def _from_bundle(bundle: dict[str, Any], location: str) -> Iterator[tuple[str, d
     unknown = [key for key in bundle if key not in BUNDLE_GROUPS]
     if unknown:
         raise ManifestFileError(
-            f"{location}: unknown bundle group(s) {', '.join(map(repr, unknown))}; "
-            f"expected {', '.join(BUNDLE_GROUPS)}"
+            f"{location}: unknown bundle group(s) {', '.join(map(repr, unknown))}; expected {', '.join(BUNDLE_GROUPS)}"
         )
     for group, entries in bundle.items():
         if entries is None:  # `runs:` with nothing under it
@@ -207,8 +206,15 @@ def _from_bundle(bundle: dict[str, Any], location: str) -> Iterator[tuple[str, d
 
 
 def _type_name(value: Any) -> str:
-    names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean", int: "a number",
-             float: "a number", type(None): "null"}
+    names = {
+        dict: "an object",
+        list: "an array",
+        str: "a string",
+        bool: "a boolean",
+        int: "a number",
+        float: "a number",
+        type(None): "null",
+    }
     return names.get(type(value), type(value).__name__)
 
 
@@ -279,7 +285,9 @@ class _ManifestYamlLoader(_YAML_BASE):  # type: ignore[misc, valid-type]
         for key_node, _ in node.value:
             if key_node.tag == "tag:yaml.org,2002:merge":
                 raise yaml.constructor.ConstructorError(
-                    "while constructing a mapping", node.start_mark, "merge keys (<<) are not accepted in manifests",
+                    "while constructing a mapping",
+                    node.start_mark,
+                    "merge keys (<<) are not accepted in manifests",
                     key_node.start_mark,
                 )
 
@@ -319,7 +327,10 @@ def _construct_bounded_int(loader: _ManifestYamlLoader, node: yaml.ScalarNode) -
     digits = len(str(node.value).lstrip("+-").replace("_", ""))
     if digits > MAX_INTEGER_DIGITS:
         raise yaml.constructor.ConstructorError(
-            None, None, f"an integer of {digits} digits (at most {MAX_INTEGER_DIGITS} are read; a manifest's have at most 16)", node.start_mark
+            None,
+            None,
+            f"an integer of {digits} digits (at most {MAX_INTEGER_DIGITS} are read; a manifest's have at most 16)",
+            node.start_mark,
         )
     return yaml.constructor.SafeConstructor.construct_yaml_int(loader, node)
 

@@ -66,8 +66,11 @@ class CauseEvidence:
         return tuple(sorted(str(sorted(t.items())) for t in self.toolchain))
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"cause": self.cause, "commits": [c.to_dict() for c in self.commits],
-                               "toolchain": [dict(t) for t in self.toolchain]}
+        out: dict[str, Any] = {
+            "cause": self.cause,
+            "commits": [c.to_dict() for c in self.commits],
+            "toolchain": [dict(t) for t in self.toolchain],
+        }
         if self.diffstat:
             out["diffstat"] = self.diffstat
         if self.note:
@@ -96,13 +99,16 @@ class ChangeGroup:
         return {
             "before": {**first["before"], "codeRef": self.before_code},
             "after": {**first["after"], "codeRef": self.after_code},
-            "cause": self.cause, "suspects": self.evidence.to_dict(),
+            "cause": self.cause,
+            "suspects": self.evidence.to_dict(),
             "otherCauses": [e.to_dict() for e in self.others],
             "changes": len(self.changes),
             "slowdowns": sum(1 for c in self.changes if c.direction == "slowdown"),
             "speedups": sum(1 for c in self.changes if c.direction == "speedup"),
-            "series": [{k: d[k] for k in ("kernel", "mode", "provider", "caseKey", "metric", "direction", "magnitude")}
-                       for d in (c.to_dict() for c in self.changes)],
+            "series": [
+                {k: d[k] for k in ("kernel", "mode", "provider", "caseKey", "metric", "direction", "magnitude")}
+                for d in (c.to_dict() for c in self.changes)
+            ],
         }
 
 
@@ -119,15 +125,24 @@ def group_changes(changes: list[Change]) -> list[ChangeGroup]:
         if group is None:
             codes = getattr(t, "code_refs", None) or []
             group = groups[key] = ChangeGroup(
-                before=before, after=after, before_code=codes[s.index - 1] if len(codes) > s.index - 1 else None,
-                after_code=codes[s.index] if len(codes) > s.index else None, evidence=top, others=list(ranked[1:]))
+                before=before,
+                after=after,
+                before_code=codes[s.index - 1] if len(codes) > s.index - 1 else None,
+                after_code=codes[s.index] if len(codes) > s.index else None,
+                evidence=top,
+                others=list(ranked[1:]),
+            )
         group.changes.append(change)
-    ordered = sorted(groups.values(), key=lambda g: (CAUSES.index(g.cause) if g.cause in CAUSES else len(CAUSES),
-                                                     -len(g.changes), g.after))
+    ordered = sorted(
+        groups.values(),
+        key=lambda g: (CAUSES.index(g.cause) if g.cause in CAUSES else len(CAUSES), -len(g.changes), g.after),
+    )
     return ordered
 
 
-def leading_commits(groups: list[ChangeGroup], direction: str | None = None) -> dict[str, tuple[CommitSuspect, int, int]]:
+def leading_commits(
+    groups: list[ChangeGroup], direction: str | None = None
+) -> dict[str, tuple[CommitSuspect, int, int]]:
     """The commit that heads each group's suspects (the most direct one), with the number of changes in
     `direction` (all when None) its groups hold and how many other suspects they list."""
     found: dict[str, tuple[CommitSuspect, int, int]] = {}
@@ -151,8 +166,9 @@ def check_message(groups: list[ChangeGroup], direction: str = "slowdown", limit:
     total = sum(n for _, n, _ in named)
     text = f"{total} {direction}{'' if total == 1 else 's'} from {len(named)} commit{'' if len(named) == 1 else 's'}"
     if named:
-        text += ": " + "; ".join(f"{c.sha[:8]} {c.subject[:70]} ({n}{f', +{o} other suspects' if o else ''})"
-                                 for c, n, o in named[:limit])
+        text += ": " + "; ".join(
+            f"{c.sha[:8]} {c.subject[:70]} ({n}{f', +{o} other suspects' if o else ''})" for c, n, o in named[:limit]
+        )
         if len(named) > limit:
             text += f"; and {len(named) - limit} more"
     rest: dict[str, int] = defaultdict(int)

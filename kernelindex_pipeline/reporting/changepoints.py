@@ -90,15 +90,19 @@ class Split:
     p_value: float  # Bonferroni-adjusted
 
 
-def within_noise(x: np.ndarray, cuts: list[int], extra: np.ndarray | None = None,
-                 limit: float = math.inf) -> tuple[float, int]:
+def within_noise(
+    x: np.ndarray, cuts: list[int], extra: np.ndarray | None = None, limit: float = math.inf
+) -> tuple[float, int]:
     """(noise, differences used): the MAD of the successive differences inside the segments between
     `cuts` (none: the whole series) as the sd of one value, optionally leaving out the differences that
     touch a value whose `extra` uncertainty exceeds `limit`. Robust on purpose: cuts sit where the largest
     jumps are, and a mean of squares without them would be biased low."""
     bounds = [0, *cuts, len(x)]
     e = extra if extra is not None else np.zeros(len(x))
-    keep = [np.diff(x[a:b])[(e[a:b - 1] <= limit) & (e[a + 1:b] <= limit)] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+    keep = [
+        np.diff(x[a:b])[(e[a : b - 1] <= limit) & (e[a + 1 : b] <= limit)]
+        for a, b in zip(bounds[:-1], bounds[1:], strict=True)
+    ]
     diffs = np.concatenate(keep) if keep else np.empty(0)
     if len(diffs) == 0:
         return 0.0, 0
@@ -174,7 +178,10 @@ def _betacf(a: float, b: float, x: float) -> float:
     h = d
     for m in range(1, 300):
         m2 = 2 * m
-        for numerator in (m * (b - m) * x / ((a + m2 - 1) * (a + m2)), -(a + m) * (a + b + m) * x / ((a + m2) * (a + m2 + 1))):
+        for numerator in (
+            m * (b - m) * x / ((a + m2 - 1) * (a + m2)),
+            -(a + m) * (a + b + m) * x / ((a + m2) * (a + m2 + 1)),
+        ):
             d = 1.0 + numerator * d
             d = 1.0 / (d if abs(d) > tiny else tiny)
             c = 1.0 + numerator / c
@@ -185,7 +192,9 @@ def _betacf(a: float, b: float, x: float) -> float:
     return h
 
 
-def _split_statistics(y: np.ndarray, w: np.ndarray, k: np.ndarray, scatter_df: float | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _split_statistics(
+    y: np.ndarray, w: np.ndarray, k: np.ndarray, scatter_df: float | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """For splits before positions k of y (weights w = 1 / variance): (shift, its standard error, degrees
     of freedom). With `scatter_df` (the merge step) the scale of the model variance is re-estimated from
     the scatter around the two segment means, with `scatter_df` degrees of freedom on the model itself, so
@@ -234,8 +243,13 @@ def _passes(split: Split, settings: DetectionSettings) -> bool:
     return split.p_value < settings.alpha and abs(split.log_ratio) >= settings.min_log_effect
 
 
-def find_changes(x: np.ndarray, sigma: float, settings: DetectionSettings, extra: np.ndarray | None = None,
-                 refine: Callable[[list[int]], float] | None = None) -> list[Split]:
+def find_changes(
+    x: np.ndarray,
+    sigma: float,
+    settings: DetectionSettings,
+    extra: np.ndarray | None = None,
+    refine: Callable[[list[int]], float] | None = None,
+) -> list[Split]:
     """Accepted change points of `x` (log values in time order), in time order. `sigma` is the series'
     noise; `extra` an additional standard deviation per value (the uncertainty of the host effect taken
     out of that run), so values of a run whose host moved every kernel differently weigh less.
@@ -276,8 +290,9 @@ def find_changes(x: np.ndarray, sigma: float, settings: DetectionSettings, extra
     return []
 
 
-def newest_step(x: np.ndarray, sigma: float, settings: DetectionSettings, splits: list[Split],
-                extra: np.ndarray | None = None) -> tuple[list[Split], Split | None]:
+def newest_step(
+    x: np.ndarray, sigma: float, settings: DetectionSettings, splits: list[Split], extra: np.ndarray | None = None
+) -> tuple[list[Split], Split | None]:
     """(changes, pending): a step at the newest value, which has one run after it, not the `min_segment`
     a change needs. It is listed as pending (None: there is none), never reported one run early: when
     the last accepted change has exactly `min_segment` runs after it and a split before the newest value

@@ -64,8 +64,18 @@ _RC = {
     "font.size": 9,
 }
 _PROVIDER_COLORS = [
-    "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22",
-    "#7f7f7f", "#393b79", "#637939",
+    "#1f77b4",
+    "#d62728",
+    "#2ca02c",
+    "#ff7f0e",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#17becf",
+    "#bcbd22",
+    "#7f7f7f",
+    "#393b79",
+    "#637939",
 ]
 
 
@@ -120,8 +130,9 @@ def _mode_rank(mode: str) -> tuple[int, str]:
     return (MODE_ORDER.index(mode) if mode in MODE_ORDER else len(MODE_ORDER), mode)
 
 
-def plan_charts(series_set: SeriesSet, memory_set: SeriesSet | None = None,
-                efficiency: EfficiencyReport | None = None) -> dict[str, list[ChartGroup]]:
+def plan_charts(
+    series_set: SeriesSet, memory_set: SeriesSet | None = None, efficiency: EfficiencyReport | None = None
+) -> dict[str, list[ChartGroup]]:
     """Which charts the report holds: kernel -> groups (one per environment), with file names.
 
     `series_set` holds latency series, `memory_set` (optional) peak-memory series; both metrics of
@@ -141,8 +152,15 @@ def plan_charts(series_set: SeriesSet, memory_set: SeriesSet | None = None,
         for environment, env_series in sorted(by_environment.items(), key=lambda kv: (kv[1][0].gpu, kv[0])):
             first = env_series[0]
             versions = _sorted_versions({p.version for s in env_series for p in s.points})
-            group = ChartGroup(kernel=kernel, kernel_title=first.kernel_title, gpu=first.gpu,
-                               environment_digest=environment, series=env_series, charts=[], versions=versions)
+            group = ChartGroup(
+                kernel=kernel,
+                kernel_title=first.kernel_title,
+                gpu=first.gpu,
+                environment_digest=environment,
+                series=env_series,
+                charts=[],
+                versions=versions,
+            )
             workloads = {s.workload.key: s.workload for s in env_series}
             for sweep in find_sweeps(workloads.values()):
                 on_sweep = {w.key for w in sweep.workloads}
@@ -171,27 +189,34 @@ def plan_charts(series_set: SeriesSet, memory_set: SeriesSet | None = None,
                     c.filename = f"{kebab(kernel)}-{counter:03d}-{c.kind}.svg"
                     c.caption = _caption(c)
                 group.charts.extend(charts)
-            for kind, metric, what in ((SPEEDUP, LATENCY_METRIC, "speed-up"), (SAVING, PEAK_MEMORY_METRIC,
-                                                                                "memory saving")):
+            for kind, metric, what in (
+                (SPEEDUP, LATENCY_METRIC, "speed-up"),
+                (SAVING, PEAK_MEMORY_METRIC, "memory saving"),
+            ):
                 measured = [s for s in env_series if s.metric == metric]
                 if measured and not any(c.kind == kind for c in group.charts):
                     roles = {s.role for s in measured}
                     missing = [r for r in ("liger", "baseline") if r not in roles]
-                    group.notes.append(f"No Liger-over-baseline {what}: "
-                                       + (f"no {' or '.join(missing)} provider measured here." if missing
-                                          else "Liger and baseline providers share no workload and pass."))
+                    group.notes.append(
+                        f"No Liger-over-baseline {what}: "
+                        + (
+                            f"no {' or '.join(missing)} provider measured here."
+                            if missing
+                            else "Liger and baseline providers share no workload and pass."
+                        )
+                    )
             if len(versions) < 2:
-                group.notes.append(f"Only Liger {', '.join(versions) or '(no version)'} measured for this kernel "
-                                   f"on {first.gpu}: no comparison across Liger versions is possible.")
+                group.notes.append(
+                    f"Only Liger {', '.join(versions) or '(no version)'} measured for this kernel "
+                    f"on {first.gpu}: no comparison across Liger versions is possible."
+                )
             groups.append(group)
         planned[kernel] = groups
     return planned
 
 
-def _chart(kind: str, group: ChartGroup, sweep: Sweep, drawn: list[Series], owned: list[Series] | None = None
-           ) -> Chart:
-    return Chart(kind, group.kernel, group.kernel_title, group.gpu, group.environment_digest, sweep, drawn,
-                 owned or [])
+def _chart(kind: str, group: ChartGroup, sweep: Sweep, drawn: list[Series], owned: list[Series] | None = None) -> Chart:
+    return Chart(kind, group.kernel, group.kernel_title, group.gpu, group.environment_digest, sweep, drawn, owned or [])
 
 
 def _sorted_versions(versions: set[str]) -> list[str]:
@@ -222,8 +247,9 @@ def memory_saving_pct(liger: Point, baseline: Point) -> float:
     return (baseline.median - liger.median) / baseline.median * 100
 
 
-def compare_at_newest_common_version(liger: Series, baseline: Series,
-                                     compare: Callable[[Point, Point], float]) -> tuple[str, float]:
+def compare_at_newest_common_version(
+    liger: Series, baseline: Series, compare: Callable[[Point, Point], float]
+) -> tuple[str, float]:
     """(version, compare(liger point, baseline point)) at the newest Liger version both series have."""
     version = max(set(liger.versions) & set(baseline.versions), key=parse_version)
     l_point = next(p for p in liger.points if p.version == version)
@@ -243,16 +269,17 @@ def _caption(chart: Chart) -> str:
         MEMORY: f"Peak memory (torch.cuda.max_memory_allocated) against {axis}, latest Liger version per series",
         SPEEDUP: f"Speed-up of Liger over baselines against {axis} (baseline median / Liger median; >1 = Liger faster)",
         SAVING: f"Peak-memory saving of Liger over baselines against {axis} ((baseline − Liger) / baseline; "
-                ">0 = Liger needs less memory)",
+        ">0 = Liger needs less memory)",
         VERSIONS: f"Liger latency against {axis} for every Liger version measured",
         EFFICIENCY: f"Percent of the datasheet peak against {axis} (HBM bandwidth or dense FLOP/s, whichever bounds "
-                    "the kernel), latest Liger version per series; shaded: implausible (above peak, or the re-read "
-                    "set fits in L2: hollow points)",
+        "the kernel), latest Liger version per series; shaded: implausible (above peak, or the re-read "
+        "set fits in L2: hollow points)",
     }[chart.kind]
     return f"{what} · {chart.gpu} · {sweep.label()}"
 
 
 # --------------------------------------------------------------------------- rendering
+
 
 def provider_colors(*series_sets: SeriesSet | None) -> dict[str, str]:
     providers = sorted({s.provider for series_set in series_sets for s in (series_set or [])})
@@ -262,8 +289,12 @@ def provider_colors(*series_sets: SeriesSet | None) -> dict[str, str]:
 def _scale_x(ax, sweep: Sweep, xs: list[int]) -> None:
     if sweep.categories is not None:
         labels = sweep.categories
-        ax.set_xticks(range(len(labels)), labels, rotation=30 if sum(map(len, labels)) > 40 else 0,
-                      ha="right" if sum(map(len, labels)) > 40 else "center")
+        ax.set_xticks(
+            range(len(labels)),
+            labels,
+            rotation=30 if sum(map(len, labels)) > 40 else 0,
+            ha="right" if sum(map(len, labels)) > 40 else "center",
+        )
         ax.set_xlim(-0.5, len(labels) - 0.5)
         ax.minorticks_off()
         return
@@ -312,8 +343,9 @@ def _new_figure(chart: Chart) -> tuple[Figure, list]:
     width, height = _PANEL_IN * len(modes) + 2.2, 3.4 + (0.5 if categorical else 0)
     bottom = 0.45 + (0.5 if categorical else 0)
     figure = Figure(figsize=(width, height))
-    figure.subplots_adjust(left=_LEFT_IN / width, right=1 - 2.3 / width, bottom=bottom / height,
-                           top=1 - 0.75 / height, wspace=0.28)
+    figure.subplots_adjust(
+        left=_LEFT_IN / width, right=1 - 2.3 / width, bottom=bottom / height, top=1 - 0.75 / height, wspace=0.28
+    )
     axes = figure.subplots(1, len(modes), squeeze=False)[0]
     for ax, mode in zip(axes, modes, strict=False):
         ax.set_title(mode)
@@ -339,12 +371,23 @@ def render_chart(chart: Chart, path: Path, colors: dict[str, str]) -> list[Drawn
     lines: list[DrawnLine] = []
     with matplotlib.rc_context(_RC):
         figure, panels = _new_figure(chart)
-        draw = {LATENCY: _draw_latency, MEMORY: _draw_memory, SPEEDUP: _draw_speedup, SAVING: _draw_saving,
-                VERSIONS: _draw_versions, EFFICIENCY: _draw_efficiency}[chart.kind]
+        draw = {
+            LATENCY: _draw_latency,
+            MEMORY: _draw_memory,
+            SPEEDUP: _draw_speedup,
+            SAVING: _draw_saving,
+            VERSIONS: _draw_versions,
+            EFFICIENCY: _draw_efficiency,
+        }[chart.kind]
         handles = draw(chart, panels, colors, lines)
         if handles:
-            legend = figure.legend(handles=handles, loc="upper right", fontsize=8, frameon=False,
-                                   bbox_to_anchor=(1, 1 - 0.6 / figure.get_figheight()))
+            legend = figure.legend(
+                handles=handles,
+                loc="upper right",
+                fontsize=8,
+                frameon=False,
+                bbox_to_anchor=(1, 1 - 0.6 / figure.get_figheight()),
+            )
             _fit_legend(figure, legend, len(panels))
         figure.savefig(path, format="svg", metadata={"Date": None})
     return lines
@@ -377,10 +420,21 @@ def _draw_providers(chart: Chart, panels, colors, lines, unit_of, quantity: str)
             xs_all += xs
             title = line[0].provider_title
             label = f"{title} ({provider})" if title != provider else provider
-            handles[label] = _plot(ax, mode, lines, xs, [s.latest.median / scale for s in line], color=colors[provider],
-                                   label=label, linestyle="--" if line[0].role == "baseline" else "-")
-            banded = [(x, s.latest.p20 / scale, s.latest.p80 / scale)
-                      for x, s in zip(xs, line, strict=False) if s.latest.has_band]
+            handles[label] = _plot(
+                ax,
+                mode,
+                lines,
+                xs,
+                [s.latest.median / scale for s in line],
+                color=colors[provider],
+                label=label,
+                linestyle="--" if line[0].role == "baseline" else "-",
+            )
+            banded = [
+                (x, s.latest.p20 / scale, s.latest.p80 / scale)
+                for x, s in zip(xs, line, strict=False)
+                if s.latest.has_band
+            ]
             if banded:
                 bx, lo, hi = zip(*banded, strict=False)
                 ax.fill_between(bx, lo, hi, color=colors[provider], alpha=0.18, linewidth=0)
@@ -416,8 +470,16 @@ def _draw_comparison(chart: Chart, panels, colors, lines, compare, ylabel: str, 
             xs, ys = zip(*points, strict=False)
             xs_all += xs
             label = f"{liger_provider} vs {baseline_provider}"
-            handles[label] = _plot(ax, mode, lines, xs, ys, color=colors[liger_provider], label=label,
-                                   linestyle=["-", "--", ":", "-."][baselines.index(baseline_provider) % 4])
+            handles[label] = _plot(
+                ax,
+                mode,
+                lines,
+                xs,
+                ys,
+                color=colors[liger_provider],
+                label=label,
+                linestyle=["-", "--", ":", "-."][baselines.index(baseline_provider) % 4],
+            )
         ax.set_ylabel(ylabel)
         if xs_all:
             _scale_x(ax, chart.sweep, xs_all)
@@ -441,15 +503,30 @@ def _draw_versions(chart: Chart, panels, colors, lines) -> list:
         xs_all = []
         for provider in providers:
             for version in versions:
-                points = sorted(((chart.sweep.x_of(s.workload), p) for s in in_mode if s.provider == provider
-                                 for p in s.points if p.version == version), key=lambda xp: xp[0])
+                points = sorted(
+                    (
+                        (chart.sweep.x_of(s.workload), p)
+                        for s in in_mode
+                        if s.provider == provider
+                        for p in s.points
+                        if p.version == version
+                    ),
+                    key=lambda xp: xp[0],
+                )
                 if not points:
                     continue
                 xs = [x for x, _ in points]
                 xs_all += xs
                 handles[(providers.index(provider), versions.index(version))] = _plot(
-                    ax, mode, lines, xs, [p.median / scale for _, p in points], color=version_color[version],
-                    linestyle=styles[provider], label=f"{provider} {version}")
+                    ax,
+                    mode,
+                    lines,
+                    xs,
+                    [p.median / scale for _, p in points],
+                    color=version_color[version],
+                    linestyle=styles[provider],
+                    label=f"{provider} {version}",
+                )
                 banded = [(x, p.p20 / scale, p.p80 / scale) for x, p in points if p.has_band]
                 if banded:
                     bx, lo, hi = zip(*banded, strict=False)
@@ -477,30 +554,49 @@ def _draw_efficiency(chart: Chart, panels, colors, lines) -> list:
         in_mode = [(s, f) for s, f in in_mode if f is not None]
         xs_all, top = [], 100.0
         for provider in sorted({s.provider for s, _ in in_mode}):
-            line = sorted(((chart.sweep.x_of(s.workload), s, f) for s, f in in_mode if s.provider == provider),
-                          key=lambda xsf: xsf[0])
+            line = sorted(
+                ((chart.sweep.x_of(s.workload), s, f) for s, f in in_mode if s.provider == provider),
+                key=lambda xsf: xsf[0],
+            )
             xs = [x for x, _, _ in line]
             ys = [f.pct_of_peak for _, _, f in line]
             xs_all += xs
             top = max(top, *ys)
             first = line[0][1]
             label = f"{first.provider_title} ({provider})" if first.provider_title != provider else provider
-            handles[label] = _plot(ax, mode, lines, xs, ys, color=colors[provider], label=label,
-                                   linestyle="--" if first.role == "baseline" else "-")
-            hollow = [(x, y) for (x, _, f), y in zip(line, ys, strict=True) if any(g in IMPLAUSIBLE_FLAGS for g in f.flags)]
+            handles[label] = _plot(
+                ax,
+                mode,
+                lines,
+                xs,
+                ys,
+                color=colors[provider],
+                label=label,
+                linestyle="--" if first.role == "baseline" else "-",
+            )
+            hollow = [
+                (x, y) for (x, _, f), y in zip(line, ys, strict=True) if any(g in IMPLAUSIBLE_FLAGS for g in f.flags)
+            ]
             if hollow:
                 ax.scatter(*zip(*hollow, strict=True), s=40, facecolors="white", edgecolors=colors[provider], zorder=3)
-        resident = sorted({x for x, s, f in ((chart.sweep.x_of(s.workload), s, f) for s, f in in_mode)
-                           if FLAG_L2 in f.flags})
+        resident = sorted(
+            {x for x, s, f in ((chart.sweep.x_of(s.workload), s, f) for s, f in in_mode) if FLAG_L2 in f.flags}
+        )
         for x in resident:  # the workloads whose re-read set fits in L2: the whole column is implausible
-            ax.axvspan(x * 0.9 if chart.sweep.categories is None else x - 0.4,
-                       x * 1.1 if chart.sweep.categories is None else x + 0.4, color="#9a6700", alpha=0.12, linewidth=0)
+            ax.axvspan(
+                x * 0.9 if chart.sweep.categories is None else x - 0.4,
+                x * 1.1 if chart.sweep.categories is None else x + 0.4,
+                color="#9a6700",
+                alpha=0.12,
+                linewidth=0,
+            )
         ax.axhspan(100, max(top * 1.08, 110), color="#cf222e", alpha=0.10, linewidth=0)
         ax.axhline(100, color="#cf222e", linewidth=0.8, alpha=0.6)
         ax.set_ylabel("% of datasheet peak")
         if resident:
-            handles["~implausible: re-read set fits in L2"] = Patch(color="#9a6700", alpha=0.25,
-                                                                    label="implausible: fits in L2")
+            handles["~implausible: re-read set fits in L2"] = Patch(
+                color="#9a6700", alpha=0.25, label="implausible: fits in L2"
+            )
         handles["~implausible: above peak"] = Patch(color="#cf222e", alpha=0.2, label="implausible: above peak")
         if xs_all:
             _scale_x(ax, chart.sweep, xs_all)

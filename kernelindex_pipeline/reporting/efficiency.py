@@ -46,7 +46,11 @@ SIDECAR_KIND = "kernelindex-pipeline/efficiency"
 SIDECAR_VERSION = 1
 COPY_SENTINEL_PREFIX, MATMUL_SENTINEL_PREFIX = "sentinel_copy", "sentinel_matmul"
 FLAG_L2, FLAG_ABOVE_MEASURED, FLAG_ABOVE_PEAK, FLAG_LOW = (
-    "l2-resident", "above-measured-ceiling", "above-datasheet-peak", "low-efficiency")
+    "l2-resident",
+    "above-measured-ceiling",
+    "above-datasheet-peak",
+    "low-efficiency",
+)
 IMPLAUSIBLE_FLAGS = (FLAG_L2, FLAG_ABOVE_MEASURED, FLAG_ABOVE_PEAK)
 STATUS_OK, STATUS_NO_COST, STATUS_NO_PEAK, STATUS_NO_CASE = "ok", "no cost model", "no peak", "no workload"
 TERA = 1e12
@@ -99,8 +103,9 @@ def load_peaks(path: Path | str | None = None) -> PeakTable:
     both = set(parsed.gpus) & set(parsed.unsourced)
     if both:
         raise PeaksError(f"{where}: {', '.join(sorted(both))} both have peaks and are listed as unsourced")
-    return PeakTable({identity.gpu_slug(name): (name, peaks) for name, peaks in parsed.gpus.items()},
-                     dict(parsed.unsourced))
+    return PeakTable(
+        {identity.gpu_slug(name): (name, peaks) for name, peaks in parsed.gpus.items()}, dict(parsed.unsourced)
+    )
 
 
 @cache
@@ -109,6 +114,7 @@ def default_peaks() -> PeakTable:
 
 
 # ------------------------------------------------------------------------------------- per run
+
 
 @dataclass
 class RunEfficiency:
@@ -184,14 +190,20 @@ class _Group:
 
     @property
     def l2_resident(self) -> bool:
-        return (self.cost is not None and self.cost.l2_bytes is not None and self.l2_bytes is not None
-                and self.cost.l2_bytes <= self.l2_bytes)
+        return (
+            self.cost is not None
+            and self.cost.l2_bytes is not None
+            and self.l2_bytes is not None
+            and self.cost.l2_bytes <= self.l2_bytes
+        )
 
 
 _Row = tuple[_Group, float, dict]  # (group, median latency ns, the BenchmarkRun: its time and version read when asked)
 
 
-def _figures(group: _Group, latency_ns: float, low: float) -> tuple[float | None, float | None, float | None, list[str]]:
+def _figures(
+    group: _Group, latency_ns: float, low: float
+) -> tuple[float | None, float | None, float | None, list[str]]:
     """(achieved, % of peak, % of measured ceiling, flags) of one run."""
     if group.cost is None:
         return None, None, None, []
@@ -221,13 +233,32 @@ class _LazyRuns(Mapping):
         achieved, pct, pct_measured, flags = _figures(group, latency, self._low)
         cost = group.cost
         return RunEfficiency(
-            run=digest, kernel=group.kernel, mode=group.mode, provider=group.provider, gpu=group.gpu,
-            environment=group.environment, workload=group.workload, case_key=group.case_key, liger_version=version,
-            observed_at=observed_at, latency_ns=latency, status=group.status, reason=group.reason,
-            bound=cost and cost.bound, dtype=group.dtype if cost else None, bytes=cost and cost.bytes,
-            flops=cost and cost.flops, l2_set_bytes=cost and cost.l2_bytes, l2_bytes=group.l2_bytes if cost else None,
-            achieved=achieved, peak=group.peak, pct_of_peak=pct, measured_ceiling=group.measured if cost else None,
-            pct_of_measured=pct_measured, flags=flags)
+            run=digest,
+            kernel=group.kernel,
+            mode=group.mode,
+            provider=group.provider,
+            gpu=group.gpu,
+            environment=group.environment,
+            workload=group.workload,
+            case_key=group.case_key,
+            liger_version=version,
+            observed_at=observed_at,
+            latency_ns=latency,
+            status=group.status,
+            reason=group.reason,
+            bound=cost and cost.bound,
+            dtype=group.dtype if cost else None,
+            bytes=cost and cost.bytes,
+            flops=cost and cost.flops,
+            l2_set_bytes=cost and cost.l2_bytes,
+            l2_bytes=group.l2_bytes if cost else None,
+            achieved=achieved,
+            peak=group.peak,
+            pct_of_peak=pct,
+            measured_ceiling=group.measured if cost else None,
+            pct_of_measured=pct_measured,
+            flags=flags,
+        )
 
     def __iter__(self):
         return iter(self._rows)
@@ -330,11 +361,19 @@ class _Deriver:
 
     def series_group(self, series: Series) -> _Group:
         """The group of a latency series (its kernel, pass, provider, GPU, workload and environment)."""
-        key = (series.kernel, series.mode, series.provider, series.gpu_slug, series.workload.case_key,
-               series.key.workload_digest, series.key.environment_digest)
+        key = (
+            series.kernel,
+            series.mode,
+            series.provider,
+            series.gpu_slug,
+            series.workload.case_key,
+            series.key.workload_digest,
+            series.key.environment_digest,
+        )
         if key not in self.groups:
-            ident = identity.RunIdentity(series.kernel, series.mode, series.provider, series.gpu_slug,
-                                         series.workload.case_key, "")
+            ident = identity.RunIdentity(
+                series.kernel, series.mode, series.provider, series.gpu_slug, series.workload.case_key, ""
+            )
             self.groups[key] = self._make(ident, series.key.workload_digest, series.key.environment_digest)
         return self.groups[key]
 
@@ -353,12 +392,15 @@ class _Deriver:
         group.peak = peaks.peak(cost.bound, group.dtype) if peaks else None
         if group.peak is None:
             group.status = STATUS_NO_PEAK
-            group.reason = (f"no datasheet {cost.bound if cost.bound == BYTES else (group.dtype or '?') + ' FLOP/s'} "
-                            f"peak for GPU {ident.gpu_slug} in data/gpu-peaks.yaml")
+            group.reason = (
+                f"no datasheet {cost.bound if cost.bound == BYTES else (group.dtype or '?') + ' FLOP/s'} "
+                f"peak for GPU {ident.gpu_slug} in data/gpu-peaks.yaml"
+            )
         if environment not in self.l2:
             datasheet = peaks.l2MiB if peaks else None
             self.l2[environment] = _environment_l2(self.index, environment) or (
-                int(datasheet * 2**20) if datasheet else None)
+                int(datasheet * 2**20) if datasheet else None
+            )
         group.l2_bytes = self.l2[environment]
         return group
 
@@ -377,9 +419,13 @@ def _check_threshold(low_threshold: float) -> None:
         raise ValueError(f"low-efficiency threshold {low_threshold!r} must be a fraction in (0, 1], e.g. 0.3")
 
 
-def derive_efficiency(manifests: Iterable[dict[str, Any]] | RecordIndex, *,
-                      low_threshold: float = DEFAULT_LOW_THRESHOLD, models: CostModels | None = None,
-                      peaks: PeakTable | None = None) -> EfficiencyReport:
+def derive_efficiency(
+    manifests: Iterable[dict[str, Any]] | RecordIndex,
+    *,
+    low_threshold: float = DEFAULT_LOW_THRESHOLD,
+    models: CostModels | None = None,
+    peaks: PeakTable | None = None,
+) -> EfficiencyReport:
     """The efficiency of every latency run of `manifests` (history, CI and sweep runs alike): the sidecar's,
     the export's and the efficiency_table asset's."""
     _check_threshold(low_threshold)
@@ -405,9 +451,14 @@ def derive_efficiency(manifests: Iterable[dict[str, Any]] | RecordIndex, *,
     return _finish(rows, [g for g in deriver.groups.values() if g is not None], low_threshold)
 
 
-def derive_series_efficiency(index: RecordIndex, series: Iterable[Series], *,
-                             low_threshold: float = DEFAULT_LOW_THRESHOLD, models: CostModels | None = None,
-                             peaks: PeakTable | None = None) -> EfficiencyReport:
+def derive_series_efficiency(
+    index: RecordIndex,
+    series: Iterable[Series],
+    *,
+    low_threshold: float = DEFAULT_LOW_THRESHOLD,
+    models: CostModels | None = None,
+    peaks: PeakTable | None = None,
+) -> EfficiencyReport:
     """The report's efficiency: the same groups and figures as `derive_efficiency`, made from the latency
     series the report already built (every run of a series shares its group), with facts for the runs the
     report draws (each series' point per Liger version), so a report of 1M runs does no work per run. Its
@@ -426,8 +477,9 @@ def derive_series_efficiency(index: RecordIndex, series: Iterable[Series], *,
     return _finish(rows, list(deriver.groups.values()), low_threshold, totals)
 
 
-def _finish(rows: dict[str, _Row], groups: list[_Group], low_threshold: float,
-            totals: dict[int, int] | None = None) -> EfficiencyReport:
+def _finish(
+    rows: dict[str, _Row], groups: list[_Group], low_threshold: float, totals: dict[int, int] | None = None
+) -> EfficiencyReport:
     """The measured ceilings (the fastest sentinel run of each environment) into every group, and the report."""
     sentinels = (COPY_SENTINEL_PREFIX, MATMUL_SENTINEL_PREFIX)
     fastest: dict[int, float] = {}  # id(sentinel group) -> its shortest latency
@@ -437,8 +489,10 @@ def _finish(rows: dict[str, _Row], groups: list[_Group], low_threshold: float,
     measured: dict[tuple[str, str], float] = {}
     for g in groups:
         if id(g) in fastest:
-            key = (g.environment, COPY_SENTINEL_PREFIX if g.kernel.startswith(COPY_SENTINEL_PREFIX)
-                   else MATMUL_SENTINEL_PREFIX)
+            key = (
+                g.environment,
+                COPY_SENTINEL_PREFIX if g.kernel.startswith(COPY_SENTINEL_PREFIX) else MATMUL_SENTINEL_PREFIX,
+            )
             measured[key] = max(measured.get(key, 0.0), g.cost.work / (fastest[id(g)] * 1e-9))
     for g in groups:
         sentinel = _sentinel_of(g)
@@ -448,11 +502,17 @@ def _finish(rows: dict[str, _Row], groups: list[_Group], low_threshold: float,
 
 # -------------------------------------------------------------------------------------- sidecar
 
+
 def write_sidecar(report: EfficiencyReport, out_dir: str | os.PathLike[str]) -> Path:
     """`efficiency.jsonl`: a header line, then one line per run in run-digest order (byte-stable)."""
     path = Path(out_dir) / SIDECAR_NAME
-    header = {"kind": SIDECAR_KIND, "version": SIDECAR_VERSION, "lowThreshold": report.low_threshold,
-              "runs": len(report.runs), "units": {"achieved": "bytes/s or FLOP/s (see bound)", "latencyNs": "ns"}}
+    header = {
+        "kind": SIDECAR_KIND,
+        "version": SIDECAR_VERSION,
+        "lowThreshold": report.low_threshold,
+        "runs": len(report.runs),
+        "units": {"achieved": "bytes/s or FLOP/s (see bound)", "latencyNs": "ns"},
+    }
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "w", encoding="utf-8") as handle:
         handle.write(json.dumps(header, sort_keys=True) + "\n")
@@ -462,8 +522,12 @@ def write_sidecar(report: EfficiencyReport, out_dir: str | os.PathLike[str]) -> 
     return path
 
 
-def export_sidecar(manifests: Iterable[dict[str, Any]], out_dir: str | os.PathLike[str], *,
-                   low_threshold: float = DEFAULT_LOW_THRESHOLD) -> Path:
+def export_sidecar(
+    manifests: Iterable[dict[str, Any]],
+    out_dir: str | os.PathLike[str],
+    *,
+    low_threshold: float = DEFAULT_LOW_THRESHOLD,
+) -> Path:
     """The derived figures of an export (`export`, the catalogue_export asset): `efficiency.jsonl` beside
     the export's files, so the records themselves stay exactly as published."""
     Path(out_dir).mkdir(parents=True, exist_ok=True)
@@ -488,6 +552,7 @@ def read_sidecar(path: str | os.PathLike[str]) -> EfficiencyReport:
 
 # ----------------------------------------------------------------------------- the ranking table
 
+
 @dataclass(frozen=True)
 class TableRow:
     """One (GPU, kernel, pass, provider): its largest workload's newest run."""
@@ -499,8 +564,9 @@ class TableRow:
         return {"gpuName": self.gpu, **self.facts.to_dict()}
 
 
-def rank_by_efficiency(series: Iterable[Series], report: EfficiencyReport, *, roles: tuple[str, ...] = ("liger",)
-                     ) -> list[TableRow]:
+def rank_by_efficiency(
+    series: Iterable[Series], report: EfficiencyReport, *, roles: tuple[str, ...] = ("liger",)
+) -> list[TableRow]:
     """Per GPU, kernel, pass and provider (of `roles`), the efficiency of its largest workload (most work)
     at its newest Liger version; ordered by GPU, then plausible readings from the least efficient up,
     then implausible ones. Runs without a figure (no cost model, no peak) are left out."""
@@ -515,30 +581,51 @@ def rank_by_efficiency(series: Iterable[Series], report: EfficiencyReport, *, ro
         if key not in best or rank > best[key][0]:
             best[key] = (rank, s.gpu, facts)
     rows = [TableRow(gpu, facts) for _, gpu, facts in best.values()]
-    rows.sort(key=lambda r: (r.gpu, not r.facts.plausible, r.facts.pct_of_peak, r.facts.kernel, r.facts.mode,
-                             r.facts.provider))
+    rows.sort(
+        key=lambda r: (
+            r.gpu,
+            not r.facts.plausible,
+            r.facts.pct_of_peak,
+            r.facts.kernel,
+            r.facts.mode,
+            r.facts.provider,
+        )
+    )
     return rows
 
 
 def table_markdown(rows: list[TableRow], limit: int = 30) -> str:
-    lines = ["| GPU | kernel | pass | provider | workload | achieved | % of peak | flags |",
-             "| --- | --- | --- | --- | --- | ---: | ---: | --- |"]
+    lines = [
+        "| GPU | kernel | pass | provider | workload | achieved | % of peak | flags |",
+        "| --- | --- | --- | --- | --- | ---: | ---: | --- |",
+    ]
     for row in rows[:limit]:
         f = row.facts
-        lines.append(f"| {row.gpu} | {f.kernel} | {f.mode} | {f.provider} | {f.case_key} | "
-                     f"{f.achieved / TERA:.3g} {f.unit} | {f.pct_of_peak:.0f} % | {', '.join(f.flags)} |")
+        lines.append(
+            f"| {row.gpu} | {f.kernel} | {f.mode} | {f.provider} | {f.case_key} | "
+            f"{f.achieved / TERA:.3g} {f.unit} | {f.pct_of_peak:.0f} % | {', '.join(f.flags)} |"
+        )
     return "\n".join(lines)
 
 
 # ------------------------------------------------------------------------- a change's efficiency
+
 
 def format_pct(value: float) -> str:
     """A percent of peak as the page shows it: one decimal under 10 % (0.4 %, 8.2 %), else whole."""
     return f"{value:.1f} %" if value < 10 else f"{value:.0f} %"
 
 
-def change_efficiency(report: EfficiencyReport, kernel: str, mode: str, provider: str, workload: str, gpu: str,
-                      before_ns: float, after_ns: float) -> tuple[float, float] | None:
+def change_efficiency(
+    report: EfficiencyReport,
+    kernel: str,
+    mode: str,
+    provider: str,
+    workload: str,
+    gpu: str,
+    before_ns: float,
+    after_ns: float,
+) -> tuple[float, float] | None:
     """(% of peak before, after) of a latency change of one series, from its levels on either side; None
     where the series has no figure (every run of a series shares its work and its peak)."""
     scale = report.percent_scale(kernel, mode, provider, workload, gpu)

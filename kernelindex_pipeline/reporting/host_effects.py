@@ -58,8 +58,14 @@ CELLS = 4_000_000  # matrix cells per vectorised block (32 MB of float64)
 # Latency classes by a series' typical median: half decades, because the host effect falls steeply
 # with kernel length (x6 at 7 us, x1.7 at 50 us, x1.1 at 0.5 ms on one CI run). Upper bounds in ns.
 LATENCY_CLASSES: tuple[tuple[float, str], ...] = (
-    (1e4, "<10 µs"), (3e4, "10–30 µs"), (1e5, "30–100 µs"), (3e5, "0.1–0.3 ms"), (1e6, "0.3–1 ms"),
-    (3e6, "1–3 ms"), (1e7, "3–10 ms"), (math.inf, "≥10 ms"),
+    (1e4, "<10 µs"),
+    (3e4, "10–30 µs"),
+    (1e5, "30–100 µs"),
+    (3e5, "0.1–0.3 ms"),
+    (1e6, "0.3–1 ms"),
+    (3e6, "1–3 ms"),
+    (1e7, "3–10 ms"),
+    (math.inf, "≥10 ms"),
 )
 MEMORY_CLASS = len(LATENCY_CLASSES)  # peak memory series form one class of their own
 CLASS_LABELS = tuple(label for _, label in LATENCY_CLASSES) + ("peak memory",)
@@ -143,7 +149,9 @@ def _window_medians(series: np.ndarray, values: np.ndarray) -> tuple[np.ndarray,
     return out
 
 
-def _side_medians(series: np.ndarray, values: np.ndarray, masked: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def _side_medians(
+    series: np.ndarray, values: np.ndarray, masked: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Median of the NEIGHBOURS previous and of the NEIGHBOURS next values of the same series (NaN where
     there are none), skipping `masked` values (runs inside a host excursion): a value inside an excursion
     is compared with the series just outside it, on both sides, however long the excursion is."""
@@ -228,7 +236,7 @@ def _blocks(c: np.ndarray, z_needed: float) -> list[tuple[int, int]]:
         if best is None:
             return sorted(out)
         out.append(best)
-        taken[best[0]:best[1]] = True
+        taken[best[0] : best[1]] = True
 
 
 def _side_means(c: np.ndarray, taken: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -282,15 +290,26 @@ def _robust_stats(values: pd.Series, keys: list[pd.Series]) -> pd.DataFrame:
     centre = median.reindex(pd.MultiIndex.from_arrays(keys)).to_numpy()
     mad = (values - centre).abs().groupby(keys, sort=True).median()
     count = grouped.size()
-    return pd.DataFrame({"median": median, "count": count, "sd": _MAD * mad, "se": 1.2533 * _MAD * mad / np.sqrt(count)})
+    return pd.DataFrame(
+        {"median": median, "count": count, "sd": _MAD * mad, "se": 1.2533 * _MAD * mad / np.sqrt(count)}
+    )
 
 
 def _lookup(table: pd.Series, keys: list[np.ndarray]) -> np.ndarray:
     return table.reindex(pd.MultiIndex.from_arrays(keys)).fillna(0.0).to_numpy()
 
 
-def estimate(series: np.ndarray, run: np.ndarray, cls: np.ndarray, group: np.ndarray, script: np.ndarray,
-             x: np.ndarray, min_log_effect: float, z_needed: float, run_gpu: np.ndarray | None = None) -> HostFit:
+def estimate(
+    series: np.ndarray,
+    run: np.ndarray,
+    cls: np.ndarray,
+    group: np.ndarray,
+    script: np.ndarray,
+    x: np.ndarray,
+    min_log_effect: float,
+    z_needed: float,
+    run_gpu: np.ndarray | None = None,
+) -> HostFit:
     """Host effects of observations (arrays of one length, sorted by series then time): `run` is the
     observation's source run, `cls` its latency class, `group` its kernel group, `script` its benchmark
     script (kernel) and `x` its log value; `run_gpu` the GPU (any id) of each run. Script effects are kept
@@ -299,21 +318,36 @@ def estimate(series: np.ndarray, run: np.ndarray, cls: np.ndarray, group: np.nda
     latency = cls != MEMORY_CLASS
     if not latency.any():  # nothing a host moves (no runs, or peak memory only)
         zeros = np.zeros(len(x))
-        effects = pd.DataFrame({"log_factor": [], "se": [], "groups": [], "extra": []},
-                               index=pd.MultiIndex.from_arrays([[], []], names=["run", "cls"]))
-        scripts = pd.DataFrame({"log_factor": [], "series": [], "se": []},
-                               index=pd.MultiIndex.from_arrays([[], []], names=["run", "script"]))
+        effects = pd.DataFrame(
+            {"log_factor": [], "se": [], "groups": [], "extra": []},
+            index=pd.MultiIndex.from_arrays([[], []], names=["run", "cls"]),
+        )
+        scripts = pd.DataFrame(
+            {"log_factor": [], "series": [], "se": []},
+            index=pd.MultiIndex.from_arrays([[], []], names=["run", "script"]),
+        )
         return HostFit(effects, scripts, zeros, zeros.copy(), zeros.copy(), set())
     if not latency.all():
-        fit = estimate(series[latency], run[latency], cls[latency], group[latency], script[latency], x[latency],
-                       min_log_effect, z_needed, run_gpu)
+        fit = estimate(
+            series[latency],
+            run[latency],
+            cls[latency],
+            group[latency],
+            script[latency],
+            x[latency],
+            min_log_effect,
+            z_needed,
+            run_gpu,
+        )
         correction, extra, loading = np.zeros(len(x)), np.zeros(len(x)), np.zeros(len(x))
         correction[latency], extra[latency], loading[latency] = fit.correction, fit.extra, fit.loading
         return HostFit(fit.effects, fit.scripts, correction, extra, loading, fit.excursions)
     if run_gpu is None:
         run_gpu = np.zeros(int(run.max()) + 1 if len(run) else 0, dtype=np.int64)
     blocks = excursions(common_levels(series, run, cls, group, x), run_gpu, z_needed) if len(x) else set()
-    masked = _lookup(pd.Series(1.0, index=pd.MultiIndex.from_tuples(sorted(blocks))), [run, cls]) > 0 if blocks else None
+    masked = (
+        _lookup(pd.Series(1.0, index=pd.MultiIndex.from_tuples(sorted(blocks))), [run, cls]) > 0 if blocks else None
+    )
     run_corr = np.zeros(len(x))
     script_corr = np.zeros(len(x))
     run_s, cls_s, script_s = pd.Series(run), pd.Series(cls), pd.Series(script)
@@ -323,7 +357,10 @@ def estimate(series: np.ndarray, run: np.ndarray, cls: np.ndarray, group: np.nda
         ok = d.notna()
         per_group = d[ok].groupby([run_s[ok], cls_s[ok], pd.Series(group)[ok]]).median()
         level = per_group.index.droplevel(2)
-        stats = _robust_stats(pd.Series(per_group.to_numpy()), [pd.Series(level.get_level_values(0)), pd.Series(level.get_level_values(1))])
+        stats = _robust_stats(
+            pd.Series(per_group.to_numpy()),
+            [pd.Series(level.get_level_values(0)), pd.Series(level.get_level_values(1))],
+        )
         # the standard error is at least what the class's usual spread over groups gives (a MAD of four
         # values can be nearly zero by chance); an effect within two standard errors of 0 is not taken out
         usual = stats["sd"].groupby(level=1).transform("median")
@@ -340,15 +377,24 @@ def estimate(series: np.ndarray, run: np.ndarray, cls: np.ndarray, group: np.nda
         # the standard error is at least what the usual scatter of deviations in the members' classes gives
         # (a MAD of four values can be nearly zero by chance)
         usual_sd = _MAD * rest[ok2].abs().groupby(cls_s[ok2]).median()
-        member_sd = pd.Series(cls_s[ok2].map(usual_sd).to_numpy()).groupby([run_s[ok2].to_numpy(), script_s[ok2].to_numpy()]).median()
-        se = np.maximum(script_stats["se"], 1.2533 * member_sd.reindex(script_stats.index).to_numpy() / np.sqrt(script_stats["count"]))
+        member_sd = (
+            pd.Series(cls_s[ok2].map(usual_sd).to_numpy())
+            .groupby([run_s[ok2].to_numpy(), script_s[ok2].to_numpy()])
+            .median()
+        )
+        se = np.maximum(
+            script_stats["se"],
+            1.2533 * member_sd.reindex(script_stats.index).to_numpy() / np.sqrt(script_stats["count"]),
+        )
         script_stats["se"] = se
         size = script_stats["median"].abs()
         keep = (script_stats["count"] >= MIN_SERIES) & (size >= min_log_effect) & (size >= z_needed * se)
         script_corr += _lookup(script_stats["median"].where(keep, 0.0), [run, script])
     run_table = stats.rename(columns={"count": "groups"})
-    run_table["log_factor"] = _lookup(pd.Series(run_corr, index=pd.MultiIndex.from_arrays([run, cls])).groupby(level=[0, 1]).first(),
-                                      [run_table.index.get_level_values(0), run_table.index.get_level_values(1)])
+    run_table["log_factor"] = _lookup(
+        pd.Series(run_corr, index=pd.MultiIndex.from_arrays([run, cls])).groupby(level=[0, 1]).first(),
+        [run_table.index.get_level_values(0), run_table.index.get_level_values(1)],
+    )
     run_table.loc[run_table["groups"] < MIN_GROUPS, "log_factor"] = 0.0
     # unevenness: the spread of the kernel groups' deviations in that run, beyond the class's usual spread
     usual = run_table["sd"].groupby(level=1).transform("median")
@@ -379,9 +425,14 @@ def estimate(series: np.ndarray, run: np.ndarray, cls: np.ndarray, group: np.nda
     # Each series takes the run's effect only as far as it moves with it (its loading, `_loadings`): a
     # GPU-bound shape that reads the same on a slow host takes none of it, nor its uncertainty.
     loading = _loadings(series, cls, x, run_corr + script_corr, masked)
-    return HostFit(effects=run_table[["log_factor", "se", "groups", "extra"]], scripts=script_table,
-                   correction=loading * (run_corr + script_corr), extra=loading * extra, loading=loading,
-                   excursions=blocks)
+    return HostFit(
+        effects=run_table[["log_factor", "se", "groups", "extra"]],
+        scripts=script_table,
+        correction=loading * (run_corr + script_corr),
+        extra=loading * extra,
+        loading=loading,
+        excursions=blocks,
+    )
 
 
 def _random_effects(estimates: np.ndarray, variances: np.ndarray) -> tuple[float, float]:
@@ -401,14 +452,18 @@ def _random_effects(estimates: np.ndarray, variances: np.ndarray) -> tuple[float
     return float(np.sum(random_weights * estimates) / np.sum(random_weights)), spread
 
 
-def _loadings(series: np.ndarray, cls: np.ndarray, x: np.ndarray, effect: np.ndarray, masked: np.ndarray | None) -> np.ndarray:
+def _loadings(
+    series: np.ndarray, cls: np.ndarray, x: np.ndarray, effect: np.ndarray, masked: np.ndarray | None
+) -> np.ndarray:
     """Per observation, its series' loading on the run effects: the regression slope of the series' own
     two-sided deviations on the effect estimated for its runs (`shrunk_slopes`)."""
     d, _ = _deviations(series, x, masked)
     return shrunk_slopes(series, cls, x, d, effect)
 
 
-def shrunk_slopes(series: np.ndarray, cls: np.ndarray, x: np.ndarray, response: np.ndarray, effect: np.ndarray) -> np.ndarray:
+def shrunk_slopes(
+    series: np.ndarray, cls: np.ndarray, x: np.ndarray, response: np.ndarray, effect: np.ndarray
+) -> np.ndarray:
     """Per observation, its series' slope of `response` on `effect` (through 0, over the values where both
     are known and the effect is not 0), shrunk (empirical Bayes, per class) towards the class' mean slope
     by how well the series' own runs tell it (its noise: the MAD of the successive differences of `x`),
@@ -432,7 +487,11 @@ def shrunk_slopes(series: np.ndarray, cls: np.ndarray, x: np.ndarray, response: 
         if not members.any():
             continue
         prior, spread = _random_effects(own[members], variance[members])
-        shrunk = prior if spread == 0.0 else (own[members] / variance[members] + prior / spread) / (1 / variance[members] + 1 / spread)
+        shrunk = (
+            prior
+            if spread == 0.0
+            else (own[members] / variance[members] + prior / spread) / (1 / variance[members] + 1 / spread)
+        )
         slope[members] = shrunk
         slope[(series_cls == c) & (cc == 0)] = max(prior, 0.0)
     return np.repeat(np.maximum(slope, 0.0), np.diff(np.r_[first, len(series)]))

@@ -81,10 +81,14 @@ class ReportResult:
     regressions: RegressionReport
 
 
-def build_report(manifests: Iterable[dict[str, Any]], out_dir: str | os.PathLike,
-                 *, title: str = "Liger-Kernel benchmarks in the KernelIndex catalogue",
-                 coverage: Iterable[CoverageCell] | None = None,
-                 regressions: RegressionReport | None = None) -> ReportResult:
+def build_report(
+    manifests: Iterable[dict[str, Any]],
+    out_dir: str | os.PathLike,
+    *,
+    title: str = "Liger-Kernel benchmarks in the KernelIndex catalogue",
+    coverage: Iterable[CoverageCell] | None = None,
+    regressions: RegressionReport | None = None,
+) -> ReportResult:
     """Write the report into `out_dir` (index.html, charts/*.svg, summary.md, and the regressions page:
     regressions.html, regressions.json, regression-charts/*.svg).
 
@@ -137,8 +141,16 @@ def build_report(manifests: Iterable[dict[str, Any]], out_dir: str | os.PathLike
         colors = provider_colors(series_set, memory_set)
         for chart in charts:
             render_chart(chart, staging / CHARTS_DIR / chart.filename, colors)
-        page = render_page(title, planned, regressions, counts, skipped, len(index.by_digest),
-                           coverage=None if coverage is None else list(coverage), efficiency=(efficiency, table))
+        page = render_page(
+            title,
+            planned,
+            regressions,
+            counts,
+            skipped,
+            len(index.by_digest),
+            coverage=None if coverage is None else list(coverage),
+            efficiency=(efficiency, table),
+        )
         (staging / INDEX_NAME).write_text(page, encoding="utf-8")
         write_regressions(regressions, staging, efficiency=efficiency)
         (staging / "summary.md").write_text(summary + "\n", encoding="utf-8")
@@ -174,6 +186,7 @@ def summary_markdown(counts: dict[str, int], regressions: RegressionReport, limi
 
 
 # --------------------------------------------------------------------------- page
+
 
 def _e(value: Any) -> str:
     return html.escape(str(value), quote=True)
@@ -213,10 +226,16 @@ def _chart_key(kernel: str, mode: str, provider: str, workload_digest: str, gpu_
     return (kernel, mode, provider, workload_digest, gpu_slug, metric)
 
 
-def render_page(title: str, planned: dict[str, list[ChartGroup]], regressions: RegressionReport,
-                counts: dict[str, int], skipped_runs: list[tuple[str, str]], manifest_count: int,
-                coverage: list[CoverageCell] | None = None,
-                efficiency: tuple[EfficiencyReport, list[TableRow]] | None = None) -> str:
+def render_page(
+    title: str,
+    planned: dict[str, list[ChartGroup]],
+    regressions: RegressionReport,
+    counts: dict[str, int],
+    skipped_runs: list[tuple[str, str]],
+    manifest_count: int,
+    coverage: list[CoverageCell] | None = None,
+    efficiency: tuple[EfficiencyReport, list[TableRow]] | None = None,
+) -> str:
     regressed_keys: dict[tuple, list[Change]] = defaultdict(list)
     by_kernel: dict[str, list[Change]] = defaultdict(list)
     for item in regressions.slowdowns:
@@ -250,23 +269,34 @@ def render_page(title: str, planned: dict[str, list[ChartGroup]], regressions: R
         out.append(_kernel_section(kernel, groups, by_kernel.get(kernel, []), regressed_keys))
     if skipped_runs:
         reasons = Counter(reason for _, reason in skipped_runs)
-        out.append('<section id="skipped"><h2>Runs left out</h2><ul>'
-                   + "".join(f"<li>{n} runs: {_e(r)}</li>" for r, n in sorted(reasons.items()))
-                   + "</ul></section>")
+        out.append(
+            '<section id="skipped"><h2>Runs left out</h2><ul>'
+            + "".join(f"<li>{n} runs: {_e(r)}</li>" for r, n in sorted(reasons.items()))
+            + "</ul></section>"
+        )
     out.append("</body></html>")
     return "\n".join(out)
 
 
 def _summary_section(counts: dict[str, int], regressions: RegressionReport) -> str:
-    rows = [("Kernels with data", counts["kernels"]), ("Benchmark runs", counts["runs"]),
-            ("Comparable series", counts["series"]), ("Latency series", counts["latencySeries"]),
-            ("Peak-memory series", counts["memorySeries"]), ("Charts", counts["charts"]),
-            ("Series judged for changes (every run)", counts["judgedSeries"]), ("Slowdowns", counts["regressions"]),
-            ("Speed-ups", counts["improvements"]), ("Host effects taken out", counts["hostEffects"]),
-            ("Series with insufficient data", counts["insufficientSeries"]),
-            ("Runs the version charts do not draw (a later run of the same series and version exists)",
-             counts["supersededRuns"]),
-            ("Runs without a Liger version label", counts["unversionedRuns"])]
+    rows = [
+        ("Kernels with data", counts["kernels"]),
+        ("Benchmark runs", counts["runs"]),
+        ("Comparable series", counts["series"]),
+        ("Latency series", counts["latencySeries"]),
+        ("Peak-memory series", counts["memorySeries"]),
+        ("Charts", counts["charts"]),
+        ("Series judged for changes (every run)", counts["judgedSeries"]),
+        ("Slowdowns", counts["regressions"]),
+        ("Speed-ups", counts["improvements"]),
+        ("Host effects taken out", counts["hostEffects"]),
+        ("Series with insufficient data", counts["insufficientSeries"]),
+        (
+            "Runs the version charts do not draw (a later run of the same series and version exists)",
+            counts["supersededRuns"],
+        ),
+        ("Runs without a Liger version label", counts["unversionedRuns"]),
+    ]
     body = "".join(f'<tr><th>{_e(k)}</th><td class="num">{v}</td></tr>' for k, v in rows)
     return f'<section id="summary"><h2>Summary</h2><table>{body}</table></section>'
 
@@ -282,24 +312,32 @@ def _change_rows(items: list[Change]) -> str:
             f'<td class="num">×{d["magnitude"]:.3g}</td><td class="num">{d["ci95"][0]:.3g}–{d["ci95"][1]:.3g}</td>'
             f"<td>{_e(d['cause'])}</td></tr>"
         )
-    head = ("<tr><th>kernel</th><th>pass</th><th>provider</th><th>GPU</th><th>workload</th><th>metric</th><th>versions</th>"
-            "<th>after / before</th><th>95 % CI</th><th>cause</th></tr>")
+    head = (
+        "<tr><th>kernel</th><th>pass</th><th>provider</th><th>GPU</th><th>workload</th><th>metric</th><th>versions</th>"
+        "<th>after / before</th><th>95 % CI</th><th>cause</th></tr>"
+    )
     return f"<table>{head}{''.join(rows)}</table>"
 
 
 def _regressions_section(regressions: RegressionReport) -> str:
-    out = ['<section id="regressions"><h2>Regressions</h2>',
-           '<p class="note">Change points over every run of each series, whole-run host effects taken out; causes, '
-           f'trend charts and the host effects are on the <a href="{REGRESSIONS_PAGE}">regressions page</a>.</p>']
+    out = [
+        '<section id="regressions"><h2>Regressions</h2>',
+        '<p class="note">Change points over every run of each series, whole-run host effects taken out; causes, '
+        f'trend charts and the host effects are on the <a href="{REGRESSIONS_PAGE}">regressions page</a>.</p>',
+    ]
     if regressions.slowdowns:
-        out.append(f'<div class="alert"><strong>{len(regressions.slowdowns)} slowdown(s)</strong>. '
-                   f"{_e(regressions.summary())}.</div>")
+        out.append(
+            f'<div class="alert"><strong>{len(regressions.slowdowns)} slowdown(s)</strong>. '
+            f"{_e(regressions.summary())}.</div>"
+        )
         out.append(_change_rows(regressions.slowdowns))
     elif regressions.data_sufficient:
         out.append(f'<div class="ok">No slowdowns. {_e(regressions.summary())}.</div>')
     else:
-        out.append('<div class="caution"><strong>Insufficient data:</strong> no series has enough runs to judge, so '
-                   f"nothing can be said about regressions. {_e(regressions.summary())}.</div>")
+        out.append(
+            '<div class="caution"><strong>Insufficient data:</strong> no series has enough runs to judge, so '
+            f"nothing can be said about regressions. {_e(regressions.summary())}.</div>"
+        )
     out.append("</section>")
     return "\n".join(out)
 
@@ -311,30 +349,39 @@ def _toc(planned: dict[str, list[ChartGroup]], by_kernel: dict[str, list[Change]
         charts = sum(len(g.charts) for g in groups)
         gpus = ", ".join(g.gpu for g in groups)
         badge = f' <span class="badge">{len(by_kernel[kernel])} regressions</span>' if by_kernel.get(kernel) else ""
-        items.append(f'<li><a href="#{_anchor(kernel)}">{_e(groups[0].kernel_title)}</a> '
-                     f'<span class="note">({_e(kernel)} · {_e(gpus)} · {series} series, {charts} charts)</span>'
-                     f"{badge}</li>")
+        items.append(
+            f'<li><a href="#{_anchor(kernel)}">{_e(groups[0].kernel_title)}</a> '
+            f'<span class="note">({_e(kernel)} · {_e(gpus)} · {series} series, {charts} charts)</span>'
+            f"{badge}</li>"
+        )
     return f'<nav id="toc"><h2>Kernels</h2><ol>{"".join(items)}</ol></nav>'
 
 
-def _kernel_section(kernel: str, groups: list[ChartGroup], regressions: list[Change],
-                    regressed_keys: dict[tuple, list[Change]]) -> str:
+def _kernel_section(
+    kernel: str, groups: list[ChartGroup], regressions: list[Change], regressed_keys: dict[tuple, list[Change]]
+) -> str:
     series = sum(len(g.series) for g in groups)
     charts = sum(len(g.charts) for g in groups)
-    out = [f'<section class="kernel" id="{_anchor(kernel)}" data-kernel="{_e(kernel)}" data-series-count="{series}" '
-           f'data-chart-count="{charts}" data-regression-count="{len(regressions)}">',
-           f"<h2>{_e(groups[0].kernel_title)} <small>({_e(kernel)})</small></h2>"]
+    out = [
+        f'<section class="kernel" id="{_anchor(kernel)}" data-kernel="{_e(kernel)}" data-series-count="{series}" '
+        f'data-chart-count="{charts}" data-regression-count="{len(regressions)}">',
+        f"<h2>{_e(groups[0].kernel_title)} <small>({_e(kernel)})</small></h2>",
+    ]
     if regressions:
         out.append(f'<div class="alert"><strong>{len(regressions)} regression(s)</strong> for this kernel.</div>')
         out.append(_change_rows(regressions))
     for group in groups:
         providers = sorted({(s.role, s.provider) for s in group.series})
         provider_text = ", ".join(f"{p}{' (baseline)' if r == 'baseline' else ''}" for r, p in providers)
-        out.append(f'<section class="gpu" data-gpu="{_e(group.gpu)}" data-environment="{_e(group.environment_digest)}" '
-                   f'data-series-count="{len(group.series)}" data-chart-count="{len(group.charts)}">')
+        out.append(
+            f'<section class="gpu" data-gpu="{_e(group.gpu)}" data-environment="{_e(group.environment_digest)}" '
+            f'data-series-count="{len(group.series)}" data-chart-count="{len(group.charts)}">'
+        )
         out.append(f"<h3>{_e(group.gpu)}</h3>")
-        out.append(f'<p class="note">Liger versions: {_e(", ".join(group.versions) or "none")} · providers: '
-                   f"{_e(provider_text)} · {len(group.series)} series</p>")
+        out.append(
+            f'<p class="note">Liger versions: {_e(", ".join(group.versions) or "none")} · providers: '
+            f"{_e(provider_text)} · {len(group.series)} series</p>"
+        )
         for note in group.notes:
             out.append(f'<p class="note">{_e(note)}</p>')
         sweeps: dict[int, list[Chart]] = {}  # a sweep's charts side by side where the page is wide enough
@@ -349,57 +396,78 @@ def _kernel_section(kernel: str, groups: list[ChartGroup], regressions: list[Cha
 
 def _figure(chart: Chart, regressed_keys: dict[tuple, list[Change]]) -> str:
     accounted = len(chart.owned_series) if chart.kind in ACCOUNTING_KINDS else 0
-    flagged = [c for s in chart.series for c in regressed_keys.get(
-        _chart_key(s.kernel, s.mode, s.provider, s.key.workload_digest, s.gpu_slug, s.key.metric), [])]
+    flagged = [
+        c
+        for s in chart.series
+        for c in regressed_keys.get(
+            _chart_key(s.kernel, s.mode, s.provider, s.key.workload_digest, s.gpu_slug, s.key.metric), []
+        )
+    ]
     if chart.kind in (SPEEDUP, SAVING, EFFICIENCY):
         flagged = []  # regressions are marked on the charts of the series' own values, where they are visible
     css = "chart has-regression" if flagged else "chart"
     badge = f' <span class="badge">{len(flagged)} regression(s) on this chart</span>' if flagged else ""
     alt = f"{chart.kind} chart of {chart.kernel} on {chart.gpu}, {chart.sweep.label()}"
-    return (f'<figure class="{css}" data-chart-kind="{chart.kind}" data-kernel="{_e(chart.kernel)}" '
-            f'data-gpu="{_e(chart.gpu)}" data-series-count="{accounted}" data-drawn-series="{len(chart.series)}" '
-            f'data-panels="{len(chart.modes)}" '
-            f'data-regression-count="{len(flagged)}">'
-            f'<img src="{CHARTS_DIR}/{_e(chart.filename)}" alt="{_e(alt)}">'
-            f"<figcaption>{_e(chart.caption)}{badge}</figcaption></figure>")
+    return (
+        f'<figure class="{css}" data-chart-kind="{chart.kind}" data-kernel="{_e(chart.kernel)}" '
+        f'data-gpu="{_e(chart.gpu)}" data-series-count="{accounted}" data-drawn-series="{len(chart.series)}" '
+        f'data-panels="{len(chart.modes)}" '
+        f'data-regression-count="{len(flagged)}">'
+        f'<img src="{CHARTS_DIR}/{_e(chart.filename)}" alt="{_e(alt)}">'
+        f"<figcaption>{_e(chart.caption)}{badge}</figcaption></figure>"
+    )
 
 
 def efficiency_section(report: EfficiencyReport, rows: list[TableRow], per_gpu: int = 15) -> str:
     """The catalogue-wide ranking: per GPU, the least efficient (kernel, pass) of the Liger providers first;
     implausible readings apart, folded."""
     counts = report.status_counts()
-    out = ['<section id="efficiency-section"><h2>Efficiency: percent of peak</h2>',
-           '<p class="note">Each latency run against its GPU\'s roofline: the minimum HBM bytes or FLOPs of its '
-           "workload (data/liger-cost-models.yaml) per second, as a percent of the datasheet peak (data/gpu-peaks.yaml) "
-           "and, where a sweep's copy sentinel ran on the same host, of that measured ceiling. Per GPU, kernel, pass "
-           f"and Liger provider, its largest workload at the newest version; below {report.low_threshold:.0%} is "
-           "<em>low efficiency</em>; readings whose re-read set fits in L2 or above a ceiling are "
-           "<em>implausible</em>, listed apart. "
-           f'{counts.get("ok", 0)} runs with a figure, {counts.get("no cost model", 0)} without a cost model, '
-           f'{counts.get("no peak", 0)} on a GPU without a sourced peak. Every run\'s figures are in the '
-           f"export's {SIDECAR_NAME} (the export command, the catalogue_export and efficiency_table assets).</p>"]
+    out = [
+        '<section id="efficiency-section"><h2>Efficiency: percent of peak</h2>',
+        '<p class="note">Each latency run against its GPU\'s roofline: the minimum HBM bytes or FLOPs of its '
+        "workload (data/liger-cost-models.yaml) per second, as a percent of the datasheet peak (data/gpu-peaks.yaml) "
+        "and, where a sweep's copy sentinel ran on the same host, of that measured ceiling. Per GPU, kernel, pass "
+        f"and Liger provider, its largest workload at the newest version; below {report.low_threshold:.0%} is "
+        "<em>low efficiency</em>; readings whose re-read set fits in L2 or above a ceiling are "
+        "<em>implausible</em>, listed apart. "
+        f"{counts.get('ok', 0)} runs with a figure, {counts.get('no cost model', 0)} without a cost model, "
+        f"{counts.get('no peak', 0)} on a GPU without a sourced peak. Every run's figures are in the "
+        f"export's {SIDECAR_NAME} (the export command, the catalogue_export and efficiency_table assets).</p>",
+    ]
     if not rows:
-        out.append('<p class="caution">No run has an efficiency figure (no cost model or no peak for these '
-                   "kernels and GPUs).</p></section>")
+        out.append(
+            '<p class="caution">No run has an efficiency figure (no cost model or no peak for these '
+            "kernels and GPUs).</p></section>"
+        )
         return "\n".join(out)
     by_gpu: dict[str, list[TableRow]] = defaultdict(list)
     for row in rows:
         by_gpu[row.gpu].append(row)
-    head = ("<tr><th>kernel</th><th>pass</th><th>provider</th><th>largest workload</th><th>achieved</th>"
-            "<th>% of datasheet peak</th><th>% of measured ceiling</th><th>flags</th><th>Liger</th></tr>")
+    head = (
+        "<tr><th>kernel</th><th>pass</th><th>provider</th><th>largest workload</th><th>achieved</th>"
+        "<th>% of datasheet peak</th><th>% of measured ceiling</th><th>flags</th><th>Liger</th></tr>"
+    )
     for gpu, gpu_rows in by_gpu.items():
         plausible = [r for r in gpu_rows if r.facts.plausible]
         implausible = [r for r in gpu_rows if not r.facts.plausible]
-        out.append(f'<h3>{_e(gpu)}</h3><table class="efficiency-ranking" data-gpu="{_e(gpu)}">{head}'
-                   + "".join(_efficiency_row(r) for r in plausible[:per_gpu]) + "</table>")
+        out.append(
+            f'<h3>{_e(gpu)}</h3><table class="efficiency-ranking" data-gpu="{_e(gpu)}">{head}'
+            + "".join(_efficiency_row(r) for r in plausible[:per_gpu])
+            + "</table>"
+        )
         if len(plausible) > per_gpu:
-            out.append(f'<p class="note">… and {len(plausible) - per_gpu} more (kernel, pass, provider) readings on '
-                       f"{_e(gpu)}, in the export's {SIDECAR_NAME}.</p>")
+            out.append(
+                f'<p class="note">… and {len(plausible) - per_gpu} more (kernel, pass, provider) readings on '
+                f"{_e(gpu)}, in the export's {SIDECAR_NAME}.</p>"
+            )
         if implausible:
-            out.append(f"<details><summary>{len(implausible)} implausible reading{'s' if len(implausible) != 1 else ''} "
-                       f"on {_e(gpu)} (re-read set fits in "
-                       f"L2, or above a ceiling)</summary><table>{head}"
-                       + "".join(_efficiency_row(r) for r in implausible) + "</table></details>")
+            out.append(
+                f"<details><summary>{len(implausible)} implausible reading{'s' if len(implausible) != 1 else ''} "
+                f"on {_e(gpu)} (re-read set fits in "
+                f"L2, or above a ceiling)</summary><table>{head}"
+                + "".join(_efficiency_row(r) for r in implausible)
+                + "</table></details>"
+            )
     out.append("</section>")
     return "\n".join(out)
 
@@ -408,16 +476,19 @@ def _efficiency_row(row: TableRow) -> str:
     f = row.facts
     measured = format_pct(f.pct_of_measured) if f.pct_of_measured is not None else "–"
     css = "efficiency" + (" implausible" if not f.plausible else " low" if FLAG_LOW in f.flags else "")
-    return (f'<tr class="{css}" data-gpu="{_e(f.gpu)}" data-kernel="{_e(f.kernel)}" data-mode="{_e(f.mode)}" '
-            f'data-provider="{_e(f.provider)}" data-pct="{f.pct_of_peak:.2f}" data-flags="{_e(" ".join(f.flags))}">'
-            f"<td>{_e(f.kernel)}</td><td>{_e(f.mode)}</td><td>{_e(f.provider)}</td><td>{_e(f.case_key)}</td>"
-            f'<td class="num">{f.achieved / TERA:.3g} {_e(f.unit)}</td>'
-            f'<td class="num">{format_pct(f.pct_of_peak)}</td><td class="num">{measured}</td>'
-            f"<td>{_e(', '.join(f.flags) or '–')}</td><td>{_e(f.liger_version or '')}</td></tr>")
+    return (
+        f'<tr class="{css}" data-gpu="{_e(f.gpu)}" data-kernel="{_e(f.kernel)}" data-mode="{_e(f.mode)}" '
+        f'data-provider="{_e(f.provider)}" data-pct="{f.pct_of_peak:.2f}" data-flags="{_e(" ".join(f.flags))}">'
+        f"<td>{_e(f.kernel)}</td><td>{_e(f.mode)}</td><td>{_e(f.provider)}</td><td>{_e(f.case_key)}</td>"
+        f'<td class="num">{f.achieved / TERA:.3g} {_e(f.unit)}</td>'
+        f'<td class="num">{format_pct(f.pct_of_peak)}</td><td class="num">{measured}</td>'
+        f"<td>{_e(', '.join(f.flags) or '–')}</td><td>{_e(f.liger_version or '')}</td></tr>"
+    )
 
 
 def coverage_section(coverage: list[CoverageCell]) -> str:
     """The coverage table: totals per metric, skips by reason, then every cell (cells that lost rows first)."""
+
     def lost(c: CoverageCell) -> int:
         return c.rows - c.runs
 
@@ -430,37 +501,60 @@ def coverage_section(coverage: list[CoverageCell]) -> str:
         reasons.update({r: n for r, n in c.skipped.items() if n})
         if c.issues:
             reasons["issues"] += c.issues
-    metric_text = "; ".join(f"{m}: {rows} rows, {runs} runs ({runs / rows:.1%})" if rows else f"{m}: no rows"
-                            for m, (rows, runs) in sorted(totals.items()))
-    out = ['<section id="coverage-section"><h2>Coverage of the imported rows</h2>',
-           f'<p class="note">{_e(metric_text or "no rows")}. One table row per kernel, provider, mode, GPU, '
-           "Liger version and metric.</p>"]
+    metric_text = "; ".join(
+        f"{m}: {rows} rows, {runs} runs ({runs / rows:.1%})" if rows else f"{m}: no rows"
+        for m, (rows, runs) in sorted(totals.items())
+    )
+    out = [
+        '<section id="coverage-section"><h2>Coverage of the imported rows</h2>',
+        f'<p class="note">{_e(metric_text or "no rows")}. One table row per kernel, provider, mode, GPU, '
+        "Liger version and metric.</p>",
+    ]
     if reasons:
-        out.append('<table id="coverage-reasons"><tr><th>not a run because</th><th>rows</th></tr>'
-                   + "".join(f'<tr><td>{_e(r)}</td><td class="num">{n}</td></tr>'
-                             for r, n in sorted(reasons.items(), key=lambda rn: (-rn[1], rn[0])))
-                   + "</table>")
-    ordered = sorted(coverage, key=lambda c: (lost(c) == 0, -lost(c), c.kernel, c.provider, c.mode, c.gpu,
-                                              c.version, c.metric))
+        out.append(
+            '<table id="coverage-reasons"><tr><th>not a run because</th><th>rows</th></tr>'
+            + "".join(
+                f'<tr><td>{_e(r)}</td><td class="num">{n}</td></tr>'
+                for r, n in sorted(reasons.items(), key=lambda rn: (-rn[1], rn[0]))
+            )
+            + "</table>"
+        )
+    ordered = sorted(
+        coverage, key=lambda c: (lost(c) == 0, -lost(c), c.kernel, c.provider, c.mode, c.gpu, c.version, c.metric)
+    )
     body = []
     for c in ordered:
-        lost_text = ", ".join([f"{r}: {n}" for r, n in sorted(c.skipped.items()) if n]
-                              + ([f"issues: {c.issues}"] if c.issues else []))
+        lost_text = ", ".join(
+            [f"{r}: {n}" for r, n in sorted(c.skipped.items()) if n] + ([f"issues: {c.issues}"] if c.issues else [])
+        )
         pct = f"{c.runs / c.rows:.0%}" if c.rows else "–"
-        body.append(f'<tr class="coverage{" incomplete" if lost(c) else ""}" data-kernel="{_e(c.kernel)}" '
-                    f'data-provider="{_e(c.provider)}" data-mode="{_e(c.mode)}" data-gpu="{_e(c.gpu)}" '
-                    f'data-version="{_e(c.version)}" data-metric="{_e(c.metric)}" data-rows="{c.rows}" '
-                    f'data-runs="{c.runs}"><td>{_e(c.kernel)}</td><td>{_e(c.provider)}</td><td>{_e(c.mode)}</td>'
-                    f"<td>{_e(c.gpu)}</td><td>{_e(c.version)}</td><td>{_e(c.metric)}</td>"
-                    f'<td class="num">{c.rows}</td><td class="num">{c.runs}</td><td class="num">{pct}</td>'
-                    f"<td>{_e(lost_text)}</td></tr>")
+        body.append(
+            f'<tr class="coverage{" incomplete" if lost(c) else ""}" data-kernel="{_e(c.kernel)}" '
+            f'data-provider="{_e(c.provider)}" data-mode="{_e(c.mode)}" data-gpu="{_e(c.gpu)}" '
+            f'data-version="{_e(c.version)}" data-metric="{_e(c.metric)}" data-rows="{c.rows}" '
+            f'data-runs="{c.runs}"><td>{_e(c.kernel)}</td><td>{_e(c.provider)}</td><td>{_e(c.mode)}</td>'
+            f"<td>{_e(c.gpu)}</td><td>{_e(c.version)}</td><td>{_e(c.metric)}</td>"
+            f'<td class="num">{c.rows}</td><td class="num">{c.runs}</td><td class="num">{pct}</td>'
+            f"<td>{_e(lost_text)}</td></tr>"
+        )
     incomplete = sum(1 for c in coverage if lost(c))
-    out.append(f"<details{' open' if incomplete and len(coverage) <= 40 else ''}><summary>{len(coverage)} cells, "
-               f'{incomplete} with rows that did not become runs</summary><table id="coverage"><tr><th>kernel</th>'
-               "<th>provider</th><th>mode</th><th>GPU</th><th>Liger</th><th>metric</th><th>rows</th><th>runs</th>"
-               f"<th>covered</th><th>not a run because</th></tr>{''.join(body)}</table></details></section>")
+    out.append(
+        f"<details{' open' if incomplete and len(coverage) <= 40 else ''}><summary>{len(coverage)} cells, "
+        f'{incomplete} with rows that did not become runs</summary><table id="coverage"><tr><th>kernel</th>'
+        "<th>provider</th><th>mode</th><th>GPU</th><th>Liger</th><th>metric</th><th>rows</th><th>runs</th>"
+        f"<th>covered</th><th>not a run because</th></tr>{''.join(body)}</table></details></section>"
+    )
     return "\n".join(out)
 
 
-__all__ = ["ReportResult", "build_report", "coverage_section", "summary_markdown", "VERSIONS",
-           "SPEEDUP", "LATENCY", "MEMORY", "SAVING"]
+__all__ = [
+    "ReportResult",
+    "build_report",
+    "coverage_section",
+    "summary_markdown",
+    "VERSIONS",
+    "SPEEDUP",
+    "LATENCY",
+    "MEMORY",
+    "SAVING",
+]

@@ -144,7 +144,10 @@ class Change:
 
     @property
     def ci95(self) -> tuple[float, float]:
-        return (math.exp(self.split.log_ratio - self.split.half_width), math.exp(self.split.log_ratio + self.split.half_width))
+        return (
+            math.exp(self.split.log_ratio - self.split.half_width),
+            math.exp(self.split.log_ratio + self.split.half_width),
+        )
 
     @property
     def direction(self) -> str:
@@ -152,22 +155,37 @@ class Change:
 
     def side(self, index: int) -> dict[str, Any]:
         t = self.trend
-        return {"observedAt": t.observed_at[index], "ligerVersion": t.versions[index], "source": t.sources[index],
-                "environmentDigest": t.environments[index],
-                "codeRef": t.code_refs[index] if index < len(t.code_refs) else None}
+        return {
+            "observedAt": t.observed_at[index],
+            "ligerVersion": t.versions[index],
+            "source": t.sources[index],
+            "environmentDigest": t.environments[index],
+            "codeRef": t.code_refs[index] if index < len(t.code_refs) else None,
+        }
 
     def to_dict(self) -> dict[str, Any]:
         k, s = self.key, self.split
         low, high = self.ci95
         return {
-            "kernel": k.kernel, "mode": k.mode, "provider": k.provider, "gpu": k.gpu,
-            "workloadDigest": k.workload_digest, "caseKey": self.trend.case_key,
+            "kernel": k.kernel,
+            "mode": k.mode,
+            "provider": k.provider,
+            "gpu": k.gpu,
+            "workloadDigest": k.workload_digest,
+            "caseKey": self.trend.case_key,
             "implementationDigest": k.implementation_digest,
-            "environmentDigest": self.trend.environments[s.index], "metric": k.metric,
-            "direction": self.direction, "magnitude": round(self.magnitude, 4), "ci95": [round(low, 4), round(high, 4)],
-            "pValue": float(f"{s.p_value:.3g}"), "noise": round(math.expm1(self.trend.noise), 4),
-            "runsBefore": s.index - s.start, "runsAfter": s.stop - s.index,
-            "before": self.side(s.index - 1), "after": self.side(s.index), "cause": self.cause,
+            "environmentDigest": self.trend.environments[s.index],
+            "metric": k.metric,
+            "direction": self.direction,
+            "magnitude": round(self.magnitude, 4),
+            "ci95": [round(low, 4), round(high, 4)],
+            "pValue": float(f"{s.p_value:.3g}"),
+            "noise": round(math.expm1(self.trend.noise), 4),
+            "runsBefore": s.index - s.start,
+            "runsAfter": s.stop - s.index,
+            "before": self.side(s.index - 1),
+            "after": self.side(s.index),
+            "cause": self.cause,
             "causes": [e.to_dict() for e in self.causes],
         }
 
@@ -185,9 +203,17 @@ class HostEffect:
     series: int | None = None  # series of that script
 
     def to_dict(self) -> dict[str, Any]:
-        return {"source": self.source, "gpu": self.gpu, "observedAt": self.observed_at, "factor": round(self.factor, 3),
-                "ci95": [round(self.ci95[0], 3), round(self.ci95[1], 3)], "latencyClass": self.latency_class,
-                "kernel": self.kernel, "kernelGroups": self.kernel_groups, "series": self.series}
+        return {
+            "source": self.source,
+            "gpu": self.gpu,
+            "observedAt": self.observed_at,
+            "factor": round(self.factor, 3),
+            "ci95": [round(self.ci95[0], 3), round(self.ci95[1], 3)],
+            "latencyClass": self.latency_class,
+            "kernel": self.kernel,
+            "kernelGroups": self.kernel_groups,
+            "series": self.series,
+        }
 
 
 @dataclass(frozen=True)
@@ -235,19 +261,27 @@ class RegressionReport:
 
     def counts(self) -> dict[str, Any]:
         return {
-            "series": len(self.trends), "insufficient": len(self.insufficient), "sources": len(self.sources),
-            "runs": self.runs, "changes": len(self.changes), "slowdowns": len(self.slowdowns),
-            "speedups": len(self.speedups), "pending": len(self.pending), "hostEffects": len(self.host_effects),
+            "series": len(self.trends),
+            "insufficient": len(self.insufficient),
+            "sources": len(self.sources),
+            "runs": self.runs,
+            "changes": len(self.changes),
+            "slowdowns": len(self.slowdowns),
+            "speedups": len(self.speedups),
+            "pending": len(self.pending),
+            "hostEffects": len(self.host_effects),
             "byCause": {cause: len(items) for cause, items in self.by_cause().items()},
         }
 
     def summary(self) -> str:
         c = self.counts()
         causes = ", ".join(f"{n} {cause}" for cause, n in c["byCause"].items() if n)
-        text = (f"{c['slowdowns']} slowdowns and {c['speedups']} speed-ups ({causes or 'none'}) in {c['series']} judged "
-                f"series over {c['sources']} source runs; {c['pending']} steps at the newest run pending a second run; "
-                f"{len(self.host_effects)} host effects taken out; "
-                f"{c['insufficient']} series with insufficient data (fewer than {self.settings.min_runs} runs)")
+        text = (
+            f"{c['slowdowns']} slowdowns and {c['speedups']} speed-ups ({causes or 'none'}) in {c['series']} judged "
+            f"series over {c['sources']} source runs; {c['pending']} steps at the newest run pending a second run; "
+            f"{len(self.host_effects)} host effects taken out; "
+            f"{c['insufficient']} series with insufficient data (fewer than {self.settings.min_runs} runs)"
+        )
         if not self.trends:
             text += "; NOTHING could be judged, so this is not evidence of 'no regression'"
         return text
@@ -256,14 +290,18 @@ class RegressionReport:
         rows = self.changes[:limit] if limit else self.changes
         if not rows:
             return f"_No changes found. {self.summary()}._"
-        lines = ["| cause | kernel | mode | provider | GPU | workload | metric | change | 95 % CI | before → after |",
-                 "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+        lines = [
+            "| cause | kernel | mode | provider | GPU | workload | metric | change | 95 % CI | before → after |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        ]
         for c in rows:
             d = c.to_dict()
-            lines.append(f"| {c.cause} | {d['kernel']} | {d['mode']} | {d['provider']} | {d['gpu']} | {d['caseKey']} | "
-                         f"{d['metric']} | ×{d['magnitude']:.3g} {d['direction']} | {d['ci95'][0]:.3g}–{d['ci95'][1]:.3g} | "
-                         f"{d['before']['ligerVersion']} ({d['before']['observedAt'][:10]}) → "
-                         f"{d['after']['ligerVersion']} ({d['after']['observedAt'][:10]}) |")
+            lines.append(
+                f"| {c.cause} | {d['kernel']} | {d['mode']} | {d['provider']} | {d['gpu']} | {d['caseKey']} | "
+                f"{d['metric']} | ×{d['magnitude']:.3g} {d['direction']} | {d['ci95'][0]:.3g}–{d['ci95'][1]:.3g} | "
+                f"{d['before']['ligerVersion']} ({d['before']['observedAt'][:10]}) → "
+                f"{d['after']['ligerVersion']} ({d['after']['observedAt'][:10]}) |"
+            )
         if limit and len(self.changes) > limit:
             lines.append(f"\n… and {len(self.changes) - limit} more.")
         return "\n".join(lines)
@@ -272,11 +310,20 @@ class RegressionReport:
         """The documented shape of regressions.json (README, "Regression detection")."""
         s = self.settings
         return {
-            "series": len(self.trends), "insufficient": len(self.insufficient),
+            "series": len(self.trends),
+            "insufficient": len(self.insufficient),
             "settings": {"alpha": s.alpha, "minEffect": s.min_effect, "minSegment": s.min_segment},
             "counts": self.counts(),
-            "sources": [{"source": r.label, "gpu": r.gpu, "observedAt": r.observed_at,
-                         "ligerVersions": sorted(r.versions), "codeRef": r.code_ref} for r in self.sources],
+            "sources": [
+                {
+                    "source": r.label,
+                    "gpu": r.gpu,
+                    "observedAt": r.observed_at,
+                    "ligerVersions": sorted(r.versions),
+                    "codeRef": r.code_ref,
+                }
+                for r in self.sources
+            ],
             "hostEffects": [h.to_dict() for h in self.host_effects],
             "changes": [c.to_dict() for c in self.changes],
             "groups": [g.to_dict() for g in attribution.group_changes(self.changes)],
@@ -318,8 +365,12 @@ class _Observations:
         self.registry.enter(source)
         registry, skipped, series, keys = self.registry, self.skipped, self.series, self.keys
         sid_of, value, observed, order = self.sid.append, self.value.append, self.observed.append, self.order.append
-        version, code_ref, environment, sources = (self.version.append, self.code_ref.append, self.environment.append,
-                                                   self.source.append)
+        version, code_ref, environment, sources = (
+            self.version.append,
+            self.code_ref.append,
+            self.environment.append,
+            self.source.append,
+        )
         for manifest in manifests:
             if not isinstance(manifest, dict):
                 continue
@@ -330,8 +381,16 @@ class _Observations:
             if isinstance(facts, str):
                 skipped[facts] += 1
                 continue
-            identity = (facts.kernel, facts.mode, facts.provider, facts.implementation_digest, facts.workload_digest,
-                        facts.protocol_digest, facts.gpu, facts.metric)
+            identity = (
+                facts.kernel,
+                facts.mode,
+                facts.provider,
+                facts.implementation_digest,
+                facts.workload_digest,
+                facts.protocol_digest,
+                facts.gpu,
+                facts.metric,
+            )
             sid = series.get(identity)
             if sid is None:
                 sid = series[identity] = len(keys)
@@ -417,8 +476,11 @@ def _source_runs(obs: _Observations, keys: list[GpuSeriesKey], t: np.ndarray) ->
 # -------------------------------------------------------------------------------------- detection
 
 
-def detect_regressions(manifests: Iterable[dict[str, Any]], settings: DetectionSettings | None = None,
-                       adapters: Mapping[str, FactsAdapter] | None = None) -> RegressionReport:
+def detect_regressions(
+    manifests: Iterable[dict[str, Any]],
+    settings: DetectionSettings | None = None,
+    adapters: Mapping[str, FactsAdapter] | None = None,
+) -> RegressionReport:
     """Every BenchmarkRun of a catalogue (any kinds may be mixed in); source runs from the runs' times.
     `adapters`: run-facts adapters by source name, before `run_facts.SOURCE_ADAPTERS`."""
     obs = _Observations(adapters)
@@ -426,8 +488,11 @@ def detect_regressions(manifests: Iterable[dict[str, Any]], settings: DetectionS
     return _detect(obs, settings or DetectionSettings())
 
 
-def detect_in_record_files(paths: Sequence[str | os.PathLike[str]], settings: DetectionSettings | None = None,
-                           adapters: Mapping[str, FactsAdapter] | None = None) -> RegressionReport:
+def detect_in_record_files(
+    paths: Sequence[str | os.PathLike[str]],
+    settings: DetectionSettings | None = None,
+    adapters: Mapping[str, FactsAdapter] | None = None,
+) -> RegressionReport:
     """Each file one source run (a records.jsonl that `transform` wrote), labelled by its folder name
     when the file is called records.jsonl, else by the file name."""
     from kernelindex_pipeline.records.io import load_manifests
@@ -481,18 +546,29 @@ def _detect(obs: _Observations, settings: DetectionSettings) -> RegressionReport
     series_class = np.where(is_memory, host_effects.MEMORY_CLASS, host_effects.latency_class(typical))
     lengths = np.diff(bounds)
     group_ids: dict[tuple, int] = {}
-    series_group = np.array([group_ids.setdefault((keys[s].kernel, keys[s].provider, keys[s].metric), len(group_ids))
-                             for s in series_ids])
+    series_group = np.array(
+        [group_ids.setdefault((keys[s].kernel, keys[s].provider, keys[s].metric), len(group_ids)) for s in series_ids]
+    )
     series_class = _merge_sparse_classes(series_class, series_group, np.array([keys[s].gpu for s in series_ids]))
     p_cls = np.repeat(series_class, lengths)
     script_ids: dict[str, int] = {}
     series_script = np.array([script_ids.setdefault(obs.scripts[s], len(script_ids)) for s in series_ids])
     run_gpu = np.unique([r.gpu for r in sources], return_inverse=True)[1] if sources else np.empty(0, dtype=np.int64)
-    fit = host_effects.estimate(p_sid, p_run, p_cls, np.repeat(series_group, lengths), np.repeat(series_script, lengths),
-                                x, settings.min_log_effect, _z_for(settings.alpha), run_gpu)
+    fit = host_effects.estimate(
+        p_sid,
+        p_run,
+        p_cls,
+        np.repeat(series_group, lengths),
+        np.repeat(series_script, lengths),
+        x,
+        settings.min_log_effect,
+        _z_for(settings.alpha),
+        run_gpu,
+    )
     launch_bound = _launch_bound(keys, series_ids, typical, settings.min_log_effect)
-    corrected = x - _against_host_speed(fit.correction, np.repeat(launch_bound, lengths), p_sid, p_run, p_cls,
-                                        np.repeat(series_group, lengths), x)
+    corrected = x - _against_host_speed(
+        fit.correction, np.repeat(launch_bound, lengths), p_sid, p_run, p_cls, np.repeat(series_group, lengths), x
+    )
 
     # Noise. A series' own noise: the MAD of its successive differences. Pooled per (GPU, class): the
     # median of its series' noise (a class without series enough borrows the GPU's, else everything's),
@@ -538,21 +614,40 @@ def _detect(obs: _Observations, settings: DetectionSettings) -> RegressionReport
         sigma = refined[-1] if refined else sigma
         splits, pending_step = newest_step(values, sigma, settings, splits, extra)
         idx = first[a:b]
-        trend = Trend(key=key, case_key=obs.case_keys[s], observed_at=[obs.observed[j] for j in idx],
-                      versions=[obs.version[j] for j in idx], sources=[sources[r].label for r in p_run[a:b]],
-                      environments=[obs.environment[j] for j in idx], values=np.exp(x[a:b]),
-                      corrected=np.exp(corrected[a:b]), noise=sigma, splits=splits, run_index=p_run[a:b],
-                      cls=int(series_class[i]), group=int(series_group[i]),
-                      code_refs=[sources[r].code_ref for r in p_run[a:b]])
+        trend = Trend(
+            key=key,
+            case_key=obs.case_keys[s],
+            observed_at=[obs.observed[j] for j in idx],
+            versions=[obs.version[j] for j in idx],
+            sources=[sources[r].label for r in p_run[a:b]],
+            environments=[obs.environment[j] for j in idx],
+            values=np.exp(x[a:b]),
+            corrected=np.exp(corrected[a:b]),
+            noise=sigma,
+            splits=splits,
+            run_index=p_run[a:b],
+            cls=int(series_class[i]),
+            group=int(series_group[i]),
+            code_refs=[sources[r].code_ref for r in p_run[a:b]],
+        )
         trends.append(trend)
         found += [(trend, split) for split in splits]
         if pending_step is not None:
             newest.append((trend, pending_step))
     changes, pending = _with_causes(found, trends), _with_causes(newest, trends)
     reported, every = _host_effect_entries(fit, sources, settings, list(script_ids))
-    return RegressionReport(settings=settings, runs=n, sources=sources, trends=trends, insufficient=insufficient,
-                            host_effects=reported, all_host_effects=every, changes=changes, skipped=obs.skipped,
-                            pending=pending)
+    return RegressionReport(
+        settings=settings,
+        runs=n,
+        sources=sources,
+        trends=trends,
+        insufficient=insufficient,
+        host_effects=reported,
+        all_host_effects=every,
+        changes=changes,
+        skipped=obs.skipped,
+        pending=pending,
+    )
 
 
 def _with_causes(found: list[tuple[Trend, Split]], trends: list[Trend]) -> list[Change]:
@@ -570,7 +665,9 @@ def _with_causes(found: list[tuple[Trend, Split]], trends: list[Trend]) -> list[
     return changes
 
 
-def _launch_bound(keys: list[GpuSeriesKey], series_ids: np.ndarray, typical: np.ndarray, tolerance: float) -> np.ndarray:
+def _launch_bound(
+    keys: list[GpuSeriesKey], series_ids: np.ndarray, typical: np.ndarray, tolerance: float
+) -> np.ndarray:
     """Per judged series: is it launch-bound? A kernel whose time does not grow with the work is timing
     the host (launches, Python dispatch), not the GPU: within one kernel, pass, provider, protocol and
     GPU, the series whose typical time is within `tolerance` (the smallest change reported)
@@ -590,8 +687,15 @@ def _launch_bound(keys: list[GpuSeriesKey], series_ids: np.ndarray, typical: np.
     return flat
 
 
-def _against_host_speed(correction: np.ndarray, launch_bound: np.ndarray, series: np.ndarray, run: np.ndarray,
-                        cls: np.ndarray, group: np.ndarray, x: np.ndarray) -> np.ndarray:
+def _against_host_speed(
+    correction: np.ndarray,
+    launch_bound: np.ndarray,
+    series: np.ndarray,
+    run: np.ndarray,
+    cls: np.ndarray,
+    group: np.ndarray,
+    x: np.ndarray,
+) -> np.ndarray:
     """The correction of each value: launch-bound series are judged against the run's host speed (the
     common level of the launch-bound kernel groups of that run and latency class,
     `host_effects.common_levels`, lasting moves included: a slower CPU for weeks is still the host; per
@@ -627,8 +731,11 @@ def _merge_sparse_classes(classes: np.ndarray, groups: np.ndarray, gpus: np.ndar
     for gpu in np.unique(gpus):
         on_gpu = gpus == gpu
         while True:
-            counts = {int(c): len(set(groups[on_gpu & (classes == c)])) for c in np.unique(classes[on_gpu])
-                      if c != host_effects.MEMORY_CLASS}
+            counts = {
+                int(c): len(set(groups[on_gpu & (classes == c)]))
+                for c in np.unique(classes[on_gpu])
+                if c != host_effects.MEMORY_CLASS
+            }
             sparse = [c for c, n in counts.items() if n < host_effects.MIN_GROUPS]
             if not sparse or len(counts) < 2:
                 break
@@ -659,7 +766,9 @@ def _host_or_unknown(pending: list[tuple[Trend, Split]], trends: list[Trend]) ->
     return out
 
 
-def _host_effect_entries(fit: host_effects.HostFit, sources: list[SourceRun], settings: DetectionSettings, scripts: list[str]):
+def _host_effect_entries(
+    fit: host_effects.HostFit, sources: list[SourceRun], settings: DetectionSettings, scripts: list[str]
+):
     """Significant effects (|z| >= the settings' level and at least min_effect), adjacent latency classes
     of one run with agreeing factors merged into one entry."""
     z_needed = _z_for(settings.alpha)
@@ -668,7 +777,11 @@ def _host_effect_entries(fit: host_effects.HostFit, sources: list[SourceRun], se
     for (run, cls), row in fit.effects.iterrows():
         lf, se, groups = float(row["log_factor"]), float(row["se"]), int(row["groups"])
         every.append((sources[int(run)], int(cls), lf, se, groups))
-        if groups >= host_effects.MIN_GROUPS and abs(lf) >= settings.min_log_effect and abs(lf) >= z_needed * max(se, 1e-12):
+        if (
+            groups >= host_effects.MIN_GROUPS
+            and abs(lf) >= settings.min_log_effect
+            and abs(lf) >= z_needed * max(se, 1e-12)
+        ):
             per_run[int(run)].append((int(cls), lf, se, groups))
     entries = []
     tolerance = settings.min_log_effect
@@ -677,8 +790,13 @@ def _host_effect_entries(fit: host_effects.HostFit, sources: list[SourceRun], se
         merged: list[list] = []
         for cls, lf, se, groups in items:
             last = merged[-1] if merged else None
-            if (last is not None and cls == last[1] + 1 and cls != host_effects.MEMORY_CLASS
-                    and abs(lf - last[2]) <= tolerance and np.sign(lf) == np.sign(last[2])):
+            if (
+                last is not None
+                and cls == last[1] + 1
+                and cls != host_effects.MEMORY_CLASS
+                and abs(lf - last[2]) <= tolerance
+                and np.sign(lf) == np.sign(last[2])
+            ):
                 weight = last[4] + groups
                 last[2] = (last[2] * last[4] + lf * groups) / weight
                 last[3] = math.sqrt(last[3] ** 2 * last[4] ** 2 + se**2 * groups**2) / weight
@@ -687,14 +805,32 @@ def _host_effect_entries(fit: host_effects.HostFit, sources: list[SourceRun], se
                 merged.append([cls, cls, lf, se, groups])
         src = sources[run]
         for first, last, lf, se, groups in merged:
-            entries.append(HostEffect(source=src.label, gpu=src.gpu, observed_at=src.observed_at,
-                                      latency_class=host_effects.class_range_label(first, last), factor=math.exp(lf),
-                                      ci95=(math.exp(lf - 1.96 * se), math.exp(lf + 1.96 * se)), kernel_groups=groups))
+            entries.append(
+                HostEffect(
+                    source=src.label,
+                    gpu=src.gpu,
+                    observed_at=src.observed_at,
+                    latency_class=host_effects.class_range_label(first, last),
+                    factor=math.exp(lf),
+                    ci95=(math.exp(lf - 1.96 * se), math.exp(lf + 1.96 * se)),
+                    kernel_groups=groups,
+                )
+            )
     for (run, script), row in fit.scripts.iterrows():
         src, lf, se = sources[int(run)], float(row["log_factor"]), float(row["se"])
-        entries.append(HostEffect(source=src.label, gpu=src.gpu, observed_at=src.observed_at, latency_class="every latency",
-                                  factor=math.exp(lf), ci95=(math.exp(lf - 1.96 * se), math.exp(lf + 1.96 * se)),
-                                  kernel_groups=1, kernel=scripts[int(script)], series=int(row["series"])))
+        entries.append(
+            HostEffect(
+                source=src.label,
+                gpu=src.gpu,
+                observed_at=src.observed_at,
+                latency_class="every latency",
+                factor=math.exp(lf),
+                ci95=(math.exp(lf - 1.96 * se), math.exp(lf + 1.96 * se)),
+                kernel_groups=1,
+                kernel=scripts[int(script)],
+                series=int(row["series"]),
+            )
+        )
     entries.sort(key=lambda h: (h.gpu, h.observed_at, h.kernel or "", h.latency_class))
     return entries, every
 

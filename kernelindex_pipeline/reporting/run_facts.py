@@ -100,12 +100,28 @@ def measured_run(spec: dict[str, Any], metadata: dict[str, Any]) -> MeasuredRun 
     observed = spec.get("observedAt")
     implementation, workload = spec.get("implementationDigest"), spec.get("workloadDigest")
     protocol, environment = spec.get("protocolDigest"), spec.get("environmentDigest")
-    if not (isinstance(observed, str) and implementation and workload and protocol and environment
-            and isinstance(implementation, str) and isinstance(workload, str) and isinstance(protocol, str)
-            and isinstance(environment, str)):
+    if not (
+        isinstance(observed, str)
+        and implementation
+        and workload
+        and protocol
+        and environment
+        and isinstance(implementation, str)
+        and isinstance(workload, str)
+        and isinstance(protocol, str)
+        and isinstance(environment, str)
+    ):
         return "no observedAt or a missing referenced digest"
-    return MeasuredRun(measured[0], measured[1], observed, implementation, workload, protocol, environment,
-                       (metadata or {}).get("labels") or {})
+    return MeasuredRun(
+        measured[0],
+        measured[1],
+        observed,
+        implementation,
+        workload,
+        protocol,
+        environment,
+        (metadata or {}).get("labels") or {},
+    )
 
 
 def metric_value(spec: dict[str, Any]) -> tuple[str, float] | None:
@@ -151,7 +167,9 @@ class AdapterRegistry:
             self._adapters[source] = adapter if hasattr(adapter, "facts") else _Function(adapter)
         self._distinct = list({id(a): a for a in self._adapters.values()}.values())
         self._functions = {source: adapter.facts for source, adapter in self._adapters.items()}
-        self.no_adapter = "no run-facts adapter for its source (spec.sourceNative.source; known: " + ", ".join(self.known()) + ")"
+        self.no_adapter = (
+            "no run-facts adapter for its source (spec.sourceNative.source; known: " + ", ".join(self.known()) + ")"
+        )
 
     def see(self, manifest: dict[str, Any]) -> None:
         for adapter in self._distinct:
@@ -180,5 +198,3 @@ def facts_of(manifest: dict[str, Any], registry: AdapterRegistry) -> RunFacts | 
     source = native.get("source") if isinstance(native, dict) else None
     facts = registry.facts_function(source)
     return facts(manifest) if facts is not None else registry.no_adapter
-
-

@@ -259,13 +259,26 @@ def _workload(index: RecordIndex, digest: str, case_key: str, category: str | No
     case = index.get(digest, "WorkloadCase")
     key_axes, dtype = parse_case_key(case_key)
     if case is None:
-        return Workload(digest=digest, case_key=case_key, axes=key_axes, dtype=dtype, category=category,
-                        position=index.position.get(digest, 0))
+        return Workload(
+            digest=digest,
+            case_key=case_key,
+            axes=key_axes,
+            dtype=dtype,
+            category=category,
+            position=index.position.get(digest, 0),
+        )
     spec = case["spec"]
     axes = {k: int(v) for k, v in (spec.get("axes") or {}).items()}
     scalars = tuple(sorted((k, v.get("value")) for k, v in (spec.get("scalars") or {}).items()))
-    return Workload(digest=digest, case_key=case_key or case["metadata"].get("name", ""), axes=axes,
-                    dtype=dtype, scalars=scalars, category=category, position=index.position.get(digest, 0))
+    return Workload(
+        digest=digest,
+        case_key=case_key or case["metadata"].get("name", ""),
+        axes=axes,
+        dtype=dtype,
+        scalars=scalars,
+        category=category,
+        position=index.position.get(digest, 0),
+    )
 
 
 def build_series(manifests: Iterable[dict[str, Any]] | RecordIndex, metric: str = LATENCY_METRIC) -> SeriesSet:
@@ -283,16 +296,23 @@ def build_series(manifests: Iterable[dict[str, Any]] | RecordIndex, metric: str 
         if measured is not None and measured != metric:
             other += 1
             continue
-        digests = [spec.get(f) for f in ("implementationDigest", "workloadDigest", "protocolDigest",
-                                         "environmentDigest")]
+        digests = [
+            spec.get(f) for f in ("implementationDigest", "workloadDigest", "protocolDigest", "environmentDigest")
+        ]
         value = _primary(spec, metric) if measured else None
         if not all(digests):
             skipped.append((name, "missing one of the four referenced digests"))
         elif measured is None:
             skipped.append((name, "neither spec.timing nor a peak_memory first measurement"))
         elif not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
-            skipped.append((name, "no positive spec.timing.latencyNs.median" if metric == LATENCY_METRIC
-                            else "no positive peak_memory value in measurements[0]"))
+            skipped.append(
+                (
+                    name,
+                    "no positive spec.timing.latencyNs.median"
+                    if metric == LATENCY_METRIC
+                    else "no positive peak_memory value in measurements[0]",
+                )
+            )
         else:
             kernel, mode, provider = _run_identity(index, spec)
             ident = _external_id(spec)
@@ -301,8 +321,7 @@ def build_series(manifests: Iterable[dict[str, Any]] | RecordIndex, metric: str 
 
     series = [_make_series(index, key, runs) for key, runs in runs_by_key.items()]
     series.sort(key=lambda s: (s.kernel, s.gpu, _mode_rank(s.mode), s.provider, s.case_key, s.key))
-    return SeriesSet(series=series, runs=len(index.runs), skipped_runs=skipped, metric=metric,
-                     other_metric_runs=other)
+    return SeriesSet(series=series, runs=len(index.runs), skipped_runs=skipped, metric=metric, other_metric_runs=other)
 
 
 def _mode_rank(mode: str) -> tuple[int, str]:
@@ -335,8 +354,9 @@ def _run_identity(index: RecordIndex, spec: dict[str, Any]) -> tuple[str, str, s
 
 def _implementation_for(index: RecordIndex, key: SeriesKey) -> dict[str, Any] | None:
     """The ImplementationRevision named for this kernel and provider, if it has the run's digest."""
-    digest, named = index.implementations_by_name.get(identity.implementation_name(key.kernel, key.provider),
-                                                      (None, None))
+    digest, named = index.implementations_by_name.get(
+        identity.implementation_name(key.kernel, key.provider), (None, None)
+    )
     return named if digest == key.implementation_digest else None
 
 
@@ -389,21 +409,24 @@ def _make_series(index: RecordIndex, key: SeriesKey, runs: list[tuple[str, dict[
         digest, run = max(candidates, key=lambda dr: (dr[1]["spec"].get("observedAt") or "", dr[0]))
         spec = run["spec"]
         p20, p80 = _band(spec, key.metric)
-        series.points.append(Point(
-            version=str(run["metadata"]["labels"]["liger_version"]),
-            median=_primary(spec, key.metric),
-            p20=p20,
-            p80=p80,
-            observed_at=spec.get("observedAt") or "",
-            run_digest=digest,
-            run_name=(run.get("metadata") or {}).get("name", digest),
-            runs_for_version=len(candidates),
-            unit=METRIC_UNITS[key.metric],
-        ))
+        series.points.append(
+            Point(
+                version=str(run["metadata"]["labels"]["liger_version"]),
+                median=_primary(spec, key.metric),
+                p20=p20,
+                p80=p80,
+                observed_at=spec.get("observedAt") or "",
+                run_digest=digest,
+                run_name=(run.get("metadata") or {}).get("name", digest),
+                runs_for_version=len(candidates),
+                unit=METRIC_UNITS[key.metric],
+            )
+        )
     return series
 
 
 # --------------------------------------------------------------------------- sweeps
+
 
 @dataclass
 class Sweep:
@@ -475,16 +498,24 @@ def find_sweeps(workloads: Iterable[Workload]) -> list[Sweep]:
         _, axis, context, members = best
         others, dtype, scalars = context
         on_line = [w for w in everything if axis in w.axes and w.context_without(axis) == context]
-        sweeps.append(Sweep(x_axis=axis, fixed=dict(others), dtype=dtype, scalars=scalars,
-                            workloads=sorted(on_line, key=lambda w: (w.axes[axis], w.digest)),
-                            owned={w.key for w in members}))
+        sweeps.append(
+            Sweep(
+                x_axis=axis,
+                fixed=dict(others),
+                dtype=dtype,
+                scalars=scalars,
+                workloads=sorted(on_line, key=lambda w: (w.axes[axis], w.digest)),
+                owned={w.key for w in members},
+            )
+        )
         for w in members:
             del remaining[w.key]
     for w in sorted(remaining.values(), key=lambda w: (w.case_key, w.digest)):
         x_axis = next(iter(sorted(w.axes)), None)
         others, dtype, scalars = w.context_without(x_axis)
-        sweeps.append(Sweep(x_axis=x_axis, fixed=dict(others), dtype=dtype, scalars=scalars, workloads=[w],
-                            owned={w.key}))
+        sweeps.append(
+            Sweep(x_axis=x_axis, fixed=dict(others), dtype=dtype, scalars=scalars, workloads=[w], owned={w.key})
+        )
     sweeps += categorical
     sweeps.sort(key=lambda s: (s.dtype or "", s.x_axis or "", -len(s.workloads), repr(sorted(s.fixed.items()))))
     return sweeps
@@ -515,7 +546,15 @@ def _categorical_sweeps(workloads: list[Workload]) -> list[Sweep]:
         for _, line in sorted(lines.items()):
             line.sort(key=lambda w: (known.get(w.category, len(known)), w.position, w.digest, w.category))
             fixed = {a: line[0].axes[a] for a in names if len({w.axes[a] for w in line}) == 1}
-            sweeps.append(Sweep(x_axis=CATEGORICAL_AXIS, fixed=fixed, dtype=dtype or None, scalars=scalars,
-                                workloads=line, owned={w.key for w in line},
-                                categories=list(dict.fromkeys(w.category for w in line))))
+            sweeps.append(
+                Sweep(
+                    x_axis=CATEGORICAL_AXIS,
+                    fixed=fixed,
+                    dtype=dtype or None,
+                    scalars=scalars,
+                    workloads=line,
+                    owned={w.key for w in line},
+                    categories=list(dict.fromkeys(w.category for w in line)),
+                )
+            )
     return sweeps

@@ -45,7 +45,9 @@ from .efficiency import EfficiencyReport, derive_efficiency, rank_by_efficiency,
 from .regressions import RegressionReport, detect_regressions
 from .series import MODE_ORDER, PEAK_MEMORY_METRIC, RecordIndex, Series, build_series, find_sweeps, parse_version
 
-REGRESSIONS_PAGE = "regressions.html"  # regressions_page.PAGE_NAME (that module imports matplotlib: loaded when written)
+REGRESSIONS_PAGE = (
+    "regressions.html"  # regressions_page.PAGE_NAME (that module imports matplotlib: loaded when written)
+)
 STATE_NAME = "site-state.json"
 SITE_FORMAT = 1  # bump when the data layout changes: every kernel is then rewritten
 VENDOR_FILES = ("vega.min.js", "vega-lite.min.js", "vega-embed.min.js")
@@ -67,8 +69,12 @@ def kernel_slugs(kernels: Iterable[str]) -> dict[str, str]:
     (``dyt_beta=True`` and ``dyt-beta-true`` would), so no page overwrites another."""
     kernels = sorted(set(kernels))
     plain = Counter(kebab(k) or "unnamed" for k in kernels)
-    return {k: (kebab(k) or "unnamed") if plain[kebab(k) or "unnamed"] == 1
-            else f"{kebab(k) or 'unnamed'}-{hashlib.sha256(k.encode()).hexdigest()[:8]}" for k in kernels}
+    return {
+        k: (kebab(k) or "unnamed")
+        if plain[kebab(k) or "unnamed"] == 1
+        else f"{kebab(k) or 'unnamed'}-{hashlib.sha256(k.encode()).hexdigest()[:8]}"
+        for k in kernels
+    }
 
 
 def _e(value: Any) -> str:
@@ -90,6 +96,7 @@ def _js_payload(data: Any) -> str:
 
 # --------------------------------------------------------------------------- data
 
+
 def _run_sources(regressions: RegressionReport) -> dict[tuple, tuple[str, str | None]]:
     """(kernel, mode, provider, workload, gpu, metric, observedAt) -> (source run label, code ref), from the
     judged series of detection (each run's source and the code it measured, where the adapter knows it)."""
@@ -106,8 +113,13 @@ def _version_order(versions: Iterable[str]) -> list[str]:
     return sorted(set(versions), key=lambda v: (parse_version(v) is None, parse_version(v) or v, v))
 
 
-def kernel_data(kernel: str, series: list[Series], efficiency: EfficiencyReport,
-                sources: dict[tuple, tuple[str, str | None]], index: RecordIndex) -> dict[str, Any]:
+def kernel_data(
+    kernel: str,
+    series: list[Series],
+    efficiency: EfficiencyReport,
+    sources: dict[tuple, tuple[str, str | None]],
+    index: RecordIndex,
+) -> dict[str, Any]:
     """The compact JSON of one kernel's page (layout in the module docstring). A point's source is the source
     run detection read it from (a records file, a catalogue chain) where detection judged its series, else the
     run's own ``spec.sourceNative.source``."""
@@ -125,36 +137,71 @@ def kernel_data(kernel: str, series: list[Series], efficiency: EfficiencyReport,
     for gi, slug in enumerate(gpus):
         on_gpu = {s.workload.key: s.workload for s in series if s.gpu_slug == slug}
         for sweep in find_sweeps(on_gpu.values()):
-            sweeps.append({"gpu": gi, "axis": sweep.x_axis or "workload", "label": sweep.label(),
-                           "categories": sweep.categories,
-                           "members": [[workloads[w.key], sweep.x_of(w)] for w in sweep.workloads]})
+            sweeps.append(
+                {
+                    "gpu": gi,
+                    "axis": sweep.x_axis or "workload",
+                    "label": sweep.label(),
+                    "categories": sweep.categories,
+                    "members": [[workloads[w.key], sweep.x_of(w)] for w in sweep.workloads],
+                }
+            )
     environments = sorted({s.key.environment_digest for s in series})
     p_index = {p: i for i, p in enumerate(providers)}
     rows, points = [], []
     for s in series:
-        rows.append([list(gpus).index(s.gpu_slug), p_index[(s.provider, s.role)], modes.index(s.mode),
-                     METRICS.index(s.metric), workloads[s.workload.key], environments.index(s.key.environment_digest)])
+        rows.append(
+            [
+                list(gpus).index(s.gpu_slug),
+                p_index[(s.provider, s.role)],
+                modes.index(s.mode),
+                METRICS.index(s.metric),
+                workloads[s.workload.key],
+                environments.index(s.key.environment_digest),
+            ]
+        )
         v_index = {v: i for i, v in enumerate(versions)}
         drawn = []
         for p in s.points:
-            source, ref = sources.get((s.kernel, s.mode, s.provider, s.key.workload_digest, s.gpu_slug, s.metric,
-                                       p.observed_at), (None, None))
+            source, ref = sources.get(
+                (s.kernel, s.mode, s.provider, s.key.workload_digest, s.gpu_slug, s.metric, p.observed_at), (None, None)
+            )
             if source is None:
                 native = ((index.by_digest.get(p.run_digest) or {}).get("spec") or {}).get("sourceNative") or {}
                 source = native.get("source")
             facts = efficiency.runs.get(p.run_digest) if s.metric == "latency" else None
             pct = facts.pct_of_peak if facts is not None else None
-            drawn.append([v_index[p.version], p.median, p.p20, p.p80, p.observed_at, p.run_digest, source, ref,
-                          None if pct is None else round(pct, 3), p.runs_for_version])
+            drawn.append(
+                [
+                    v_index[p.version],
+                    p.median,
+                    p.p20,
+                    p.p80,
+                    p.observed_at,
+                    p.run_digest,
+                    source,
+                    ref,
+                    None if pct is None else round(pct, 3),
+                    p.runs_for_version,
+                ]
+            )
         points.append(drawn)
     return {
-        "format": SITE_FORMAT, "kernel": kernel, "title": series[0].kernel_title,
+        "format": SITE_FORMAT,
+        "kernel": kernel,
+        "title": series[0].kernel_title,
         "gpus": [{"slug": g, "name": n} for g, n in gpus.items()],
         "providers": [{"name": p, "role": r} for p, r in providers],
-        "modes": modes, "metrics": list(METRICS), "versions": versions,
-        "workloads": [{"case": by_key[k].case_key, "digest": by_key[k].digest, "category": by_key[k].category}
-                      for k in workloads],
-        "environments": environments, "sweeps": sweeps, "series": rows, "points": points,
+        "modes": modes,
+        "metrics": list(METRICS),
+        "versions": versions,
+        "workloads": [
+            {"case": by_key[k].case_key, "digest": by_key[k].digest, "category": by_key[k].category} for k in workloads
+        ],
+        "environments": environments,
+        "sweeps": sweeps,
+        "series": rows,
+        "points": points,
     }
 
 
@@ -168,6 +215,7 @@ def _pivot(series: list[Series]) -> dict[str, dict[tuple[str, str], int]]:
 
 
 # --------------------------------------------------------------------------- build
+
 
 def _read_state(out_dir: Path) -> dict[str, Any]:
     """The previous build's fingerprints; an unreadable or foreign file counts as no previous build."""
@@ -196,10 +244,14 @@ def _write_bytes(path: Path, data: bytes) -> None:
     os.replace(tmp, path)
 
 
-def build_site(manifests: Iterable[dict[str, Any]], out_dir: str | os.PathLike[str], *,
-               title: str = "Liger-Kernel benchmarks in the KernelIndex catalogue",
-               coverage: Iterable[CoverageCell] | None = None,
-               regressions: RegressionReport | None = None) -> SiteResult:
+def build_site(
+    manifests: Iterable[dict[str, Any]],
+    out_dir: str | os.PathLike[str],
+    *,
+    title: str = "Liger-Kernel benchmarks in the KernelIndex catalogue",
+    coverage: Iterable[CoverageCell] | None = None,
+    regressions: RegressionReport | None = None,
+) -> SiteResult:
     """Write the site into `out_dir` (layout in the module docstring). A kernel whose data is byte-identical
     to the previous build's keeps its files; the landing page says which kernels are new, changed or gone.
     `regressions`: the detection result to show (the asset's, or the CLI's with its settings); without it
@@ -224,44 +276,73 @@ def build_site(manifests: Iterable[dict[str, Any]], out_dir: str | os.PathLike[s
         payload = _js_payload(kernel_data(kernel, by_kernel[kernel], efficiency, sources, index))
         fingerprint = "sha256:" + hashlib.sha256(payload.encode()).hexdigest()
         s = by_kernel[kernel]
-        state[kernel] = {"fingerprint": fingerprint, "slug": slugs[kernel], "title": s[0].kernel_title,
-                         "series": len(s), "points": sum(len(x.points) for x in s),
-                         "versions": _version_order(p.version for x in s for p in x.points),
-                         "gpus": sorted({x.gpu_slug for x in s})}
+        state[kernel] = {
+            "fingerprint": fingerprint,
+            "slug": slugs[kernel],
+            "title": s[0].kernel_title,
+            "series": len(s),
+            "points": sum(len(x.points) for x in s),
+            "versions": _version_order(p.version for x in s for p in x.points),
+            "gpus": sorted({x.gpu_slug for x in s}),
+        }
         data_file = out_dir / "data" / f"{slugs[kernel]}.js"
-        if previous.get(kernel, {}).get("fingerprint") != fingerprint or previous[kernel].get("slug") != slugs[kernel] \
-                or not data_file.exists():
+        if (
+            previous.get(kernel, {}).get("fingerprint") != fingerprint
+            or previous[kernel].get("slug") != slugs[kernel]
+            or not data_file.exists()
+        ):
             _write(data_file, payload)
-            _write(out_dir / "kernels" / f"{slugs[kernel]}.html",
-                   kernel_page(kernel, slugs[kernel], s[0].kernel_title, title))
+            _write(
+                out_dir / "kernels" / f"{slugs[kernel]}.html",
+                kernel_page(kernel, slugs[kernel], s[0].kernel_title, title),
+            )
             rewritten.append(kernel)
     for gone in set(previous) - set(state):
-        for stale in (out_dir / "data" / f"{previous[gone].get('slug', '')}.js",
-                      out_dir / "kernels" / f"{previous[gone].get('slug', '')}.html"):
+        for stale in (
+            out_dir / "data" / f"{previous[gone].get('slug', '')}.js",
+            out_dir / "kernels" / f"{previous[gone].get('slug', '')}.html",
+        ):
             if stale.name not in (".js", ".html"):
                 stale.unlink(missing_ok=True)
     changed = {k: "new" for k in state if k not in previous}
-    changed |= {k: "changed" for k in state if k in previous and previous[k].get("fingerprint") != state[k]["fingerprint"]}
+    changed |= {
+        k: "changed" for k in state if k in previous and previous[k].get("fingerprint") != state[k]["fingerprint"]
+    }
     changed |= {k: "removed" for k in previous if k not in state}
     _copy_assets(out_dir)
     from .regressions_page import write_regressions  # its trend charts are matplotlib images
 
     write_regressions(regressions, out_dir, efficiency=efficiency)
     write_sidecar(efficiency, out_dir)
-    counts = {"kernels": len(state), "series": len(latency) + len(memory), "runs": latency.runs,
-              "points": sum(v["points"] for v in state.values()), "slowdowns": len(regressions.slowdowns),
-              "speedups": len(regressions.speedups), "pending": len(regressions.pending),
-              "rewritten": len(rewritten)}
+    counts = {
+        "kernels": len(state),
+        "series": len(latency) + len(memory),
+        "runs": latency.runs,
+        "points": sum(v["points"] for v in state.values()),
+        "slowdowns": len(regressions.slowdowns),
+        "speedups": len(regressions.speedups),
+        "pending": len(regressions.pending),
+        "rewritten": len(rewritten),
+    }
     pivot = _pivot([*latency, *memory])
     _write(out_dir / "data" / "summary.js", _js_payload(_summary_data(state, pivot)))
-    landing = landing_page(title, state, changed, pivot, counts, regressions,
-                           coverage=None if coverage is None else list(coverage),
-                           efficiency_html=_efficiency_html(efficiency, ranking), previous_built=_read_state(out_dir).get("built"))
+    landing = landing_page(
+        title,
+        state,
+        changed,
+        pivot,
+        counts,
+        regressions,
+        coverage=None if coverage is None else list(coverage),
+        efficiency_html=_efficiency_html(efficiency, ranking),
+        previous_built=_read_state(out_dir).get("built"),
+    )
     built = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     _write(out_dir / "index.html", landing)  # the landing page last: it is what readers open
     _write(out_dir / STATE_NAME, json.dumps({"format": SITE_FORMAT, "built": built, "kernels": state}, indent=1) + "\n")
-    return SiteResult(path=out_dir / "index.html", counts=counts, changed=changed, rewritten=rewritten,
-                      regressions=regressions)
+    return SiteResult(
+        path=out_dir / "index.html", counts=counts, changed=changed, rewritten=rewritten, regressions=regressions
+    )
 
 
 def _efficiency_html(efficiency: EfficiencyReport, ranking: list) -> str:
@@ -275,71 +356,106 @@ def _summary_data(state: dict[str, Any], pivot: dict[str, dict[tuple[str, str], 
     totals: Counter = Counter()
     for cells in pivot.values():
         totals.update(cells)
-    return {"format": SITE_FORMAT, "kernels": len(state),
-            "cells": [{"gpu": g, "version": v, "runs": n} for (g, v), n in sorted(totals.items())],
-            "versions": _version_order(v for _, v in totals)}
+    return {
+        "format": SITE_FORMAT,
+        "kernels": len(state),
+        "cells": [{"gpu": g, "version": v, "runs": n} for (g, v), n in sorted(totals.items())],
+        "versions": _version_order(v for _, v in totals),
+    }
 
 
 # --------------------------------------------------------------------------- pages
 
+
 def _head(title: str, root: str) -> str:
-    return ("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            '<meta name="viewport" content="width=device-width, initial-scale=1">'
-            f'<title>{_e(title)}</title><link rel="stylesheet" href="{root}site.css"></head>')
+    return (
+        '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f'<title>{_e(title)}</title><link rel="stylesheet" href="{root}site.css"></head>'
+    )
 
 
 def _scripts(root: str, data: str) -> str:
     """The charting library, the site's script, then the page's data (which starts the page)."""
-    return "".join(f'<script src="{root}vendor/{n}"></script>' for n in VENDOR_FILES) + \
-        f'<script src="{root}site.js"></script><script src="{root}data/{data}.js"></script>'
+    return (
+        "".join(f'<script src="{root}vendor/{n}"></script>' for n in VENDOR_FILES)
+        + f'<script src="{root}site.js"></script><script src="{root}data/{data}.js"></script>'
+    )
 
 
 def kernel_page(kernel: str, slug: str, kernel_title: str, site_title: str) -> str:
     """The page of one kernel: filters, the chart grid and the compare view; site.js fills them from the data."""
-    return "\n".join([
-        _head(f"{kernel_title} · {site_title}", "../"),
-        f'<body class="kernel-page" data-kernel="{_e(kernel)}">',
-        f'<nav class="crumbs"><a href="../index.html">{_e(site_title)}</a> · <a href="../{REGRESSIONS_PAGE}">regressions</a></nav>',
-        f"<h1>{_e(kernel_title)} <small>({_e(kernel)})</small></h1>",
-        '<p class="note" id="kernel-note">Loading this kernel\'s data…</p>',
-        '<form id="filters" class="filters" onsubmit="return false">'
-        + "".join(f'<label>{label} <select id="f-{key}" data-filter="{key}"></select></label>'
-                  for key, label in (("gpu", "GPU"), ("provider", "provider"), ("mode", "pass"),
-                                     ("version", "Liger version"), ("workload", "workload")))
-        + "</form>",
-        '<section id="compare"><h2>Compare</h2><p class="note">One series (pass, provider, metric) at two Liger '
-        "versions on one GPU, or on two GPUs at one version: the values side by side and B / A per workload.</p>"
-        '<form id="compare-form" class="filters" onsubmit="return false">'
-        + "".join(f'<label>{label} <select id="c-{key}"></select></label>'
-                  for key, label in (("by", "compare"), ("mode", "pass"), ("provider", "provider"),
-                                     ("metric", "metric"), ("fixed", "on"), ("a", "A"), ("b", "B")))
-        + '</form><div class="compare-charts"><div id="compare-values" class="vega"></div>'
-        '<div id="compare-ratio" class="vega"></div></div><table id="compare-table"></table></section>',
-        '<section id="charts"><h2>Charts</h2><div id="chart-grid"></div></section>',
-        _scripts("../", slug),
-        "</body></html>",
-    ])
+    return "\n".join(
+        [
+            _head(f"{kernel_title} · {site_title}", "../"),
+            f'<body class="kernel-page" data-kernel="{_e(kernel)}">',
+            f'<nav class="crumbs"><a href="../index.html">{_e(site_title)}</a> · <a href="../{REGRESSIONS_PAGE}">regressions</a></nav>',
+            f"<h1>{_e(kernel_title)} <small>({_e(kernel)})</small></h1>",
+            '<p class="note" id="kernel-note">Loading this kernel\'s data…</p>',
+            '<form id="filters" class="filters" onsubmit="return false">'
+            + "".join(
+                f'<label>{label} <select id="f-{key}" data-filter="{key}"></select></label>'
+                for key, label in (
+                    ("gpu", "GPU"),
+                    ("provider", "provider"),
+                    ("mode", "pass"),
+                    ("version", "Liger version"),
+                    ("workload", "workload"),
+                )
+            )
+            + "</form>",
+            '<section id="compare"><h2>Compare</h2><p class="note">One series (pass, provider, metric) at two Liger '
+            "versions on one GPU, or on two GPUs at one version: the values side by side and B / A per workload.</p>"
+            '<form id="compare-form" class="filters" onsubmit="return false">'
+            + "".join(
+                f'<label>{label} <select id="c-{key}"></select></label>'
+                for key, label in (
+                    ("by", "compare"),
+                    ("mode", "pass"),
+                    ("provider", "provider"),
+                    ("metric", "metric"),
+                    ("fixed", "on"),
+                    ("a", "A"),
+                    ("b", "B"),
+                )
+            )
+            + '</form><div class="compare-charts"><div id="compare-values" class="vega"></div>'
+            '<div id="compare-ratio" class="vega"></div></div><table id="compare-table"></table></section>',
+            '<section id="charts"><h2>Charts</h2><div id="chart-grid"></div></section>',
+            _scripts("../", slug),
+            "</body></html>",
+        ]
+    )
 
 
 def _changed_section(changed: dict[str, str], state: dict[str, Any], previous_built: str | None) -> str:
     if previous_built is None:
-        return ('<section id="changed"><h2>What changed</h2><p class="note">First build in this folder: every kernel '
-                "is new.</p></section>")
+        return (
+            '<section id="changed"><h2>What changed</h2><p class="note">First build in this folder: every kernel '
+            "is new.</p></section>"
+        )
     if not changed:
-        return (f'<section id="changed"><h2>What changed</h2><p class="ok">Nothing changed since the previous build '
-                f"({_e(previous_built)}).</p></section>")
+        return (
+            f'<section id="changed"><h2>What changed</h2><p class="ok">Nothing changed since the previous build '
+            f"({_e(previous_built)}).</p></section>"
+        )
     items = []
     for kernel, what in sorted(changed.items(), key=lambda kv: (kv[1], kv[0])):
         facts = state.get(kernel)
-        link = (f'<a href="kernels/{_e(facts["slug"])}.html">{_e(facts["title"])}</a>' if facts else _e(kernel))
-        items.append(f'<li class="changed-kernel" data-kernel="{_e(kernel)}" data-change="{what}">{link} '
-                     f'<span class="note">({_e(kernel)}: {what})</span></li>')
-    return (f'<section id="changed"><h2>What changed</h2><p class="note">Since the previous build ({_e(previous_built)}): '
-            f"{len(changed)} kernels.</p><ul>{''.join(items)}</ul></section>")
+        link = f'<a href="kernels/{_e(facts["slug"])}.html">{_e(facts["title"])}</a>' if facts else _e(kernel)
+        items.append(
+            f'<li class="changed-kernel" data-kernel="{_e(kernel)}" data-change="{what}">{link} '
+            f'<span class="note">({_e(kernel)}: {what})</span></li>'
+        )
+    return (
+        f'<section id="changed"><h2>What changed</h2><p class="note">Since the previous build ({_e(previous_built)}): '
+        f"{len(changed)} kernels.</p><ul>{''.join(items)}</ul></section>"
+    )
 
 
-def coverage_pivot(state: dict[str, Any], pivot: dict[str, dict[tuple[str, str], int]],
-                   coverage: list[CoverageCell] | None) -> str:
+def coverage_pivot(
+    state: dict[str, Any], pivot: dict[str, dict[tuple[str, str], int]], coverage: list[CoverageCell] | None
+) -> str:
     """Kernel x GPU x Liger version: runs drawn per cell, each linking into the kernel's page with that GPU and
     version selected; with import coverage, a cell whose rows did not all become runs is marked and says why."""
     gpus = sorted({g for cells in pivot.values() for g, _ in cells})
@@ -347,10 +463,15 @@ def coverage_pivot(state: dict[str, Any], pivot: dict[str, dict[tuple[str, str],
     lost: dict[tuple[str, str, str], list[str]] = defaultdict(list)
     for c in coverage or []:
         if c.rows > c.runs:  # import reports name the GPU as the CSV does; the pivot keys on its slug
-            lost[(c.kernel, identity.gpu_slug(c.gpu), c.version)].append(f"{c.provider} {c.mode} {c.metric}: {c.rows - c.runs} of {c.rows} rows")
-    head1 = "<tr><th rowspan=\"2\">kernel</th>" + "".join(
-        f'<th colspan="{len(versions[g])}" class="pivot-gpu">{_e(g)}</th>' for g in gpus) + "</tr>"
-    head2 = "<tr>" + "".join(f"<th class=\"pivot-version\">{_e(v)}</th>" for g in gpus for v in versions[g]) + "</tr>"
+            lost[(c.kernel, identity.gpu_slug(c.gpu), c.version)].append(
+                f"{c.provider} {c.mode} {c.metric}: {c.rows - c.runs} of {c.rows} rows"
+            )
+    head1 = (
+        '<tr><th rowspan="2">kernel</th>'
+        + "".join(f'<th colspan="{len(versions[g])}" class="pivot-gpu">{_e(g)}</th>' for g in gpus)
+        + "</tr>"
+    )
+    head2 = "<tr>" + "".join(f'<th class="pivot-version">{_e(v)}</th>' for g in gpus for v in versions[g]) + "</tr>"
     rows = []
     for kernel in sorted(pivot):
         facts = state[kernel]
@@ -360,50 +481,72 @@ def coverage_pivot(state: dict[str, Any], pivot: dict[str, dict[tuple[str, str],
                 n = pivot[kernel].get((g, v), 0)
                 why = lost.get((kernel, g, v))
                 css = "pivot-cell" + (" incomplete" if why else "") + ("" if n else " empty")
-                text = (f'<a href="kernels/{_e(facts["slug"])}.html#gpu={_e(g)}&amp;version={_e(v)}">{n}</a>'
-                        if n else "")
+                text = (
+                    f'<a href="kernels/{_e(facts["slug"])}.html#gpu={_e(g)}&amp;version={_e(v)}">{n}</a>' if n else ""
+                )
                 title = f' title="{_e("; ".join(why))}"' if why else ""
-                cells.append(f'<td class="{css}" data-gpu="{_e(g)}" data-version="{_e(v)}" data-runs="{n}"{title}>'
-                             f"{text}</td>")
-        rows.append(f'<tr class="pivot-row" data-kernel="{_e(kernel)}"><th><a href="kernels/{_e(facts["slug"])}.html">'
-                    f'{_e(facts["title"])}</a></th>{"".join(cells)}</tr>')
-    note = ("Runs drawn per kernel, GPU and Liger version (one per series and version); a cell links to the kernel's "
-            "page with that GPU and version selected.")
+                cells.append(
+                    f'<td class="{css}" data-gpu="{_e(g)}" data-version="{_e(v)}" data-runs="{n}"{title}>{text}</td>'
+                )
+        rows.append(
+            f'<tr class="pivot-row" data-kernel="{_e(kernel)}"><th><a href="kernels/{_e(facts["slug"])}.html">'
+            f"{_e(facts['title'])}</a></th>{''.join(cells)}</tr>"
+        )
+    note = (
+        "Runs drawn per kernel, GPU and Liger version (one per series and version); a cell links to the kernel's "
+        "page with that GPU and version selected."
+    )
     if coverage is not None:
         note += " Yellow: rows of that cell did not all become runs (hover for why)."
-    return (f'<section id="coverage-pivot"><h2>Coverage</h2><p class="note">{note}</p>'
-            f'<div class="scroll"><table id="pivot">{head1}{head2}{"".join(rows)}</table></div></section>')
+    return (
+        f'<section id="coverage-pivot"><h2>Coverage</h2><p class="note">{note}</p>'
+        f'<div class="scroll"><table id="pivot">{head1}{head2}{"".join(rows)}</table></div></section>'
+    )
 
 
 def _regressions_summary(regressions: RegressionReport) -> str:
     css = "alert" if regressions.slowdowns else "ok" if regressions.data_sufficient else "caution"
-    return (f'<section id="regressions"><h2>Regressions</h2><p class="{css}">{_e(regressions.summary())}. '
-            f'{len(regressions.slowdowns)} slowdowns, {len(regressions.speedups)} speed-ups, '
-            f'{len(regressions.pending)} pending. Grouped by boundary and suspect commit on the '
-            f'<a href="{REGRESSIONS_PAGE}">regressions page</a>.</p></section>')
+    return (
+        f'<section id="regressions"><h2>Regressions</h2><p class="{css}">{_e(regressions.summary())}. '
+        f"{len(regressions.slowdowns)} slowdowns, {len(regressions.speedups)} speed-ups, "
+        f"{len(regressions.pending)} pending. Grouped by boundary and suspect commit on the "
+        f'<a href="{REGRESSIONS_PAGE}">regressions page</a>.</p></section>'
+    )
 
 
-def landing_page(title: str, state: dict[str, Any], changed: dict[str, str],
-                 pivot: dict[str, dict[tuple[str, str], int]], counts: dict[str, int],
-                 regressions: RegressionReport, *, coverage: list[CoverageCell] | None,
-                 efficiency_html: str, previous_built: str | None) -> str:
+def landing_page(
+    title: str,
+    state: dict[str, Any],
+    changed: dict[str, str],
+    pivot: dict[str, dict[tuple[str, str], int]],
+    counts: dict[str, int],
+    regressions: RegressionReport,
+    *,
+    coverage: list[CoverageCell] | None,
+    efficiency_html: str,
+    previous_built: str | None,
+) -> str:
     kernels = "".join(
         f'<li><a href="kernels/{_e(f["slug"])}.html">{_e(f["title"])}</a> <span class="note">({_e(k)} · '
-        f'{_e(", ".join(f["gpus"]))} · {f["series"]} series)</span></li>' for k, f in sorted(state.items()))
-    return "\n".join([
-        _head(title, ""),
-        f'<body class="landing" data-kernel-count="{counts["kernels"]}" data-series-count="{counts["series"]}" '
-        f'data-run-count="{counts["runs"]}">',
-        f"<h1>{_e(title)}</h1>",
-        f'<p class="note">{counts["runs"]} benchmark runs, {counts["series"]} series, {counts["kernels"]} kernels. '
-        "Charts are drawn in your browser from each kernel's data; everything works offline. Latencies are medians "
-        "of triton.testing.do_bench with the p20–p80 spread; peak memory is torch.cuda.max_memory_allocated.</p>",
-        _changed_section(changed, state, previous_built),
-        '<section id="overview"><h2>Runs per Liger version</h2><div id="overview-chart" class="vega"></div></section>',
-        _regressions_summary(regressions),
-        coverage_pivot(state, pivot, coverage),
-        efficiency_html,
-        f'<nav id="kernels"><h2>Kernels</h2><ol>{kernels}</ol></nav>',
-        _scripts("", "summary"),
-        "</body></html>",
-    ])
+        f"{_e(', '.join(f['gpus']))} · {f['series']} series)</span></li>"
+        for k, f in sorted(state.items())
+    )
+    return "\n".join(
+        [
+            _head(title, ""),
+            f'<body class="landing" data-kernel-count="{counts["kernels"]}" data-series-count="{counts["series"]}" '
+            f'data-run-count="{counts["runs"]}">',
+            f"<h1>{_e(title)}</h1>",
+            f'<p class="note">{counts["runs"]} benchmark runs, {counts["series"]} series, {counts["kernels"]} kernels. '
+            "Charts are drawn in your browser from each kernel's data; everything works offline. Latencies are medians "
+            "of triton.testing.do_bench with the p20–p80 spread; peak memory is torch.cuda.max_memory_allocated.</p>",
+            _changed_section(changed, state, previous_built),
+            '<section id="overview"><h2>Runs per Liger version</h2><div id="overview-chart" class="vega"></div></section>',
+            _regressions_summary(regressions),
+            coverage_pivot(state, pivot, coverage),
+            efficiency_html,
+            f'<nav id="kernels"><h2>Kernels</h2><ol>{kernels}</ol></nav>',
+            _scripts("", "summary"),
+            "</body></html>",
+        ]
+    )

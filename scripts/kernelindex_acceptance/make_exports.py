@@ -34,7 +34,9 @@ def history_export(out: Path, csv: Path, commit: str) -> None:
     print(f"history-reference: {files.submission.records_by_kind}", file=sys.stderr)
     # as a catalogue export would see them: runs listed by name, published in time order
     by_name = sorted(records, key=lambda m: (m["kind"] != "BenchmarkRun", m["metadata"]["name"]))
-    export_kernelindex(by_name, out / "history-reference-time-order", snapshots=[snapshot], order="time", source_commit=commit)
+    export_kernelindex(
+        by_name, out / "history-reference-time-order", snapshots=[snapshot], order="time", source_commit=commit
+    )
     export_kernelindex(by_name, out / "history-reference-name-order", snapshots=[snapshot], source_commit=commit)
 
 
@@ -49,15 +51,26 @@ def wide_exports(out: Path, csv: Path, commit: str) -> None:
     for path in sorted(shared.glob("*.csv")):
         data = path.read_bytes()
         records += import_csv(data, profile="full").manifests.values()
-        snapshots.append(snapshot_of_bytes(f"https://github.com/linkedin/Liger-Kernel/tree/gh-pages/benchmarks/{path.stem}", data, "2026-12-01T00:00:00.000Z"))
+        snapshots.append(
+            snapshot_of_bytes(
+                f"https://github.com/linkedin/Liger-Kernel/tree/gh-pages/benchmarks/{path.stem}",
+                data,
+                "2026-12-01T00:00:00.000Z",
+            )
+        )
     if records:
         files = export_kernelindex(records, out / "wide-ci-files-full-memory", snapshots=snapshots, include_memory=True)
         print(f"wide-ci-files-full-memory: {files.submission.records_by_kind}", file=sys.stderr)
     data = csv.read_bytes()
     locator = f"https://raw.githubusercontent.com/linkedin/Liger-Kernel/{commit}/benchmark/data/all_benchmark_data.csv"
     records = list(import_csv(data, profile="full").manifests.values())
-    files = export_kernelindex(records, out / "wide-history-full-memory", snapshots=[snapshot_of_bytes(locator, data, "2026-12-01T00:00:00.000Z")],
-                                       include_memory=True, source_commit=commit)
+    files = export_kernelindex(
+        records,
+        out / "wide-history-full-memory",
+        snapshots=[snapshot_of_bytes(locator, data, "2026-12-01T00:00:00.000Z")],
+        include_memory=True,
+        source_commit=commit,
+    )
     print(f"wide-history-full-memory: {files.submission.records_by_kind}", file=sys.stderr)
 
 
@@ -70,7 +83,11 @@ def main(out: Path) -> None:
         "ci-full": (*scenarios.ci_slice("full"), False),
         "ci-full-memory": (*scenarios.ci_slice("full"), True),
         "sweep-two-hosts": (host_a + host_b, snaps_a + snaps_b, False),
-        "ci-and-sweep": (scenarios.ci_slice("reference")[0] + host_a, scenarios.ci_slice("reference")[1] + snaps_a, False),
+        "ci-and-sweep": (
+            scenarios.ci_slice("reference")[0] + host_a,
+            scenarios.ci_slice("reference")[1] + snaps_a,
+            False,
+        ),
     }
     for name, (records, snapshots, memory) in made.items():
         files = export_kernelindex(records, out / name, snapshots=snapshots, include_memory=memory)
@@ -79,8 +96,12 @@ def main(out: Path) -> None:
 
 if __name__ == "__main__":
     if "--wide" in sys.argv:
-        wide_exports(Path(sys.argv[1]), Path(sys.argv[sys.argv.index("--csv") + 1]), sys.argv[sys.argv.index("--commit") + 1])
+        wide_exports(
+            Path(sys.argv[1]), Path(sys.argv[sys.argv.index("--csv") + 1]), sys.argv[sys.argv.index("--commit") + 1]
+        )
     elif "--csv" in sys.argv:
-        history_export(Path(sys.argv[1]), Path(sys.argv[sys.argv.index("--csv") + 1]), sys.argv[sys.argv.index("--commit") + 1])
+        history_export(
+            Path(sys.argv[1]), Path(sys.argv[sys.argv.index("--csv") + 1]), sys.argv[sys.argv.index("--commit") + 1]
+        )
     else:
         main(Path(sys.argv[1]))

@@ -72,7 +72,7 @@ class _Spool:
             line = json.dumps(record, separators=(",", ":")) + "\n"
         data = line.encode("utf-8")
         while data:  # os.write may write less than asked
-            data = data[os.write(self.fd, data):]
+            data = data[os.write(self.fd, data) :]
         self.written += len(line)
 
 
@@ -123,7 +123,9 @@ def _wrap_do_bench(testing) -> None:
     names = getattr(getattr(original, "__code__", None), "co_names", ())
     # The shape of triton >= 3.2: the timings go through _summarize_statistics, which knows "all".
     returns_all = (
-        summarize is not None and "return_mode" in parameters and "_summarize_statistics" in names
+        summarize is not None
+        and "return_mode" in parameters
+        and "_summarize_statistics" in names
         and "all" in _nested_consts(original)
     )
     version = getattr(sys.modules.get("triton"), "__version__", None)
@@ -309,9 +311,11 @@ def _write_dispatch(record: dict) -> None:
     fd = _dispatch_fd()
     if fd is None or len(_dispatch_seen) >= _DISPATCH_LIMIT:
         return
-    data = (json.dumps({"format": DISPATCH_FORMAT, **record}, separators=(",", ":"), default=str) + "\n").encode("utf-8")
+    data = (json.dumps({"format": DISPATCH_FORMAT, **record}, separators=(",", ":"), default=str) + "\n").encode(
+        "utf-8"
+    )
     while data:  # os.write may write less than asked
-        data = data[os.write(fd, data):]
+        data = data[os.write(fd, data) :]
 
 
 def _wrap_resolve_impl(module) -> None:
@@ -344,7 +348,9 @@ def _wrap_resolve_impl(module) -> None:
             key = (cells, op_name, requested, "error", str(error))
             if key not in _dispatch_seen:
                 _dispatch_seen.add(key)
-                _write_dispatch({**describe(op_name, requested, case), "error": f"{type(error).__name__}: {error}"[:500]})
+                _write_dispatch(
+                    {**describe(op_name, requested, case), "error": f"{type(error).__name__}: {error}"[:500]}
+                )
             raise
         seen = last.get(op_name)
         if seen is not None and seen[0] is case and seen[2] is impl and seen[1] == requested:
@@ -354,7 +360,11 @@ def _wrap_resolve_impl(module) -> None:
         if key not in _dispatch_seen:
             _dispatch_seen.add(key)
             _write_dispatch(
-                {**describe(op_name, requested, case), "impl": str(getattr(impl, "impl_name", impl)), "rank": getattr(impl, "preference_rank", None)}
+                {
+                    **describe(op_name, requested, case),
+                    "impl": str(getattr(impl, "impl_name", impl)),
+                    "rank": getattr(impl, "preference_rank", None),
+                }
             )
         return impl
 
