@@ -348,12 +348,17 @@ def _import_ci(args: argparse.Namespace) -> int:
 # ------------------------------------------------------------------------------------------ export
 
 
-def _export_arguments(p: argparse.ArgumentParser) -> None:
+def _catalogue_argument(p) -> None:
+    """`--catalogue URL` on a parser or an argument group: the same for every command that reads a catalogue."""
     p.add_argument(
         "--catalogue",
         metavar="URL",
         help="SQLAlchemy URL (default: $KERNELINDEX_CATALOGUE_URL, else the embedded catalogue under DAGSTER_HOME)",
     )
+
+
+def _export_arguments(p: argparse.ArgumentParser) -> None:
+    _catalogue_argument(p)
     p.add_argument(
         "--out",
         type=Path,
@@ -443,11 +448,7 @@ def _report_arguments(p: argparse.ArgumentParser) -> None:
         help="records files (e.g. the records.jsonl of one or more transforms) instead of a catalogue; "
         "a report.json next to a file adds its coverage to the report's coverage table",
     )
-    p.add_argument(
-        "--catalogue",
-        metavar="URL",
-        help="SQLAlchemy URL (default: $KERNELINDEX_CATALOGUE_URL, else the embedded catalogue under DAGSTER_HOME)",
-    )
+    _catalogue_argument(p)
     p.add_argument(
         "--out",
         type=Path,
@@ -526,11 +527,7 @@ def _site(args: argparse.Namespace) -> int:
 
 def _regressions_arguments(p: argparse.ArgumentParser) -> None:
     source = p.add_mutually_exclusive_group()
-    source.add_argument(
-        "--catalogue",
-        metavar="URL",
-        help="SQLAlchemy URL (default: $KERNELINDEX_CATALOGUE_URL, else the embedded catalogue under DAGSTER_HOME)",
-    )
+    _catalogue_argument(source)
     source.add_argument(
         "--records",
         nargs="+",
