@@ -1,10 +1,11 @@
-"""Where the project's local state lives: DAGSTER_HOME, the download cache and the catalogue URL, each
-with its one default.
+"""Where the project's local state lives: DAGSTER_HOME, the Dagster instance in it, the download cache
+and the catalogue URL, each with its one default.
 
 The CLI, the Dagster resources and the embedded catalogue all fall back to the same folder when
 DAGSTER_HOME is unset; release downloads, the artifact store and script environments share one cache
-root. Each default is said here once so they cannot drift apart. Plain Python (no Dagster), so domain
-code such as `catalogue.store`, `liger.release` and `execution` can use it too.
+root. Each default is said here once so they cannot drift apart. Importing this module imports no
+Dagster (only `local_instance` does, when called), so domain code such as `catalogue.store`,
+`liger.release` and `execution` can use it too.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+DAGSTER_HOME_ENV = "DAGSTER_HOME"
 DEFAULT_DAGSTER_HOME = ".dagster_home"  # relative to the working directory, like `dagster dev`'s own default
 CACHE_DIR_ENV = "KERNELINDEX_CACHE_DIR"
 CATALOGUE_URL_ENV = "KERNELINDEX_CATALOGUE_URL"
@@ -19,7 +21,44 @@ CATALOGUE_URL_ENV = "KERNELINDEX_CATALOGUE_URL"
 
 def dagster_home() -> Path:
     """DAGSTER_HOME, or the project's local `.dagster_home` when it is unset."""
-    return Path(os.environ.get("DAGSTER_HOME") or Path.cwd() / DEFAULT_DAGSTER_HOME)
+    return Path(os.environ.get(DAGSTER_HOME_ENV) or Path.cwd() / DEFAULT_DAGSTER_HOME)
+
+
+def prepared_dagster_home() -> Path:
+    """DAGSTER_HOME as an absolute path, created when new and set in this process's environment (so
+    Dagster and every process started from here find the same instance; see `local_instance`)."""
+    home = dagster_home().resolve()
+    home.mkdir(parents=True, exist_ok=True)
+    os.environ[DAGSTER_HOME_ENV] = str(home)
+    return home
+
+
+def local_instance(home: Path):
+    """DAGSTER_HOME's instance (home given a copy of the project's dagster.yaml when new).
+
+    Dagster creates and migrates its SQLite storage when an instance is first made; two processes
+    doing that at once on a fresh home break it ("table runs already exists", "more than one head
+    present"), sometimes for good. So that step is serialised across processes with a file lock in
+    DAGSTER_HOME (filelock: released when the holder dies), and ends only once every storage database
+    exists (some are created on first use)."""
+    import shutil
+    import tempfile
+
+    from dagster import DagsterInstance
+    from filelock import FileLock
+
+    with FileLock(home / ".kernelindex-instance.lock"):
+        config = home / "dagster.yaml"
+        if not config.exists():  # written whole, never seen half-copied by another process
+            with tempfile.NamedTemporaryFile("wb", dir=home, prefix=".dagster.yaml.", delete=False) as tmp:
+                with open(Path(__file__).resolve().parent / "data" / "dagster.yaml", "rb") as source:
+                    shutil.copyfileobj(source, tmp)
+            os.replace(tmp.name, config)
+        instance = DagsterInstance.get()
+        instance.get_runs_count()
+        instance.get_dynamic_partitions("kernelindex-instance-check")
+        instance.all_instigator_state()
+    return instance
 
 
 def cache_root() -> Path:

@@ -41,6 +41,7 @@ from kernelindex_pipeline.defs.import_daemon import (
     fail_if_worker_died,
 )
 from kernelindex_pipeline.defs.launch import ImportSummary, LaunchError, launch, wait_for_catalogue_refresh
+from kernelindex_pipeline.home import local_instance
 from kernelindex_pipeline.liger import import_csv
 
 FIXTURES = Path(__file__).parent / "fixtures" / "liger-ci"
@@ -58,7 +59,7 @@ def home(tmp_path, monkeypatch):
 
 @pytest.fixture
 def instance(home):
-    with cli._local_instance(home) as instance:  # the project's dagster.yaml, as the import commands make it
+    with local_instance(home) as instance:  # the project's dagster.yaml, as the import commands make it
         yield instance
 
 

@@ -15,14 +15,14 @@ from dagster import DagsterInstance
 
 from kernelindex_pipeline.defs.partitions import source_partitions
 
-# What `import-history` and `import-ci` do first (cli._run_import opens the instance with
-# cli._local_instance), then a partition registration as both imports do.
+# What `import-history` and `import-ci` do first (cli.imports._run_import opens the instance with
+# home.local_instance), then a partition registration as both imports do.
 SNIPPET = textwrap.dedent(
     """
-    from kernelindex_pipeline import cli
+    from kernelindex_pipeline.home import local_instance, prepared_dagster_home
     from kernelindex_pipeline.defs.partitions import register_partitions
 
-    with cli._local_instance(cli._dagster_home()) as instance:
+    with local_instance(prepared_dagster_home()) as instance:
         register_partitions(instance, "history", [("nvidia-h100-80gb-hbm3", "0.5.0"), ("nvidia-a100-sxm4-80gb", "0.6.0")])
         instance.get_runs_count()
     print("done")

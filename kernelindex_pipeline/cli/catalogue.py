@@ -1,0 +1,301 @@
+"""Commands that read a catalogue (or records files): export, report, site, regressions."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+
+from kernelindex_pipeline.cli.errors import Command, CommandError, UsageError
+from kernelindex_pipeline.home import catalogue_url
+
+# ------------------------------------------------------------------------------------------ export
+
+
+def _catalogue_argument(p) -> None:
+    """`--catalogue URL` on a parser or an argument group: the same for every command that reads a catalogue."""
+    p.add_argument(
+        "--catalogue",
+        metavar="URL",
+        help="SQLAlchemy URL (default: $KERNELINDEX_CATALOGUE_URL, else the embedded catalogue under DAGSTER_HOME)",
+    )
+
+
+def _export_arguments(p: argparse.ArgumentParser) -> None:
+    _catalogue_argument(p)
+    p.add_argument(
+        "--out",
+        type=Path,
+        required=True,
+        metavar="DIR",
+        help="writes the JSON Lines export, its manifest, the YAML bundle and efficiency.jsonl",
+    )
+    p.add_argument(
+        "--kernelindex",
+        action="store_true",
+        help="also write kernelindex-submission.yaml and kernelindex-import-bundle.json, the files KernelIndex's own "
+        "publication code takes (README: Publishing in KernelIndex); runs in time order, peak-memory runs left out",
+    )
+    p.add_argument(
+        "--kernelindex-memory",
+        action="store_true",
+        help="with --kernelindex: include peak-memory runs (KernelIndex ranks them as latencies)",
+    )
+
+
+def _export(args: argparse.Namespace) -> int:
+
+    from kernelindex_pipeline.catalogue.export import export_bundle, export_jsonl
+    from kernelindex_pipeline.catalogue.store import CatalogueStore
+    from kernelindex_pipeline.catalogue.tables import export_tables
+    from kernelindex_pipeline.reporting.efficiency import export_sidecar
+
+    if args.kernelindex_memory and not args.kernelindex:
+        raise UsageError("--kernelindex-memory goes with --kernelindex")
+    store = CatalogueStore.open(catalogue_url(args.catalogue), read_only=True)
+    try:
+        jsonl = export_jsonl(store, args.out)  # checks the catalogue's integrity first
+        bundle = export_bundle(store, args.out)
+        tables = export_tables(store, args.out)
+        sidecar = export_sidecar(store.manifests(), args.out)
+        kernelindex = _kernelindex_export(store, args) if args.kernelindex else None
+    finally:
+        store.close()
+    print(f"{jsonl.records} records from {store.safe_url}")
+    print(f"{jsonl.path} (sha256 {jsonl.sha256}), manifest {jsonl.manifest_path}")
+    print(f"{bundle.path}")
+    print(
+        "tables (Parquet, keyed on digests): "
+        + ", ".join(f"{p} ({tables.rows[n]} rows)" for n, p in tables.paths.items())
+    )
+    collisions = json.loads(jsonl.manifest_path.read_text(encoding="utf-8"))["nameCollisions"]
+    if collisions["records"]:
+        print(
+            f"{collisions['records']} records share their metadata.name with another ({collisions['names']} names, "
+            "KernelIndex's 100-character cut): key on digests"
+        )
+    print(f"{sidecar} (derived efficiency figures, beside the records)")
+    if kernelindex is not None:
+        print(
+            f"{kernelindex.submission.path}: {kernelindex.submission.records_by_kind['BenchmarkRun']} runs for KernelIndex"
+        )
+        for bundle in kernelindex.bundles:
+            print(f"{bundle.path}: {bundle.records_by_kind['BenchmarkRun']} runs")
+    return 0
+
+
+def _kernelindex_export(store, args: argparse.Namespace):
+    from kernelindex_pipeline.catalogue.export import export_kernelindex
+    from kernelindex_pipeline.catalogue.kernelindex import KernelIndexExportError, snapshots_of_publications
+
+    try:
+        return export_kernelindex(
+            store.manifests(),
+            args.out,
+            snapshots=snapshots_of_publications(store.publications()),
+            include_memory=args.kernelindex_memory,
+            order="time",
+        )
+    except KernelIndexExportError as error:
+        raise CommandError(f"KernelIndex export: {error}") from None
+
+
+# ------------------------------------------------------------------------------------------ report
+
+
+def _report_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--records",
+        nargs="+",
+        type=Path,
+        metavar="FILE",
+        help="records files (e.g. the records.jsonl of one or more transforms) instead of a catalogue; "
+        "a report.json next to a file adds its coverage to the report's coverage table",
+    )
+    _catalogue_argument(p)
+    p.add_argument(
+        "--out",
+        type=Path,
+        required=True,
+        metavar="DIR",
+        help="writes DIR/index.html, DIR/charts/*.svg, regressions.json, summary.md",
+    )
+    _detection_arguments(p)
+
+
+def _report_inputs(args: argparse.Namespace):
+    """(manifests, coverage cells or None, regressions) of --records files or the catalogue, the same for
+    `report` and `site`."""
+
+    settings = _detection_settings(args)
+    if args.records and args.catalogue:
+        raise UsageError("give --records or --catalogue, not both")
+    if args.records:
+        from kernelindex_pipeline.liger.report import CoverageTable
+        from kernelindex_pipeline.records.io import load_manifests
+
+        manifests, import_reports = [], []
+        for path in args.records:
+            if not path.is_file():
+                raise CommandError(f"{path}: no such file")
+            try:
+                manifests += [manifest for _, manifest in load_manifests(path)]
+            except (OSError, ValueError) as exc:
+                raise CommandError(f"{path}: {exc}") from None
+            report_path = path.with_name("report.json")  # transform writes it next to records.jsonl
+            if report_path.is_file():
+                try:
+                    import_reports.append(json.loads(report_path.read_text(encoding="utf-8")))
+                except (OSError, ValueError) as exc:
+                    raise CommandError(f"{report_path}: {exc}") from None
+        coverage = CoverageTable.of(import_reports).cells if import_reports else None
+        # each file one source run, as `regressions --records` judges them
+        return manifests, coverage, _detect_and_attribute(args, settings, records=args.records)
+    from kernelindex_pipeline.catalogue.store import CatalogueStore
+
+    store = CatalogueStore.open(catalogue_url(args.catalogue), read_only=True)
+    try:
+        manifests = list(store.manifests())
+        return manifests, None, _detect_and_attribute(args, settings, manifests=manifests)
+    finally:
+        store.close()
+
+
+def _report(args: argparse.Namespace) -> int:
+    from kernelindex_pipeline.reporting import build_report
+
+    manifests, coverage, regressions = _report_inputs(args)
+    result = build_report(manifests, args.out, coverage=coverage, regressions=regressions)
+    print(result.summary_markdown)
+    print(f"wrote {result.path}")
+    return 0
+
+
+def _site(args: argparse.Namespace) -> int:
+    from kernelindex_pipeline.reporting.site import build_site
+
+    manifests, coverage, regressions = _report_inputs(args)
+    result = build_site(manifests, args.out, coverage=coverage, regressions=regressions)
+    changed = ", ".join(f"{k} ({v})" for k, v in sorted(result.changed.items())) or "nothing"
+    print(
+        f"{result.counts['kernels']} kernels, {result.counts['series']} series, {result.counts['runs']} runs; "
+        f"{result.counts['slowdowns']} slowdowns, {result.counts['pending']} pending"
+    )
+    print(f"changed since the previous build: {changed}; kernel pages rewritten: {len(result.rewritten)}")
+    print(f"wrote {result.path}")
+    return 0
+
+
+# ------------------------------------------------------------------------------------- regressions
+
+
+def _regressions_arguments(p: argparse.ArgumentParser) -> None:
+    source = p.add_mutually_exclusive_group()
+    _catalogue_argument(source)
+    source.add_argument(
+        "--records",
+        nargs="+",
+        type=Path,
+        metavar="FILE",
+        help="records.jsonl files that `transform` wrote, each one source run",
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        required=True,
+        metavar="DIR",
+        help="writes DIR/regressions.json and the page DIR/regressions.html",
+    )
+    _detection_arguments(p)
+
+
+def _detection_arguments(p: argparse.ArgumentParser) -> None:
+    """The detection settings, the same for `regressions` and `report` (reporting.changepoints.DetectionSettings,
+    whose defaults apply where an option is not given; not imported here: `--help` stays light, and
+    tests/test_cli.py checks these texts against DetectionSettings)."""
+    p.add_argument("--alpha", type=float, help="significance level per series (default 0.001)")
+    p.add_argument("--min-effect", type=float, help="smallest change reported, as a fraction (default 0.05 = 5%%)")
+    p.add_argument(
+        "--liger-git",
+        metavar="DIR",
+        default=os.environ.get("KERNELINDEX_LIGER_GIT") or None,
+        help="a clone of Liger-Kernel (git clone --filter=blob:none --bare https://github.com/linkedin/Liger-Kernel "
+        "DIR): changes name the commits between their runs, runs are ordered by their code "
+        "(default: $KERNELINDEX_LIGER_GIT; without it, no commits are named)",
+    )
+
+
+def _detect_and_attribute(
+    args: argparse.Namespace, settings, *, records: list[Path] | None = None, manifests: Iterable[dict] | None = None
+):
+    """Detection (each records file one source run, or the runs of a catalogue) with Liger's attribution;
+    what the attribution could not use (the clone, a commit) is printed as a note, detection goes on."""
+    from kernelindex_pipeline.liger.attribution import LigerAttribution
+    from kernelindex_pipeline.reporting.regressions import detect_in_record_files, detect_regressions
+
+    liger = LigerAttribution(args.liger_git)
+    if records is not None:
+        report = detect_in_record_files(records, settings, liger.adapters)
+    else:
+        report = detect_regressions(manifests or [], settings, liger.adapters)
+    for note in liger.attribute(report):
+        print(f"note: {note}", file=sys.stderr)
+    return report
+
+
+def _detection_settings(args: argparse.Namespace):
+    from kernelindex_pipeline.reporting.changepoints import DetectionSettings
+
+    given = {"alpha": args.alpha, "min_effect": args.min_effect}
+    try:
+        return DetectionSettings(**{name: value for name, value in given.items() if value is not None})
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _regressions(args: argparse.Namespace) -> int:
+    from kernelindex_pipeline.reporting.regressions import RegressionInputError
+    from kernelindex_pipeline.reporting.regressions_page import write_regressions
+
+    settings = _detection_settings(args)
+    try:
+        if args.records:
+            report = _detect_and_attribute(args, settings, records=args.records)
+        else:
+            from kernelindex_pipeline.catalogue.store import CatalogueStore
+
+            with CatalogueStore.open(catalogue_url(args.catalogue)) as store:
+                report = _detect_and_attribute(args, settings, manifests=store.manifests())
+    except (RegressionInputError, ValueError) as exc:
+        raise CommandError(str(exc)) from None
+    paths = write_regressions(report, args.out)
+    print(report.summary())
+    print(f"wrote {paths.json} and {paths.page}")
+    return 0
+
+
+COMMANDS: dict[str, Command] = {
+    "export": (
+        "export the catalogue: JSON Lines + manifest file, and a YAML submission bundle",
+        _export_arguments,
+        _export,
+    ),
+    "report": (
+        "the static HTML report (charts, coverage, regressions) of records files or a catalogue",
+        _report_arguments,
+        _report,
+    ),
+    "site": (
+        "the interactive static site (landing page, a page per kernel, regressions) of records files or a catalogue",
+        _report_arguments,
+        _site,
+    ),
+    "regressions": (
+        "change points over every run, host effects taken out: regressions.json + a page",
+        _regressions_arguments,
+        _regressions,
+    ),
+}

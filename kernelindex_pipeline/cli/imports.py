@@ -1,0 +1,144 @@
+"""The import commands, import-history and import-ci: real runs through Dagster into the catalogue."""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+from kernelindex_pipeline.cli.errors import Command, CommandError, UsageError
+from kernelindex_pipeline.home import local_instance, prepared_dagster_home
+
+
+def _verbose_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "-v", "--verbose", action="store_true", help="also print Dagster's event log and the daemon's output"
+    )
+
+
+def _import_history_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--partition",
+        action="append",
+        default=[],
+        metavar="GPU|VERSION",
+        help="only this partition, e.g. 'nvidia-h100-80gb-hbm3|0.8.0' (repeatable; default: every history partition)",
+    )
+    _verbose_argument(p)
+
+
+def _import_ci_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "locators",
+        nargs="+",
+        metavar="LOCATOR",
+        help="Liger CI results CSVs: https URLs (e.g. https://raw.githubusercontent.com/linkedin/Liger-Kernel/"
+        "gh-pages/benchmarks/<dir>/benchmark.csv) or local paths",
+    )
+    _verbose_argument(p)
+
+
+def _checked_partitions(keys: list[str]) -> list[tuple[str, str]]:
+    """(gpu, version) of each `--partition GPU|VERSION`; a UsageError naming every bad one."""
+    from kernelindex_pipeline.liger.partition import PARTITION_VALUE
+
+    partitions, bad = [], []
+    for key in keys:
+        gpu, sep, version = key.partition("|")
+        if sep and PARTITION_VALUE.fullmatch(gpu) and PARTITION_VALUE.fullmatch(version):
+            partitions.append((gpu, version))
+        else:
+            bad.append(key)
+    if bad:
+        raise UsageError(
+            f"--partition {', '.join(map(repr, bad))}: write GPU|VERSION, each of lowercase ASCII letters, digits, "
+            "'.', '_' and '-', e.g. 'nvidia-h100-80gb-hbm3|0.8.0'"
+        )
+    return partitions
+
+
+def _run_import(args: argparse.Namespace, run) -> int:
+    """Run one import command against the instance under DAGSTER_HOME and print its summary."""
+    import logging
+    import warnings
+
+    from dagster import BetaWarning, PreviewWarning
+
+    home = prepared_dagster_home()
+    if not args.verbose:
+        # Dagster's own notices are for the code's author; the operator's output is the summary.
+        warnings.filterwarnings("ignore", category=BetaWarning)
+        warnings.filterwarnings("ignore", category=PreviewWarning)
+        logging.getLogger("dagster").setLevel(logging.WARNING)
+    from kernelindex_pipeline.defs.import_daemon import clean_up_after_dead_command
+    from kernelindex_pipeline.defs.launch import LaunchError, UnknownPartitions, ui_hint
+
+    print(f"DAGSTER_HOME={home}", file=sys.stderr)
+    try:
+        with local_instance(home) as instance:
+            # Runs a dead import command's daemon left STARTED hold run slots forever: reported and failed first.
+            clean_up_after_dead_command(instance, home, lambda line: print(line, file=sys.stderr, flush=True))
+            # The summary is printed as soon as the import's runs are done, before the catalogue refresh.
+            summary = run(
+                instance,
+                home,
+                lambda line: print(line, file=sys.stderr, flush=True),
+                lambda done: print("\n".join(done.lines()), flush=True),
+            )
+    except UnknownPartitions as error:  # checked against the history before any partition runs
+        raise UsageError(str(error)) from None
+    except LaunchError as error:
+        raise CommandError(str(error)) from None
+    except subprocess.TimeoutExpired as error:  # a deadline the import module did not turn into its own message
+        command = " ".join(Path(str(part)).name for part in (error.cmd or [])[:3])
+        raise CommandError(
+            f"{command} did not finish within {error.timeout:g}s (the machine may be overloaded); run the command again"
+        ) from None
+    print(f"open the UI on it: {ui_hint(home)}", file=sys.stderr)
+    return 0 if summary.ok else 1
+
+
+def _import_history(args: argparse.Namespace) -> int:
+    """Every partition of the newest history through Dagster, into the instance under DAGSTER_HOME."""
+    partitions = _checked_partitions(args.partition)  # all of them, before anything is read or created
+    from kernelindex_pipeline.defs.launch import import_history
+
+    return _run_import(
+        args,
+        lambda instance, home, log, report: import_history(
+            instance, home, partitions=partitions or None, verbose=args.verbose, log=log, report=report
+        ),
+    )
+
+
+def _import_ci(args: argparse.Namespace) -> int:
+    """Liger CI result files through Dagster: partitions whose files changed are imported, others not."""
+    from kernelindex_pipeline.defs.launch import import_ci
+    from kernelindex_pipeline.liger.ci import CiSourceError, check_locator_syntax
+
+    for locator in args.locators:  # a malformed locator is a usage error, before anything is created
+        try:
+            check_locator_syntax(locator)
+        except CiSourceError as error:
+            raise UsageError(str(error)) from None
+    return _run_import(
+        args,
+        lambda instance, home, log, report: import_ci(
+            instance, home, args.locators, verbose=args.verbose, log=log, report=report
+        ),
+    )
+
+
+COMMANDS: dict[str, Command] = {
+    "import-history": (
+        "the main job: every history partition through Dagster into the catalogue",
+        _import_history_arguments,
+        _import_history,
+    ),
+    "import-ci": (
+        "Liger CI result CSVs (URLs or paths) through Dagster into the catalogue",
+        _import_ci_arguments,
+        _import_ci,
+    ),
+}
