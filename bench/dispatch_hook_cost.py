@@ -13,7 +13,7 @@ import timeit
 import types
 from pathlib import Path
 
-HOOK = Path(__file__).resolve().parents[1] / "kernelindex_pipeline" / "execution" / "sample_hook" / "sitecustomize.py"
+HOOK = Path(__file__).resolve().parents[1] / "kernelindex_pipeline" / "sweep" / "sample_hook" / "sitecustomize.py"
 CALLS = 200_000
 
 

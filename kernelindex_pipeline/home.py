@@ -5,7 +5,7 @@ The CLI, the Dagster resources and the embedded catalogue all fall back to the s
 DAGSTER_HOME is unset; release downloads, the artifact store and script environments share one cache
 root. Each default is said here once so they cannot drift apart. Importing this module imports no
 Dagster (only `local_instance` does, when called), so domain code such as `catalogue.store`,
-`liger.release` and `execution` can use it too.
+`liger.release` and `sweep` can use it too.
 """
 
 from __future__ import annotations

@@ -49,7 +49,7 @@ DEFAULT_SCRIPT_TIMEOUT_S = 100
 DEFAULT_BUDGET_S = 480.0
 RESERVE_PER_VERSION_S = 30.0  # environment, two sentinel runs, records and publication of one release
 MIN_SCRIPT_TIMEOUT_S = 15.0
-# What the record path (records/, liger/, catalogue/, execution/) imports beyond the standard library;
+# What the record path (records/, liger/, catalogue/, sweep/) imports beyond the standard library;
 # Dagster is not needed here. Module -> requirement.
 PIPELINE_REQUIREMENTS = {
     "yaml": "PyYAML>=6.0",
@@ -310,10 +310,10 @@ def parse_backends(text: str | None) -> dict[str, list[str]] | None:
 
 def sweep_one(args, version: str, gpu: str, base_python: str, work_root: Path, timeout_s: float):
     """Sweep one release; its records built and validated (raises SweepError / InvalidRecords)."""
-    from kernelindex_pipeline.execution.runner import SweepRequest, run_sweep
     from kernelindex_pipeline.liger import import_csv
     from kernelindex_pipeline.liger.normalize import MeasuredContext
     from kernelindex_pipeline.records.schema import ensure_valid
+    from kernelindex_pipeline.sweep.runner import SweepRequest, run_sweep
 
     request = SweepRequest(
         gpu=gpu,
@@ -367,13 +367,13 @@ def raw_sample_counts(imported) -> dict:
 def run_check(args: argparse.Namespace) -> int:
     sys.path.insert(0, str(REPO))
     from kernelindex_pipeline.catalogue.store import CatalogueStore
-    from kernelindex_pipeline.execution.backends import backend_variants
-    from kernelindex_pipeline.execution.host import probe_host
-    from kernelindex_pipeline.execution.outcomes import SweepError
     from kernelindex_pipeline.liger.report import CoverageTable
     from kernelindex_pipeline.records.names import kebab
     from kernelindex_pipeline.reporting.html import build_report
     from kernelindex_pipeline.reporting.regressions import detect_regressions
+    from kernelindex_pipeline.sweep.backends import backend_variants
+    from kernelindex_pipeline.sweep.host import probe_host
+    from kernelindex_pipeline.sweep.outcomes import SweepError
 
     started = time.monotonic()
     versions = versions_of(args)
@@ -400,7 +400,7 @@ def run_check(args: argparse.Namespace) -> int:
     store = CatalogueStore.open(f"sqlite:///{work_root / 'catalogue.sqlite'}")
     swept, lines, notes = [], [], set()
     kernels = len(args.kernels.split(","))
-    # every script runs once per round and backend variant (execution/rounds.py, backends.py)
+    # every script runs once per round and backend variant (sweep/rounds.py, backends.py)
     runs_per_script = args.rounds * max(1, len(backend_variants(parse_backends(args.backends))))
     try:
         for index, version in enumerate(versions):

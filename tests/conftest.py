@@ -27,7 +27,7 @@ POSTGRES_URL_ENV = "KERNELINDEX_TEST_POSTGRES_URL"
 @pytest.fixture(scope="session", autouse=True)
 def artifact_store(tmp_path_factory):
     """Sweeps in tests put their evidence into a store of the session, never into the user's cache
-    (execution/artifact_store.py; the variable reaches the sweep process through its allowlist)."""
+    (sweep/artifact_store.py; the variable reaches the sweep process through its allowlist)."""
     root = tmp_path_factory.mktemp("artifact-store")
     previous = os.environ.get("KERNELINDEX_ARTIFACT_STORE")
     os.environ["KERNELINDEX_ARTIFACT_STORE"] = str(root)
@@ -40,7 +40,7 @@ def artifact_store(tmp_path_factory):
 
 def stored_file(ref: dict) -> Path:
     """The artifact store's file of a record's {"uri", "digest"} (the store of this test session)."""
-    from kernelindex_pipeline.execution.artifact_store import ArtifactStore
+    from kernelindex_pipeline.sweep.artifact_store import ArtifactStore
 
     return Path(ArtifactStore.from_environment().path_of(ref["digest"].removeprefix("sha256:")))
 

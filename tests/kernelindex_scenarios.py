@@ -58,10 +58,10 @@ def ci_slice(profile: str = "full") -> tuple[list[dict], list[dict]]:
 
 
 class _StandinHost:
-    """execution.host.HostCapture's identity and label facts of one host."""
+    """sweep.host.HostCapture's identity and label facts of one host."""
 
     def __init__(self, hostname: str, kernel: str, driver: str):
-        from kernelindex_pipeline.execution.host import HostCapture
+        from kernelindex_pipeline.sweep.host import HostCapture
 
         self.hostname = hostname
         self.capture = HostCapture(
@@ -79,7 +79,7 @@ class _StandinHost:
 
 
 def _samples_entry(median_ms: float, key: str) -> dict[str, Any]:
-    """A raw-samples entry as execution/samples.py makes it: 50 samples around the median, an artifact ref."""
+    """A raw-samples entry as sweep/samples.py makes it: 50 samples around the median, an artifact ref."""
     from kernelindex_pipeline.liger.sample_statistics import latency_statistics
 
     samples = [median_ms * (1 + ((i * 37) % 21 - 10) / 1000) for i in range(50)]
@@ -98,7 +98,7 @@ def _b64(hex_digest: str) -> str:
 
 
 def _sentinel(host: str, median_ms: float) -> list[dict[str, Any]]:
-    from kernelindex_pipeline.execution.sentinel import PLAN
+    from kernelindex_pipeline.sweep.sentinel import PLAN
 
     entries = []
     for position, stamp in (("start", "2026-12-01T10:00:00.000Z"), ("end", "2026-12-01T11:00:00.000Z")):
@@ -124,10 +124,10 @@ def standin_sweep(
 ) -> tuple[list[dict], list[dict]]:
     """A sweep of Liger 0.8.5 as a host would publish it: the 0.8.5 scripts' rows of a few kernels
     (tests/fixtures/liger-0.8.5-sweep-rows.csv), raw samples for every speed row, the sentinel."""
-    from kernelindex_pipeline.execution.environment import measured_project_versions
     from kernelindex_pipeline.liger import import_csv
     from kernelindex_pipeline.liger.normalize import MeasuredContext
     from kernelindex_pipeline.liger.sample_statistics import row_key
+    from kernelindex_pipeline.sweep.environment import measured_project_versions
 
     standin = _StandinHost(host, kernel, driver)
     text = (FIXTURES / "liger-0.8.5-sweep-rows.csv").read_text("utf-8")

@@ -287,8 +287,8 @@ def test_regressions_page_says_how_a_change_moved_efficiency(tmp_path):
 
 
 def test_a_sweep_hosts_reported_l2_becomes_its_environment_label():
-    from kernelindex_pipeline.execution.environment import environment_labels
-    from kernelindex_pipeline.execution.host import HostCapture
+    from kernelindex_pipeline.sweep.environment import environment_labels
+    from kernelindex_pipeline.sweep.host import HostCapture
 
     labels = environment_labels(HostCapture(cuda_available=True, l2_cache_bytes=52428800))
     assert labels[L2_LABEL] == "52428800"

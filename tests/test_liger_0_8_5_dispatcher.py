@@ -24,11 +24,11 @@ from pathlib import Path
 import pytest
 from standin_release import add_liger_dispatcher_needs, build_fake_nvidia_smi, build_fake_torch, build_release_tarball
 
-from kernelindex_pipeline.execution.backends import DISPATCH_SPOOL_FD_VARIABLE, read_dispatches
-from kernelindex_pipeline.execution.runner import SweepRequest, run_sweep
-from kernelindex_pipeline.execution.samples import HOOK_DIR, private_spool
 from kernelindex_pipeline.liger import import_csv
 from kernelindex_pipeline.liger.normalize import MeasuredContext
+from kernelindex_pipeline.sweep.backends import DISPATCH_SPOOL_FD_VARIABLE, read_dispatches
+from kernelindex_pipeline.sweep.runner import SweepRequest, run_sweep
+from kernelindex_pipeline.sweep.samples import HOOK_DIR, private_spool
 
 pytestmark = pytest.mark.network
 
@@ -183,7 +183,7 @@ def cpu_site(wheel_dir, tmp_path_factory) -> dict:
 
 def _call(site: dict, phase: dict, variables: dict[str, str]) -> tuple[dict, dict]:
     """One real dispatch in a subprocess with the sample hook on (its dispatch spool as the runner passes
-    it): what the call ran, and what the hook recorded (read back by execution/backends.py)."""
+    it): what the call ran, and what the hook recorded (read back by sweep/backends.py)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("LIGER_KERNEL_")}
     with private_spool(site["root"]) as spool:
         env.update(variables, **{DISPATCH_SPOOL_FD_VARIABLE: str(spool.fileno())})

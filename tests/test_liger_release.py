@@ -342,9 +342,9 @@ def test_a_known_sha256_is_checked_before_extraction(tmp_path):
 
 def test_a_fetched_release_is_extracted_with_its_sha256_rechecked(tmp_path, monkeypatch):
     """The sweep's fetch path hands extraction the artifact, so an sdist changed after its fetch is refused."""
-    from kernelindex_pipeline.execution import runner
-    from kernelindex_pipeline.execution.outcomes import ConfigurationError
     from kernelindex_pipeline.liger.release import ReleaseArtifact
+    from kernelindex_pipeline.sweep import runner
+    from kernelindex_pipeline.sweep.outcomes import ConfigurationError
 
     sdist = make_sdist(
         tmp_path / "liger_kernel-9.9.9.tar.gz",

@@ -2,7 +2,7 @@
 
 Locally that process is a subprocess on this host; on a cluster a Kubernetes pod on a node with the
 partition's GPU. Either way it reports progress as log lines and sends its reply as a Pipes message
-(execution/pipes_entry.py writes it and rebuilds it here as a typed SweepReply): the CSV with the
+(sweep/pipes_entry.py writes it and rebuilds it here as a typed SweepReply): the CSV with the
 SweepResult, or a SweepError whose `retryable` flag decides whether Dagster may try again. Dagster
 metadata is made here, from the typed result; the domain objects never hold it.
 """
@@ -14,12 +14,12 @@ import sys
 from dagster import AssetExecutionContext, Failure, MetadataValue
 
 from kernelindex_pipeline.defs.resources import BenchmarkRunnerResource, LigerReleaseResource
-from kernelindex_pipeline.execution.pipes_entry import coverage_metadata as pipes_coverage_metadata
-from kernelindex_pipeline.execution.pipes_entry import outcomes_table, reply_from_messages
-from kernelindex_pipeline.execution.runner import SweepResult
 from kernelindex_pipeline.liger.normalize import MeasuredContext
 from kernelindex_pipeline.liger.partition import PartitionCsv
 from kernelindex_pipeline.liger.release import snapshot_of_bytes
+from kernelindex_pipeline.sweep.pipes_entry import coverage_metadata as pipes_coverage_metadata
+from kernelindex_pipeline.sweep.pipes_entry import outcomes_table, reply_from_messages
+from kernelindex_pipeline.sweep.runner import SweepResult
 
 
 def _sweep_request(
@@ -55,13 +55,13 @@ def _sweep_request(
 def _launch(context: AssetExecutionContext, gpu: str, request: dict, runner: BenchmarkRunnerResource):
     extras = {"sweep_request": request, "report_materialization": False}
     if runner.runner == "k8s":
-        from kernelindex_pipeline.execution.k8s import sweep_pod
+        from kernelindex_pipeline.sweep.k8s import sweep_pod
 
         pod = sweep_pod(
             gpu, image=runner.image, namespace=runner.namespace, cache_volume_claim=runner.cache_volume_claim or None
         )
         return runner.pipes_client().run(context=context, extras=extras, **pod)
-    command = [sys.executable, "-m", "kernelindex_pipeline.execution.pipes_entry"]
+    command = [sys.executable, "-m", "kernelindex_pipeline.sweep.pipes_entry"]
     return runner.pipes_client().run(context=context, command=command, extras=extras, env={"TZ": "UTC"})
 
 

@@ -48,7 +48,7 @@ class MeasuredContext:
 
     `software` / `settings` go into ExecutionEnvironment.spec (so the environment, and every run on it,
     gets a digest of its own; its name carries a short digest suffix): a sweep passes identity only
-    (execution/environment.py: GPU, driver major, CUDA, torch, triton) and the rest of its host as
+    (sweep/environment.py: GPU, driver major, CUDA, torch, triton) and the rest of its host as
     `labels`, so two hosts of one GPU type share one environment. And `logs_by_kernel[kernel]`
     (`{"uri", "digest"}`) becomes BenchmarkRun.spec.evidence.logs for that CSV kernel_name.
     `raw_samples[liger.sample_statistics.row_key(...)]` is the samples entry of that row's do_bench call; its run
@@ -60,8 +60,8 @@ class MeasuredContext:
     settings: dict[str, Any] | None = None
     logs_by_kernel: dict[str, dict[str, str]] = field(default_factory=dict)
     raw_samples: dict[str, dict[str, Any]] = field(default_factory=dict)
-    sentinel: list[dict[str, Any]] = field(default_factory=list)  # execution/sentinel.py measurements
-    # ExecutionEnvironment.metadata.labels: host facts that are not identity (execution/environment.py)
+    sentinel: list[dict[str, Any]] = field(default_factory=list)  # sweep/sentinel.py measurements
+    # ExecutionEnvironment.metadata.labels: host facts that are not identity (sweep/environment.py)
     labels: dict[str, str] = field(default_factory=dict)
     # project slug -> the exact revision measured: a release tag ("v0.8.5") or a 40-hex commit. It becomes
     # the ImplementationRevision's projectRevision (with the project's repository), so KernelIndex can
@@ -76,8 +76,8 @@ class MeasuredContext:
         field_name = "commit" if re.fullmatch(r"[0-9a-f]{40}", revision) else "version"
         return {"repository": repository, field_name: revision}
 
-    # Labels of runs: per row key (execution/rounds.py: `throttled`), and for every run of the sweep
-    # (execution/sentinel.py band_labels: `sentinel_band: outside` for an outlier sweep).
+    # Labels of runs: per row key (sweep/rounds.py: `throttled`), and for every run of the sweep
+    # (sweep/sentinel.py band_labels: `sentinel_band: outside` for an outlier sweep).
     row_labels: dict[str, dict[str, str]] = field(default_factory=dict)
     run_labels: dict[str, str] = field(default_factory=dict)
 
@@ -274,7 +274,7 @@ def implementation_revision(
     its own, named and labelled for that commit, so it never joins a release's series. `revision`: the
     exact projectRevision a sweep measured (MeasuredContext.project_revision); history rows have none.
     `backend`: the implementation Liger's dispatcher resolved for a measured row (Liger >= 0.8.3,
-    execution/backends.py), e.g. `nvidia-cutedsl`: part of the revision (spec.callable.symbol), so
+    sweep/backends.py), e.g. `nvidia-cutedsl`: part of the revision (spec.callable.symbol), so
     two backends of one op are two implementations, two series."""
     provider_name = ab[0] if ab else provider.name + (f"-{backend}" if backend else "")
     metadata: dict[str, Any] = {
@@ -374,7 +374,7 @@ def sweep_protocol(mode: str, phrases: dict[str, str], warmup: Any, rep: Any, ro
 
 
 def tp_protocol() -> dict[str, Any]:
-    """The protocol of the TP script's runs (execution/tp.py): its own timing loop, not do_bench."""
+    """The protocol of the TP script's runs (sweep/tp.py): its own timing loop, not do_bench."""
     notes = (
         "benchmark_fused_scaled_linear_cross_entropy_tp.py under torchrun: after --warmups forward passes, "
         "--iterations forward passes each between torch.cuda.Event records behind a barrier; per iteration the "

@@ -194,8 +194,8 @@ def cost_of(models: CostModels, kernel: str, mode: str, case_spec: dict[str, Any
 def _known_names(kernel: str) -> tuple[set[str], set[str]] | None:
     """(axes every rule binds, input tensor names) of a catalogue kernel or sentinel operation; None
     for a kernel neither knows."""
-    from kernelindex_pipeline.execution.sentinel import PLAN
     from kernelindex_pipeline.liger import sentinel
+    from kernelindex_pipeline.sweep.sentinel import PLAN
 
     catalogue = default_catalogue("full")
     if kernel in catalogue.kernels:

@@ -165,7 +165,7 @@ def import_chunks(
     normalizer.finish()
     result = ImportResult.of(normalizer, snapshot)
     if measured is not None and measured.sentinel:
-        from kernelindex_pipeline.liger.sentinel import sentinel_manifests  # (imports execution/: lazily)
+        from kernelindex_pipeline.liger.sentinel import sentinel_manifests  # (imports sweep/: lazily)
 
         manifests, problems = sentinel_manifests(measured, normalizer.catalogue)
         check = schema_validator() if validate else None

@@ -401,7 +401,7 @@ class Normalizer:
         commit is the config's base_sha or pr_sha.
 
         A measured row whose Liger ops the dispatcher resolved (Liger >= 0.8.3) has the provider cell
-        `<provider>@<backend>` (execution/rounds.py): the provider with that backend, an
+        `<provider>@<backend>` (sweep/rounds.py): the provider with that backend, an
         implementation of its own (never the reference's). Third item: the backend, or None.
         """
         cat = self.catalogue
@@ -409,7 +409,7 @@ class Normalizer:
         if provider is not None:
             return provider, None, None
         if self.measured is not None:
-            from kernelindex_pipeline.execution.backends import split_provider
+            from kernelindex_pipeline.sweep.backends import split_provider
 
             stem, backend = split_provider(key.provider)
             if backend is not None and stem in cat.providers and not cat.providers[stem].baseline:
@@ -503,8 +503,8 @@ class Normalizer:
         self, kernel: Kernel, mode: str, memory: bool, primary: bool, raw_samples: dict[str, Any] | None
     ) -> str:
         """The run's protocol: Liger's do_bench pass (history), or for measured runs with samples the
-        sweep's (do_bench warmup/rep, rounds), or the TP script's own (execution/tp.py)."""
-        from kernelindex_pipeline.execution.tp import TP_KERNEL  # the CSV kernel name execution/tp.py writes
+        sweep's (do_bench warmup/rep, rounds), or the TP script's own (sweep/tp.py)."""
+        from kernelindex_pipeline.sweep.tp import TP_KERNEL  # the CSV kernel name sweep/tp.py writes
 
         phrases = self.catalogue.mode_phrases
         if self.measured is not None and kernel.kernel == TP_KERNEL:

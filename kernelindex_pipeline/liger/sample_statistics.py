@@ -1,6 +1,6 @@
 """Raw timing samples of measured runs: their statistics, and the step that adds them to a run.
 
-A sweep keeps every timed sample of each `triton.testing.do_bench` call (execution/samples.py collects
+A sweep keeps every timed sample of each `triton.testing.do_bench` call (sweep/samples.py collects
 them, one content-addressed artifact per call). A measured speed row then becomes a BenchmarkRun with
 
     timing.samples                  how many samples the call timed

@@ -1,4 +1,4 @@
-"""The sweep sentinel's records: each reference operation (execution/sentinel.py PLAN) is an OperationSpec
+"""The sweep sentinel's records: each reference operation (sweep/sentinel.py PLAN) is an OperationSpec
 of its own with one WorkloadCase and a PyTorch ImplementationRevision, timed under its own
 BenchmarkProtocol on the sweep's own ExecutionEnvironment (the same digest as the Liger runs of that
 sweep), one BenchmarkRun per position (start, end) with the full sample statistics.
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from kernelindex_pipeline.execution.sentinel import PLAN, operation
 from kernelindex_pipeline.liger.builders import MeasuredContext, execution_environment
 from kernelindex_pipeline.liger.catalogue import Catalogue
 from kernelindex_pipeline.liger.jsnumber import ms_to_ns
@@ -21,6 +20,7 @@ from kernelindex_pipeline.liger.sample_statistics import with_raw_samples
 from kernelindex_pipeline.records.canonical import API_VERSION, digest_of
 from kernelindex_pipeline.records.names import kebab
 from kernelindex_pipeline.records.units import duration_ns
+from kernelindex_pipeline.sweep.sentinel import PLAN, operation
 
 SOURCE = "kernelindex-sentinel"
 PROVIDER = "torch"

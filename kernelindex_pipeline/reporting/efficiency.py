@@ -34,9 +34,9 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from kernelindex_pipeline.execution.environment import L2_LABEL  # a sweep host's reported L2 size
 from kernelindex_pipeline.liger import identity
 from kernelindex_pipeline.liger.costs import BYTES, Cost, CostModels, NoCost, cost_of, default_cost_models
+from kernelindex_pipeline.sweep.environment import L2_LABEL  # a sweep host's reported L2 size
 
 from .series import RecordIndex, Series
 

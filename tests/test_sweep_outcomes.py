@@ -1,6 +1,6 @@
 """How a finished benchmark script is classified."""
 
-from kernelindex_pipeline.execution.outcomes import (
+from kernelindex_pipeline.sweep.outcomes import (
     HostCheckError,
     ScriptOutcome,
     ScriptStatus,

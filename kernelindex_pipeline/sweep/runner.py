@@ -102,15 +102,15 @@ class SweepRequest:
     extra_pythonpath: list[str] = field(default_factory=list)  # prepended for the scripts and the probe
     extra_env: dict[str, str] = field(default_factory=dict)
     # Coverage: a CSV of the cases this sweep should measure (the previous successful sweep of the
-    # partition); None: the release's own history rows (execution/coverage.py).
+    # partition); None: the release's own history rows (sweep/coverage.py).
     expected_csv: str | None = None
-    # Where the evidence (raw samples, logs) goes: execution/artifact_store.py; None: $KERNELINDEX_ARTIFACT_STORE,
+    # Where the evidence (raw samples, logs) goes: sweep/artifact_store.py; None: $KERNELINDEX_ARTIFACT_STORE,
     # else the local default. Its URIs replace the sweep host's file:// paths before the result leaves.
     artifact_store: str | None = None
-    # Rounds (execution/rounds.py): every script this many times, interleaved (A B C, A B C, ...); a run's
+    # Rounds (sweep/rounds.py): every script this many times, interleaved (A B C, A B C, ...); a run's
     # median is the median of its rounds and its confidence95 covers them (none for a single round).
     rounds: int = DEFAULT_ROUNDS
-    # Backends (execution/backends.py): {op: [implementation, ...]} pinned through LIGER_KERNEL_IMPL_<OP>,
+    # Backends (sweep/backends.py): {op: [implementation, ...]} pinned through LIGER_KERNEL_IMPL_<OP>,
     # each combination a variant of its own; None: what Liger's dispatcher resolves.
     backends: dict[str, list[str]] | None = None
     # 0.8.5's opt-in chunk-memory sweep of benchmark_fused_linear_cross_entropy.py (providers liger-chunk-c<N>):
@@ -119,7 +119,7 @@ class SweepRequest:
     # Liger's optional implementations to install into the scripts' environment (setup.py extras, e.g.
     # ["cutedsl"] for nvidia-cutlass-dsl + apache-tvm-ffi); what is installed is environment software.
     liger_extras: list[str] = field(default_factory=list)
-    # The sentinel band (execution/sentinel.py sentinel_band): this host's earlier sweeps' sentinel
+    # The sentinel band (sweep/sentinel.py sentinel_band): this host's earlier sweeps' sentinel
     # measurements ({"operation", "median_ms"}), oldest first.
     sentinel_history: list[dict] = field(default_factory=list)
 
@@ -173,16 +173,16 @@ class SweepResult:
     work_dir: str
     started_at: str
     finished_at: str
-    sentinel: list[dict] = field(default_factory=list)  # execution/sentinel.py measurements, start and end
-    coverage: dict = field(default_factory=dict)  # execution/coverage.py SweepCoverage.to_dict()
+    sentinel: list[dict] = field(default_factory=list)  # sweep/sentinel.py measurements, start and end
+    coverage: dict = field(default_factory=dict)  # sweep/coverage.py SweepCoverage.to_dict()
     labels: dict = field(default_factory=dict)  # ExecutionEnvironment.metadata.labels (host facts, not identity)
     project_versions: dict = field(default_factory=dict)  # project slug -> release tag / commit measured
     rounds: int = 1
-    variants: list[dict] = field(default_factory=list)  # [{"name", "env"}] (execution/backends.py)
-    # execution/rounds.py: the merged rows' samples entries and their runs' labels (throttled)
+    variants: list[dict] = field(default_factory=list)  # [{"name", "env"}] (sweep/backends.py)
+    # sweep/rounds.py: the merged rows' samples entries and their runs' labels (throttled)
     merged_samples: dict[str, dict] = field(default_factory=dict)
     row_labels: dict[str, dict] = field(default_factory=dict)
-    sentinel_band: dict = field(default_factory=dict)  # execution/sentinel.py sentinel_band()
+    sentinel_band: dict = field(default_factory=dict)  # sweep/sentinel.py sentinel_band()
 
     @property
     def failed(self) -> list[ScriptOutcome]:
@@ -202,7 +202,7 @@ class SweepResult:
         }
 
     def raw_samples(self) -> dict[str, dict]:
-        """Row key (liger.sample_statistics.row_key) of a merged row -> its samples entry (execution/rounds.py)."""
+        """Row key (liger.sample_statistics.row_key) of a merged row -> its samples entry (sweep/rounds.py)."""
         return dict(self.merged_samples)
 
     def outcome_counts(self) -> dict[str, int]:
@@ -793,7 +793,7 @@ def run_sentinel(
     liger_version: str,
     artifacts: ArtifactDirectory,
 ) -> list[dict]:
-    """Time the sentinel's reference operations in the scripts' interpreter (see execution/sentinel.py)."""
+    """Time the sentinel's reference operations in the scripts' interpreter (see sweep/sentinel.py)."""
     logs = workdir.logs_dir
     out = sentinel.result_path(logs, position)
     log_path = logs / f"sentinel-{position}.log"

@@ -13,7 +13,14 @@ import numpy as np
 import pytest
 from standin_release import build_fake_torch
 
-from kernelindex_pipeline.execution.samples import (
+from kernelindex_pipeline.liger.sample_statistics import (
+    bootstrap_median_interval,
+    bootstrap_medians,
+    latency_statistics,
+    row_key,
+    with_raw_samples,
+)
+from kernelindex_pipeline.sweep.samples import (
     HOOK_DIR,
     ArtifactDirectory,
     collect_samples,
@@ -22,13 +29,6 @@ from kernelindex_pipeline.execution.samples import (
     private_spool,
     read_spool,
     verify_artifact,
-)
-from kernelindex_pipeline.liger.sample_statistics import (
-    bootstrap_median_interval,
-    bootstrap_medians,
-    latency_statistics,
-    row_key,
-    with_raw_samples,
 )
 
 # name -> (the call's arguments, the same timing arguments with every sample returned).
@@ -341,7 +341,7 @@ def test_an_extreme_sample_costs_its_own_row_its_statistics_and_nothing_else(tmp
 
 
 def test_the_spool_is_read_within_its_bounds(tmp_path, monkeypatch):
-    from kernelindex_pipeline.execution import samples as samples_module
+    from kernelindex_pipeline.sweep import samples as samples_module
 
     monkeypatch.setattr(samples_module, "MAX_SPOOL_LINE_BYTES", 200)
     monkeypatch.setattr(samples_module, "SPOOL_READ_LIMIT_BYTES", 2000)

@@ -18,12 +18,12 @@ from standin_release import (
     build_release_tarball,
 )
 
-from kernelindex_pipeline.execution.backends import backend_variants, split_provider
-from kernelindex_pipeline.execution.outcomes import ConfigurationError
-from kernelindex_pipeline.execution.runner import SweepRequest, run_sweep
 from kernelindex_pipeline.liger import import_csv
 from kernelindex_pipeline.liger.normalize import MeasuredContext
 from kernelindex_pipeline.records.schema import validate_manifest
+from kernelindex_pipeline.sweep.backends import backend_variants, split_provider
+from kernelindex_pipeline.sweep.outcomes import ConfigurationError
+from kernelindex_pipeline.sweep.runner import SweepRequest, run_sweep
 
 H100 = "nvidia-h100-80gb-hbm3"
 VERSION = "0.8.5"

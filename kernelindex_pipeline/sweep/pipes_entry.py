@@ -1,4 +1,4 @@
-"""The sweep's own process: `python -m kernelindex_pipeline.execution.pipes_entry`.
+"""The sweep's own process: `python -m kernelindex_pipeline.sweep.pipes_entry`.
 
 Under Dagster Pipes (PipesSubprocessClient locally, PipesK8sClient on a cluster) it reads the sweep
 request from the extras, logs one line per script (status, rows so far), and reports back:
@@ -15,7 +15,7 @@ Extras: {"sweep_request": {...SweepRequest fields...}, "result_path": optional p
 "report_materialization": optional bool}; the request fields may also sit at the top level.
 
 Plain mode, without Dagster (gpu_check, tests):
-    python -m kernelindex_pipeline.execution.pipes_entry --request request.json --result result.json
+    python -m kernelindex_pipeline.sweep.pipes_entry --request request.json --result result.json
 Exit codes: 0 sweep ran (script failures are in the result), 2 bad request, 3 host check failed
 (never retry), 1 any other error; the result file then holds {"error": {...}}. Under Pipes the exit
 code is 0 after a SweepError (the sweep_error message carries it) and 1 after any other error.
@@ -246,5 +246,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    restart_with_sweep_environment("kernelindex_pipeline.execution.pipes_entry", sys.argv[1:])  # secrets out
+    restart_with_sweep_environment("kernelindex_pipeline.sweep.pipes_entry", sys.argv[1:])  # secrets out
     sys.exit(main())

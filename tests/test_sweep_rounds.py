@@ -23,16 +23,16 @@ from standin_release import (
     build_release_tarball,
 )
 
-from kernelindex_pipeline.execution import sentinel
-from kernelindex_pipeline.execution.outcomes import ConfigurationError
-from kernelindex_pipeline.execution.rounds import key_text
-from kernelindex_pipeline.execution.runner import SweepRequest, run_sweep
-from kernelindex_pipeline.execution.tp import TpLineError, parse_tp_line
 from kernelindex_pipeline.liger import import_csv
 from kernelindex_pipeline.liger.jsnumber import ms_to_ns
 from kernelindex_pipeline.liger.normalize import MeasuredContext
 from kernelindex_pipeline.liger.sample_statistics import latency_statistics
 from kernelindex_pipeline.records.schema import validate_manifest
+from kernelindex_pipeline.sweep import sentinel
+from kernelindex_pipeline.sweep.outcomes import ConfigurationError
+from kernelindex_pipeline.sweep.rounds import key_text
+from kernelindex_pipeline.sweep.runner import SweepRequest, run_sweep
+from kernelindex_pipeline.sweep.tp import TpLineError, parse_tp_line
 
 H100 = "nvidia-h100-80gb-hbm3"
 VERSION = "0.8.5"

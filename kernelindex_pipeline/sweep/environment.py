@@ -97,7 +97,7 @@ SCRIPT_ENV_PREFIXES = ("LC_",)  # locale categories
 # the release cache) and talks to Dagster Pipes; the scripts get none of that.
 SWEEP_ENV_ALLOWLIST = SCRIPT_ENV_ALLOWLIST | {
     "KERNELINDEX_CACHE_DIR",
-    # execution/artifact_store.py: where the evidence goes. For object storage only the *location* of
+    # sweep/artifact_store.py: where the evidence goes. For object storage only the *location* of
     # credentials passes (a file, a profile, a web-identity token file as on Kubernetes), never a key.
     "KERNELINDEX_ARTIFACT_STORE",
     "KERNELINDEX_ARTIFACT_BASE_URL",
@@ -494,7 +494,7 @@ def _build(
 #     (nvidia-cutlass-dsl, apache-tvm-ffi,
 #     cuda-tile, liger-cute-kernels: which
 #     kernel an unpinned op resolves to and how
-#     it compiles; execution/backends.py)
+#     it compiles; sweep/backends.py)
 #                                               power limit, persistence mode, ECC, clocks
 #                                                 (nvidia-smi state an operator changes freely)
 #                                               L2 size the device reports (the GPU decides it)
@@ -525,7 +525,7 @@ def driver_major(driver: str | None) -> str | None:
 
 
 def environment_identity(capture) -> dict:
-    """ExecutionEnvironment.spec.software of a host capture (execution.host.HostCapture): identity only."""
+    """ExecutionEnvironment.spec.software of a host capture (sweep.host.HostCapture): identity only."""
     software = {
         "driver": driver_major(capture.driver),
         "cudaToolkit": capture.cuda_runtime,

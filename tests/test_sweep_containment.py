@@ -19,10 +19,10 @@ import pytest
 from conftest import stored_file
 from standin_release import SCRIPTS, build_fake_nvidia_smi, build_fake_torch, build_liger_wheel, build_release_tarball
 
-from kernelindex_pipeline.execution import contain
-from kernelindex_pipeline.execution.environment import SCRIPT_ENV_ALLOWLIST, script_environment
-from kernelindex_pipeline.execution.runner import SweepRequest, run_sweep
-from kernelindex_pipeline.execution.samples import verify_artifact
+from kernelindex_pipeline.sweep import contain
+from kernelindex_pipeline.sweep.environment import SCRIPT_ENV_ALLOWLIST, script_environment
+from kernelindex_pipeline.sweep.runner import SweepRequest, run_sweep
+from kernelindex_pipeline.sweep.samples import verify_artifact
 
 VERSION = "0.0.2"
 H100 = "nvidia-h100-80gb-hbm3"
@@ -300,7 +300,7 @@ def start_sweep_process(site, name, scripts, env):
     request_path = site["root"] / f"{name}-request.json"
     request_path.write_text(json.dumps(request_fields(site, name, scripts)))
     return subprocess.Popen(
-        [sys.executable, "-m", "kernelindex_pipeline.execution.pipes_entry", "--request", str(request_path),
+        [sys.executable, "-m", "kernelindex_pipeline.sweep.pipes_entry", "--request", str(request_path),
          "--result", str(site["root"] / f"{name}-result.json")],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
@@ -376,7 +376,7 @@ def test_a_killed_sweep_takes_its_script_and_the_scripts_daemon_along(site, how)
         process = start_sweep_process(site, how, ["benchmark_hang_with_daemon.py"], dict(os.environ))
         kill = signal.SIGKILL
     else:  # run_sweep called directly by a program that is then terminated
-        call = "import json, sys; from kernelindex_pipeline.execution.runner import SweepRequest, run_sweep; run_sweep(SweepRequest(**json.loads(sys.argv[1])))"
+        call = "import json, sys; from kernelindex_pipeline.sweep.runner import SweepRequest, run_sweep; run_sweep(SweepRequest(**json.loads(sys.argv[1])))"
         fields = json.dumps(request_fields(site, how, ["benchmark_hang_with_daemon.py"]))
         # A program whose SIGTERM has its default action (an ignored SIGTERM is inherited through exec, and
         # run_sweep rightly keeps a disposition its caller chose): that is the program this case is about.
@@ -485,7 +485,7 @@ def peak_rss_kib_of_sweep(site, name, megabytes):
     )
     measure = (
         "import resource, subprocess, sys; "
-        "code = subprocess.call([sys.executable, '-m', 'kernelindex_pipeline.execution.pipes_entry', '--request', sys.argv[1], '--result', sys.argv[2]]); "
+        "code = subprocess.call([sys.executable, '-m', 'kernelindex_pipeline.sweep.pipes_entry', '--request', sys.argv[1], '--result', sys.argv[2]]); "
         "print(code, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
     )
     out = subprocess.run([sys.executable, "-c", measure, str(request_path), str(site["root"] / f"{name}-result.json")],
@@ -549,7 +549,7 @@ def test_rows_an_earlier_script_wrote_are_restored_when_a_later_one_rewrites_the
 
 
 def test_a_host_without_prctl_refuses_the_sweep_clearly(site, monkeypatch):
-    from kernelindex_pipeline.execution.outcomes import HostCheckError
+    from kernelindex_pipeline.sweep.outcomes import HostCheckError
 
     monkeypatch.setattr(contain.sys, "platform", "darwin")
     with pytest.raises(

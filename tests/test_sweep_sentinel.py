@@ -1,9 +1,9 @@
 """A sentinel that could not run is a problem line of the import, never a silently missing run."""
 
-from kernelindex_pipeline.execution.sentinel import PLAN, collect_sentinel, summary_lines
 from kernelindex_pipeline.liger.catalogue import default_catalogue
 from kernelindex_pipeline.liger.normalize import MeasuredContext
 from kernelindex_pipeline.liger.sentinel import sentinel_manifests
+from kernelindex_pipeline.sweep.sentinel import PLAN, collect_sentinel, summary_lines
 
 
 def test_a_failed_sentinel_is_reported_not_published(tmp_path):

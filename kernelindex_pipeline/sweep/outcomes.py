@@ -77,19 +77,19 @@ class ScriptOutcome:
     log_digest: str = ""  # "sha256:<hex>" of the log file
     # True when the script left the data CSV unreadable or without earlier rows and the runner restored them.
     csv_repaired: bool = False
-    # execution/samples.py: the script's do_bench calls (ScriptSamples.summary()) and, per row key
+    # sweep/samples.py: the script's do_bench calls (ScriptSamples.summary()) and, per row key
     # (liger.sample_statistics.row_key), the samples entry of each row they measured.
     samples: dict = field(default_factory=dict)
     raw_samples: dict[str, dict] = field(default_factory=dict)
     # What else the runner found and dealt with: {"kind": ..., "message": one sentence}; kinds:
     # leftover_processes, log_truncated, launcher_failed, data_csv, rows_lost, rows_rewritten.
     problems: list[dict] = field(default_factory=list)
-    round: int = 1  # which round of the sweep (execution/rounds.py)
-    variant: str = "resolved"  # which backend variant (execution/backends.py)
-    # execution/backends.py Dispatches.summary(): what Liger's dispatcher resolved in this script
+    round: int = 1  # which round of the sweep (sweep/rounds.py)
+    variant: str = "resolved"  # which backend variant (sweep/backends.py)
+    # sweep/backends.py Dispatches.summary(): what Liger's dispatcher resolved in this script
     backends: dict = field(default_factory=dict)
     backends_by_row: dict[str, str] = field(default_factory=dict)  # rounds.key_text(row) -> resolved backend
-    # execution/gpu_state.py: {"before": ..., "after": ..., "throttle_reasons": [...]}
+    # sweep/gpu_state.py: {"before": ..., "after": ..., "throttle_reasons": [...]}
     gpu_state: dict = field(default_factory=dict)
 
     @property

@@ -1,7 +1,7 @@
 """A sweep's rounds merged into one CSV: each run's median is the median of its rounds.
 
 A sweep runs its scripts `rounds` times, interleaved (round 1: A B C, round 2: A B C, ...), each round
-(and each backend variant, execution/backends.py) against a fresh data CSV that is kept as
+(and each backend variant, sweep/backends.py) against a fresh data CSV that is kept as
 `logs/round-<n>[-<variant>]/all_benchmark_data.csv`. Merging:
 
 * a row's identity is the script's row key, with the provider cell `liger@<backend>` where Liger's

@@ -99,7 +99,7 @@ class HostCapture:
     python: str | None = None
     liger_kernel: str | None = None
     transformers: str | None = None
-    # Liger's optional implementations installed (execution/backends.py EXTRA_DISTRIBUTIONS): name -> version
+    # Liger's optional implementations installed (sweep/backends.py EXTRA_DISTRIBUTIONS): name -> version
     liger_extras: dict | None = None
     operating_system: str | None = None
     kernel: str | None = None
@@ -122,7 +122,7 @@ class HostCapture:
     # --- ExecutionEnvironment.spec ------------------------------------------------------------------
     def software(self) -> dict:
         """ExecutionEnvironment.spec.software: the identity facts only (GPU driver major, CUDA, torch,
-        triton; execution.environment.environment_identity says which and why). The rest of the host
+        triton; sweep.environment.environment_identity says which and why). The rest of the host
         (OS kernel build, exact driver, Python, ...) is `labels()`, so two hosts of one GPU type with
         the same stack share one environment, one cohort.
 

@@ -18,7 +18,7 @@ scripts' own `utils` are patched only when a script imports them:
   resolves (or the error it raises), per op and current case, with the step of its resolution order
   that decided and the LIGER_KERNEL_IMPL* variables, goes to the descriptor $KERNELINDEX_DISPATCH_SPOOL_FD (private, as the samples spool), one line per
   distinct (case, op, outcome); the script gets exactly what the original returns or raises
-  (execution/backends.py reads it back);
+  (sweep/backends.py reads it back);
 * `utils.run_benchmarks` (the scripts' shared helper) tells the hook which CSV row each call measures:
   every `bench_test_fn(input)` call runs with the row's key cells (kernel, provider, mode, metric, x,
   config string) as the current case, computed the way `update_benchmark_data_csv` writes them.

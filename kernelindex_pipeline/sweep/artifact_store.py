@@ -1,6 +1,6 @@
 """Where a sweep's evidence ends up: a content-addressed, write-once artifact store (issue 18 item 3).
 
-A sweep writes raw samples and logs into its work directory (execution/samples.py, runner.py); before
+A sweep writes raw samples and logs into its work directory (sweep/samples.py, runner.py); before
 its result leaves the sweep process, `publish_evidence` copies each file into the store under its
 sha256 and replaces the `file://` URI of the sweep host by the store's URI, so no record names a host
 path and KernelIndex (or anyone) can fetch the evidence by its digest.
@@ -145,7 +145,7 @@ def _is_host_file(ref: dict[str, Any] | None) -> bool:
 
 
 def publish_evidence(result, store: ArtifactStore):
-    """`result` (execution.runner.SweepResult) with every raw-samples and log file put into `store` and
+    """`result` (sweep.runner.SweepResult) with every raw-samples and log file put into `store` and
     its refs replaced by the store's; nothing else changes. Refs that are not host files stay as they are."""
     stored: dict[str, dict[str, str]] = {}
 
@@ -171,7 +171,7 @@ def publish_evidence(result, store: ArtifactStore):
                 updated[name] = put(updated[name])
         sentinel.append(updated)
     logs = {kernel: put(ref) for kernel, ref in result.logs_by_kernel.items()}
-    merged = {}  # execution/rounds.py: a run's artifact, and the rounds' calls it names by digest
+    merged = {}  # sweep/rounds.py: a run's artifact, and the rounds' calls it names by digest
     for key, entry in result.merged_samples.items():
         merged[key] = {
             **entry,

@@ -14,7 +14,7 @@ from .host import gpu_catalogue, gpu_name_for_slug
 
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
 GPU_RESOURCE = "nvidia.com/gpu"
-PIPES_COMMAND = ["python", "-m", "kernelindex_pipeline.execution.pipes_entry"]
+PIPES_COMMAND = ["python", "-m", "kernelindex_pipeline.sweep.pipes_entry"]
 _LABEL_VALUE_LIMIT = 63
 _NOT_IN_LABEL = re.compile(r"[^A-Za-z0-9_.-]")
 

@@ -1,6 +1,6 @@
 """Running a Liger release's own benchmark scripts on a GPU host (plain Python, no Dagster).
 
-    from kernelindex_pipeline.execution import SweepRequest, run_sweep
+    from kernelindex_pipeline.sweep import SweepRequest, run_sweep
     result = run_sweep(SweepRequest(gpu="nvidia-h100-80gb-hbm3", liger_version="0.8.5"))
     result.csv_path, result.outcomes, result.measured_context()
 

@@ -17,10 +17,10 @@ from standin_release import (
     build_site,
 )
 
-from kernelindex_pipeline.execution.host import HostCapture
-from kernelindex_pipeline.execution.outcomes import ConfigurationError, HostCheckError
-from kernelindex_pipeline.execution.runner import SweepRequest, run_sweep, select_scripts
-from kernelindex_pipeline.execution.workdir import UPSTREAM_COLUMNS, prepare_workdir
+from kernelindex_pipeline.sweep.host import HostCapture
+from kernelindex_pipeline.sweep.outcomes import ConfigurationError, HostCheckError
+from kernelindex_pipeline.sweep.runner import SweepRequest, run_sweep, select_scripts
+from kernelindex_pipeline.sweep.workdir import UPSTREAM_COLUMNS, prepare_workdir
 
 H100_NAME = "NVIDIA H100 80GB HBM3"
 H100 = "nvidia-h100-80gb-hbm3"
@@ -50,7 +50,7 @@ def request(site, name, **overrides):
         extra_pythonpath=[str(site["torch"])],
         extra_env={"PATH": site["path"]},
         script_timeout_s=TIMEOUT_S,
-        rounds=1,  # one run per script here; rounds have tests of their own (test_execution_rounds.py)
+        rounds=1,  # one run per script here; rounds have tests of their own (test_sweep_rounds.py)
     )
     fields.update(overrides)
     return SweepRequest(**fields)
@@ -326,11 +326,11 @@ def test_measured_speed_runs_carry_their_raw_samples(sweep):
 def test_the_sentinel_brackets_the_sweep_and_is_published(sweep):
     import json
 
-    from kernelindex_pipeline.execution.sentinel import PLAN
     from kernelindex_pipeline.liger import import_csv
     from kernelindex_pipeline.liger.normalize import MeasuredContext
     from kernelindex_pipeline.liger.sample_statistics import latency_statistics
     from kernelindex_pipeline.records.schema import validate_manifest
+    from kernelindex_pipeline.sweep.sentinel import PLAN
 
     result = sweep["result"]
     names = [o["name"] for o in PLAN["operations"]]

@@ -46,7 +46,7 @@ def run_plain(site, name, request):
         [
             sys.executable,
             "-m",
-            "kernelindex_pipeline.execution.pipes_entry",
+            "kernelindex_pipeline.sweep.pipes_entry",
             "--request",
             str(request_path),
             "--result",
@@ -97,7 +97,7 @@ def test_under_dagster_pipes(site):
     def sweep(context: AssetExecutionContext, pipes_subprocess_client: PipesSubprocessClient):
         invocation = pipes_subprocess_client.run(
             context=context,
-            command=[sys.executable, "-m", "kernelindex_pipeline.execution.pipes_entry"],
+            command=[sys.executable, "-m", "kernelindex_pipeline.sweep.pipes_entry"],
             extras={"sweep_request": sweep_request(site, "pipes")},
         )
         captured["messages"] = invocation.get_custom_messages()
@@ -135,7 +135,7 @@ def test_cancelling_the_sweep_process_kills_the_running_script(site):
         [
             sys.executable,
             "-m",
-            "kernelindex_pipeline.execution.pipes_entry",
+            "kernelindex_pipeline.sweep.pipes_entry",
             "--request",
             str(request_path),
             "--result",

@@ -5,12 +5,12 @@ import textwrap
 
 import pytest
 
-from kernelindex_pipeline.execution.environment import (
+from kernelindex_pipeline.sweep.environment import (
     prepare_environment,
     scan_script_imports,
     script_requirements,
 )
-from kernelindex_pipeline.execution.outcomes import EnvironmentBuildError
+from kernelindex_pipeline.sweep.outcomes import EnvironmentBuildError
 
 
 def make_release(root, scripts, pkg_info=""):
@@ -81,7 +81,7 @@ def test_missing_wheel_directory_is_refused(tmp_path):
 
 
 def test_the_work_tree_keeps_the_release_declared_ranges(tmp_path):
-    from kernelindex_pipeline.execution.workdir import prepare_workdir
+    from kernelindex_pipeline.sweep.workdir import prepare_workdir
 
     make_release(
         tmp_path / "release",
@@ -96,7 +96,7 @@ def test_the_work_tree_keeps_the_release_declared_ranges(tmp_path):
 
 
 def _h100_host(**changes):
-    from kernelindex_pipeline.execution.host import HostCapture
+    from kernelindex_pipeline.sweep.host import HostCapture
 
     facts = dict(
         cuda_available=True,
@@ -155,7 +155,7 @@ def test_identity_fields_split_environments():
 
 
 def test_measured_project_versions_name_release_tags():
-    from kernelindex_pipeline.execution.environment import measured_project_versions, release_tag
+    from kernelindex_pipeline.sweep.environment import measured_project_versions, release_tag
 
     assert measured_project_versions("0.8.5", _h100_host()) == {
         "liger-kernel": "v0.8.5",

@@ -6,14 +6,14 @@ import sys
 import pytest
 from standin_release import NVIDIA_SMI_XML, build_fake_nvidia_smi, build_fake_torch
 
-from kernelindex_pipeline.execution.host import (
+from kernelindex_pipeline.sweep.host import (
     HostCapture,
     check_host,
     gpu_name_for_slug,
     parse_nvidia_smi_xml,
     probe_host,
 )
-from kernelindex_pipeline.execution.outcomes import HostCheckError
+from kernelindex_pipeline.sweep.outcomes import HostCheckError
 
 H100 = "nvidia-h100-80gb-hbm3"
 

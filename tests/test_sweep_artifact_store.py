@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from kernelindex_pipeline.execution.artifact_store import ArtifactStore, ArtifactStoreError, ni_uri, publish_evidence
-from kernelindex_pipeline.execution.outcomes import ConfigurationError
+from kernelindex_pipeline.sweep.artifact_store import ArtifactStore, ArtifactStoreError, ni_uri, publish_evidence
+from kernelindex_pipeline.sweep.outcomes import ConfigurationError
 
 
 def _ref(data: bytes) -> str:
@@ -74,7 +74,7 @@ class _Result:
     outcomes: list
     sentinel: list
     logs_by_kernel: dict
-    merged_samples: dict = field(default_factory=dict)  # SweepResult's rounds (execution/rounds.py)
+    merged_samples: dict = field(default_factory=dict)  # SweepResult's rounds (sweep/rounds.py)
 
 
 def test_publish_evidence_replaces_every_host_file_ref(tmp_path):

@@ -2,7 +2,7 @@
 
 import pytest
 
-from kernelindex_pipeline.execution.k8s import GPU_PRODUCT_LABEL, gpu_pool_labels, gpu_product_label, sweep_pod
+from kernelindex_pipeline.sweep.k8s import GPU_PRODUCT_LABEL, gpu_pool_labels, gpu_product_label, sweep_pod
 
 
 def test_gpu_product_labels_follow_feature_discovery_naming():
@@ -27,7 +27,7 @@ def test_pod_for_two_gpu_types(slug, label):
     assert spec["nodeSelector"] == {GPU_PRODUCT_LABEL: label}
     (container,) = spec["containers"]
     assert container["image"] == "registry.example/kernelindex:1.2.3"
-    assert container["command"] == ["python", "-m", "kernelindex_pipeline.execution.pipes_entry"]
+    assert container["command"] == ["python", "-m", "kernelindex_pipeline.sweep.pipes_entry"]
     assert container["resources"]["requests"]["nvidia.com/gpu"] == "1"
     assert container["resources"]["limits"]["nvidia.com/gpu"] == "1"
     assert {"name": "TZ", "value": "UTC"} in container["env"]
