@@ -7,7 +7,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from dagster import SensorResult, SkipReason, build_schedule_context, build_sensor_context, instance_for_test
+from dagster import (
+    AssetMaterialization,
+    SensorResult,
+    SkipReason,
+    build_schedule_context,
+    build_sensor_context,
+    instance_for_test,
+)
 from dagster_support import HISTORY_PARTITIONS, LocalReleases, build_history_sdist, history_rows
 
 from kernelindex_pipeline.defs.partitions import (
@@ -19,7 +26,8 @@ from kernelindex_pipeline.defs.partitions import (
 from kernelindex_pipeline.defs.resources import GpuFleetResource
 from kernelindex_pipeline.defs.schedules import GPU_POOL_TAG, nightly_gpu_sweep
 from kernelindex_pipeline.defs.sensors import liger_ci_sensor, liger_history_sensor
-from kernelindex_pipeline.defs.sources import LigerCiResource
+from kernelindex_pipeline.defs.sources import CI, HISTORY, LigerCiResource
+from kernelindex_pipeline.liger.partition import history_partition_csv, parts_digest
 
 CI_FIXTURES = Path(__file__).parent / "fixtures" / "liger-ci"
 
@@ -91,6 +99,37 @@ def test_ci_sensor_gathers_files_per_partition_with_content_run_keys(instance, t
     Path(files[1]).write_text(Path(files[1]).read_text().replace("0.10491200163960457", "0.105"))
     after = {r.partition_key: r.run_key for r in _evaluate(liger_ci_sensor, instance, ci=ci).run_requests}
     assert {key for key in keys if keys[key] != after[key]} == {"nvidia-h100-80gb-hbm3|0.7.0"}
+
+
+def _published(instance, publication, partition: str, digest: str) -> None:
+    """A publication of `partition` as defs/chain.py records it: its parts' content digest in the metadata."""
+    instance.report_runless_asset_event(
+        AssetMaterialization(publication, partition=partition, metadata={"content_digests": {partition: digest}})
+    )
+
+
+def test_sensors_skip_a_partition_whose_content_was_published_as_it_is(instance, tmp_path):
+    """One rule for "changed" (defs/import_plan.py): a partition is requested again only when its content
+    digest differs from the one its last publication recorded, however it was imported (import-ci, a sensor)."""
+    releases = LocalReleases(sdist_path=str(build_history_sdist(tmp_path)))
+    artifact = releases.fetch(releases.version)
+    h100 = benchmark_partition_key("nvidia-h100-80gb-hbm3", "0.5.0")
+    _published(instance, HISTORY.publication, h100, "sha256:" + "0" * 64)  # published with other rows: changed
+    a100 = benchmark_partition_key("nvidia-a100-sxm4-80gb", "0.6.0")
+    # the digest the publication step writes for a history partition (defs/chain.py: parts_digest of its parts)
+    _published(
+        instance, HISTORY.publication, a100, parts_digest([history_partition_csv(artifact, *split_partition_key(a100))])
+    )
+    requested = {r.partition_key for r in _evaluate(liger_history_sensor, instance, releases).run_requests}
+    assert requested == {h100, "nvidia-h100-80gb-hbm3|0.6.0"}
+
+    files = [shutil.copy(CI_FIXTURES / name, tmp_path / name) for name in ("7644a0f-v0.7.0.csv", "7644a0f.csv")]
+    ci = LigerCiResource(locators=[str(f) for f in files])
+    key = "nvidia-h100-80gb-hbm3|0.7.0"
+    _published(instance, CI.publication, key, ci.gather().digest(split_partition_key(key)))
+    assert _evaluate(liger_ci_sensor, instance, ci=ci).run_requests == []
+    Path(files[1]).write_text(Path(files[1]).read_text().replace("0.10491200163960457", "0.105"))  # a new weekly run
+    assert [r.partition_key for r in _evaluate(liger_ci_sensor, instance, ci=ci).run_requests] == [key]
 
 
 def test_nightly_sweep_registers_and_requests_one_run_per_gpu_pool_on_the_newest_release(instance, tmp_path):

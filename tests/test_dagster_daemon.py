@@ -40,7 +40,8 @@ from kernelindex_pipeline.defs.import_daemon import (
     clean_up_after_dead_command,
     fail_if_worker_died,
 )
-from kernelindex_pipeline.defs.launch import ImportSummary, LaunchError, launch, wait_for_catalogue_refresh
+from kernelindex_pipeline.defs.import_summary import ImportSummary
+from kernelindex_pipeline.defs.run_control import LaunchError, launch, wait_for_catalogue_refresh
 from kernelindex_pipeline.home import local_instance
 from kernelindex_pipeline.liger import import_csv
 
@@ -397,7 +398,7 @@ def test_an_import_past_any_deadline_ends_in_its_one_line_message_not_an_interna
 
 @pytest.mark.slow
 def test_a_stopped_catalogue_automation_is_seen_so_nothing_waits_for_it(instance, home):
-    from kernelindex_pipeline.defs.launch import automation_stopped, workspace_file
+    from kernelindex_pipeline.defs.run_control import automation_stopped, workspace_file
 
     assert not automation_stopped(instance)  # on by default
     stopped = subprocess.run(

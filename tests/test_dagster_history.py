@@ -10,7 +10,7 @@ from dagster_support import HISTORY_PARTITIONS, LocalReleases, build_history_sdi
 
 from kernelindex_pipeline.catalogue.store import CatalogueStore
 from kernelindex_pipeline.defs.chain import IO_MANAGER_KEY, ChainValuesIOManager
-from kernelindex_pipeline.defs.launch import RANGE_END_TAG, RANGE_START_TAG
+from kernelindex_pipeline.defs.import_plan import RANGE_END_TAG, RANGE_START_TAG
 from kernelindex_pipeline.defs.partitions import benchmark_partition_key, register_partitions, registered_keys
 from kernelindex_pipeline.defs.resources import BenchmarkRunnerResource, CatalogueResource
 from kernelindex_pipeline.defs.sources import HISTORY

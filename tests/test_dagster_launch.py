@@ -7,15 +7,8 @@ from __future__ import annotations
 import io
 
 from kernelindex_pipeline.defs.chain import no_runs_reason, parse_progress, progress_message
-from kernelindex_pipeline.defs.launch import (
-    PARTITION_TAG,
-    RANGE_END_TAG,
-    RANGE_START_TAG,
-    ImportSummary,
-    PartitionOutcome,
-    Progress,
-    partition_runs,
-)
+from kernelindex_pipeline.defs.import_plan import PARTITION_TAG, RANGE_END_TAG, RANGE_START_TAG, partition_runs
+from kernelindex_pipeline.defs.import_summary import ImportSummary, PartitionOutcome, Progress
 
 REGISTERED = ["a|0.1", "b|0.1", "a|0.2", "b|0.2", "a|0.3"]
 

@@ -72,7 +72,8 @@ def _run_import(args: argparse.Namespace, run) -> int:
         warnings.filterwarnings("ignore", category=PreviewWarning)
         logging.getLogger("dagster").setLevel(logging.WARNING)
     from kernelindex_pipeline.defs.import_daemon import clean_up_after_dead_command
-    from kernelindex_pipeline.defs.launch import LaunchError, UnknownPartitions, ui_hint
+    from kernelindex_pipeline.defs.import_plan import UnknownPartitions
+    from kernelindex_pipeline.defs.run_control import LaunchError, ui_hint
 
     print(f"DAGSTER_HOME={home}", file=sys.stderr)
     try:

@@ -38,6 +38,7 @@ import psutil
 from dagster import DagsterEventType, DagsterInstance, DagsterRun, DagsterRunStatus, RunsFilter
 
 from kernelindex_pipeline.defs.daemon_supervisor import describe, group_members, stop_processes, supervised
+from kernelindex_pipeline.home import DAGSTER_HOME_ENV
 
 PRIVATE_DIR = "kernelindex"  # DAGSTER_HOME/kernelindex: the import commands' own files
 # Folders under DAGSTER_HOME that Dagster's telemetry upload reads, posts and empties.
@@ -246,7 +247,7 @@ class ImportDaemon:
         out = None if self.verbose else self.log_path.open("ab")
         self.process = subprocess.Popen(
             supervised(self.command),
-            env={**os.environ, "DAGSTER_HOME": str(self.home)},
+            env={**os.environ, DAGSTER_HOME_ENV: str(self.home)},
             cwd=self.cwd,
             stdin=subprocess.PIPE,  # the lease: closed when this command ends, however it ends
             stdout=out,

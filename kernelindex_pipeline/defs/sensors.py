@@ -1,15 +1,18 @@
 """Sensors: the history and CI sources turn new or changed rows into partition runs.
 
 Each sensor registers the (GPU, version) pairs its source has, in version order, and requests one run
-per partition whose content changed: the run key carries the partition's content digest, and Dagster
-launches a run key once, so re-evaluating unchanged input launches nothing.
+per partition whose content changed, by the rule the import commands use (defs/import_plan.py: its
+content digest differs from the one its last publication recorded, so a partition `import-ci` already
+imported is not imported again). The run key carries that digest, and Dagster launches a run key once,
+so re-evaluating unchanged input launches nothing either.
 """
 
 from __future__ import annotations
 
 from dagster import DefaultSensorStatus, RunRequest, SensorEvaluationContext, SensorResult, sensor
 
-from kernelindex_pipeline.defs.partitions import benchmark_partition_key, register_partitions
+from kernelindex_pipeline.defs.import_plan import changed_partitions, ci_digests, content_run_key, history_digests
+from kernelindex_pipeline.defs.partitions import register_partitions
 from kernelindex_pipeline.defs.resources import LigerReleaseResource
 from kernelindex_pipeline.defs.sources import CI, HISTORY, HISTORY_RELEASE_TAG, LigerCiResource
 from kernelindex_pipeline.liger.partition import slice_history
@@ -36,14 +39,15 @@ def liger_history_sensor(context: SensorEvaluationContext, releases: LigerReleas
             f"(first rows: {slices.unattributable_rows[:10]}); they belong to no partition"
         )
     added = register_partitions(context.instance, "history", slices.partitions)
+    digests = history_digests(slices.partitions)
     runs = [
         RunRequest(
             # Same rows, same key: Dagster launches a run key once, so re-evaluation launches nothing.
-            run_key=f"history:{part.gpu}|{part.liger_version}:{part.content_digest}",
-            partition_key=benchmark_partition_key(part.gpu, part.liger_version),
+            run_key=content_run_key("history", key, digests[key]),
+            partition_key=key,
             tags={HISTORY_RELEASE_TAG: version},
         )
-        for part in slices.partitions.values()
+        for key in changed_partitions(context.instance, HISTORY.publication, digests)
     ]
     context.log.info(
         f"history of liger-kernel {version}: {slices.rows_read} rows in {len(runs)} partitions ({len(added)} new)"
@@ -64,12 +68,10 @@ def liger_history_sensor(context: SensorEvaluationContext, releases: LigerReleas
 def liger_ci_sensor(context: SensorEvaluationContext, ci: LigerCiResource):
     gathered = ci.gather()
     added = register_partitions(context.instance, "ci", gathered.parts)
+    digests = ci_digests(gathered)
     runs = [
-        RunRequest(
-            run_key=f"ci:{gpu}|{version}:{gathered.digest((gpu, version))}",
-            partition_key=benchmark_partition_key(gpu, version),
-        )
-        for gpu, version in gathered.parts
+        RunRequest(run_key=content_run_key("ci", key, digests[key]), partition_key=key)
+        for key in changed_partitions(context.instance, CI.publication, digests)
     ]
     context.log.info(f"{len(gathered.files)} CI files: {len(runs)} partitions ({len(added)} new)")
     return SensorResult(run_requests=runs)

@@ -1,0 +1,74 @@
+"""Which partitions an import command imports and in which runs, and the one rule for "changed" that the
+import commands and the sensors (defs/sensors.py) share: a partition changed when the content digest of
+its parts differs from the one its last publication recorded (`content_digests` in the publication's
+metadata, written by defs/chain.py with `liger.partition.parts_digest`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from dagster import AssetKey, AssetRecordsFilter, DagsterInstance
+
+from kernelindex_pipeline.liger.partition import parts_digest
+
+# Tag names Dagster gives a run over a range of partitions (dagster._core.storage.tags, not re-exported).
+RANGE_START_TAG, RANGE_END_TAG = "dagster/asset_partition_range_start", "dagster/asset_partition_range_end"
+PARTITION_TAG = "dagster/partition"
+
+
+class UnknownPartitions(ValueError):
+    """Partitions asked for that the history does not have; raised before any of them runs."""
+
+
+def partition_runs(keys: list[str], registered: list[str], tags: dict[str, str]) -> list[dict[str, str]]:
+    """Run tags covering `keys`: one run per stretch of consecutive registered keys (a whole source: one run)."""
+    position = {key: index for index, key in enumerate(registered)}
+    ordered = sorted(keys, key=position.__getitem__)
+    stretches: list[list[str]] = []
+    for key in ordered:
+        if stretches and position[key] == position[stretches[-1][-1]] + 1:
+            stretches[-1].append(key)
+        else:
+            stretches.append([key])
+    return [
+        {**tags, PARTITION_TAG: stretch[0]}
+        if len(stretch) == 1
+        else {**tags, RANGE_START_TAG: stretch[0], RANGE_END_TAG: stretch[-1]}
+        for stretch in stretches
+    ]
+
+
+def history_digests(slices) -> dict[str, str]:
+    """Each history partition's content digest, as its publication records it (a history partition is one part)."""
+    from kernelindex_pipeline.defs.partitions import benchmark_partition_key
+
+    return {benchmark_partition_key(gpu, version): parts_digest([part]) for (gpu, version), part in slices.items()}
+
+
+def ci_digests(gathered, pairs=None) -> dict[str, str]:
+    """The content digest of each CI partition (of `pairs`, default all the listed files name): its files' parts."""
+    from kernelindex_pipeline.defs.partitions import benchmark_partition_key
+
+    pairs = gathered.parts if pairs is None else pairs
+    return {benchmark_partition_key(gpu, version): gathered.digest((gpu, version)) for gpu, version in pairs}
+
+
+def changed_partitions(instance: DagsterInstance, publication: AssetKey, digests: Mapping[str, str]) -> list[str]:
+    """The partitions (keys of `digests`, in their order) whose content differs from what they last published."""
+    return [key for key, digest in digests.items() if published_digest(instance, publication, key) != digest]
+
+
+def content_run_key(source: str, partition: str, digest: str) -> str:
+    """A sensor's run key: the same content, the same key, so Dagster launches it once."""
+    return f"{source}:{partition}:{digest}"
+
+
+def published_digest(instance: DagsterInstance, publication_key, partition: str) -> str | None:
+    """The content digest of what the last publication of `partition` published (from its metadata)."""
+    records = instance.fetch_materializations(
+        AssetRecordsFilter(asset_key=publication_key, asset_partitions=[partition]), limit=1
+    ).records
+    if not records:
+        return None
+    digests = records[0].asset_materialization.metadata.get("content_digests")
+    return digests.value.get(partition) if digests is not None else None
