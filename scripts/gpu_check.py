@@ -367,7 +367,7 @@ def raw_sample_counts(imported) -> dict:
 def run_check(args: argparse.Namespace) -> int:
     sys.path.insert(0, str(REPO))
     from kernelindex_pipeline.catalogue.store import CatalogueStore
-    from kernelindex_pipeline.liger.report import CoverageTable
+    from kernelindex_pipeline.imports.coverage import CoverageTable
     from kernelindex_pipeline.records.names import kebab
     from kernelindex_pipeline.reporting.html import build_report
     from kernelindex_pipeline.reporting.regressions import detect_regressions

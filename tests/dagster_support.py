@@ -11,7 +11,7 @@ from pathlib import Path
 from liger_rows import csv_bytes, row
 
 from kernelindex_pipeline.defs.resources import LigerReleaseResource
-from kernelindex_pipeline.liger.release import ReleaseArtifact
+from kernelindex_pipeline.imports.archive import CachedArchive
 
 H100 = "NVIDIA H100 80GB HBM3"
 A100 = "NVIDIA A100-SXM4-80GB"
@@ -73,10 +73,10 @@ class LocalReleases(LigerReleaseResource):
     sdist_path: str
     version: str = "0.6.0"
 
-    def fetch(self, version: str) -> ReleaseArtifact:
+    def fetch(self, version: str) -> CachedArchive:
         path = Path(self.sdist_path)
         data = path.read_bytes()
-        return ReleaseArtifact(
+        return CachedArchive(
             version, path, hashlib.sha256(data).hexdigest(), len(data), "2026-01-01T00:00:00.000Z", path.as_uri()
         )
 

@@ -105,8 +105,8 @@ def test_transform_sorts_runs_by_name_then_digest(tmp_path):
 
 
 def test_run_spool_orders_equal_names_by_digest(tmp_path):
+    from kernelindex_pipeline.imports.output import SortedRunSpool
     from kernelindex_pipeline.liger.normalize import RunRecord
-    from kernelindex_pipeline.liger.output import SortedRunSpool
 
     spool = SortedRunSpool(tmp_dir=tmp_path)
     for name, digest in [("b", "sha256:2"), ("a", "sha256:9"), ("b", "sha256:1"), ("a-", "sha256:0")]:

@@ -448,13 +448,14 @@ def test_transform_labels_each_run_with_the_commit_its_ci_file_names(tmp_path):
 
 
 def test_the_ci_chain_labels_the_runs_of_a_part_with_its_files_commit():
-    from kernelindex_pipeline.liger.ci import CiFile, gather
+    from kernelindex_pipeline.imports.fetch import FetchedFile
+    from kernelindex_pipeline.liger.ci import gather
     from kernelindex_pipeline.liger.partition import build_records, parse_partition_csv
     from kernelindex_pipeline.liger.runs import CODE_REF_LABEL
 
     data = (Path(__file__).parent / "fixtures" / "liger-ci" / "7644a0f.csv").read_bytes()
     url = "https://raw.githubusercontent.com/linkedin/Liger-Kernel/gh-pages/benchmarks/7644a0f-v0.7.0/benchmark.csv"
-    parts = gather([CiFile(url, data, "2026-02-13T00:00:00Z")])
+    parts = gather([FetchedFile(url, data, "2026-02-13T00:00:00Z")])
     [part] = [p for pair in parts.parts.values() for p in pair]
     result = build_records(parse_partition_csv(part), part)
     runs = [m for m in result.manifests.values() if m["kind"] == "BenchmarkRun"]

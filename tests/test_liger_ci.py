@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from kernelindex_pipeline.imports import fetch as fetching
 from kernelindex_pipeline.liger import ci
 
 FIXTURES = Path(__file__).parent / "fixtures" / "liger-ci"
@@ -34,36 +35,36 @@ def server(tmp_path):
 
 
 def test_a_url_and_a_path_give_the_same_bytes(server):
-    by_url = ci.fetch(f"{server}/7644a0f.csv?token=s3cret")
-    by_path = ci.fetch(str(FIXTURES / "7644a0f.csv"))
+    by_url = fetching.fetch(f"{server}/7644a0f.csv?token=s3cret")
+    by_path = fetching.fetch(str(FIXTURES / "7644a0f.csv"))
     assert by_url.data == by_path.data == (FIXTURES / "7644a0f.csv").read_bytes()
     assert by_url.locator == f"{server}/7644a0f.csv?token=***" and "s3cret" not in by_url.locator
 
 
 def test_bad_locators_are_named_and_redacted(server, tmp_path):
-    with pytest.raises(ci.CiSourceError, match=r"HTTP 404") as missing:
-        ci.fetch(f"http://user:hunter2@127.0.0.1:{server.rsplit(':', 1)[1]}/nope.csv?sig=abc")
+    with pytest.raises(fetching.FetchError, match=r"HTTP 404") as missing:
+        fetching.fetch(f"http://user:hunter2@127.0.0.1:{server.rsplit(':', 1)[1]}/nope.csv?sig=abc")
     assert (
         "hunter2" not in str(missing.value)
         and "abc" not in str(missing.value)
         and "***@127.0.0.1" in str(missing.value)
     )
-    with pytest.raises(ci.CiSourceError, match="more than the 100-byte limit"):
-        ci.fetch(f"{server}/7644a0f.csv", max_bytes=100)
-    with pytest.raises(ci.CiSourceError, match="more than the 100-byte limit"):
-        ci.fetch(str(FIXTURES / "7644a0f.csv"), max_bytes=100)
-    with pytest.raises(ci.CiSourceError, match="plain http is only allowed to a loopback host"):
-        ci.fetch("http://example.com/benchmark.csv")
-    with pytest.raises(ci.CiSourceError, match="unsupported locator scheme 'ftp'"):
-        ci.fetch("ftp://example.com/benchmark.csv")
-    with pytest.raises(ci.CiSourceError, match="no such file"):
-        ci.fetch(str(tmp_path / "absent.csv"))
-    with pytest.raises(ci.CiSourceError, match=r"download failed \(ConnectionError\)"):
-        ci.fetch("http://127.0.0.1:9/benchmark.csv?token=s3cret")
+    with pytest.raises(fetching.FetchError, match="more than the 100-byte limit"):
+        fetching.fetch(f"{server}/7644a0f.csv", max_bytes=100)
+    with pytest.raises(fetching.FetchError, match="more than the 100-byte limit"):
+        fetching.fetch(str(FIXTURES / "7644a0f.csv"), max_bytes=100)
+    with pytest.raises(fetching.FetchError, match="plain http is only allowed to a loopback host"):
+        fetching.fetch("http://example.com/benchmark.csv")
+    with pytest.raises(fetching.FetchError, match="unsupported locator scheme 'ftp'"):
+        fetching.fetch("ftp://example.com/benchmark.csv")
+    with pytest.raises(fetching.FetchError, match="no such file"):
+        fetching.fetch(str(tmp_path / "absent.csv"))
+    with pytest.raises(fetching.FetchError, match=r"download failed \(ConnectionError\)"):
+        fetching.fetch("http://127.0.0.1:9/benchmark.csv?token=s3cret")
 
 
 def test_files_are_gathered_per_partition_in_file_order():
-    files = [ci.fetch(str(FIXTURES / name)) for name in ("7644a0f-v0.7.0.csv", "0701bab.csv", "7644a0f.csv")]
+    files = [fetching.fetch(str(FIXTURES / name)) for name in ("7644a0f-v0.7.0.csv", "0701bab.csv", "7644a0f.csv")]
     gathered = ci.gather(files)
     assert set(gathered.parts) == {("nvidia-h100-80gb-hbm3", "0.7.0"), ("nvidia-h200", "0.5.10")}
     parts = gathered.parts[("nvidia-h100-80gb-hbm3", "0.7.0")]
@@ -129,11 +130,11 @@ def hostile():
 def test_a_trickling_server_meets_the_whole_transfer_deadline(hostile):
     started = time.monotonic()
     with pytest.raises(
-        ci.CiSourceError, match=r"/trickle: the download did not finish within 1 s \(\d+ bytes received\)"
+        fetching.FetchError, match=r"/trickle: the download did not finish within 1 s \(\d+ bytes received\)"
     ):
-        ci.fetch(f"{hostile}/trickle", deadline_s=1.0)
-    assert time.monotonic() - started < ci.READ_TIMEOUT_S  # the deadline ended it, not a read timeout
-    assert ci.DOWNLOAD_DEADLINE_S <= 600
+        fetching.fetch(f"{hostile}/trickle", deadline_s=1.0)
+    assert time.monotonic() - started < fetching.READ_TIMEOUT_S  # the deadline ended it, not a read timeout
+    assert fetching.DOWNLOAD_DEADLINE_S <= 600
 
 
 @pytest.mark.parametrize(
@@ -147,29 +148,29 @@ def test_a_trickling_server_meets_the_whole_transfer_deadline(hostile):
     ],
 )
 def test_every_redirect_hop_is_checked(hostile, target, refusal):
-    with pytest.raises(ci.CiSourceError, match=re.escape(refusal)) as refused:
-        ci.fetch(f"{hostile}/to?url={target}")
+    with pytest.raises(fetching.FetchError, match=re.escape(refusal)) as refused:
+        fetching.fetch(f"{hostile}/to?url={target}")
     assert len(str(refused.value).splitlines()) == 1
 
 
 def test_a_redirect_within_loopback_is_followed(hostile):
-    assert ci.fetch(f"{hostile}/to?url=/ok").data == (FIXTURES / "7644a0f.csv").read_bytes()
+    assert fetching.fetch(f"{hostile}/to?url=/ok").data == (FIXTURES / "7644a0f.csv").read_bytes()
 
 
 def test_the_backslash_at_trick_is_refused_before_connecting(hostile):
     port = hostile.rsplit(":", 1)[1]
-    with pytest.raises(ci.CiSourceError, match="a URL may not hold a backslash"):
-        ci.fetch(f"http://10.255.255.1\\@127.0.0.1:{port}/ok")
+    with pytest.raises(fetching.FetchError, match="a URL may not hold a backslash"):
+        fetching.fetch(f"http://10.255.255.1\\@127.0.0.1:{port}/ok")
 
 
 def test_https_hops_may_not_reach_link_local_or_leave_for_a_private_host():
-    ci.check_hop("https://93.184.216.34/x.csv", "L", first=("https", "example.com"))  # public: allowed
-    with pytest.raises(ci.CiSourceError, match="refused 169.254.169.254: it resolves to 169.254.169.254"):
-        ci.check_hop("https://169.254.169.254/latest/", "L")
-    with pytest.raises(ci.CiSourceError, match="refused a redirect to 10.1.2.3, which is not a public host"):
-        ci.check_hop("https://10.1.2.3/x.csv", "L", first=("https", "example.com"))
-    with pytest.raises(ci.CiSourceError, match="refused a redirect from https to http"):
-        ci.check_hop("http://127.0.0.1/x.csv", "L", first=("https", "example.com"))
+    fetching.check_hop("https://93.184.216.34/x.csv", "L", first=("https", "example.com"))  # public: allowed
+    with pytest.raises(fetching.FetchError, match="refused 169.254.169.254: it resolves to 169.254.169.254"):
+        fetching.check_hop("https://169.254.169.254/latest/", "L")
+    with pytest.raises(fetching.FetchError, match="refused a redirect to 10.1.2.3, which is not a public host"):
+        fetching.check_hop("https://10.1.2.3/x.csv", "L", first=("https", "example.com"))
+    with pytest.raises(fetching.FetchError, match="refused a redirect from https to http"):
+        fetching.check_hop("http://127.0.0.1/x.csv", "L", first=("https", "example.com"))
 
 
 @pytest.mark.parametrize(
@@ -189,8 +190,8 @@ def test_https_hops_may_not_reach_link_local_or_leave_for_a_private_host():
     ],
 )
 def test_bad_locators_are_one_line_naming_the_input(locator, message):
-    with pytest.raises(ci.CiSourceError) as refused:
-        ci.fetch(locator)
+    with pytest.raises(fetching.FetchError) as refused:
+        fetching.fetch(locator)
     assert str(refused.value).startswith(message) and "\n" not in str(refused.value)
 
 
@@ -198,7 +199,7 @@ def test_a_newline_never_reaches_the_locator_list_and_the_list_is_private(tmp_pa
     listing = tmp_path / "ci-files.txt"
     listing.write_text("https://example.com/a.csv\n")
     os.chmod(listing, 0o644)  # as an earlier version left it
-    with pytest.raises(ci.CiSourceError, match="a locator may not hold a control character"):
+    with pytest.raises(fetching.FetchError, match="a locator may not hold a control character"):
         ci.add_to_locator_list(listing, ["https://example.com/b.csv?token=t\nhttp://10.0.0.1/c.csv"])
     assert ci.read_locator_list(listing) == ["https://example.com/a.csv"]
     ci.add_to_locator_list(listing, ["https://example.com/b.csv?token=t"])
@@ -212,6 +213,6 @@ def test_a_wide_row_in_a_ci_file_is_named_and_bounded():
     data = (FIXTURES / "7644a0f.csv").read_bytes()
     header, first, rest = data.split(b"\n", 2)
     wide = header + b"\n" + first + b"\n" + b"," * 400_000 + b"\n" + rest
-    gathered = ci.gather([ci.CiFile("wide.csv", wide, "2026-01-01T00:00:00.00Z")])
+    gathered = ci.gather([fetching.FetchedFile("wide.csv", wide, "2026-01-01T00:00:00.00Z")])
     assert gathered.unattributable == {"wide.csv": [2]}  # the row too wide for any partition, by its number
     assert sum(part.snapshot["rows"] for parts in gathered.parts.values() for part in parts) == data.count(b"\n") - 1

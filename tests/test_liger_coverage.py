@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from liger_rows import csv_bytes, row
 
-from kernelindex_pipeline.liger import CoverageTable, identity, import_csv
+from kernelindex_pipeline.imports.coverage import CoverageTable
+from kernelindex_pipeline.liger import identity, import_csv
 from kernelindex_pipeline.records.canonical import canonical_bytes
 from kernelindex_pipeline.records.schema import validate_manifest
 

@@ -12,9 +12,9 @@ import json
 import pytest
 from liger_rows import BASE_ROW, csv_bytes, row
 
+from kernelindex_pipeline.imports.coverage import CoverageTable
 from kernelindex_pipeline.liger import import_csv
 from kernelindex_pipeline.liger.catalogue import LigerCatalogueError, default_catalogue, load_catalogue
-from kernelindex_pipeline.liger.report import CoverageTable
 from kernelindex_pipeline.records.canonical import canonical_bytes, digest_of
 from kernelindex_pipeline.records.schema import validate_manifest
 

@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 from liger_rows import BASE_ROW, csv_bytes
 
+from kernelindex_pipeline.imports import archive
+from kernelindex_pipeline.imports.archive import ArchiveError, CachedArchive
 from kernelindex_pipeline.liger import import_csv, release
 from kernelindex_pipeline.liger.release import (
     ReleaseError,
@@ -105,7 +107,7 @@ def test_extract_is_safe(tmp_path):
     root = extract_release(good, tmp_path / "x")
     assert (root / "benchmark" / "data" / "all_benchmark_data.csv").is_file()
     evil = make_sdist(tmp_path / "evil.tar.gz", "1.0.0", {"../escaped.txt": b"x"})
-    with pytest.raises(ReleaseError):
+    with pytest.raises(ArchiveError):
         extract_release(evil, tmp_path / "y")
     assert not (tmp_path / "escaped.txt").exists()
     link = tmp_path / "link.tar.gz"
@@ -114,7 +116,7 @@ def test_extract_is_safe(tmp_path):
         info.type = tarfile.SYMTYPE
         info.linkname = "/etc/passwd"
         tar.addfile(info)
-    with pytest.raises(ReleaseError):
+    with pytest.raises(ArchiveError):
         extract_release(link, tmp_path / "z")
 
 
@@ -245,7 +247,7 @@ def _special(name: str, kind: bytes) -> tarfile.TarInfo:
 def test_extract_takes_no_link_or_special_member_at_all(tmp_path, members):
     sdist = hostile_sdist(tmp_path / "evil.tar.gz", *members)
     dest = tmp_path / "work" / "release"
-    with pytest.raises(ReleaseError, match="only regular files and directories"):
+    with pytest.raises(ArchiveError, match="only regular files and directories"):
         extract_release(sdist, dest)
     assert_nothing_extracted(dest)
     assert not (tmp_path / "outside.txt").exists()
@@ -255,7 +257,7 @@ def test_extract_takes_no_link_or_special_member_at_all(tmp_path, members):
 def test_extract_checks_every_target_path(tmp_path, name):
     sdist = hostile_sdist(tmp_path / "evil.tar.gz", data={name: b"x"})
     dest = tmp_path / "work" / "release"
-    with pytest.raises(ReleaseError, match="unsafe path"):
+    with pytest.raises(ArchiveError, match="unsafe path"):
         extract_release(sdist, dest)
     assert_nothing_extracted(dest)
 
@@ -274,28 +276,28 @@ def test_extract_checks_every_target_path(tmp_path, name):
     ],
 )
 def test_extract_caps_member_count_and_sizes(tmp_path, monkeypatch, limit, value, members, message):
-    monkeypatch.setattr(release, limit, value)
+    monkeypatch.setattr(archive, limit, value)
     sdist = hostile_sdist(tmp_path / "bomb.tar.gz", data=members)
     dest = tmp_path / "release"
-    with pytest.raises(ReleaseError, match=message):
+    with pytest.raises(ArchiveError, match=message):
         extract_release(sdist, dest)
     assert_nothing_extracted(dest)
 
 
 def test_a_decompression_bomb_is_refused_while_verifying(tmp_path, monkeypatch):
     # Highly compressible member: the compressed file is tiny, the stream is read only up to the cap.
-    monkeypatch.setattr(release, "MAX_TOTAL_BYTES", 1 << 20)
-    monkeypatch.setattr(release, "MAX_MEMBERS", 10)  # the allowance for tar headers scales with it
+    monkeypatch.setattr(archive, "MAX_TOTAL_BYTES", 1 << 20)
+    monkeypatch.setattr(archive, "MAX_MEMBERS", 10)  # the allowance for tar headers scales with it
     sdist = hostile_sdist(tmp_path / "bomb.tar.gz", data={"liger_kernel-1.0.0/zeros": b"\0" * (8 << 20)})
     assert sdist.stat().st_size < 64 << 10
-    with pytest.raises(ReleaseError, match="unpacks to more than"):
-        release.verify_archive(sdist)
+    with pytest.raises(ArchiveError, match="unpacks to more than"):
+        archive.verify_archive(sdist)
 
 
 def test_read_history_csv_refuses_an_oversized_csv_before_reading_it(tmp_path, monkeypatch):
     monkeypatch.setattr(release, "MAX_HISTORY_CSV_BYTES", 100)
     sdist = hostile_sdist(tmp_path / "s.tar.gz")
-    artifact = release.ReleaseArtifact(
+    artifact = CachedArchive(
         "1.0.0", sdist, hashlib.sha256(sdist.read_bytes()).hexdigest(), sdist.stat().st_size, "t", "file:s"
     )
     with pytest.raises(ReleaseError, match="over the 0 MiB limit for a history CSV"):
@@ -307,13 +309,11 @@ def test_a_truncated_sdist_is_a_clear_error_and_leaves_nothing(tmp_path):
     truncated = tmp_path / "truncated.tar.gz"
     truncated.write_bytes(good.read_bytes()[: good.stat().st_size // 2])
     dest = tmp_path / "release"
-    with pytest.raises(ReleaseError, match="truncated or corrupt"):
+    with pytest.raises(ArchiveError, match="truncated or corrupt"):
         extract_release(truncated, dest)
     assert_nothing_extracted(dest)
-    artifact = release.ReleaseArtifact(
-        "1.0.0", truncated, hashlib.sha256(truncated.read_bytes()).hexdigest(), 1, "t", "file:t"
-    )
-    with pytest.raises(ReleaseError, match="truncated or corrupt"):
+    artifact = CachedArchive("1.0.0", truncated, hashlib.sha256(truncated.read_bytes()).hexdigest(), 1, "t", "file:t")
+    with pytest.raises(ArchiveError, match="truncated or corrupt"):
         read_history_csv(artifact)
 
 
@@ -326,23 +326,22 @@ def test_a_bit_flipped_sdist_is_refused_by_the_gzip_crc(tmp_path):
     data[at] ^= 0x01
     sdist.write_bytes(bytes(data))
     dest = tmp_path / "release"
-    with pytest.raises(ReleaseError, match="truncated or corrupt"):
+    with pytest.raises(ArchiveError, match="truncated or corrupt"):
         extract_release(sdist, dest)
     assert_nothing_extracted(dest)
 
 
 def test_a_known_sha256_is_checked_before_extraction(tmp_path):
     sdist = hostile_sdist(tmp_path / "s.tar.gz")
-    artifact = release.ReleaseArtifact("1.0.0", sdist, "0" * 64, sdist.stat().st_size, "t", "file:s")
-    with pytest.raises(ReleaseError, match="sha256 does not match"):
+    artifact = CachedArchive("1.0.0", sdist, "0" * 64, sdist.stat().st_size, "t", "file:s")
+    with pytest.raises(ArchiveError, match="sha256 does not match"):
         extract_release(artifact, tmp_path / "release")
-    with pytest.raises(ReleaseError, match="sha256 does not match"):
+    with pytest.raises(ArchiveError, match="sha256 does not match"):
         read_history_csv(artifact)
 
 
 def test_a_fetched_release_is_extracted_with_its_sha256_rechecked(tmp_path, monkeypatch):
     """The sweep's fetch path hands extraction the artifact, so an sdist changed after its fetch is refused."""
-    from kernelindex_pipeline.liger.release import ReleaseArtifact
     from kernelindex_pipeline.sweep import runner
     from kernelindex_pipeline.sweep.outcomes import ConfigurationError
 
@@ -356,7 +355,7 @@ def test_a_fetched_release_is_extracted_with_its_sha256_rechecked(tmp_path, monk
     digest = hashlib.sha256(sdist.read_bytes()).hexdigest()
 
     def fetched(sha256):
-        return lambda version: ReleaseArtifact(
+        return lambda version: CachedArchive(
             "9.9.9", sdist, sha256, sdist.stat().st_size, "2026-12-01T00:00:00Z", "pypi"
         )
 

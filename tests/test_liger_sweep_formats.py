@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from kernelindex_pipeline.liger import CoverageTable, import_csv
+from kernelindex_pipeline.imports.coverage import CoverageTable
+from kernelindex_pipeline.liger import import_csv
 from kernelindex_pipeline.records.canonical import canonical_bytes
 from kernelindex_pipeline.records.schema import validate_manifest
 

@@ -42,7 +42,7 @@ def test_ci_report_has_memory_charts_next_to_latency(ci_import, tmp_path):
         pytest.fail(f"Chromium not found at {CHROMIUM}: apt-get install -y chromium")
     from playwright.sync_api import sync_playwright
 
-    from kernelindex_pipeline.liger.report import CoverageTable
+    from kernelindex_pipeline.imports.coverage import CoverageTable
     from kernelindex_pipeline.reporting import build_report
 
     manifests, reports = ci_import

@@ -8,7 +8,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from kernelindex_pipeline.liger.report import CoverageCell
+from kernelindex_pipeline.imports.coverage import CoverageCell
 from kernelindex_pipeline.reporting import build_report
 from kernelindex_pipeline.reporting.charts import (
     EFFICIENCY,

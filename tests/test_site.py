@@ -147,7 +147,7 @@ def test_rebuild_rewrites_only_what_changed(manifests, tmp_path):
 
 
 def test_pivot_marks_cells_whose_rows_did_not_all_become_runs(site):
-    from kernelindex_pipeline.liger.report import CoverageCell
+    from kernelindex_pipeline.imports.coverage import CoverageCell
     from kernelindex_pipeline.reporting.site import coverage_pivot
 
     state = {"rms_norm": {"slug": "rms-norm", "title": "RMSNorm"}}

@@ -24,9 +24,9 @@ from standin_release import (
 )
 
 from kernelindex_pipeline.liger import import_csv
-from kernelindex_pipeline.liger.jsnumber import ms_to_ns
 from kernelindex_pipeline.liger.normalize import MeasuredContext
 from kernelindex_pipeline.liger.sample_statistics import latency_statistics
+from kernelindex_pipeline.records.jsnumber import ms_to_ns
 from kernelindex_pipeline.records.schema import validate_manifest
 from kernelindex_pipeline.sweep import sentinel
 from kernelindex_pipeline.sweep.outcomes import ConfigurationError

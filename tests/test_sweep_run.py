@@ -278,9 +278,9 @@ def test_measured_speed_runs_carry_their_raw_samples(sweep):
     import json
 
     from kernelindex_pipeline.liger import import_csv
-    from kernelindex_pipeline.liger.jsnumber import ms_to_ns
     from kernelindex_pipeline.liger.normalize import MeasuredContext
     from kernelindex_pipeline.liger.sample_statistics import latency_statistics
+    from kernelindex_pipeline.records.jsnumber import ms_to_ns
     from kernelindex_pipeline.records.schema import validate_manifest
 
     result = sweep["result"]

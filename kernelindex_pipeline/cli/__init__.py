@@ -36,19 +36,19 @@ def build_parser() -> argparse.ArgumentParser:
 def _expected_errors() -> tuple[type[BaseException], ...]:
     """Exceptions that mean bad input (exit 1), imported lazily so `--help` stays fast."""
     from kernelindex_pipeline.catalogue.store import CatalogueError as StoreError
+    from kernelindex_pipeline.imports.archive import ArchiveError
+    from kernelindex_pipeline.imports.fetch import FetchError
     from kernelindex_pipeline.liger import CsvFormatError, InvalidRecord, LigerCatalogueError
-    from kernelindex_pipeline.liger.ci import CiSourceError
-    from kernelindex_pipeline.liger.release import ReleaseError
 
     errors: list[type[BaseException]] = [
         CommandError,
         LigerCatalogueError,
         CsvFormatError,
         InvalidRecord,
-        ReleaseError,
+        ArchiveError,  # liger.release.ReleaseError is one
         StoreError,
         OSError,
-        CiSourceError,
+        FetchError,  # liger.ci.CiSourceError is one
     ]
     try:
         from kernelindex_pipeline.records.schema import InvalidRecords

@@ -134,7 +134,7 @@ def _report_inputs(args: argparse.Namespace):
     if args.records and args.catalogue:
         raise UsageError("give --records or --catalogue, not both")
     if args.records:
-        from kernelindex_pipeline.liger.report import CoverageTable
+        from kernelindex_pipeline.imports.coverage import CoverageTable
         from kernelindex_pipeline.records.io import load_manifests
 
         manifests, import_reports = [], []

@@ -116,12 +116,12 @@ def _import_history(args: argparse.Namespace) -> int:
 def _import_ci(args: argparse.Namespace) -> int:
     """Liger CI result files through Dagster: partitions whose files changed are imported, others not."""
     from kernelindex_pipeline.defs.launch import import_ci
-    from kernelindex_pipeline.liger.ci import CiSourceError, check_locator_syntax
+    from kernelindex_pipeline.imports.fetch import FetchError, check_locator_syntax
 
     for locator in args.locators:  # a malformed locator is a usage error, before anything is created
         try:
             check_locator_syntax(locator)
-        except CiSourceError as error:
+        except FetchError as error:
             raise UsageError(str(error)) from None
     return _run_import(
         args,

@@ -44,9 +44,9 @@ def _transform_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _transform(args: argparse.Namespace) -> int:
+    from kernelindex_pipeline.imports.output import SortedRunSpool, write_json, write_records_jsonl
     from kernelindex_pipeline.liger import import_csv
     from kernelindex_pipeline.liger.csv import read_header
-    from kernelindex_pipeline.liger.output import SortedRunSpool, write_json, write_records_jsonl
     from kernelindex_pipeline.liger.release import ReleaseError, check_version, fetch_release, read_history_csv
     from kernelindex_pipeline.records.names import kebab
 

@@ -28,7 +28,7 @@ from kernelindex_pipeline.defs.resources import (
 )
 from kernelindex_pipeline.defs.sources import CHAINS
 from kernelindex_pipeline.home import dagster_home
-from kernelindex_pipeline.liger.report import CoverageTable
+from kernelindex_pipeline.imports.coverage import CoverageTable
 from kernelindex_pipeline.reporting import RegressionReport, detect_regressions
 from kernelindex_pipeline.reporting.attribution import check_message, group_changes
 from kernelindex_pipeline.reporting.efficiency import (

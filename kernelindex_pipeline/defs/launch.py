@@ -94,11 +94,12 @@ def import_ci(
     """Add `locators` to the CI file list, then import every partition whose listed files changed."""
     from kernelindex_pipeline.defs.partitions import register_partitions, registered_keys
     from kernelindex_pipeline.defs.sources import CI
+    from kernelindex_pipeline.imports.fetch import fetch
     from kernelindex_pipeline.liger import ci as liger_ci
 
     with _resources("ci", "catalogue") as resources:
         # Fetch first: a locator that cannot be read never reaches the list.
-        named = liger_ci.gather(liger_ci.fetch(locator, max_bytes=resources.ci.max_bytes) for locator in locators)
+        named = liger_ci.gather(fetch(locator, max_bytes=resources.ci.max_bytes) for locator in locators)
         added = liger_ci.add_to_locator_list(resources.ci.list_path(), locators)
         gathered = resources.ci.gather()
         pairs = [pair for pair in gathered.parts if pair in named.parts]

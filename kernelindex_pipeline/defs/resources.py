@@ -15,6 +15,7 @@ from pydantic import Field
 from kernelindex_pipeline.catalogue.store import CatalogueStore, redact_url
 from kernelindex_pipeline.defs.pipes_messages import CompleteLinePipesMessageReader
 from kernelindex_pipeline.home import CATALOGUE_URL_ENV, cache_root, dagster_home
+from kernelindex_pipeline.imports.archive import CachedArchive
 from kernelindex_pipeline.liger import release
 from kernelindex_pipeline.reporting.changepoints import DetectionSettings
 
@@ -102,7 +103,7 @@ class LigerReleaseResource(ConfigurableResource):
     def _cache(self) -> Path:
         return Path(self.cache_dir) if self.cache_dir else cache_root()
 
-    def fetch(self, version: str) -> release.ReleaseArtifact:
+    def fetch(self, version: str) -> CachedArchive:
         return release.fetch_release(version, cache_dir=self._cache())
 
     def versions(self) -> list[str]:

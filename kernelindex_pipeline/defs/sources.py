@@ -11,6 +11,7 @@ from pydantic import Field as PydanticField
 from kernelindex_pipeline.defs.chain import Chain, ChainSpec, SourceRead, build_chain
 from kernelindex_pipeline.defs.partitions import split_partition_key
 from kernelindex_pipeline.home import dagster_home
+from kernelindex_pipeline.imports.fetch import MAX_FILE_BYTES, fetch
 from kernelindex_pipeline.liger import ci as liger_ci
 from kernelindex_pipeline.liger import partition as liger_partition
 
@@ -26,7 +27,7 @@ class LigerCiResource(ConfigurableResource):
         default="",
         description=f"A file of locators, one per line ('#' comments); empty: ${CI_FILES_ENV} or DAGSTER_HOME/liger-ci-files.txt.",
     )
-    max_bytes: int = PydanticField(default=liger_ci.MAX_FILE_BYTES, description="Largest CI file accepted, in bytes.")
+    max_bytes: int = PydanticField(default=MAX_FILE_BYTES, description="Largest CI file accepted, in bytes.")
 
     def list_path(self) -> Path:
         return Path(self.list_file or os.environ.get(CI_FILES_ENV) or dagster_home() / "liger-ci-files.txt")
@@ -36,7 +37,7 @@ class LigerCiResource(ConfigurableResource):
         return list(dict.fromkeys([*self.locators, *listed]))
 
     def gather(self) -> liger_ci.CiPartitions:
-        return liger_ci.gather(liger_ci.fetch(locator, max_bytes=self.max_bytes) for locator in self.all_locators())
+        return liger_ci.gather(fetch(locator, max_bytes=self.max_bytes) for locator in self.all_locators())
 
 
 def _read_history(context: AssetExecutionContext, partitions: list[str]) -> SourceRead:

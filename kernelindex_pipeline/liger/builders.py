@@ -26,7 +26,8 @@ from kernelindex_pipeline.liger.catalogue import (
     Provider,
     Rule,
 )
-from kernelindex_pipeline.liger.jsnumber import (
+from kernelindex_pipeline.records.canonical import API_VERSION, digest_of
+from kernelindex_pipeline.records.jsnumber import (
     MAX_SAFE_INTEGER,
     JSParseError,
     is_positive_integer,
@@ -34,7 +35,6 @@ from kernelindex_pipeline.liger.jsnumber import (
     js_number,
     whole,
 )
-from kernelindex_pipeline.records.canonical import API_VERSION, digest_of
 from kernelindex_pipeline.records.names import kebab
 
 LIGER_REPOSITORY = "https://github.com/linkedin/Liger-Kernel"

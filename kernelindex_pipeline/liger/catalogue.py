@@ -25,7 +25,7 @@ from typing import Any
 
 import yaml
 
-from kernelindex_pipeline.liger.jsnumber import is_number, is_positive_integer, whole
+from kernelindex_pipeline.records.jsnumber import is_number, is_positive_integer, whole
 
 
 class LigerCatalogueError(ValueError):

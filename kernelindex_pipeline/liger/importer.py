@@ -4,57 +4,26 @@ its records and the report of every row's fate. The CLI, the Dagster layer and t
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
 from os import PathLike
 from pathlib import Path
-from typing import Any
 
+from kernelindex_pipeline.imports.result import ImportResult
 from kernelindex_pipeline.liger.catalogue import DEFAULT_PROFILE, Catalogue, default_catalogue
 from kernelindex_pipeline.liger.csv import Chunk, CsvReader
 from kernelindex_pipeline.liger.normalize import MeasuredContext, Normalizer, RunRecord, schema_validator
 from kernelindex_pipeline.liger.release import SourceSnapshot, snapshot_of_bytes, snapshot_of_file
-from kernelindex_pipeline.liger.report import KIND_ORDER, ImportReport
 from kernelindex_pipeline.records.canonical import digest_of
 
 # Below this size one process is faster than starting workers (about 20 000 rows).
 PARALLEL_MIN_BYTES = 4 * 1024 * 1024
 
-_KIND_RANK = {kind: i for i, kind in enumerate(KIND_ORDER)}
 
-
-def sort_key(manifest: dict[str, Any], digest: str) -> tuple[int, str, str]:
-    """KINDS order, then name, then digest: the order of records.jsonl."""
-    return (_KIND_RANK.get(manifest["kind"], len(KIND_ORDER)), manifest["metadata"]["name"], digest)
-
-
-@dataclass
-class ImportResult:
-    """`manifests`: digest -> manifest, one object per digest (runs too, unless they were streamed)."""
-
-    manifests: dict[str, dict[str, Any]]
-    report: ImportReport
-    snapshot: SourceSnapshot | None = None
-    names_by_digest: dict[str, list[str]] = field(default_factory=dict)
-
-    @classmethod
-    def of(cls, normalizer: Normalizer, snapshot: SourceSnapshot | None) -> ImportResult:
-        """The result of a finished Normalizer: shared objects, then runs (unless they were streamed)."""
-        manifests = dict(normalizer.objects)
-        manifests.update(normalizer.runs)
-        return cls(manifests, normalizer.report, snapshot, normalizer.names_by_digest)
-
-    def sorted_manifests(self) -> list[dict[str, Any]]:
-        return [m for d, m in sorted(self.manifests.items(), key=lambda item: sort_key(item[1], item[0]))]
-
-    def sorted_items(self) -> list[tuple[str, dict[str, Any]]]:
-        return sorted(self.manifests.items(), key=lambda item: sort_key(item[1], item[0]))
-
-    def runs(self) -> list[dict[str, Any]]:
-        return [m for m in self.manifests.values() if m["kind"] == "BenchmarkRun"]
-
-    def iter_kind(self, kind: str) -> Iterator[dict[str, Any]]:
-        return (m for m in self.manifests.values() if m["kind"] == kind)
+def _result_of(normalizer: Normalizer, snapshot: SourceSnapshot | None) -> ImportResult:
+    """The result of a finished Normalizer: shared objects, then runs (unless they were streamed)."""
+    manifests = dict(normalizer.objects)
+    manifests.update(normalizer.runs)
+    return ImportResult(manifests, normalizer.report, snapshot, normalizer.names_by_digest)
 
 
 def _usable_cpus() -> int:
@@ -163,7 +132,7 @@ def import_chunks(
         if builder is not None:
             builder.close()
     normalizer.finish()
-    result = ImportResult.of(normalizer, snapshot)
+    result = _result_of(normalizer, snapshot)
     if measured is not None and measured.sentinel:
         from kernelindex_pipeline.liger.sentinel import sentinel_manifests  # (imports sweep/: lazily)
 

@@ -31,12 +31,13 @@ a row costs a dict lookup plus its own numbers; the run itself is built by the f
 
 from __future__ import annotations
 
-import enum
 import math
 import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from kernelindex_pipeline.imports.coverage import ISSUE_FATE, RUN_FATE
+from kernelindex_pipeline.imports.result import Issue
 from kernelindex_pipeline.liger import identity
 from kernelindex_pipeline.liger.builders import (
     MeasuredContext,
@@ -54,8 +55,7 @@ from kernelindex_pipeline.liger.builders import (
     workload_case,
 )
 from kernelindex_pipeline.liger.catalogue import Catalogue, Kernel, Provider
-from kernelindex_pipeline.liger.jsnumber import JSParseError, js_json_parse
-from kernelindex_pipeline.liger.report import ImportReport, Issue
+from kernelindex_pipeline.liger.report import ImportReport, SkipReason
 from kernelindex_pipeline.liger.runs import (
     LATENCY,
     PEAK_MEMORY,
@@ -69,6 +69,7 @@ from kernelindex_pipeline.liger.runs import (
     ns_of_ms,
 )
 from kernelindex_pipeline.records.canonical import digest_of
+from kernelindex_pipeline.records.jsnumber import JSParseError, js_json_parse
 from kernelindex_pipeline.records.names import kebab
 
 if TYPE_CHECKING:  # csv.py imports pandas, which run-building worker processes do not need
@@ -89,20 +90,6 @@ REFERENCE_MEMORY_METRIC = "memory"
 # Upstream column positions (liger/csv.py UPSTREAM_COLUMNS) of the cells a row decision reads.
 COL_KERNEL, COL_PROVIDER, COL_MODE, COL_METRIC, COL_UNIT, COL_X_NAME, COL_X_LABEL, COL_X_VALUE = range(8)
 COL_Y50, COL_Y20, COL_Y80, COL_CONFIG, COL_GPU, COL_TIMESTAMP, COL_VERSION = range(8, 15)
-
-
-class SkipReason(enum.Enum):
-    """Why a row makes no run; the value is its key under `skipped` in report.json."""
-
-    MEMORY_ROW = "memoryRows"  # reference profile: any metric but speed
-    UNKNOWN_METRIC = "unknownMetric"  # full profile: neither speed nor memory
-    UNCURATED_KERNEL = "uncuratedKernels"
-    UNKNOWN_MODE = "unknownMode"  # full profile (the reference folds it into unknown config)
-    UNKNOWN_PROVIDER = "unknownProvider"
-    UNKNOWN_CONFIG = "unknownConfig"
-    UNKNOWN_GPU = "unknownGpu"
-    DUPLICATE = "duplicateRows"
-    FILTERED = "filteredOut"
 
 
 class RowKey(NamedTuple):
@@ -321,7 +308,7 @@ class Normalizer:
                 fate = outcome.reason
                 report.count_skip(outcome.reason, outcome.detail)
             else:
-                fate = "issue"
+                fate = ISSUE_FATE
                 report.issues.append(Issue(start + j, outcome.problem))
             cell = (kernel, provider, mode, gpu, version, metric, fate)
             coverage[cell] = coverage.get(cell, 0) + 1
@@ -541,28 +528,28 @@ class Normalizer:
         y50_value = cell_number(y50)
         if not (y50_value > 0 and y50_value != math.inf):  # NaN fails the comparison too
             report.issues.append(Issue(row, f"median y_value_50 {y50!r} is not a finite number > 0"))
-            return "issue"
+            return ISSUE_FATE
         if observed_at is None:
             report.issues.append(Issue(row, f"timestamp {ts!r} is not a UTC instant 'YYYY-MM-DD HH:MM:SS'"))
-            return "issue"
+            return ISSUE_FATE
         if memory:
             median = mib_to_bytes(y50_value)
             if type(median) is not int and math.isinf(median):
                 report.issues.append(Issue(row, f"median y_value_50 {y50!r} MB overflows a number in bytes"))
-                return "issue"
+                return ISSUE_FATE
         else:
             median = ns_of_ms(y50_value)
             if type(median) is not int:
                 report.issues.append(Issue(row, f"median y_value_50 {y50!r} ms is beyond 2^53 - 1 ns"))
-                return "issue"
+                return ISSUE_FATE
             if median == 0:
                 report.issues.append(Issue(row, f"median y_value_50 {y50!r} ms rounds to 0 ns (it must be > 0)"))
-                return "issue"
+                return ISSUE_FATE
         version_json = self._versions.get(version)
         if version_json is None:
             if len(version) > 200:
                 report.issues.append(Issue(row, "liger_version is longer than 200 characters (label limit)"))
-                return "issue"
+                return ISSUE_FATE
             version_json = self._versions[version] = json_text(version)
         y20_value, y80_value = cell_number(y20), cell_number(y80)
         if y20_value - y20_value == 0 and y80_value - y80_value == 0:  # both finite: a band to check
@@ -575,7 +562,7 @@ class Normalizer:
             if overflow:
                 unit = "MB overflow a number in bytes" if memory else "ms overflow a number in ns (beyond 2^53 - 1)"
                 report.issues.append(Issue(row, f"y_value_20 {y20!r} / y_value_80 {y80!r} {unit}"))
-                return "issue"
+                return ISSUE_FATE
             if not 0 < low <= median <= high:  # as published (rounded); the median itself is fine
                 report.dropped_bands.append(
                     Issue(
@@ -609,13 +596,13 @@ class Normalizer:
         )
         if self.builder is not None:
             self.builder.add(item)
-            return "run"
+            return RUN_FATE
         record = build_run(item, self.validate, with_line=self.on_run is not None)
         if self.on_run is not None:
             self.on_run(record)
         else:
             self.runs[record.digest] = record.manifest
-        return "run"
+        return RUN_FATE
 
     # -- results -----------------------------------------------------------------------------------
 

@@ -17,9 +17,10 @@ import io
 import re
 from dataclasses import dataclass, field
 
+from kernelindex_pipeline.imports.archive import CachedArchive
 from kernelindex_pipeline.liger.catalogue import DEFAULT_PROFILE
 from kernelindex_pipeline.liger.csv import Chunk, CsvHeader, CsvReader, bounded_text
-from kernelindex_pipeline.liger.release import ReleaseArtifact, read_history_csv
+from kernelindex_pipeline.liger.release import read_history_csv
 from kernelindex_pipeline.records.names import kebab
 
 # What a Dagster partition value may hold: a `|` or `,` in one silently breaks multi-partition keys.
@@ -121,13 +122,13 @@ def parts_digest(parts: list[PartitionCsv]) -> str:
 
 
 @functools.lru_cache(maxsize=4)
-def _sliced_history(artifact: ReleaseArtifact):
+def _sliced_history(artifact: CachedArchive):
     # Keyed by the artifact (its sha256 included): a backfill in one process reads each sdist once.
     data, snapshot = read_history_csv(artifact)
     return slice_history(data), data, snapshot
 
 
-def history_partition_csv(artifact: ReleaseArtifact, gpu: str, liger_version: str) -> PartitionCsv:
+def history_partition_csv(artifact: CachedArchive, gpu: str, liger_version: str) -> PartitionCsv:
     """The rows of `artifact`'s committed history CSV for one partition (an empty CSV if it has none)."""
     slices, data, snapshot = _sliced_history(artifact)
     part = slices.partitions.get((gpu, liger_version))

@@ -21,8 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from kernelindex_pipeline.liger.jsnumber import js_number_text, ms_to_ns, whole
 from kernelindex_pipeline.records.canonical import API_VERSION, canonical_bytes, digest_of
+from kernelindex_pipeline.records.jsnumber import js_number_text, ms_to_ns, whole
 from kernelindex_pipeline.records.metrics import LATENCY, PEAK_MEMORY
 from kernelindex_pipeline.records.names import NAME_LIMIT
 from kernelindex_pipeline.records.units import MAX_SAFE_INTEGER

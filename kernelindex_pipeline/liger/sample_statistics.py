@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from kernelindex_pipeline.liger.jsnumber import ms_to_ns
+from kernelindex_pipeline.records.jsnumber import ms_to_ns
 from kernelindex_pipeline.records.units import MAX_SAFE_INTEGER
 
 BOOTSTRAP_RESAMPLES = 2000

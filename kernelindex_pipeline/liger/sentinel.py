@@ -15,9 +15,9 @@ from typing import Any
 
 from kernelindex_pipeline.liger.builders import MeasuredContext, execution_environment
 from kernelindex_pipeline.liger.catalogue import Catalogue
-from kernelindex_pipeline.liger.jsnumber import ms_to_ns
 from kernelindex_pipeline.liger.sample_statistics import with_raw_samples
 from kernelindex_pipeline.records.canonical import API_VERSION, digest_of
+from kernelindex_pipeline.records.jsnumber import ms_to_ns
 from kernelindex_pipeline.records.names import kebab
 from kernelindex_pipeline.records.units import duration_ns
 from kernelindex_pipeline.sweep.sentinel import PLAN, operation

@@ -34,7 +34,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from kernelindex_pipeline.liger.report import CoverageCell
+from kernelindex_pipeline.imports.coverage import CoverageCell
 from kernelindex_pipeline.records.names import kebab
 
 from .charts import (

@@ -37,8 +37,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from kernelindex_pipeline.imports.coverage import CoverageCell
 from kernelindex_pipeline.liger import identity
-from kernelindex_pipeline.liger.report import CoverageCell
 from kernelindex_pipeline.records.names import kebab
 
 from .efficiency import EfficiencyReport, derive_efficiency, rank_by_efficiency, write_sidecar

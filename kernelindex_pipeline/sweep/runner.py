@@ -36,7 +36,8 @@ from pathlib import Path
 
 import psutil
 
-from ..liger.release import ReleaseError, extract_release, fetch_release
+from ..imports.archive import ArchiveError
+from ..liger.release import extract_release, fetch_release
 from . import contain, sentinel, tp
 from .artifact_store import ArtifactStore, publish_evidence
 from .backends import Variant, backend_variants, dispatch_environment, read_dispatches
@@ -244,11 +245,11 @@ def resolve_release(release: str | Path | None, liger_version: str, dest: Path) 
     if release is None:
         try:
             artifact = fetch_release(liger_version)
-        except ReleaseError as error:
+        except ArchiveError as error:  # liger.release.ReleaseError is one
             raise SweepError(f"cannot fetch the Liger {liger_version} sdist: {error}") from error
         try:  # the artifact, not its path: extraction re-checks the sha256 the fetch verified
             return Path(extract_release(artifact, dest))
-        except ReleaseError as error:
+        except ArchiveError as error:
             raise ConfigurationError(str(error)) from error
     path = Path(release)
     if path.is_dir():
@@ -259,7 +260,7 @@ def resolve_release(release: str | Path | None, liger_version: str, dest: Path) 
     if path.is_file():
         try:
             return Path(extract_release(path, dest))
-        except ReleaseError as error:
+        except ArchiveError as error:
             raise ConfigurationError(str(error)) from error
     raise ConfigurationError(f"release {path} does not exist; give an sdist tarball or an extracted release directory")
 

@@ -9,7 +9,7 @@ import rfc8785
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kernelindex_pipeline.liger.jsnumber import (
+from kernelindex_pipeline.records.jsnumber import (
     JSParseError,
     is_positive_integer,
     js_json_parse,

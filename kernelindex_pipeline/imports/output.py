@@ -15,10 +15,25 @@ import os
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from kernelindex_pipeline.liger.runs import RunRecord
 from kernelindex_pipeline.records.canonical import canonical_bytes
+from kernelindex_pipeline.records.schema import KINDS
+
+_KIND_RANK = {kind: i for i, kind in enumerate(KINDS)}
+
+
+def sort_key(manifest: dict[str, Any], digest: str) -> tuple[int, str, str]:
+    """KINDS order, then name, then digest: the order of records.jsonl."""
+    return (_KIND_RANK.get(manifest["kind"], len(KINDS)), manifest["metadata"]["name"], digest)
+
+
+class RunLine(Protocol):
+    """A BenchmarkRun as its canonical line (liger.runs.RunRecord is one)."""
+
+    name: str
+    digest: str
+    line: bytes
 
 
 class SortedRunSpool:
@@ -35,7 +50,7 @@ class SortedRunSpool:
         self._offset = 0
         self.count = 0
 
-    def add(self, run: RunRecord) -> None:
+    def add(self, run: RunLine) -> None:
         size = len(run.line)
         self._keys.append((run.name, run.digest, self._offset, size))
         self._file.write(run.line)
@@ -62,8 +77,6 @@ def write_records_jsonl(
     path: Path, shared: Iterable[tuple[str, dict[str, Any]]], runs: SortedRunSpool | Iterable[bytes] | None = None
 ) -> int:
     """Write `shared` (digest, manifest) sorted, then the run lines; returns the number of lines."""
-    from kernelindex_pipeline.liger.importer import sort_key
-
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")

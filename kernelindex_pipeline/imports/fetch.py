@@ -1,0 +1,237 @@
+"""One input file by locator: an https URL (plain http only to a loopback host, for local mirrors and
+tests) or an existing local file, read whole and bounded in size and time. The CI chain reads Liger's
+CI result files through it.
+
+Locators are hostile input: the size cap holds while streaming; user info and query values of a URL
+(tokens) are redacted everywhere they are shown or stored.
+
+A download is checked hop by hop (redirects are followed here, at most MAX_REDIRECTS, never by
+requests): every hop's host as requests itself parses it (urllib3; a URL that `urllib.parse` reads
+with another host, e.g. through a backslash before an `@`, is refused) is resolved, and
+- plain http: every address of every hop must be loopback;
+- https: no address may be link-local (cloud metadata), multicast, unspecified or reserved, and a
+  redirect may only go to the first hop's host or to a host whose addresses are all public;
+- a redirect may not change the scheme.
+The addresses are checked when resolved; a name that resolves differently a moment later (DNS
+rebinding) is not caught. The transfer has a per-read timeout and a whole-transfer deadline
+(DOWNLOAD_DEADLINE_S), so a server that trickles bytes cannot hold an import.
+
+A locator holding a control character (a newline would split a list of locators) is refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import os
+import re
+import socket
+import stat
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from urllib.parse import urljoin, urlsplit
+
+import requests
+from urllib3.exceptions import LocationParseError
+from urllib3.util import parse_url
+
+from kernelindex_pipeline.redaction import redact_locator, scheme_of
+
+MAX_FILE_BYTES = 256 * 2**20  # the largest CI file seen is under 1 MB; a whole history is about 10 MB
+CONNECT_TIMEOUT_S = 10.0
+READ_TIMEOUT_S = 60.0  # between two chunks, not for the whole body
+DOWNLOAD_DEADLINE_S = 300.0  # the whole transfer, redirects included: a CI file is under 1 MB
+MAX_REDIRECTS = 5
+_CHUNK = 1 << 16
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_REDIRECTS = (301, 302, 303, 307, 308)
+
+
+class FetchError(ValueError):
+    """A locator that cannot be read: names the (redacted) locator and what to fix."""
+
+
+def _is_loopback(host: str | None) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host or "").is_loopback
+    except ValueError:
+        return False
+
+
+def check_locator_text(locator: str) -> None:
+    """FetchError for a locator that cannot be one line of the locator list."""
+    if _CONTROL.search(locator):
+        raise FetchError(
+            f"{redact_locator(locator)}: a locator may not hold a control character (a newline?); give each locator as its own argument"
+        )
+
+
+def check_locator_syntax(locator: str) -> None:
+    """FetchError for a locator that is malformed as written (a control character; an http(s) URL
+    that does not parse, with a port out of range, a backslash, an ambiguous host): a usage error,
+    found before anything is fetched or listed."""
+    check_locator_text(locator)
+    if scheme_of(locator).lower() in ("http", "https"):
+        _host_of(locator, redact_locator(locator))
+
+
+def _host_of(url: str, shown: str) -> tuple[str, str, int]:
+    """(scheme, host, port) of an http(s) URL as requests will connect, or FetchError naming the problem."""
+    if "\\" in url or any(c.isspace() for c in url):
+        raise FetchError(f"{shown}: a URL may not hold a backslash or white space; percent-encode it")
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+        connects_to = parse_url(url)
+    except LocationParseError:
+        raise FetchError(f"{shown}: not a well-formed URL; check its host and port") from None
+    except ValueError as error:  # urllib's words name no part of the URL ("Port out of range 0-65535")
+        raise FetchError(f"{shown}: not a well-formed URL ({error}); check its host and port") from None
+    host = (parts.hostname or "").lower()
+    if not host or (connects_to.host or "").strip("[]").lower() != host:
+        raise FetchError(f"{shown}: not a well-formed URL (its host is missing or ambiguous)")
+    return parts.scheme, host, port or (443 if parts.scheme == "https" else 80)
+
+
+def _addresses(host: str, port: int, shown: str) -> set[ipaddress.IPv4Address | ipaddress.IPv6Address]:
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError) as error:
+        raise FetchError(
+            f"{shown}: cannot resolve host {host!r} ({getattr(error, 'strerror', None) or type(error).__name__})"
+        ) from None
+    return {ipaddress.ip_address(info[4][0].split("%", 1)[0]) for info in infos}
+
+
+def check_hop(url: str, shown: str, first: tuple[str, str] | None = None) -> None:
+    """FetchError unless `url` may be fetched: the first hop when `first` is None, else a redirect
+    from the first hop's (scheme, host). See the module docstring for the rules."""
+    scheme, host, port = _host_of(url, shown)
+    if first is not None and scheme != first[0]:
+        raise FetchError(f"{shown}: refused a redirect from {first[0]} to {scheme} ({redact_locator(url)})")
+    if scheme == "http" and not _is_loopback(host):
+        where = (
+            "a redirect to a non-loopback host" if first else "plain http is only allowed to a loopback host; use https"
+        )
+        raise FetchError(f"{shown}: {where}" + (f" ({redact_locator(url)})" if first else ""))
+    addresses = _addresses(host, port, shown)
+    if scheme == "http" and not all(address.is_loopback for address in addresses):
+        raise FetchError(
+            f"{shown}: plain http is only allowed to a loopback host; {host} resolves to {', '.join(sorted(map(str, addresses)))}"
+        )
+    unsafe = [a for a in addresses if a.is_link_local or a.is_multicast or a.is_unspecified or a.is_reserved]
+    if unsafe:
+        raise FetchError(
+            f"{shown}: refused {host}: it resolves to {', '.join(sorted(map(str, unsafe)))} (link-local, multicast or reserved)"
+        )
+    if scheme == "https" and first is not None and host != first[1] and not all(a.is_global for a in addresses):
+        raise FetchError(f"{shown}: refused a redirect to {host}, which is not a public host ({redact_locator(url)})")
+
+
+@dataclass(frozen=True)
+class FetchedFile:
+    locator: str  # redacted
+    data: bytes
+    fetched_at: str
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.data).hexdigest()
+
+
+def fetch(
+    locator: str,
+    *,
+    max_bytes: int = MAX_FILE_BYTES,
+    session: requests.Session | None = None,
+    deadline_s: float = DOWNLOAD_DEADLINE_S,
+) -> FetchedFile:
+    """The bytes of one file (https URL, loopback http URL, or local path), at most `max_bytes`."""
+    shown = redact_locator(locator)
+    check_locator_syntax(locator)
+    try:
+        scheme = urlsplit(locator).scheme
+    except ValueError as error:  # e.g. "ftp://[::1"
+        raise FetchError(f"{shown}: not a well-formed URL ({error})") from None
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")[:-4] + "Z"
+    if scheme in ("http", "https"):
+        check_hop(locator, shown)
+        return FetchedFile(shown, _download(locator, shown, max_bytes, session, deadline_s), now)
+    if scheme and len(scheme) > 1:  # "C:\\..." has a one-letter scheme
+        raise FetchError(f"{shown}: unsupported locator scheme {scheme!r}; give an https URL or a local path")
+    path = Path(locator).expanduser()
+    return FetchedFile(str(path.resolve()), _read_local(path, shown, max_bytes), now)
+
+
+def _read_local(path: Path, shown: str, max_bytes: int) -> bytes:
+    """A regular file's bytes, at most `max_bytes` (read bounded: /proc files report size 0)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise FetchError(f"{shown}: no such file") from None
+    except OSError as error:
+        raise FetchError(f"{shown}: cannot be opened ({error.strerror})") from None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise FetchError(f"{shown}: not a regular file")
+        if info.st_size > max_bytes:
+            raise FetchError(f"{shown}: {info.st_size} bytes is more than the {max_bytes}-byte limit for a CI file")
+        try:
+            data = handle.read(info.st_size + 1)
+        except OSError as error:
+            raise FetchError(f"{shown}: cannot be read ({error.strerror})") from None
+    if len(data) > info.st_size:  # /proc and /sys files say 0 bytes and hold more (or never end)
+        raise FetchError(
+            f"{shown}: holds more than the {info.st_size} bytes its size says (a /proc or /sys file?); copy it to a file first"
+        )
+    return data
+
+
+def _download(url: str, shown: str, max_bytes: int, session: requests.Session | None, deadline_s: float) -> bytes:
+    http = session or requests.Session()
+    deadline = time.monotonic() + deadline_s
+    first = _host_of(url, shown)[:2]
+    try:
+        for _ in range(MAX_REDIRECTS + 1):
+            with http.get(
+                url, stream=True, timeout=(CONNECT_TIMEOUT_S, READ_TIMEOUT_S), allow_redirects=False
+            ) as response:
+                if response.status_code in _REDIRECTS and response.headers.get("Location"):
+                    url = urljoin(url, response.headers["Location"])
+                    check_locator_text(url)
+                    check_hop(url, shown, first)
+                    continue
+                return _body(response, shown, max_bytes, deadline, deadline_s)
+        raise FetchError(f"{shown}: more than {MAX_REDIRECTS} redirects")
+    except requests.RequestException as error:
+        # The exception text may carry the full URL: name the redacted locator and the error class only.
+        raise FetchError(f"{shown}: download failed ({type(error).__name__})") from None
+    finally:
+        if session is None:
+            http.close()
+
+
+def _body(response: requests.Response, shown: str, max_bytes: int, deadline: float, deadline_s: float) -> bytes:
+    if response.status_code != 200:
+        raise FetchError(f"{shown}: HTTP {response.status_code} {response.reason or ''}".rstrip())
+    declared = response.headers.get("Content-Length")
+    if declared and declared.isdigit() and int(declared) > max_bytes:
+        raise FetchError(f"{shown}: {declared} bytes is more than the {max_bytes}-byte limit for a CI file")
+    body = bytearray()
+    while True:
+        if time.monotonic() > deadline:
+            raise FetchError(
+                f"{shown}: the download did not finish within {deadline_s:g} s ({len(body)} bytes received); is the server stalling?"
+            )
+        # read1: what one read of the socket gives (within READ_TIMEOUT_S), so the deadline is checked often.
+        chunk = response.raw.read1(_CHUNK, decode_content=True)
+        if not chunk:
+            return bytes(body)
+        body += chunk
+        if len(body) > max_bytes:
+            raise FetchError(f"{shown}: more than the {max_bytes}-byte limit for a CI file")

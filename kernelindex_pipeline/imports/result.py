@@ -1,0 +1,48 @@
+"""What an import gives back, whatever its source: the records (one object per digest) and the report
+of every input row's fate, with the snapshot of the bytes read. The history, CI and sweep chains, the
+CLI's `transform` and the tests all hold an import as an `ImportResult`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from kernelindex_pipeline.imports.output import sort_key
+
+if TYPE_CHECKING:  # annotations only: the source's report and snapshot types
+    from kernelindex_pipeline.liger.release import SourceSnapshot
+    from kernelindex_pipeline.liger.report import ImportReport
+
+
+@dataclass
+class Issue:
+    """An input row that is not a measurement (report.json `issues`, `droppedBands`)."""
+
+    row: int  # 1-based data row number (see liger/csv.py)
+    problem: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"row": self.row, "problem": self.problem}
+
+
+@dataclass
+class ImportResult:
+    """`manifests`: digest -> manifest, one object per digest (runs too, unless they were streamed)."""
+
+    manifests: dict[str, dict[str, Any]]
+    report: ImportReport
+    snapshot: SourceSnapshot | None = None
+    names_by_digest: dict[str, list[str]] = field(default_factory=dict)
+
+    def sorted_manifests(self) -> list[dict[str, Any]]:
+        return [m for d, m in self.sorted_items()]
+
+    def sorted_items(self) -> list[tuple[str, dict[str, Any]]]:
+        return sorted(self.manifests.items(), key=lambda item: sort_key(item[1], item[0]))
+
+    def runs(self) -> list[dict[str, Any]]:
+        return [m for m in self.manifests.values() if m["kind"] == "BenchmarkRun"]
+
+    def iter_kind(self, kind: str) -> Iterator[dict[str, Any]]:
+        return (m for m in self.manifests.values() if m["kind"] == kind)
