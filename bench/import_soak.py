@@ -50,6 +50,7 @@ def _command(partitions: list[str]) -> list[str]:
         "-m",
         "kernelindex_pipeline.cli",
         "import-history",
+        "--wait",  # the kill points include the catalogue refresh, as before the default stopped waiting for it
         *(arg for key in partitions for arg in ("--partition", key)),
     ]
 

@@ -239,7 +239,8 @@ DEADLINE_S = 600  # generous: a loaded 2-core machine takes minutes to start Dag
 
 def _command(home: Path, *locators: Path) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-W", "ignore", "-m", "kernelindex_pipeline.cli", "import-ci", *map(str, locators)],
+        # --wait: the daemon's owner stays while the catalogue refresh runs, as these tests of sharing it expect
+        [sys.executable, "-W", "ignore", "-m", "kernelindex_pipeline.cli", "import-ci", "--wait", *map(str, locators)],
         env={**os.environ, "DAGSTER_HOME": str(home)},
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,

@@ -41,8 +41,12 @@ def _catalogue(home: Path, expected: set[str]) -> tuple[set[str], int]:
 @pytest.mark.slow  # 40 s on a quiet two-core machine
 def test_import_ci_publishes_what_transform_makes_then_nothing_new(tmp_path):
     home = tmp_path / "home"
-    first = _cli("import-ci", *map(str, FILES), home=home)
+    first = _cli("import-ci", "--wait", *map(str, FILES), home=home)
     assert first.returncode == 0, first.stdout + first.stderr[-3000:]
+    # --wait: the command also waited for the catalogue automation's refresh, with a line per refreshed asset.
+    assert "waiting for the catalogue automation" in first.stderr and "] catalogue_export refreshed" in first.stderr
+    assert "catalogue-wide assets refreshed by run" in first.stderr, first.stderr[-3000:]
+    assert (home / "exports" / "kernelindex-catalogue.jsonl").is_file()
     expected = set().union(*(import_csv(path).manifests for path in FILES))
     assert _catalogue(home, expected) == (expected, len(expected))
     assert "2 partitions in 1 run(s)" in first.stdout, first.stdout
@@ -70,6 +74,26 @@ def test_import_ci_publishes_what_transform_makes_then_nothing_new(tmp_path):
     assert _catalogue(home, expected) == (expected, len(expected))
     with DagsterInstance.from_config(str(home)) as instance:
         assert len(instance.get_runs(RunsFilter(job_name="ci_import_job"))) == 1
+
+
+@pytest.mark.slow  # about 40 s on a quiet two-core machine
+def test_import_ci_returns_when_its_own_run_ends_and_leaves_the_refresh_to_the_automation(tmp_path):
+    """Issue 21: without --wait the command waits for its own runs only; the catalogue automation refreshes
+    the catalogue-wide assets on its own (on `dagster dev`'s daemon, or the next import's). Nothing is left
+    running: a refresh the command's own daemon had already started still ends before that daemon stops."""
+    home = tmp_path / "home"
+    done = _cli("import-ci", str(FILES[2]), home=home)
+    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+    assert "1 partitions in 1 run(s)" in done.stdout and "(1 published, 0 not)" in done.stdout, done.stdout
+    assert "refreshes export, regressions, coverage and report on its own" in done.stderr, done.stderr[-3000:]
+    assert "waiting for the catalogue automation" not in done.stderr and "NOT refreshed" not in done.stderr
+    expected = import_csv(FILES[2]).manifests
+    assert _catalogue(home, set(expected)) == (set(expected), len(expected))
+    with DagsterInstance.from_config(str(home)) as instance:
+        (run,) = instance.get_runs(RunsFilter(job_name="ci_import_job"))
+        assert run.status.value == "SUCCESS"
+        left = [(r.run_id, r.job_name, r.status.value) for r in instance.get_runs() if not r.is_finished]
+        assert not left, f"runs left unfinished after the command returned: {left}"
 
 
 def test_import_ci_names_a_bad_locator_and_lists_nothing(tmp_path):

@@ -7,8 +7,15 @@ from __future__ import annotations
 import io
 
 from kernelindex_pipeline.defs.chain import no_runs_reason, parse_progress, progress_message
-from kernelindex_pipeline.defs.import_plan import PARTITION_TAG, RANGE_END_TAG, RANGE_START_TAG, partition_runs
-from kernelindex_pipeline.defs.import_summary import ImportSummary, PartitionOutcome, Progress
+from kernelindex_pipeline.defs.import_plan import (
+    PARTITION_TAG,
+    RANGE_END_TAG,
+    RANGE_START_TAG,
+    AfterImport,
+    after_import,
+    partition_runs,
+)
+from kernelindex_pipeline.defs.import_summary import ImportSummary, PartitionOutcome, Progress, on_its_own_line
 
 REGISTERED = ["a|0.1", "b|0.1", "a|0.2", "b|0.2", "a|0.3"]
 
@@ -81,3 +88,19 @@ def test_summary_and_non_terminal_progress_name_the_reason():
         stream.getvalue()
         == "[1/2] a|0.1: 4 rows, 0 runs, 0 new, 0 already present - every row skipped: uncuratedKernels 4\n"
     )
+
+
+def test_after_its_runs_an_import_waits_for_the_refresh_only_when_asked_and_one_can_come():
+    """Issue 21: the import commands return when their own runs end; --wait also waits for the refresh."""
+    assert after_import(True, 5, wait=False, automation_stopped=False) is AfterImport.ON_ITS_OWN
+    assert after_import(True, 5, wait=True, automation_stopped=False) is AfterImport.WAIT
+    # No refresh comes, so none is awaited even with --wait: nothing new, a stopped automation, nothing published.
+    assert after_import(True, 0, wait=True, automation_stopped=False) is AfterImport.UNCHANGED
+    assert after_import(True, 5, wait=True, automation_stopped=True) is AfterImport.AUTOMATION_STOPPED
+    assert after_import(False, 0, wait=True, automation_stopped=False) is AfterImport.NOTHING
+
+
+def test_the_line_of_a_refresh_left_to_the_automation_says_who_runs_it_and_how_to_wait():
+    ours, theirs = on_its_own_line(our_daemon=True), on_its_own_line(our_daemon=False)
+    assert "dagster dev" in ours and "the next import command" in ours and "--wait" in ours
+    assert "running dagster-daemon" in theirs and "UI" in theirs and "--wait" in theirs

@@ -11,7 +11,15 @@ from kernelindex_pipeline.cli.errors import Command, CommandError, UsageError
 from kernelindex_pipeline.home import local_instance, prepared_dagster_home
 
 
-def _verbose_argument(p: argparse.ArgumentParser) -> None:
+def _import_options(p: argparse.ArgumentParser) -> None:
+    """The options both import commands take."""
+    p.add_argument(
+        "--wait",
+        action="store_true",
+        help="when the import added records, also wait for the catalogue automation's refresh of export, "
+        "regressions, coverage and report, with a progress line (default: return when the import's own runs end; "
+        "the refresh runs on its own on the dagster-daemon and shows in the UI)",
+    )
     p.add_argument(
         "-v", "--verbose", action="store_true", help="also print Dagster's event log and the daemon's output"
     )
@@ -25,7 +33,7 @@ def _import_history_arguments(p: argparse.ArgumentParser) -> None:
         metavar="GPU|VERSION",
         help="only this partition, e.g. 'nvidia-h100-80gb-hbm3|0.8.0' (repeatable; default: every history partition)",
     )
-    _verbose_argument(p)
+    _import_options(p)
 
 
 def _import_ci_arguments(p: argparse.ArgumentParser) -> None:
@@ -36,7 +44,7 @@ def _import_ci_arguments(p: argparse.ArgumentParser) -> None:
         help="Liger CI results CSVs: https URLs (e.g. https://raw.githubusercontent.com/linkedin/Liger-Kernel/"
         "gh-pages/benchmarks/<dir>/benchmark.csv) or local paths",
     )
-    _verbose_argument(p)
+    _import_options(p)
 
 
 def _checked_partitions(keys: list[str]) -> list[tuple[str, str]]:
@@ -108,7 +116,7 @@ def _import_history(args: argparse.Namespace) -> int:
     return _run_import(
         args,
         lambda instance, home, log, report: import_history(
-            instance, home, partitions=partitions or None, verbose=args.verbose, log=log, report=report
+            instance, home, partitions=partitions or None, verbose=args.verbose, wait=args.wait, log=log, report=report
         ),
     )
 
@@ -126,7 +134,7 @@ def _import_ci(args: argparse.Namespace) -> int:
     return _run_import(
         args,
         lambda instance, home, log, report: import_ci(
-            instance, home, args.locators, verbose=args.verbose, log=log, report=report
+            instance, home, args.locators, verbose=args.verbose, wait=args.wait, log=log, report=report
         ),
     )
 

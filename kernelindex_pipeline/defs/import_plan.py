@@ -5,6 +5,7 @@ metadata, written by defs/chain.py with `liger.partition.parts_digest`)."""
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Mapping
 
 from dagster import AssetKey, AssetRecordsFilter, DagsterInstance
@@ -72,3 +73,26 @@ def published_digest(instance: DagsterInstance, publication_key, partition: str)
         return None
     digests = records[0].asset_materialization.metadata.get("content_digests")
     return digests.value.get(partition) if digests is not None else None
+
+
+class AfterImport(enum.Enum):
+    """What an import command does about the catalogue-wide assets once its own runs ended."""
+
+    NOTHING = "no partition was published"
+    AUTOMATION_STOPPED = "the catalogue automation is stopped: no refresh comes"
+    UNCHANGED = "nothing new: the catalogue's content fingerprint is as it was, so no refresh comes"
+    WAIT = "wait for the automation's refresh (--wait)"
+    ON_ITS_OWN = "return; the automation refreshes on its own"
+
+
+def after_import(published: bool, new_records: int, *, wait: bool, automation_stopped: bool) -> AfterImport:
+    """The automation refreshes on a change of the catalogue's content fingerprint (defs/catalogue_assets.py):
+    an import that added nothing launches no refresh, so waiting for one would only end in a false
+    "NOT refreshed". Otherwise the command waits only when asked to (`--wait`)."""
+    if not published:
+        return AfterImport.NOTHING
+    if automation_stopped:
+        return AfterImport.AUTOMATION_STOPPED
+    if not new_records:
+        return AfterImport.UNCHANGED
+    return AfterImport.WAIT if wait else AfterImport.ON_ITS_OWN

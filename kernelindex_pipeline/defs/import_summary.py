@@ -110,3 +110,43 @@ class Progress:
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
+
+
+CATALOGUE_WIDE = "export, regressions, coverage and report"  # the catalogue group's assets, as the operator knows them
+
+
+def automation_stopped_line(sensor: str) -> str:
+    return (
+        f"the {sensor} sensor is stopped (in the UI): the catalogue-wide assets were not refreshed; "
+        "start it, or materialize them from the `catalogue` group"
+    )
+
+
+def unchanged_line() -> str:
+    return "the catalogue is unchanged (0 new records): the catalogue-wide assets have nothing to refresh"
+
+
+def on_its_own_line(our_daemon: bool) -> str:
+    """The command returns; who refreshes the catalogue-wide assets, and how to wait for it instead."""
+    if our_daemon:  # the daemon this command started stops with it
+        who = (
+            "while a dagster-daemon serves this DAGSTER_HOME (`dagster dev`, whose UI shows its progress, "
+            "or the next import command)"
+        )
+    else:
+        who = "on the running dagster-daemon (its progress is in the UI: Runs, and the `catalogue` group)"
+    return f"the catalogue automation refreshes {CATALOGUE_WIDE} on its own {who}; --wait waits for it here"
+
+
+def waiting_line() -> str:
+    return f"waiting for the catalogue automation to refresh {CATALOGUE_WIDE} ..."
+
+
+def refresh_progress_line(run_id: str, done: int, total: int, asset: str) -> str:
+    return f"catalogue refresh run {run_id}: [{done}/{total}] {asset} refreshed"
+
+
+def refresh_line(run_id: str, problem: str, seconds: float) -> str:
+    if problem:
+        return f"catalogue-wide assets NOT refreshed: {problem}"
+    return f"catalogue-wide assets refreshed by run {run_id} in {seconds:.1f}s"

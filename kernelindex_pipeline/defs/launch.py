@@ -2,8 +2,8 @@
 carried out by Dagster run control (defs/run_control.py) and shown by defs/import_summary.py.
 
 Each registers its source's partitions, works out which partitions to import in which runs, launches
-and follows those runs, and reports the summary; while the daemon runs, the catalogue automation
-refreshes the catalogue-wide assets.
+and follows those runs, and reports the summary. The catalogue automation refreshes the catalogue-wide
+assets on its own; with `wait` the command waits for that refresh too (`--wait`).
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ def import_history(
     *,
     partitions: list[tuple[str, str]] | None = None,
     verbose: bool = False,
+    wait: bool = False,
     log: Callable[[str], None] = print,
     report: Callable[[ImportSummary], None] = lambda summary: None,
 ) -> ImportSummary:
@@ -76,6 +77,7 @@ def import_history(
             job=HISTORY.job.name,
             run_tags=tags,
             verbose=verbose,
+            wait=wait,
             log=log,
             report=lambda done: report(_finish(done, resources.catalogue)),
         )
@@ -88,6 +90,7 @@ def import_ci(
     locators: list[str],
     *,
     verbose: bool = False,
+    wait: bool = False,
     log: Callable[[str], None] = print,
     report: Callable[[ImportSummary], None] = lambda summary: None,
 ) -> ImportSummary:
@@ -123,6 +126,7 @@ def import_ci(
                 job=CI.job.name,
                 run_tags=tags,
                 verbose=verbose,
+                wait=wait,
                 log=log,
                 report=lambda done: report(_finish(done, resources.catalogue)),
             )

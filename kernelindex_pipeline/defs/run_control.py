@@ -4,7 +4,9 @@ keep a daemon serving the queue (defs/import_daemon.py), and wait for the catalo
 `dagster job launch -w workspace.yaml` creates the run with the code location's origin (so it is listed
 under its job), the instance's queue runs it through `dagster-daemon` (the one `dagster dev` runs, else
 one started here for the duration), and `follow` reads the run's event log: a progress step per
-partition and stage, the summary from the publication step's per-partition lines.
+partition and stage, the summary from the publication step's per-partition lines. The catalogue
+automation's refresh of the catalogue-wide assets is waited for only when asked (`--wait`); otherwise it
+comes on its own on the daemon.
 """
 
 from __future__ import annotations
@@ -20,12 +22,23 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from dagster import DagsterInstance, DagsterRunStatus, RunsFilter
+from dagster import DagsterEventType, DagsterInstance, DagsterRunStatus, RunsFilter
 
 from kernelindex_pipeline.defs.chain import parse_progress
 from kernelindex_pipeline.defs.daemon_supervisor import supervised
 from kernelindex_pipeline.defs.import_daemon import ImportDaemon, fail_if_worker_died, utc
-from kernelindex_pipeline.defs.import_summary import ImportSummary, PartitionOutcome, Progress
+from kernelindex_pipeline.defs.import_plan import AfterImport, after_import
+from kernelindex_pipeline.defs.import_summary import (
+    ImportSummary,
+    PartitionOutcome,
+    Progress,
+    automation_stopped_line,
+    on_its_own_line,
+    refresh_line,
+    refresh_progress_line,
+    unchanged_line,
+    waiting_line,
+)
 from kernelindex_pipeline.home import DAGSTER_HOME_ENV
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -199,9 +212,13 @@ class Refresh:
 
 
 def wait_for_catalogue_refresh(
-    instance: DagsterInstance, since: float, deadline_s: float = AUTOMATION_WAIT_S
+    instance: DagsterInstance,
+    since: float,
+    deadline_s: float = AUTOMATION_WAIT_S,
+    progress: Callable[[str], None] = lambda line: None,
 ) -> Refresh:
-    """The automation's refresh run of the catalogue-wide assets created after `since`, once it ended."""
+    """The automation's refresh run of the catalogue-wide assets created after `since`, once it ended;
+    `progress` gets a line per asset it refreshed."""
     deadline = time.monotonic() + deadline_s
     while time.monotonic() < deadline:
         for record in instance.get_run_records(RunsFilter(created_after=utc(since)), limit=20):
@@ -209,7 +226,7 @@ def wait_for_catalogue_refresh(
             if run.asset_selection and any(
                 key.path[0] in ("catalogue_export", "catalogue_report") for key in run.asset_selection
             ):
-                return _refresh_outcome(instance, run.run_id)
+                return _refresh_outcome(instance, run.run_id, progress)
         time.sleep(1)
     return Refresh(
         problem=f"the catalogue automation launched no refresh of the catalogue-wide assets within "
@@ -222,9 +239,16 @@ def automation_stopped(instance: DagsterInstance) -> bool:
     return any(state.name == AUTOMATION_SENSOR and not state.is_running for state in instance.all_instigator_state())
 
 
-def _refresh_outcome(instance: DagsterInstance, run_id: str) -> Refresh:
-    checked = time.monotonic()
-    while (run := instance.get_run_by_id(run_id)).status not in TERMINAL:
+def _refresh_outcome(instance: DagsterInstance, run_id: str, progress: Callable[[str], None]) -> Refresh:
+    total = len(instance.get_run_by_id(run_id).asset_selection or ())
+    checked, done = time.monotonic(), 0
+    while True:
+        run = instance.get_run_by_id(run_id)  # read before the events: none of a finished run is missed
+        for entry in instance.all_logs(run_id, of_type=DagsterEventType.ASSET_MATERIALIZATION)[done:]:
+            done += 1
+            progress(refresh_progress_line(run_id, done, total, entry.dagster_event.asset_key.to_user_string()))
+        if run.status in TERMINAL:
+            break
         if time.monotonic() - checked > WORKER_CHECK_S:
             checked = time.monotonic()
             fail_if_worker_died(instance, run_id)
@@ -244,11 +268,12 @@ def run_import(
     job: str,
     run_tags: list[dict[str, str]],
     verbose: bool = False,
+    wait: bool = False,
     log: Callable[[str], None] = print,
     report: Callable[[ImportSummary], None] = lambda summary: None,
 ) -> ImportSummary:
-    """Launch one run per entry of `run_tags`, follow them to the end, `report` the summary, then wait
-    for the catalogue automation's refresh of the catalogue-wide assets."""
+    """Launch one run per entry of `run_tags`, follow them to the end and `report` the summary; with `wait`,
+    then wait for the catalogue automation's refresh of the catalogue-wide assets (else it comes on its own)."""
     started_wall, started = time.time(), time.perf_counter()
     workspace = workspace_file(home)
     command = [dagster_tool("dagster-daemon"), "run", "-w", str(workspace)]
@@ -264,24 +289,20 @@ def run_import(
             progress.close()
         summary.seconds = time.perf_counter() - started
         report(summary)
-        if summary.outcomes and automation_stopped(instance):
-            log(
-                f"the {AUTOMATION_SENSOR} sensor is stopped (in the UI): the catalogue-wide assets were not refreshed; "
-                "start it, or materialize them from the `catalogue` group"
-            )
-        elif summary.outcomes and not summary.new_records:
-            # The automation refreshes on a change of the catalogue's content fingerprint (defs/chain.py): an import
-            # that added nothing launches no refresh, so waiting for one would only end in a false "NOT refreshed".
-            log("the catalogue is unchanged (0 new records): the catalogue-wide assets have nothing to refresh")
-        elif summary.outcomes:
-            log("waiting for the catalogue automation to refresh export, regressions, coverage and report ...")
+        published = bool(summary.outcomes)
+        step = after_import(
+            published, summary.new_records, wait=wait, automation_stopped=published and automation_stopped(instance)
+        )
+        if step is AfterImport.AUTOMATION_STOPPED:
+            log(automation_stopped_line(AUTOMATION_SENSOR))
+        elif step is AfterImport.UNCHANGED:
+            log(unchanged_line())
+        elif step is AfterImport.ON_ITS_OWN:
+            log(on_its_own_line(our_daemon=daemon.process is not None))
+        elif step is AfterImport.WAIT:
+            log(waiting_line())
             refresh_started = time.perf_counter()
-            refresh = wait_for_catalogue_refresh(instance, started_wall)
+            refresh = wait_for_catalogue_refresh(instance, started_wall, progress=log)
             summary.catalogue_run, summary.refresh_problem = refresh.run_id, refresh.problem
-            if refresh.problem:
-                log(f"catalogue-wide assets NOT refreshed: {refresh.problem}")
-            else:
-                log(
-                    f"catalogue-wide assets refreshed by run {refresh.run_id} in {time.perf_counter() - refresh_started:.1f}s"
-                )
+            log(refresh_line(refresh.run_id, refresh.problem, time.perf_counter() - refresh_started))
     return summary
