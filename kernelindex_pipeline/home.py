@@ -17,6 +17,9 @@ DAGSTER_HOME_ENV = "DAGSTER_HOME"
 DEFAULT_DAGSTER_HOME = ".dagster_home"  # relative to the working directory, like `dagster dev`'s own default
 CACHE_DIR_ENV = "KERNELINDEX_CACHE_DIR"
 CATALOGUE_URL_ENV = "KERNELINDEX_CATALOGUE_URL"
+EMBEDDED_CATALOGUE = (
+    "kernelindex-catalogue.sqlite"  # the catalogue's SQLite file under DAGSTER_HOME, when no URL is set
+)
 
 
 def dagster_home() -> Path:
@@ -68,5 +71,10 @@ def cache_root() -> Path:
 
 def catalogue_url(given: str | None = None) -> str | None:
     """The catalogue URL a command was given, else $KERNELINDEX_CATALOGUE_URL, else None: the embedded
-    catalogue under DAGSTER_HOME (`catalogue.store.default_catalogue_path`)."""
+    catalogue under DAGSTER_HOME (`default_catalogue_path`)."""
     return given or os.environ.get(CATALOGUE_URL_ENV) or None
+
+
+def default_catalogue_path(home: str | os.PathLike[str] | None = None) -> Path:
+    """``<home or $DAGSTER_HOME or ./.dagster_home>/kernelindex-catalogue.sqlite``: the embedded catalogue."""
+    return (Path(home) if home else dagster_home()) / EMBEDDED_CATALOGUE

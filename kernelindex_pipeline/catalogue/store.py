@@ -52,7 +52,7 @@ from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.engine import URL, Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
 
-from kernelindex_pipeline.home import dagster_home
+from kernelindex_pipeline.home import default_catalogue_path
 from kernelindex_pipeline.records.canonical import canonical_json, digest_of
 from kernelindex_pipeline.records.schema import KINDS
 from kernelindex_pipeline.redaction import MalformedUrl, is_secret_parameter, parse_url, redact_url, scrub, url_secrets
@@ -61,7 +61,6 @@ log = logging.getLogger(__name__)
 STREAM_BATCH = 2000  # rows per fetch when streaming manifests
 T = TypeVar("T")
 
-CATALOGUE_FILENAME = "kernelindex-catalogue.sqlite"
 RUN_KIND = "BenchmarkRun"
 
 # How many rows go into one INSERT/SELECT round trip: large enough that a ~10k-record partition is a
@@ -188,12 +187,6 @@ def _grouped(number: int) -> str:
 
 
 # --------------------------------------------------------------------------------------------- URLs
-
-
-def default_catalogue_path(home: str | os.PathLike[str] | None = None) -> Path:
-    """``<home or $DAGSTER_HOME or ./.dagster_home>/kernelindex-catalogue.sqlite``."""
-    base = Path(home) if home else dagster_home()
-    return base / CATALOGUE_FILENAME
 
 
 def _normalise_url(url: str | URL) -> URL:
