@@ -375,79 +375,15 @@ def _compile_rule(
     unknown = set(raw) - {"x_name", "require", "where", "axes", "dtype", "scalars", "category"}
     if unknown:
         raise LigerCatalogueError(f"{where}: unknown keys {sorted(unknown)}")
-    x_name = raw.get("x_name")
-    negated = False
-    if x_name is None:
-        x_names = None
-    elif isinstance(x_name, str):
-        x_names = frozenset([x_name])
-    elif isinstance(x_name, list) and all(isinstance(n, str) for n in x_name):
-        x_names = frozenset(x_name)
-    elif isinstance(x_name, dict) and set(x_name) == {"not"} and isinstance(x_name["not"], list):
-        x_names, negated = frozenset(str(n) for n in x_name["not"]), True
-    else:
-        raise LigerCatalogueError(f"{where}: x_name must be a name, a list of names or {{not: [...]}}")
-
-    require = raw.get("require") or {}
-    if not isinstance(require, dict):
-        raise LigerCatalogueError(f"{where}: require must be a mapping")
-    checks = tuple(_compile_check(str(k), v, where) for k, v in require.items())
+    x_names, negated = _x_names(raw.get("x_name"), where)
+    checks = _checks(raw.get("require"), where)
     int_keys = tuple(c.key for c in checks if c.kind == "int")
-
-    axes_raw = raw.get("axes")
-    if not isinstance(axes_raw, dict) or not axes_raw:
-        raise LigerCatalogueError(f"{where}: axes must be a non-empty mapping")
-    axes = tuple((str(name), compile_expression(expr)) for name, expr in axes_raw.items())
     category = raw.get("category")
-    if category not in (None, "model", "label"):
-        raise LigerCatalogueError(f"{where}: category must be model or label")
-    allowed = set(int_keys) | ({"x"} if category is None else set(MODEL_FIELDS) if category == "model" else set())
-    for name, expr in axes:
-        missing = set(expr.names) - allowed
-        if missing:
-            raise LigerCatalogueError(
-                f"{where}: axis {name!r} uses {sorted(missing)}, which are neither x nor int-checked keys"
-            )
+    axes = _axes(raw.get("axes"), category, int_keys, where)
     axis_names = {name for name, _ in axes}
-    conditions = []
-    where_raw = raw.get("where")
-    for text in [where_raw] if isinstance(where_raw, str) else (where_raw or []):
-        m = _EXPR_OPS.match(str(text))
-        if not m:
-            raise LigerCatalogueError(f"{where}: where {text!r} must be '<expr> == <expr>' or '<expr> != <expr>'")
-        cond = Condition(compile_expression(m.group(1)), m.group(2) == "==", compile_expression(m.group(3)))
-        missing = (set(cond.left.names) | set(cond.right.names)) - axis_names - ({"x"} if category is None else set())
-        if missing:
-            raise LigerCatalogueError(f"{where}: where {text!r} uses {sorted(missing)}, which are not axes of the rule")
-        conditions.append(cond)
-
-    dtype = raw.get("dtype")
-    dtype_fixed = dtype_key = None
-    dtype_model = False
-    if isinstance(dtype, str) and dtype.startswith("config."):
-        dtype_key = dtype[len("config.") :]
-        if not any(c.key == dtype_key and c.kind == "dtype" for c in checks):
-            raise LigerCatalogueError(f"{where}: dtype {dtype!r} needs require.{dtype_key}: dtype")
-    elif dtype == "model" and category == "model":
-        dtype_model = True
-    elif isinstance(dtype, str) and dtype in DTYPE_TOKENS.values():
-        dtype_fixed = dtype
-    else:
-        raise LigerCatalogueError(f"{where}: dtype must be bf16, fp16, fp32, config.<key> or (category: model) model")
-
-    scalars = []
-    for name, source in (raw.get("scalars") or {}).items():
-        if isinstance(source, str):
-            if not any(c.key == source and c.kind in ("positive", "number") for c in checks):
-                raise LigerCatalogueError(
-                    f"{where}: scalar {name!r} reads {source!r}, which needs a positive or number check"
-                )
-        elif not is_number(source):
-            raise LigerCatalogueError(f"{where}: scalar {name!r} must name a config key or be a number")
-        else:
-            source = whole(source)
-        scalars.append((str(name), source))
-
+    conditions = _conditions(raw.get("where"), category, axis_names, where)
+    dtype_fixed, dtype_key, dtype_model = _dtype_source(raw.get("dtype"), category, checks, where)
+    scalars = _scalars(raw.get("scalars"), checks, where)
     missing_shape = input_axis_names - axis_names - derived_names
     if missing_shape:
         raise LigerCatalogueError(f"{where}: input shapes use {sorted(missing_shape)}, which the rule does not bind")
@@ -458,13 +394,100 @@ def _compile_rule(
         checks,
         int_keys,
         axes,
-        tuple(conditions),
+        conditions,
         dtype_fixed,
         dtype_key,
-        tuple(scalars),
+        scalars,
         category,
         dtype_model,
     )
+
+
+def _x_names(x_name: Any, where: str) -> tuple[frozenset[str] | None, bool]:
+    """A rule's x_name: the names it accepts (None: any) and whether they are the names it refuses."""
+    if x_name is None:
+        return None, False
+    if isinstance(x_name, str):
+        return frozenset([x_name]), False
+    if isinstance(x_name, list) and all(isinstance(n, str) for n in x_name):
+        return frozenset(x_name), False
+    if isinstance(x_name, dict) and set(x_name) == {"not"} and isinstance(x_name["not"], list):
+        return frozenset(str(n) for n in x_name["not"]), True
+    raise LigerCatalogueError(f"{where}: x_name must be a name, a list of names or {{not: [...]}}")
+
+
+def _checks(require: Any, where: str) -> tuple[Check, ...]:
+    """A rule's `require`: the config checks a row must pass."""
+    require = require or {}
+    if not isinstance(require, dict):
+        raise LigerCatalogueError(f"{where}: require must be a mapping")
+    return tuple(_compile_check(str(k), v, where) for k, v in require.items())
+
+
+def _axes(axes_raw: Any, category: Any, int_keys: tuple[str, ...], where: str) -> tuple[tuple[str, Expression], ...]:
+    """A rule's axes, each reading only what the rule's kind of x allows: x and the int-checked keys
+    (numeric x), the model's dimensions (category: model) or the int-checked keys alone (label)."""
+    if not isinstance(axes_raw, dict) or not axes_raw:
+        raise LigerCatalogueError(f"{where}: axes must be a non-empty mapping")
+    axes = tuple((str(name), compile_expression(expr)) for name, expr in axes_raw.items())
+    if category not in (None, "model", "label"):
+        raise LigerCatalogueError(f"{where}: category must be model or label")
+    allowed = set(int_keys) | ({"x"} if category is None else set(MODEL_FIELDS) if category == "model" else set())
+    for name, expr in axes:
+        missing = set(expr.names) - allowed
+        if missing:
+            raise LigerCatalogueError(
+                f"{where}: axis {name!r} uses {sorted(missing)}, which are neither x nor int-checked keys"
+            )
+    return axes
+
+
+def _conditions(where_raw: Any, category: Any, axis_names: set[str], where: str) -> tuple[Condition, ...]:
+    """A rule's `where`: conditions over its axes (and x, when x is numeric)."""
+    conditions = []
+    for text in [where_raw] if isinstance(where_raw, str) else (where_raw or []):
+        m = _EXPR_OPS.match(str(text))
+        if not m:
+            raise LigerCatalogueError(f"{where}: where {text!r} must be '<expr> == <expr>' or '<expr> != <expr>'")
+        cond = Condition(compile_expression(m.group(1)), m.group(2) == "==", compile_expression(m.group(3)))
+        missing = (set(cond.left.names) | set(cond.right.names)) - axis_names - ({"x"} if category is None else set())
+        if missing:
+            raise LigerCatalogueError(f"{where}: where {text!r} uses {sorted(missing)}, which are not axes of the rule")
+        conditions.append(cond)
+    return tuple(conditions)
+
+
+def _dtype_source(
+    dtype: Any, category: Any, checks: tuple[Check, ...], where: str
+) -> tuple[str | None, str | None, bool]:
+    """Where a rule's dtype comes from: (a fixed token, a dtype-checked config key, the model's dtype)."""
+    if isinstance(dtype, str) and dtype.startswith("config."):
+        dtype_key = dtype[len("config.") :]
+        if not any(c.key == dtype_key and c.kind == "dtype" for c in checks):
+            raise LigerCatalogueError(f"{where}: dtype {dtype!r} needs require.{dtype_key}: dtype")
+        return None, dtype_key, False
+    if dtype == "model" and category == "model":
+        return None, None, True
+    if isinstance(dtype, str) and dtype in DTYPE_TOKENS.values():
+        return dtype, None, False
+    raise LigerCatalogueError(f"{where}: dtype must be bf16, fp16, fp32, config.<key> or (category: model) model")
+
+
+def _scalars(scalars_raw: Any, checks: tuple[Check, ...], where: str) -> tuple[tuple[str, str | int | float], ...]:
+    """A rule's scalars: each a config key with a positive or number check, or a constant."""
+    scalars = []
+    for name, source in (scalars_raw or {}).items():
+        if isinstance(source, str):
+            if not any(c.key == source and c.kind in ("positive", "number") for c in checks):
+                raise LigerCatalogueError(
+                    f"{where}: scalar {name!r} reads {source!r}, which needs a positive or number check"
+                )
+        elif not is_number(source):
+            raise LigerCatalogueError(f"{where}: scalar {name!r} must name a config key or be a number")
+        else:
+            source = whole(source)
+        scalars.append((str(name), source))
+    return tuple(scalars)
 
 
 def _tensor(raw: dict[str, Any], where: str) -> TensorSpec:
@@ -573,9 +596,8 @@ def _providers(raw: Any, projects: dict[str, Project]) -> dict[str, Provider]:
     return providers
 
 
-def _extend(base: Catalogue, doc: dict[str, Any], where: Any) -> Catalogue:
-    """The full profile: `base` plus the extensions document, which may add but never change."""
-    unknown = set(doc) - {
+_EXTENSION_KEYS = frozenset(
+    {
         "memory_metric",
         "memory_modes",
         "modes",
@@ -587,61 +609,19 @@ def _extend(base: Catalogue, doc: dict[str, Any], where: Any) -> Catalogue:
         "projects",
         "hardware",
     }
+)
+
+
+def _extend(base: Catalogue, doc: dict[str, Any], where: Any) -> Catalogue:
+    """The full profile: `base` plus the extensions document, which may add but never change."""
+    unknown = set(doc) - _EXTENSION_KEYS
     if unknown:
         raise LigerCatalogueError(f"{where}: unknown keys {sorted(unknown)}")
-    modes = dict(base.mode_phrases)
-    for mode, phrase in (doc.get("modes") or {}).items():
-        if mode in modes:
-            raise LigerCatalogueError(f"{where}: mode {mode!r} is already a reference mode")
-        modes[str(mode)] = str(phrase)
-    kernels = dict(base.kernels)
-    for raw in doc.get("kernels") or []:
-        if isinstance(raw, dict) and "same_as" in raw:
-            # another CSV name of an operation already catalogued (a renamed kernel): its facts, own rules
-            same = kernels.get(raw["same_as"])
-            if same is None:
-                raise LigerCatalogueError(
-                    f"{where}: kernel {raw.get('kernel')!r}: same_as {raw['same_as']!r} is not catalogued above it"
-                )
-            raw = {**_kernel_facts(same), **{k: v for k, v in raw.items() if k != "same_as"}}
-        k = _kernel(raw)
-        if k.kernel in kernels:
-            raise LigerCatalogueError(
-                f"{where}: kernel {k.kernel!r} is already in the catalogue (extend it under `rules`)"
-            )
-        kernels[k.kernel] = k
-    for name, rules in (doc.get("rules") or {}).items():
-        kernel = base.kernels.get(name)
-        if kernel is None:
-            raise LigerCatalogueError(f"{where}: rules for {name!r}, which is not a reference kernel")
-        extended = _kernel({**_kernel_facts(kernel), "bindings": list(rules)}, first_index=len(kernel.rules))
-        kernels[name] = Kernel(
-            kernel.kernel,
-            kernel.slug,
-            kernel.family,
-            kernel.title,
-            kernel.inputs,
-            kernel.outputs,
-            kernel.derived,
-            kernel.rules + extended.rules,
-        )
-    projects = dict(base.projects)
-    for slug, project in _projects(doc.get("projects")).items():
-        if slug in projects:
-            raise LigerCatalogueError(f"{where}: project {slug!r} is already in the reference")
-        projects[slug] = project
-    providers = dict(base.providers)
-    for name, provider in _providers(doc.get("providers"), projects).items():
-        if name in providers:
-            raise LigerCatalogueError(f"{where}: provider {name!r} is already in the reference")
-        providers[name] = provider
-    hardware = dict(base.hardware)
-    for gpu, facts in (doc.get("hardware") or {}).items():
-        if gpu in hardware:
-            raise LigerCatalogueError(f"{where}: GPU {gpu!r} is already in the reference")
-        if not isinstance(facts, dict) or not {"vendor", "product", "architecture"} <= set(facts):
-            raise LigerCatalogueError(f"{where}: GPU {gpu!r} needs vendor, product and architecture")
-        hardware[str(gpu)] = {k: str(v) for k, v in facts.items()}
+    modes = _extended_modes(base.mode_phrases, doc.get("modes"), where)
+    kernels = _extended_kernels(base.kernels, doc, where)
+    projects = _added(base.projects, _projects(doc.get("projects")), "project", where)
+    providers = _added(base.providers, _providers(doc.get("providers"), projects), "provider", where)
+    hardware = _extended_hardware(base.hardware, doc.get("hardware"), where)
     return Catalogue(
         base.metric_name,
         base.modes + tuple(m for m in modes if m not in base.modes),
@@ -662,6 +642,75 @@ def _extend(base: Catalogue, doc: dict[str, Any], where: Any) -> Catalogue:
             base.modes,
         ),
     )
+
+
+def _extended_modes(reference_phrases: dict[str, str], raw: Any, where: Any) -> dict[str, str]:
+    """The reference's modes and their phrases, then the extension's new ones."""
+    modes = dict(reference_phrases)
+    for mode, phrase in (raw or {}).items():
+        if mode in modes:
+            raise LigerCatalogueError(f"{where}: mode {mode!r} is already a reference mode")
+        modes[str(mode)] = str(phrase)
+    return modes
+
+
+def _extended_kernels(reference: dict[str, Kernel], doc: dict[str, Any], where: Any) -> dict[str, Kernel]:
+    """The reference's kernels plus the extension's new kernels (a `same_as` one takes the facts of
+    the kernel it names), then the extension's rules appended after a reference kernel's own."""
+    kernels = dict(reference)
+    for raw in doc.get("kernels") or []:
+        if isinstance(raw, dict) and "same_as" in raw:
+            # another CSV name of an operation already catalogued (a renamed kernel): its facts, own rules
+            same = kernels.get(raw["same_as"])
+            if same is None:
+                raise LigerCatalogueError(
+                    f"{where}: kernel {raw.get('kernel')!r}: same_as {raw['same_as']!r} is not catalogued above it"
+                )
+            raw = {**_kernel_facts(same), **{k: v for k, v in raw.items() if k != "same_as"}}
+        k = _kernel(raw)
+        if k.kernel in kernels:
+            raise LigerCatalogueError(
+                f"{where}: kernel {k.kernel!r} is already in the catalogue (extend it under `rules`)"
+            )
+        kernels[k.kernel] = k
+    for name, rules in (doc.get("rules") or {}).items():
+        kernel = reference.get(name)
+        if kernel is None:
+            raise LigerCatalogueError(f"{where}: rules for {name!r}, which is not a reference kernel")
+        extended = _kernel({**_kernel_facts(kernel), "bindings": list(rules)}, first_index=len(kernel.rules))
+        kernels[name] = Kernel(
+            kernel.kernel,
+            kernel.slug,
+            kernel.family,
+            kernel.title,
+            kernel.inputs,
+            kernel.outputs,
+            kernel.derived,
+            kernel.rules + extended.rules,
+        )
+    return kernels
+
+
+def _added(reference: dict[str, Any], additions: dict[str, Any], noun: str, where: Any) -> dict[str, Any]:
+    """The reference's entries plus the extension's, none of which may replace one of the reference's."""
+    merged = dict(reference)
+    for name, entry in additions.items():
+        if name in merged:
+            raise LigerCatalogueError(f"{where}: {noun} {name!r} is already in the reference")
+        merged[name] = entry
+    return merged
+
+
+def _extended_hardware(reference: dict[str, dict[str, str]], raw: Any, where: Any) -> dict[str, dict[str, str]]:
+    """The reference's GPUs plus the extension's, each with at least vendor, product and architecture."""
+    hardware = dict(reference)
+    for gpu, facts in (raw or {}).items():
+        if gpu in hardware:
+            raise LigerCatalogueError(f"{where}: GPU {gpu!r} is already in the reference")
+        if not isinstance(facts, dict) or not {"vendor", "product", "architecture"} <= set(facts):
+            raise LigerCatalogueError(f"{where}: GPU {gpu!r} needs vendor, product and architecture")
+        hardware[str(gpu)] = {k: str(v) for k, v in facts.items()}
+    return hardware
 
 
 def _models(raw: Any, where: Any) -> dict[str, Model]:
