@@ -63,8 +63,6 @@ from .efficiency import (
     rank_by_efficiency,
 )
 from .regressions import Change, RegressionReport, detect_regressions
-from .regressions_page import CHARTS_DIR as REGRESSION_CHARTS_DIR
-from .regressions_page import JSON_NAME as REGRESSIONS_JSON
 from .regressions_page import PAGE_NAME as REGRESSIONS_PAGE
 from .regressions_page import write_regressions
 from .series import PEAK_MEMORY_METRIC, RecordIndex, build_series
@@ -152,8 +150,8 @@ def build_report(
             efficiency=(efficiency, table),
         )
         (staging / INDEX_NAME).write_text(page, encoding="utf-8")
-        write_regressions(regressions, staging, efficiency=efficiency)
         (staging / "summary.md").write_text(summary + "\n", encoding="utf-8")
+        write_regressions(regressions, out_dir, efficiency=efficiency)  # its charts are drawn in the browser
         _move_into_place(staging, out_dir)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
@@ -167,9 +165,7 @@ def _move_into_place(staging: Path, out_dir: Path) -> None:
         retired = staging / "previous-charts"
         old_charts.rename(retired)
     (staging / CHARTS_DIR).rename(old_charts)
-    shutil.rmtree(out_dir / REGRESSION_CHARTS_DIR, ignore_errors=True)
-    (staging / REGRESSION_CHARTS_DIR).rename(out_dir / REGRESSION_CHARTS_DIR)
-    for name in (REGRESSIONS_JSON, REGRESSIONS_PAGE, "summary.md", INDEX_NAME):  # index last: it is what readers open
+    for name in ("summary.md", INDEX_NAME):  # index last: it is what readers open
         os.replace(staging / name, out_dir / name)
 
 

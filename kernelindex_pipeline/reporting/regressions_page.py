@@ -1,11 +1,21 @@
-"""The regressions page (regressions.html + SVG charts) and regressions.json, from a RegressionReport.
+"""The regressions page (regressions.html), its chart data (data/regressions.js) and regressions.json, from a
+RegressionReport.
 
 One minute for a reader: a summary line, the host effects as their own small chart and table, then the
 changes grouped by cause (liger, environment, host, unknown), each group sorted by magnitude then
 confidence; every change has a trend chart of its series (observedAt on x, Liger version boundaries
 marked, the noise band shaded around each segment's level, the change point drawn). Latency and peak
-memory series alike. Machine-checkable: ``<section class="cause" data-cause data-change-count>``,
-``<figure class="trend" data-kernel data-metric data-direction>``, ``<figure id="host-effects">``.
+memory series alike. The charts are drawn in the browser (site.js, the vendored Vega-Lite) from the compact
+JSON of data/regressions.js, each only when it scrolls into view; a point's tooltip names its run (date, source,
+Liger version, commit, raw value). Machine-checkable: ``<section class="cause" data-cause data-change-count>``,
+``<figure class="trend" data-kernel data-metric data-direction data-trend data-split>``, ``<figure
+id="host-effects">``.
+
+data/regressions.js (``KI.load({...})``): ``sources``/``versions`` are lookup tables; ``trends[i]`` is a judged
+series that has a change: ``metric``, ``t`` (observedAt), ``v`` (raw values, ns or bytes), ``c`` (host effects
+taken out), ``ver``/``src`` (indexes into versions/sources), ``ref`` (the code measured, or null), ``band`` (the
+noise factor) and ``segments`` ([first, last index, level]); a figure's ``data-trend`` indexes it and its
+``data-split`` is the first run after the change. ``host`` lists run factors per latency class.
 """
 
 from __future__ import annotations
@@ -15,26 +25,19 @@ import json
 import math
 import os
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.dates as mdates  # noqa: E402
-import matplotlib.pyplot as plt  # noqa: E402
-import matplotlib.ticker  # noqa: E402
-
-from .attribution import CauseEvidence, check_message, group_changes  # noqa: E402
-from .efficiency import EfficiencyReport, change_efficiency, format_pct  # noqa: E402
-from .host_effects import CLASS_LABELS, MEMORY_CLASS, MIN_GROUPS  # noqa: E402
-from .regressions import CAUSES, PEAK_MEMORY, Change, RegressionReport  # noqa: E402
+from .attribution import CauseEvidence, check_message, group_changes
+from .efficiency import EfficiencyReport, change_efficiency, format_pct
+from .host_effects import CLASS_LABELS, MIN_GROUPS
+from .regressions import CAUSES, PEAK_MEMORY, Change, RegressionReport, Trend
+from .site_files import DATA_DIR, copy_assets, js_payload, script_tags, write_text
 
 PAGE_NAME = "regressions.html"
 JSON_NAME = "regressions.json"
-CHARTS_DIR = "regression-charts"
-MAX_CHARTS_PER_CAUSE = 24  # the rest of a cause's changes are listed in its table without a chart
+DATA_NAME = "regressions.js"  # in data/; site.kernel_slugs keeps kernel data files off this name
+PAGE_FORMAT = 1  # site.js reads `format`: bump when the layout of data/regressions.js changes
 
 _CAUSE_TEXT = {
     "liger_kernel": "commits between the two runs' code touch the kernel (its op module, the modules it imports, its wrapper)",
@@ -50,28 +53,102 @@ _CAUSE_TEXT = {
 class WrittenRegressions:
     json: Path
     page: Path
+    data: Path
+    rewritten: int  # of the three files, how many changed (the others were left as they were)
 
 
 def write_regressions(
     report: RegressionReport, out_dir: str | os.PathLike[str], efficiency: EfficiencyReport | None = None
 ) -> WrittenRegressions:
-    """DIR/regressions.json (the documented shape) and DIR/regressions.html with its charts; with
-    `efficiency`, each latency change also says how it moved the percent of peak."""
+    """DIR/regressions.json (the documented shape), DIR/regressions.html and its chart data DIR/data/regressions.js,
+    with the charting library and site.js beside them (a page that opens from file://, offline); with `efficiency`,
+    each latency change also says how it moved the percent of peak. A file whose content is unchanged is kept."""
     out = Path(out_dir)
-    (out / CHARTS_DIR).mkdir(parents=True, exist_ok=True)
-    json_path = out / JSON_NAME
-    json_path.write_text(json.dumps(report.to_dict(), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    page = out / PAGE_NAME
-    page.write_text(render_page(report, out / CHARTS_DIR, efficiency), encoding="utf-8")
-    return WrittenRegressions(json=json_path, page=page)
+    json_path, page, data = out / JSON_NAME, out / PAGE_NAME, out / DATA_DIR / DATA_NAME
+    trends = _charted_trends(report)
+    copy_assets(out)
+    rewritten = [
+        write_text(json_path, json.dumps(report.to_dict(), indent=1, ensure_ascii=False) + "\n"),
+        write_text(data, js_payload(regressions_data(report, trends))),
+        write_text(page, render_page(report, efficiency, trends)),  # the page last: it is what readers open
+    ]
+    return WrittenRegressions(json=json_path, page=page, data=data, rewritten=sum(rewritten))
+
+
+def _charted_trends(report: RegressionReport) -> dict[int, int]:
+    """id(trend) -> its index in the data's ``trends``: every trend with a change, in the page's order."""
+    found: dict[int, int] = {}
+    for cause in CAUSES:
+        for change in report.by_cause()[cause]:
+            found.setdefault(id(change.trend), len(found))
+    return found
+
+
+def _number(value: float) -> float | int:
+    """Six significant digits (a chart's resolution); whole numbers without their ``.0``."""
+    rounded = float(f"{value:.6g}")
+    return int(rounded) if rounded.is_integer() else rounded
+
+
+def _trend_data(t: Trend, versions: dict[str, int], sources: dict[str, int]) -> dict[str, Any]:
+    cuts = [0, *[s.index for s in t.splits], len(t.observed_at)]
+    segments = [
+        [a, b - 1, _number(math.exp(sum(math.log(v) for v in t.corrected[a:b]) / (b - a)))]
+        for a, b in zip(cuts[:-1], cuts[1:], strict=True)
+    ]
+    refs = t.code_refs or [None] * len(t.observed_at)
+    return {
+        "metric": t.key.metric,
+        "t": list(t.observed_at),
+        "v": [_number(float(v)) for v in t.values],
+        "c": [_number(float(v)) for v in t.corrected],
+        "ver": [versions.setdefault(v, len(versions)) for v in t.versions],
+        "src": [sources.setdefault(s, len(sources)) for s in t.sources],
+        "ref": list(refs),
+        "band": _number(math.exp(t.noise)),
+        "segments": segments,
+    }
+
+
+def regressions_data(report: RegressionReport, trends: dict[int, int]) -> dict[str, Any]:
+    """The compact JSON the page's charts are drawn from (layout in the module docstring)."""
+    versions: dict[str, int] = {}
+    sources: dict[str, int] = {}
+    by_id = {id(c.trend): c.trend for c in report.changes}
+    drawn = [_trend_data(by_id[i], versions, sources) for i in sorted(trends, key=trends.__getitem__)]
+    reported = {(h.source, h.gpu) for h in report.host_effects if not h.kernel}
+    runs = sorted(
+        (
+            (cls, run, log_factor)
+            for run, cls, log_factor, _se, groups in report.all_host_effects
+            if groups >= MIN_GROUPS
+        ),
+        key=lambda r: (r[0], r[1].observed_at),
+    )
+    host = [
+        {
+            "class": CLASS_LABELS[cls],
+            "date": run.observed_at,
+            "factor": _number(math.exp(log_factor)),
+            "reported": (run.label, run.gpu) in reported,
+            "source": run.label,
+            "gpu": run.gpu,
+        }
+        for cls, run, log_factor in runs
+    ]
+    return {
+        "format": PAGE_FORMAT,
+        "page": "regressions",
+        "versions": list(versions),
+        "sources": list(sources),
+        "trends": drawn,
+        "host": host,
+        "classes": list(dict.fromkeys(h["class"] for h in host)),  # the legend in latency order
+    }
 
 
 def _e(value: Any) -> str:
     return html.escape(str(value), quote=True)
-
-
-def _time(stamp: str) -> datetime:
-    return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
 
 
 _STYLE = """
@@ -82,12 +159,16 @@ th{background:#f6f8fa}td.num{text-align:right;font-variant-numeric:tabular-nums}
 .slowdown{color:#cf222e;font-weight:600}.speedup{color:#1a7f37;font-weight:600}
 .grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(400px,1fr));gap:.8rem}
 figure{margin:0;border:1px solid #d0d7de;border-radius:6px;padding:.4rem;background:#fff}
-figure img{width:100%;height:auto;display:block}figcaption{font-size:.8rem;color:#57606a}
+figure .vega{min-height:200px}figure#host-effects .vega{min-height:150px}figcaption{font-size:.8rem;color:#57606a}
 .note{color:#57606a;font-size:.9rem}.summary{font-size:1.05rem;border-left:4px solid #0969da;background:#ddf4ff;padding:.5rem .8rem}
 """
 
 
-def render_page(report: RegressionReport, charts_dir: Path, efficiency: EfficiencyReport | None = None) -> str:
+def render_page(
+    report: RegressionReport, efficiency: EfficiencyReport | None = None, trends: dict[int, int] | None = None
+) -> str:
+    """The page; `trends` (id(trend) -> index in the chart data, `_charted_trends`) ties each figure to its data."""
+    trends = _charted_trends(report) if trends is None else trends
     s = report.settings
     counts = report.counts()
     out = [
@@ -103,7 +184,8 @@ def render_page(report: RegressionReport, charts_dir: Path, efficiency: Efficien
         f"through all its runs in time order; whole-run host effects are estimated and taken out first; a change "
         f"needs {s.min_segment} runs on each side, significance {s.alpha:g} and at least {s.min_effect:.0%}. "
         f"Magnitude is after / before with its 95 % interval. "
-        f'<a href="{JSON_NAME}">regressions.json</a> · <a href="index.html">catalogue report</a></p>',
+        f'<a href="{JSON_NAME}">regressions.json</a> · <a href="index.html">the site</a>. Each chart is drawn when it '
+        "scrolls into view; hover a point for its run.</p>",
     ]
     by_cause = report.by_cause()
     out.append(
@@ -113,9 +195,9 @@ def render_page(report: RegressionReport, charts_dir: Path, efficiency: Efficien
     )
     out.append(_groups_section(report))
     out.append(_pending_section(report))
-    out.append(_host_section(report, charts_dir))
+    out.append(_host_section(report))
     for cause in CAUSES:
-        out.append(_cause_section(cause, by_cause[cause], charts_dir, efficiency))
+        out.append(_cause_section(cause, by_cause[cause], trends, efficiency))
     if report.insufficient:
         out.append(
             f'<section id="insufficient"><h2>Insufficient data</h2><p class="note">{len(report.insufficient)} '
@@ -128,6 +210,7 @@ def render_page(report: RegressionReport, charts_dir: Path, efficiency: Efficien
             )
             + "</table></section>"
         )
+    out.append(script_tags("", DATA_NAME))
     out.append("</body></html>")
     return "\n".join(out)
 
@@ -238,17 +321,17 @@ def _evidence_text(evidence: CauseEvidence) -> str:
     return _e(": ".join(parts))
 
 
-def _host_section(report: RegressionReport, charts_dir: Path) -> str:
+def _host_section(report: RegressionReport) -> str:
     out = [
         '<section id="host"><h2>Host effects</h2>',
         '<p class="note">How much slower (above 1) or faster the whole source run was than its neighbours, per '
         "latency class (robust over kernel groups), and single benchmark scripts of a run that moved on their own. "
         "Taken out of every series before changes are judged.</p>",
     ]
-    if _host_chart(report, charts_dir / "host-effects.svg"):
+    if any(groups >= MIN_GROUPS for *_, groups in report.all_host_effects):  # the runs data/regressions.js lists
         out.append(
-            f'<figure id="host-effects"><img src="{CHARTS_DIR}/host-effects.svg" alt="host effect per run and '
-            'latency class"><figcaption>Run-level factor per latency class; filled markers are reported '
+            '<figure id="host-effects"><div class="vega" role="img" aria-label="host effect per run and latency '
+            'class"></div><figcaption>Run-level factor per latency class; filled markers are reported '
             "effects.</figcaption></figure>"
         )
     if report.host_effects:
@@ -273,43 +356,6 @@ def _host_section(report: RegressionReport, charts_dir: Path) -> str:
     return "\n".join(out)
 
 
-def _host_chart(report: RegressionReport, path: Path) -> bool:
-    """The run factor per latency class over time; False (and no file) when no run had enough groups."""
-    reported = {(h.source, h.gpu) for h in report.host_effects if not h.kernel}
-    by_class: dict[int, list] = {}
-    for run, cls, log_factor, _se, groups in report.all_host_effects:
-        if groups >= MIN_GROUPS:
-            by_class.setdefault(cls, []).append(
-                (_time(run.observed_at), math.exp(log_factor), (run.label, run.gpu) in reported)
-            )
-    if not by_class:
-        return False
-    fig, ax = plt.subplots(figsize=(9, 2.2), dpi=100)
-    cmap = plt.get_cmap("viridis")
-    for cls, points in sorted(by_class.items()):
-        points.sort()
-        color = "#888888" if cls == MEMORY_CLASS else cmap(cls / max(1, MEMORY_CLASS - 1))
-        ax.plot(
-            [p[0] for p in points], [p[1] for p in points], "-", color=color, lw=1, alpha=0.7, label=CLASS_LABELS[cls]
-        )
-        ax.scatter([p[0] for p in points if p[2]], [p[1] for p in points if p[2]], color=color, s=18, zorder=3)
-    ax.axhline(1.0, color="#444", lw=0.8, ls=":")
-    ax.set_yscale("log")
-    factors = [p[1] for points in by_class.values() for p in points]
-    ticks = [t for t in (0.5, 0.8, 1.0, 1.5, 2, 3, 5, 8) if min(factors) * 0.9 <= t <= max(factors) * 1.1]
-    ax.yaxis.set_major_locator(matplotlib.ticker.FixedLocator(ticks or [1.0]))
-    ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"×{v:g}"))
-    ax.yaxis.set_minor_locator(matplotlib.ticker.NullLocator())
-    ax.set_ylabel("run factor")
-    ax.legend(fontsize=6, ncol=5, loc="upper left", frameon=False)
-    ax.xaxis.set_major_formatter(mdates.DateFormatter("%Y-%m-%d"))
-    fig.autofmt_xdate()
-    fig.tight_layout()
-    fig.savefig(path, format="svg")
-    plt.close(fig)
-    return True
-
-
 def _efficiency_moved(change: Change, efficiency: EfficiencyReport | None) -> str:
     """ "8 % → 22 % of peak": the series' percent of peak at its levels before and after the change."""
     t, s, k = change.trend, change.split, change.key
@@ -323,7 +369,7 @@ def _efficiency_moved(change: Change, efficiency: EfficiencyReport | None) -> st
 
 
 def _cause_section(
-    cause: str, changes: list[Change], charts_dir: Path, efficiency: EfficiencyReport | None = None
+    cause: str, changes: list[Change], trends: dict[int, int], efficiency: EfficiencyReport | None = None
 ) -> str:
     out = [
         f'<section class="cause" id="cause-{cause}" data-cause="{cause}" data-change-count="{len(changes)}">',
@@ -333,14 +379,13 @@ def _cause_section(
         out.append("</section>")
         return "\n".join(out)
     out.append('<div class="grid">')
-    for i, change in enumerate(changes[:MAX_CHARTS_PER_CAUSE]):
-        name = f"{cause}-{i:03d}.svg"
-        _trend_chart(change, charts_dir / name)
+    for change in changes:  # every change its chart, drawn by site.js when it scrolls into view
         d = change.to_dict()
         out.append(
             f'<figure class="trend" data-kernel="{_e(d["kernel"])}" data-metric="{_e(d["metric"])}" '
-            f'data-direction="{d["direction"]}"><img src="{CHARTS_DIR}/{name}" alt="trend of {_e(d["kernel"])} '
-            f'{_e(d["mode"])} {_e(d["provider"])}"><figcaption>{_caption(d)}'
+            f'data-direction="{d["direction"]}" data-trend="{trends[id(change.trend)]}" '
+            f'data-split="{change.split.index}"><div class="vega" role="img" aria-label="trend of {_e(d["kernel"])} '
+            f'{_e(d["mode"])} {_e(d["provider"])}"></div><figcaption>{_caption(d)}'
             f"{_efficiency_line(_efficiency_moved(change, efficiency))}</figcaption></figure>"
         )
     out.append("</div>")
@@ -387,49 +432,6 @@ def _suspect_caption(d: dict[str, Any]) -> str:
         )
         + (f" (+{len(commits) - 2})" if len(commits) > 2 else "")
     )
-
-
-def _trend_chart(change: Change, path: Path) -> None:
-    t, split = change.trend, change.split
-    times = [_time(s) for s in t.observed_at]
-    unit = 2**20 if t.key.metric == PEAK_MEMORY else 1e6
-    fig, ax = plt.subplots(figsize=(5.2, 2.6), dpi=100)
-    ax.plot(times, t.values / unit, "o", color="#bbbbbb", ms=3, label="measured")
-    ax.plot(times, t.corrected / unit, "o-", color="#0969da", ms=3.5, lw=1, label="host effects out")
-    # version boundaries
-    for i in range(1, len(t.versions)):
-        if t.versions[i] != t.versions[i - 1]:
-            middle = times[i - 1] + (times[i] - times[i - 1]) / 2
-            ax.axvline(middle, color="#999", lw=0.6, ls=":")
-            ax.text(
-                middle,
-                1.0,
-                t.versions[i],
-                transform=ax.get_xaxis_transform(),
-                fontsize=6,
-                rotation=90,
-                va="top",
-                ha="right",
-                color="#666",
-            )
-    # noise band around each segment's level, and the change point
-    cuts = [0, *[s.index for s in t.splits], len(times)]
-    band = math.exp(t.noise)
-    for a, b in zip(cuts[:-1], cuts[1:], strict=True):
-        level = math.exp(sum(math.log(v) for v in t.corrected[a:b]) / (b - a)) / unit
-        ax.fill_between([times[a], times[b - 1]], level / band, level * band, color="#0969da", alpha=0.15, lw=0)
-        ax.plot([times[a], times[b - 1]], [level, level], color="#0969da", lw=0.8, alpha=0.6)
-    at = times[split.index - 1] + (times[split.index] - times[split.index - 1]) / 2
-    ax.axvline(at, color="#cf222e" if change.direction == "slowdown" else "#1a7f37", lw=1.6)
-    if max(t.values) / min(t.values) > 5:  # a change of more than 5x: on a linear axis the rest is flat
-        ax.set_yscale("log")
-    ax.set_ylabel("MiB" if t.key.metric == PEAK_MEMORY else "ms")
-    ax.xaxis.set_major_formatter(mdates.DateFormatter("%y-%m"))
-    ax.tick_params(labelsize=7)
-    ax.legend(fontsize=6, loc="best", frameon=False)
-    fig.tight_layout()
-    fig.savefig(path, format="svg")
-    plt.close(fig)
 
 
 __all__ = ["write_regressions", "render_page"]

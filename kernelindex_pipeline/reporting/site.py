@@ -33,7 +33,6 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -43,16 +42,18 @@ from kernelindex_pipeline.records.names import kebab
 
 from .efficiency import EfficiencyReport, derive_efficiency, rank_by_efficiency, write_sidecar
 from .regressions import RegressionReport, detect_regressions
+from .regressions_page import DATA_NAME as REGRESSIONS_DATA
+from .regressions_page import PAGE_NAME as REGRESSIONS_PAGE
+from .regressions_page import write_regressions
 from .series import MODE_ORDER, PEAK_MEMORY_METRIC, RecordIndex, Series, build_series, find_sweeps, parse_version
+from .site_files import copy_assets, js_payload, script_tags, write_text
 
-REGRESSIONS_PAGE = (
-    "regressions.html"  # regressions_page.PAGE_NAME (that module imports matplotlib: loaded when written)
-)
 STATE_NAME = "site-state.json"
 SITE_FORMAT = 1  # bump when the data layout changes: every kernel is then rewritten
-VENDOR_FILES = ("vega.min.js", "vega-lite.min.js", "vega-embed.min.js")
-ASSET_FILES = ("site.js", "site.css")
 METRICS = ("latency", PEAK_MEMORY_METRIC)
+SUMMARY_DATA = "summary.js"
+# data/ files that are not a kernel's: a kernel whose slug would take one of these names gets a hashed slug
+RESERVED_DATA = {SUMMARY_DATA.removesuffix(".js"), REGRESSIONS_DATA.removesuffix(".js")}
 
 
 @dataclass
@@ -71,7 +72,7 @@ def kernel_slugs(kernels: Iterable[str]) -> dict[str, str]:
     plain = Counter(kebab(k) or "unnamed" for k in kernels)
     return {
         k: (kebab(k) or "unnamed")
-        if plain[kebab(k) or "unnamed"] == 1
+        if plain[kebab(k) or "unnamed"] == 1 and (kebab(k) or "unnamed") not in RESERVED_DATA
         else f"{kebab(k) or 'unnamed'}-{hashlib.sha256(k.encode()).hexdigest()[:8]}"
         for k in kernels
     }
@@ -79,19 +80,6 @@ def kernel_slugs(kernels: Iterable[str]) -> dict[str, str]:
 
 def _e(value: Any) -> str:
     return html.escape(str(value), quote=True)
-
-
-def _write(path: Path, text: str) -> None:
-    """Write next to the target and rename: a reader never sees half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
-def _js_payload(data: Any) -> str:
-    # `</` escaped so the JSON can never end a script element, even if a page inlines it
-    return "KI.load(" + json.dumps(data, separators=(",", ":"), ensure_ascii=False).replace("</", "<\\/") + ");\n"
 
 
 # --------------------------------------------------------------------------- data
@@ -226,24 +214,6 @@ def _read_state(out_dir: Path) -> dict[str, Any]:
     return state if isinstance(state, dict) and state.get("format") == SITE_FORMAT else {}
 
 
-def _copy_assets(out_dir: Path) -> None:
-    """The vendored charting library and the site's own script and style (package data)."""
-    package = resources.files("kernelindex_pipeline") / "data" / "site"
-    for name in VENDOR_FILES:
-        _write_bytes(out_dir / "vendor" / name, (package / "vendor" / name).read_bytes())
-    for name in ASSET_FILES:
-        _write_bytes(out_dir / name, (package / name).read_bytes())
-
-
-def _write_bytes(path: Path, data: bytes) -> None:
-    if path.exists() and path.stat().st_size == len(data) and path.read_bytes() == data:
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
-
-
 def build_site(
     manifests: Iterable[dict[str, Any]],
     out_dir: str | os.PathLike[str],
@@ -273,7 +243,7 @@ def build_site(
     rewritten: list[str] = []
     slugs = kernel_slugs(by_kernel)
     for kernel in sorted(by_kernel):
-        payload = _js_payload(kernel_data(kernel, by_kernel[kernel], efficiency, sources, index))
+        payload = js_payload(kernel_data(kernel, by_kernel[kernel], efficiency, sources, index))
         fingerprint = "sha256:" + hashlib.sha256(payload.encode()).hexdigest()
         s = by_kernel[kernel]
         state[kernel] = {
@@ -291,8 +261,8 @@ def build_site(
             or previous[kernel].get("slug") != slugs[kernel]
             or not data_file.exists()
         ):
-            _write(data_file, payload)
-            _write(
+            write_text(data_file, payload)
+            write_text(
                 out_dir / "kernels" / f"{slugs[kernel]}.html",
                 kernel_page(kernel, slugs[kernel], s[0].kernel_title, title),
             )
@@ -309,9 +279,7 @@ def build_site(
         k: "changed" for k in state if k in previous and previous[k].get("fingerprint") != state[k]["fingerprint"]
     }
     changed |= {k: "removed" for k in previous if k not in state}
-    _copy_assets(out_dir)
-    from .regressions_page import write_regressions  # its trend charts are matplotlib images
-
+    copy_assets(out_dir)
     write_regressions(regressions, out_dir, efficiency=efficiency)
     write_sidecar(efficiency, out_dir)
     counts = {
@@ -325,7 +293,7 @@ def build_site(
         "rewritten": len(rewritten),
     }
     pivot = _pivot([*latency, *memory])
-    _write(out_dir / "data" / "summary.js", _js_payload(_summary_data(state, pivot)))
+    write_text(out_dir / "data" / SUMMARY_DATA, js_payload(_summary_data(state, pivot)))
     landing = landing_page(
         title,
         state,
@@ -338,8 +306,10 @@ def build_site(
         previous_built=_read_state(out_dir).get("built"),
     )
     built = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    _write(out_dir / "index.html", landing)  # the landing page last: it is what readers open
-    _write(out_dir / STATE_NAME, json.dumps({"format": SITE_FORMAT, "built": built, "kernels": state}, indent=1) + "\n")
+    write_text(out_dir / "index.html", landing)  # the landing page last: it is what readers open
+    write_text(
+        out_dir / STATE_NAME, json.dumps({"format": SITE_FORMAT, "built": built, "kernels": state}, indent=1) + "\n"
+    )
     return SiteResult(
         path=out_dir / "index.html", counts=counts, changed=changed, rewritten=rewritten, regressions=regressions
     )
@@ -372,14 +342,6 @@ def _head(title: str, root: str) -> str:
         '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f'<title>{_e(title)}</title><link rel="stylesheet" href="{root}site.css"></head>'
-    )
-
-
-def _scripts(root: str, data: str) -> str:
-    """The charting library, the site's script, then the page's data (which starts the page)."""
-    return (
-        "".join(f'<script src="{root}vendor/{n}"></script>' for n in VENDOR_FILES)
-        + f'<script src="{root}site.js"></script><script src="{root}data/{data}.js"></script>'
     )
 
 
@@ -422,7 +384,7 @@ def kernel_page(kernel: str, slug: str, kernel_title: str, site_title: str) -> s
             + '</form><div class="compare-charts"><div id="compare-values" class="vega"></div>'
             '<div id="compare-ratio" class="vega"></div></div><table id="compare-table"></table></section>',
             '<section id="charts"><h2>Charts</h2><div id="chart-grid"></div></section>',
-            _scripts("../", slug),
+            script_tags("../", f"{slug}.js"),
             "</body></html>",
         ]
     )
@@ -546,7 +508,7 @@ def landing_page(
             coverage_pivot(state, pivot, coverage),
             efficiency_html,
             f'<nav id="kernels"><h2>Kernels</h2><ol>{kernels}</ol></nav>',
-            _scripts("", "summary"),
+            script_tags("", SUMMARY_DATA),
             "</body></html>",
         ]
     )

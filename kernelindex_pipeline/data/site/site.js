@@ -8,7 +8,7 @@
 
   KI.load = function (data) {
     KI.data = data;
-    const start = () => (data.cells ? landing(data) : kernelPage(data));
+    const start = () => (data.page === "regressions" ? regressionsPage(data) : data.cells ? landing(data) : kernelPage(data));
     if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
     else start();
   };
@@ -403,6 +403,92 @@
               { field: "commitA", title: "A commit" }, { field: "commitB", title: "B commit" }] } },
       ],
     });
+  }
+
+  // ------------------------------------------------------------------ regressions page
+  // Each change's trend chart (and the host effects chart) is drawn when its figure scrolls into view: a page of
+  // hundreds of changes opens at once. Layout of the data: reporting/regressions_page.py.
+  function regressionsPage(d) {
+    const observer = new IntersectionObserver((entries) => {
+      for (const e of entries) {
+        if (!e.isIntersecting || e.target.dataset.drawn) continue;
+        e.target.dataset.drawn = "1";
+        observer.unobserve(e.target);
+        const f = e.target;
+        const spec = f.id === "host-effects" ? hostSpec(d)
+          : trendSpec(d, d.trends[Number(f.dataset.trend)], Number(f.dataset.split), f.dataset.direction);
+        draw(f.querySelector(".vega"), spec);
+      }
+    }, { rootMargin: "200px" });
+    document.querySelectorAll("figure.trend[data-trend], figure#host-effects").forEach((f) => observer.observe(f));
+  }
+
+  const middle = (a, b) => new Date((Date.parse(a) + Date.parse(b)) / 2).toISOString();
+
+  function trendSpec(d, t, split, direction) {
+    const [f, name] = t.metric === "peak_memory" ? [2 ** 20, "MiB"] : [1e6, "ms"];
+    const rows = [];
+    t.t.forEach((date, i) => {
+      const run = { date, when: date, version: d.versions[t.ver[i]], source: d.sources[t.src[i]], commit: t.ref[i] || "not recorded",
+        raw: String(t.v[i]), corrected: String(t.c[i]) };
+      rows.push(Object.assign({ kind: "measured", value: round(t.v[i] / f) }, run));
+      rows.push(Object.assign({ kind: "host effects out", value: round(t.c[i] / f) }, run));
+    });
+    const segments = t.segments.map(([a, b, level]) => ({ start: t.t[a], end: t.t[b], level: round(level / f),
+      lo: round(level / t.band / f), hi: round(level * t.band / f) }));
+    const boundaries = [];
+    for (let i = 1; i < t.t.length; i++) {
+      if (t.ver[i] !== t.ver[i - 1]) boundaries.push({ at: middle(t.t[i - 1], t.t[i]), version: d.versions[t.ver[i]] });
+    }
+    const values = rows.map((r) => r.value).filter((v) => v > 0);
+    const log = values.length && Math.max(...values) / Math.min(...values) > 5; // a >5x change flattens the rest
+    const x = { field: "date", type: "temporal", title: null, axis: { format: "%y-%m", labelFontSize: 9 } };
+    const y = { type: "quantitative", title: name, scale: log ? { type: "log" } : { zero: false } };
+    const tooltip = [{ field: "when", title: "date" }, { field: "source" }, { field: "version", title: "Liger" }, { field: "commit" },
+      { field: "kind", title: "value" }, { field: "value", title: name }, { field: "raw", title: "raw value" },
+      { field: "corrected", title: "host effects out (raw)" }];
+    return {
+      width: 330, height: 170,
+      layer: [
+        { data: { values: segments }, mark: { type: "rect", color: "#0969da", opacity: 0.15 },
+          encoding: { x: Object.assign({}, x, { field: "start" }), x2: { field: "end" },
+            y: Object.assign({}, y, { field: "lo" }), y2: { field: "hi" } } },
+        { data: { values: segments }, mark: { type: "rule", color: "#0969da", opacity: 0.6 },
+          encoding: { x: Object.assign({}, x, { field: "start" }), x2: { field: "end" }, y: Object.assign({}, y, { field: "level" }) } },
+        { data: { values: boundaries }, mark: { type: "rule", color: "#999", strokeDash: [2, 2] },
+          encoding: { x: Object.assign({}, x, { field: "at" }) } },
+        { data: { values: boundaries }, mark: { type: "text", angle: 270, align: "right", baseline: "bottom", dy: -2, y: 0, fontSize: 8, color: "#666" },
+          encoding: { x: Object.assign({}, x, { field: "at" }), text: { field: "version" } } },
+        { data: { values: [{ at: middle(t.t[split - 1], t.t[split]) }] },
+          mark: { type: "rule", strokeWidth: 1.6, color: direction === "slowdown" ? "#cf222e" : "#1a7f37" },
+          encoding: { x: Object.assign({}, x, { field: "at" }) } },
+        { data: { values: rows }, transform: [{ filter: "datum.kind === 'host effects out'" }],
+          mark: { type: "line", color: "#0969da", strokeWidth: 1 },
+          encoding: { x, y: Object.assign({}, y, { field: "value" }) } },
+        { data: { values: rows }, mark: { type: "point", filled: true, size: 18 },
+          encoding: { x, y: Object.assign({}, y, { field: "value" }),
+            color: { field: "kind", type: "nominal", title: null,
+              scale: { domain: ["measured", "host effects out"], range: ["#bbbbbb", "#0969da"] } },
+            tooltip } },
+      ],
+    };
+  }
+
+  function hostSpec(d) {
+    const x = { field: "date", type: "temporal", title: null, axis: { format: "%Y-%m-%d" } };
+    const y = { field: "factor", type: "quantitative", title: "run factor", scale: { type: "log" } };
+    const color = { field: "class", type: "nominal", title: "latency class", sort: d.classes, legend: { orient: "right", columns: 1 } };
+    return {
+      width: 800, height: 150, data: { values: d.host },
+      layer: [
+        { mark: { type: "rule", color: "#444", strokeDash: [2, 2] }, encoding: { y: { datum: 1 } } },
+        { mark: { type: "line", strokeWidth: 1, opacity: 0.7 }, encoding: { x, y, color } },
+        { mark: { type: "point", size: 22 },
+          encoding: { x, y, color, fill: { condition: { test: "datum.reported", field: "class", type: "nominal", legend: null }, value: "white" },
+            tooltip: [{ field: "date", type: "temporal", format: "%Y-%m-%d %H:%M" }, { field: "source" }, { field: "gpu", title: "GPU" }, { field: "class", title: "latency class" },
+              { field: "factor", title: "factor" }, { field: "reported" }] } },
+      ],
+    };
   }
 
   function esc(text) {
