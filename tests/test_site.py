@@ -181,6 +181,9 @@ def test_kernel_file_names_never_collide():
     slugs = kernel_slugs(["dyt_beta=True", "dyt-beta-true", "rms_norm"])
     assert slugs["rms_norm"] == "rms-norm"
     assert len(set(slugs.values())) == 3
+    # data/summary.js and data/regressions.js are the landing and regressions pages' data, never a kernel's
+    reserved = kernel_slugs(["summary", "Regressions"])
+    assert reserved["summary"].startswith("summary-") and reserved["Regressions"].startswith("regressions-")
 
 
 # --------------------------------------------------------------------------- in Chromium
