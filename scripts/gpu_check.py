@@ -313,7 +313,8 @@ def sweep_one(args, version: str, gpu: str, base_python: str, work_root: Path, t
     from kernelindex_pipeline.liger import import_csv
     from kernelindex_pipeline.liger.normalize import MeasuredContext
     from kernelindex_pipeline.records.schema import ensure_valid
-    from kernelindex_pipeline.sweep.runner import SweepRequest, run_sweep
+    from kernelindex_pipeline.sweep.protocol import SweepRequest
+    from kernelindex_pipeline.sweep.run import run_sweep
 
     request = SweepRequest(
         gpu=gpu,

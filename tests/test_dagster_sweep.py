@@ -135,7 +135,7 @@ def test_a_host_without_cuda_fails_without_retry_and_leaves_history_alone(site, 
 
 def test_the_sweep_reply_is_rebuilt_as_typed_objects():
     from kernelindex_pipeline.sweep.outcomes import HostCheckError, SweepError
-    from kernelindex_pipeline.sweep.pipes_entry import SweepErrorReport, error_message, reply_from_messages
+    from kernelindex_pipeline.sweep.protocol import SweepErrorReport, error_message, reply_from_messages
 
     reply = reply_from_messages([{"type": "progress"}, error_message(HostCheckError("no CUDA device"))])
     assert reply.result is None and reply.error == SweepErrorReport("HostCheckError", "no CUDA device", False)

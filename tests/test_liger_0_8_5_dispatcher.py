@@ -27,7 +27,8 @@ from standin_release import add_liger_dispatcher_needs, build_fake_nvidia_smi, b
 from kernelindex_pipeline.liger import import_csv
 from kernelindex_pipeline.liger.normalize import MeasuredContext
 from kernelindex_pipeline.sweep.backends import DISPATCH_SPOOL_FD_VARIABLE, read_dispatches
-from kernelindex_pipeline.sweep.runner import SweepRequest, run_sweep
+from kernelindex_pipeline.sweep.protocol import SweepRequest
+from kernelindex_pipeline.sweep.run import run_sweep
 from kernelindex_pipeline.sweep.samples import HOOK_DIR, private_spool
 
 pytestmark = pytest.mark.network

@@ -342,7 +342,7 @@ def test_a_known_sha256_is_checked_before_extraction(tmp_path):
 
 def test_a_fetched_release_is_extracted_with_its_sha256_rechecked(tmp_path, monkeypatch):
     """The sweep's fetch path hands extraction the artifact, so an sdist changed after its fetch is refused."""
-    from kernelindex_pipeline.sweep import runner
+    from kernelindex_pipeline.sweep import discovery
     from kernelindex_pipeline.sweep.outcomes import ConfigurationError
 
     sdist = make_sdist(
@@ -359,11 +359,11 @@ def test_a_fetched_release_is_extracted_with_its_sha256_rechecked(tmp_path, monk
             "9.9.9", sdist, sha256, sdist.stat().st_size, "2026-12-01T00:00:00Z", "pypi"
         )
 
-    monkeypatch.setattr(runner, "fetch_release", fetched(digest))
-    root = runner.resolve_release(None, "9.9.9", tmp_path / "ok")
+    monkeypatch.setattr(discovery, "fetch_release", fetched(digest))
+    root = discovery.resolve_release(None, "9.9.9", tmp_path / "ok")
     assert (root / "benchmark" / "scripts" / "benchmark_x.py").is_file()
 
-    monkeypatch.setattr(runner, "fetch_release", fetched("0" * 64))
+    monkeypatch.setattr(discovery, "fetch_release", fetched("0" * 64))
     with pytest.raises(ConfigurationError, match="sha256"):
-        runner.resolve_release(None, "9.9.9", tmp_path / "changed")
+        discovery.resolve_release(None, "9.9.9", tmp_path / "changed")
     assert not (tmp_path / "changed").exists() or not any((tmp_path / "changed").iterdir())

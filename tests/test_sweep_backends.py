@@ -23,7 +23,8 @@ from kernelindex_pipeline.liger.normalize import MeasuredContext
 from kernelindex_pipeline.records.schema import validate_manifest
 from kernelindex_pipeline.sweep.backends import backend_variants, split_provider
 from kernelindex_pipeline.sweep.outcomes import ConfigurationError
-from kernelindex_pipeline.sweep.runner import SweepRequest, run_sweep
+from kernelindex_pipeline.sweep.protocol import SweepRequest
+from kernelindex_pipeline.sweep.run import run_sweep
 
 H100 = "nvidia-h100-80gb-hbm3"
 VERSION = "0.8.5"

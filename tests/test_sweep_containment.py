@@ -21,7 +21,8 @@ from standin_release import SCRIPTS, build_fake_nvidia_smi, build_fake_torch, bu
 
 from kernelindex_pipeline.sweep import contain
 from kernelindex_pipeline.sweep.environment import SCRIPT_ENV_ALLOWLIST, script_environment
-from kernelindex_pipeline.sweep.runner import SweepRequest, run_sweep
+from kernelindex_pipeline.sweep.protocol import SweepRequest
+from kernelindex_pipeline.sweep.run import run_sweep
 from kernelindex_pipeline.sweep.samples import verify_artifact
 
 VERSION = "0.0.2"
@@ -376,7 +377,7 @@ def test_a_killed_sweep_takes_its_script_and_the_scripts_daemon_along(site, how)
         process = start_sweep_process(site, how, ["benchmark_hang_with_daemon.py"], dict(os.environ))
         kill = signal.SIGKILL
     else:  # run_sweep called directly by a program that is then terminated
-        call = "import json, sys; from kernelindex_pipeline.sweep.runner import SweepRequest, run_sweep; run_sweep(SweepRequest(**json.loads(sys.argv[1])))"
+        call = "import json, sys; from kernelindex_pipeline.sweep import SweepRequest, run_sweep; run_sweep(SweepRequest(**json.loads(sys.argv[1])))"
         fields = json.dumps(request_fields(site, how, ["benchmark_hang_with_daemon.py"]))
         # A program whose SIGTERM has its default action (an ignored SIGTERM is inherited through exec, and
         # run_sweep rightly keeps a disposition its caller chose): that is the program this case is about.

@@ -9,7 +9,8 @@ import pytest
 from standin_release import SCRIPTS, build_fake_torch, build_release_tarball, build_site
 
 from kernelindex_pipeline.sweep.coverage import SweepCoverage, expected_cases
-from kernelindex_pipeline.sweep.runner import SweepRequest, run_sweep
+from kernelindex_pipeline.sweep.protocol import SweepRequest
+from kernelindex_pipeline.sweep.run import run_sweep
 
 VERSION = "0.0.2"
 GPU = "nvidia-h100-80gb-hbm3"

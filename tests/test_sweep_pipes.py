@@ -89,7 +89,19 @@ def test_plain_mode_bad_request_is_exit_2(site):
 
 
 def test_under_dagster_pipes(site):
-    from dagster import AssetExecutionContext, DagsterInstance, PipesSubprocessClient, asset, materialize
+    """The sweep process's reply, rebuilt on the orchestrator's side by the protocol's codec, and the
+    orchestrator's metadata made from it (as defs/sweep.py does; the process reports no materialization)."""
+    from dagster import (
+        AssetExecutionContext,
+        DagsterInstance,
+        MaterializeResult,
+        PipesSubprocessClient,
+        asset,
+        materialize,
+    )
+
+    from kernelindex_pipeline.defs.sweep import sweep_metadata
+    from kernelindex_pipeline.sweep.protocol import reply_from_messages
 
     captured = {}
 
@@ -101,22 +113,27 @@ def test_under_dagster_pipes(site):
             extras={"sweep_request": sweep_request(site, "pipes")},
         )
         captured["messages"] = invocation.get_custom_messages()
-        return invocation.get_materialize_result()
+        captured["reply"] = reply_from_messages(captured["messages"])
+        return MaterializeResult(metadata=sweep_metadata(captured["reply"].result))
 
     # Entered, so that Dagster's context-wide state points at this instance (not one an earlier test left).
     with DagsterInstance.ephemeral() as instance:
         result = materialize([sweep], resources={"pipes_subprocess_client": PipesSubprocessClient()}, instance=instance)
         lines = [entry.user_message for entry in instance.all_logs(result.run_id)]
     assert result.success
+    reply = captured["reply"]
+    assert reply.error is None and reply.result.rows == 24
+    counts = reply.result.outcome_counts()
+    assert (counts["ok"], len(reply.result.outcomes) - counts["ok"]) == (1, 1)
     (materialization,) = result.asset_materializations_for_node("sweep")
     metadata = {key: value.value for key, value in materialization.metadata.items()}
-    assert metadata["rows"] == 24
-    assert (metadata["scripts_ok"], metadata["scripts_not_ok"]) == (1, 1)
+    assert (metadata["scripts"], metadata["scripts_failed"]) == (2, 1)
     assert metadata["orchestration_overhead_s"] >= 0
-    assert "| benchmark_layer_norm.py | failed | 0 |" in metadata["outcomes"]
+    assert "| benchmark_layer_norm.py | failed | 0 |" in metadata["script_outcomes"]
     (message,) = [m for m in captured["messages"] if m.get("type") == "sweep_result"]
     assert message["result"]["rows"] == 24
     assert message["csv_text"].count("\n") == 25  # header + 24 rows, inline for a pod whose files are out of reach
+    assert reply.csv_bytes == message["csv_text"].encode("utf-8")
     assert any("[1/2] benchmark_layer_norm.py: failed, 0 rows (0 so far)" in line for line in lines)
     assert any("[2/2] benchmark_rms_norm.py: ok, 24 rows (24 so far)" in line for line in lines)
 

@@ -30,8 +30,9 @@ from kernelindex_pipeline.records.jsnumber import ms_to_ns
 from kernelindex_pipeline.records.schema import validate_manifest
 from kernelindex_pipeline.sweep import sentinel
 from kernelindex_pipeline.sweep.outcomes import ConfigurationError
+from kernelindex_pipeline.sweep.protocol import SweepRequest
 from kernelindex_pipeline.sweep.rounds import key_text
-from kernelindex_pipeline.sweep.runner import SweepRequest, run_sweep
+from kernelindex_pipeline.sweep.run import run_sweep
 from kernelindex_pipeline.sweep.tp import TpLineError, parse_tp_line
 
 H100 = "nvidia-h100-80gb-hbm3"

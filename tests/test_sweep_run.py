@@ -17,10 +17,13 @@ from standin_release import (
     build_site,
 )
 
+from kernelindex_pipeline.sweep.data_csv import UPSTREAM_COLUMNS
+from kernelindex_pipeline.sweep.discovery import select_scripts
 from kernelindex_pipeline.sweep.host import HostCapture
 from kernelindex_pipeline.sweep.outcomes import ConfigurationError, HostCheckError
-from kernelindex_pipeline.sweep.runner import SweepRequest, run_sweep, select_scripts
-from kernelindex_pipeline.sweep.workdir import UPSTREAM_COLUMNS, prepare_workdir
+from kernelindex_pipeline.sweep.protocol import SweepRequest
+from kernelindex_pipeline.sweep.run import run_sweep
+from kernelindex_pipeline.sweep.workdir import prepare_workdir
 
 H100_NAME = "NVIDIA H100 80GB HBM3"
 H100 = "nvidia-h100-80gb-hbm3"

@@ -2,7 +2,7 @@
 
 Locally that process is a subprocess on this host; on a cluster a Kubernetes pod on a node with the
 partition's GPU. Either way it reports progress as log lines and sends its reply as a Pipes message
-(sweep/pipes_entry.py writes it and rebuilds it here as a typed SweepReply): the CSV with the
+(sweep/pipes_entry.py writes it, and sweep/protocol.py's codec rebuilds it here as a typed SweepReply): the CSV with the
 SweepResult, or a SweepError whose `retryable` flag decides whether Dagster may try again. Dagster
 metadata is made here, from the typed result; the domain objects never hold it.
 """
@@ -17,9 +17,9 @@ from kernelindex_pipeline.defs.resources import BenchmarkRunnerResource, LigerRe
 from kernelindex_pipeline.liger.normalize import MeasuredContext
 from kernelindex_pipeline.liger.partition import PartitionCsv
 from kernelindex_pipeline.liger.release import snapshot_of_bytes
-from kernelindex_pipeline.sweep.pipes_entry import coverage_metadata as pipes_coverage_metadata
-from kernelindex_pipeline.sweep.pipes_entry import outcomes_table, reply_from_messages
-from kernelindex_pipeline.sweep.runner import SweepResult
+from kernelindex_pipeline.sweep import sentinel
+from kernelindex_pipeline.sweep.coverage import SweepCoverage
+from kernelindex_pipeline.sweep.protocol import SweepResult, reply_from_messages
 
 
 def _sweep_request(
@@ -53,7 +53,7 @@ def _sweep_request(
 
 
 def _launch(context: AssetExecutionContext, gpu: str, request: dict, runner: BenchmarkRunnerResource):
-    extras = {"sweep_request": request, "report_materialization": False}
+    extras = {"sweep_request": request}
     if runner.runner == "k8s":
         from kernelindex_pipeline.sweep.k8s import sweep_pod
 
@@ -117,7 +117,29 @@ def sweep_metadata(result: SweepResult) -> dict:
     }
 
 
+def outcomes_table(result: SweepResult) -> str:
+    """One line per script run (every round and backend variant), as a Markdown table."""
+    lines = [
+        "| script | status | rows | seconds | exit | error | round | variant | throttled |",
+        "|---|---|---:|---:|---:|---|---:|---|---|",
+    ]
+    for o in result.outcomes:
+        error = (o.error_line or "").replace("|", "\\|")
+        throttled = ", ".join(o.gpu_state.get("throttle_reasons") or []) or "-"
+        lines.append(
+            f"| {o.script} | {o.status.value} | {o.rows} | {o.seconds:.1f} | {'' if o.exit_code is None else o.exit_code} | {error} "
+            f"| {o.round} | {o.variant} | {throttled} |"
+        )
+    return "\n".join(lines)
+
+
 def coverage_metadata(result: SweepResult) -> dict:
     """The sweep's coverage (per script: expected, measured, missing by reason) and its sentinel."""
-    wrap = {"md": MetadataValue.md, "json": MetadataValue.json}
-    return {key: wrap[value["type"]](value["raw_value"]) for key, value in pipes_coverage_metadata(result).items()}
+    metadata = {}
+    if result.coverage:
+        coverage = SweepCoverage.from_dict(result.coverage)
+        metadata["sweep_coverage"] = MetadataValue.md(coverage.markdown())
+        metadata["sweep_coverage_totals"] = MetadataValue.json(coverage.totals())
+    if result.sentinel:
+        metadata["sentinel"] = MetadataValue.md("\n".join(sentinel.summary_lines(result.sentinel)))
+    return metadata

@@ -105,7 +105,7 @@ class PartitionCsv:
     csv_bytes: bytes
     snapshot: dict
     measured: object | None = None  # liger.normalize.MeasuredContext for execute mode
-    sweep: object | None = None  # sweep.runner.SweepResult of a sweep: outcomes, host, timings
+    sweep: object | None = None  # sweep.protocol.SweepResult of a sweep: outcomes, host, timings
 
     @property
     def content_digest(self) -> str:

@@ -4,11 +4,15 @@
     result = run_sweep(SweepRequest(gpu="nvidia-h100-80gb-hbm3", liger_version="0.8.5"))
     result.csv_path, result.outcomes, result.measured_context()
 
-Modules: workdir (fresh benchmark tree, empty data CSV), environment (cached per-version venv),
-host (probe + GPU check), runner (scripts, outcomes, CSV read-back), outcomes (statuses, errors),
-k8s (pod spec of a GPU partition), pipes_entry (the external process under Dagster Pipes).
+Modules: protocol (request, result, reply, error report and their message codec), run (run_sweep:
+the rounds, the sentinel, coverage), discovery (the release's scripts), workdir (fresh benchmark tree),
+data_csv (the data CSV and who wrote which row), process (one contained script), environment
+(cached per-version venv), host (probe + GPU check), outcomes (statuses, errors), k8s (pod spec of a
+GPU partition), pipes_entry (the external process under Dagster Pipes).
 """
 
+from .data_csv import UPSTREAM_COLUMNS, read_data_csv
+from .discovery import select_scripts
 from .environment import ScriptEnvironment, prepare_environment, scan_script_imports, script_requirements
 from .host import HostCapture, check_host, gpu_catalogue, gpu_name_for_slug, parse_nvidia_smi_xml, probe_host
 from .k8s import GPU_PRODUCT_LABEL, gpu_pool_labels, gpu_product_label, sweep_pod
@@ -21,8 +25,9 @@ from .outcomes import (
     SweepError,
     classify,
 )
-from .runner import SweepRequest, SweepResult, read_data_csv, run_sweep, select_scripts
-from .workdir import UPSTREAM_COLUMNS, WorkDir, prepare_workdir
+from .protocol import SweepRequest, SweepResult
+from .run import run_sweep
+from .workdir import WorkDir, prepare_workdir
 
 __all__ = [
     "ConfigurationError",

@@ -1,6 +1,6 @@
 """Where a sweep's evidence ends up: a content-addressed, write-once artifact store (issue 18 item 3).
 
-A sweep writes raw samples and logs into its work directory (sweep/samples.py, runner.py); before
+A sweep writes raw samples and logs into its work directory (sweep/samples.py, run.py); before
 its result leaves the sweep process, `publish_evidence` copies each file into the store under its
 sha256 and replaces the `file://` URI of the sweep host by the store's URI, so no record names a host
 path and KernelIndex (or anyone) can fetch the evidence by its digest.
@@ -145,7 +145,7 @@ def _is_host_file(ref: dict[str, Any] | None) -> bool:
 
 
 def publish_evidence(result, store: ArtifactStore):
-    """`result` (sweep.runner.SweepResult) with every raw-samples and log file put into `store` and
+    """`result` (sweep.protocol.SweepResult) with every raw-samples and log file put into `store` and
     its refs replaced by the store's; nothing else changes. Refs that are not host files stay as they are."""
     stored: dict[str, dict[str, str]] = {}
 

@@ -9,7 +9,7 @@ config string). The expectation comes from earlier rows of the same release line
   the rows of earlier versions only, so per kernel the rows of the newest version that has that kernel
   are taken: the cases its script measured most recently.
 
-Each expected kernel belongs to the script that writes it (runner.scripts_for_kernel). A missing case's
+Each expected kernel belongs to the script that writes it (discovery.scripts_for_kernel). A missing case's
 reason follows from its script: `skipped_by_config` (the sweep did not select the script), `timeout`,
 `out_of_memory`, `crash` (any other failure), `not_produced` (the script ended well without it), or
 `no_script` (no script of this release writes that kernel). Cases measured but never expected are

@@ -111,7 +111,7 @@ def _samples_entry(
             try:
                 content = read_artifact(entry["artifact"])
             except (ArtifactError, ValueError, KeyError):
-                continue  # an artifact that is gone or altered (runner.recheck_artifacts names it): no samples that round
+                continue  # an artifact that is gone or altered (run.recheck_artifacts names it): no samples that round
             samples.append(content["samples"])
             arguments.append(content.get("arguments") or {})
             rounds.append(

@@ -7,14 +7,12 @@ copy starts with the header alone: whatever rows it holds afterwards were measur
 
 from __future__ import annotations
 
-import csv
 import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from kernelindex_pipeline.liger.csv import UPSTREAM_COLUMNS  # the columns `BenchmarkDataCSVRow` writes, in its order
-
+from .data_csv import write_empty_data_csv
 from .outcomes import ConfigurationError
 
 DATA_CSV = Path("benchmark/data/all_benchmark_data.csv")
@@ -30,12 +28,6 @@ class WorkDir:
     scripts_dir: Path
     data_csv: Path
     logs_dir: Path
-
-
-def write_empty_data_csv(path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", newline="") as handle:
-        csv.writer(handle).writerow(UPSTREAM_COLUMNS)
 
 
 def prepare_workdir(release_root: Path | str, dest: Path | str) -> WorkDir:
