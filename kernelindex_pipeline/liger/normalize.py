@@ -156,6 +156,30 @@ def parse_timestamp(text: str) -> str | None:
     return f"{text[:10]}T{text[11:]}.000Z"
 
 
+class _RowProblem(Exception):
+    """A row that is no valid measurement: the message is its issue in the report."""
+
+
+def _checked_observation(y50: str, y50_value: float, ts: str, observed_at: str | None, memory: bool) -> int | float:
+    """The row's median in the record's unit (ns of a latency, bytes of a peak memory), once the median
+    is a finite number > 0 and the timestamp a real instant; _RowProblem naming the first that is not."""
+    if not (y50_value > 0 and y50_value != math.inf):  # NaN fails the comparison too
+        raise _RowProblem(f"median y_value_50 {y50!r} is not a finite number > 0")
+    if observed_at is None:
+        raise _RowProblem(f"timestamp {ts!r} is not a UTC instant 'YYYY-MM-DD HH:MM:SS'")
+    if memory:
+        median = mib_to_bytes(y50_value)
+        if type(median) is not int and math.isinf(median):
+            raise _RowProblem(f"median y_value_50 {y50!r} MB overflows a number in bytes")
+        return median
+    median = ns_of_ms(y50_value)
+    if type(median) is not int:
+        raise _RowProblem(f"median y_value_50 {y50!r} ms is beyond 2^53 - 1 ns")
+    if median == 0:
+        raise _RowProblem(f"median y_value_50 {y50!r} ms rounds to 0 ns (it must be > 0)")
+    return median
+
+
 class Normalizer:
     """One import's state. Feed chunks with `add_chunk`, then call `finish` and read `objects`, `report`."""
 
@@ -515,65 +539,19 @@ class Normalizer:
     def _run(self, row: int, t: RunTemplate, y50: str, y20: str, y80: str, ts: str, version: str) -> str | SkipReason:
         """Make the row's run (or count why not); returns its fate for the coverage table."""
         report = self.report
-        parsed = self._timestamps.get(ts)
-        if parsed is None:
-            if len(self._timestamps) >= _CACHE_LIMIT:
-                self._timestamps.clear()
-            parsed = self._timestamps[ts] = (parse_timestamp(ts), kebab(ts), identity.timestamp_name_part(ts))
-        observed_at, ts_slug, ts_name = parsed
+        observed_at, ts_slug, ts_name = self._timestamp_parts(ts)
         external_id = t.external_prefix + ts_slug
         # Every validity check comes before the run id is taken: an invalid copy of a row never makes
         # the valid one a duplicate, whichever comes first.
         memory = t.metric == PEAK_MEMORY
         y50_value = cell_number(y50)
-        if not (y50_value > 0 and y50_value != math.inf):  # NaN fails the comparison too
-            report.issues.append(Issue(row, f"median y_value_50 {y50!r} is not a finite number > 0"))
+        try:
+            median = _checked_observation(y50, y50_value, ts, observed_at, memory)
+            version_json = self._version_json(version)
+            y20_value, y80_value = self._band(row, y20, y50, y80, median, memory)
+        except _RowProblem as problem:
+            report.issues.append(Issue(row, str(problem)))
             return ISSUE_FATE
-        if observed_at is None:
-            report.issues.append(Issue(row, f"timestamp {ts!r} is not a UTC instant 'YYYY-MM-DD HH:MM:SS'"))
-            return ISSUE_FATE
-        if memory:
-            median = mib_to_bytes(y50_value)
-            if type(median) is not int and math.isinf(median):
-                report.issues.append(Issue(row, f"median y_value_50 {y50!r} MB overflows a number in bytes"))
-                return ISSUE_FATE
-        else:
-            median = ns_of_ms(y50_value)
-            if type(median) is not int:
-                report.issues.append(Issue(row, f"median y_value_50 {y50!r} ms is beyond 2^53 - 1 ns"))
-                return ISSUE_FATE
-            if median == 0:
-                report.issues.append(Issue(row, f"median y_value_50 {y50!r} ms rounds to 0 ns (it must be > 0)"))
-                return ISSUE_FATE
-        version_json = self._versions.get(version)
-        if version_json is None:
-            if len(version) > 200:
-                report.issues.append(Issue(row, "liger_version is longer than 200 characters (label limit)"))
-                return ISSUE_FATE
-            version_json = self._versions[version] = json_text(version)
-        y20_value, y80_value = cell_number(y20), cell_number(y80)
-        if y20_value - y20_value == 0 and y80_value - y80_value == 0:  # both finite: a band to check
-            if memory:
-                low, high = mib_to_bytes(y20_value), mib_to_bytes(y80_value)
-                overflow = math.isinf(low) or math.isinf(high)
-            else:
-                low, high = ns_of_ms(y20_value), ns_of_ms(y80_value)
-                overflow = type(low) is not int or type(high) is not int
-            if overflow:
-                unit = "MB overflow a number in bytes" if memory else "ms overflow a number in ns (beyond 2^53 - 1)"
-                report.issues.append(Issue(row, f"y_value_20 {y20!r} / y_value_80 {y80!r} {unit}"))
-                return ISSUE_FATE
-            if not 0 < low <= median <= high:  # as published (rounded); the median itself is fine
-                report.dropped_bands.append(
-                    Issue(
-                        row,
-                        (
-                            f"p20 {y20!r} / median {y50!r} / p80 {y80!r} are not ordered 0 < p20 <= median <= p80: "
-                            "published without the band"
-                        ),
-                    )
-                )
-                y20_value = y80_value = math.nan  # a band that is absent, as for non-finite quantiles
         if external_id in self._seen_runs:
             report.duplicate_rows += 1
             return SkipReason.DUPLICATE
@@ -581,28 +559,79 @@ class Normalizer:
         report.runs += 1
         if memory:
             report.memory_runs += 1
-        item = RunItem(
-            t,
-            y50_value,
-            median,
-            y20_value,
-            y80_value,
-            observed_at,
-            ts_slug,
-            ts_name,
-            external_id,
-            version,
-            version_json,
+        self._keep(
+            RunItem(
+                t,
+                y50_value,
+                median,
+                y20_value,
+                y80_value,
+                observed_at,
+                ts_slug,
+                ts_name,
+                external_id,
+                version,
+                version_json,
+            )
         )
+        return RUN_FATE
+
+    def _timestamp_parts(self, ts: str) -> tuple[str | None, str, str]:
+        """The timestamp cell as (observedAt or None when invalid, its slug, its run-name part), cached."""
+        parsed = self._timestamps.get(ts)
+        if parsed is None:
+            if len(self._timestamps) >= _CACHE_LIMIT:
+                self._timestamps.clear()
+            parsed = self._timestamps[ts] = (parse_timestamp(ts), kebab(ts), identity.timestamp_name_part(ts))
+        return parsed
+
+    def _version_json(self, version: str) -> str:
+        """The liger_version cell as a JSON string (cached); _RowProblem when it is over the label limit."""
+        version_json = self._versions.get(version)
+        if version_json is None:
+            if len(version) > 200:
+                raise _RowProblem("liger_version is longer than 200 characters (label limit)")
+            version_json = self._versions[version] = json_text(version)
+        return version_json
+
+    def _band(self, row: int, y20: str, y50: str, y80: str, median: float, memory: bool) -> tuple[float, float]:
+        """The p20/p80 band as published (NaN, NaN: none): _RowProblem when a bound overflows the record's
+        unit; a band not ordered around the median is dropped with a warning."""
+        y20_value, y80_value = cell_number(y20), cell_number(y80)
+        if not (y20_value - y20_value == 0 and y80_value - y80_value == 0):  # not both finite: no band
+            return y20_value, y80_value
+        if memory:
+            low, high = mib_to_bytes(y20_value), mib_to_bytes(y80_value)
+            overflow = math.isinf(low) or math.isinf(high)
+        else:
+            low, high = ns_of_ms(y20_value), ns_of_ms(y80_value)
+            overflow = type(low) is not int or type(high) is not int
+        if overflow:
+            unit = "MB overflow a number in bytes" if memory else "ms overflow a number in ns (beyond 2^53 - 1)"
+            raise _RowProblem(f"y_value_20 {y20!r} / y_value_80 {y80!r} {unit}")
+        if not 0 < low <= median <= high:  # as published (rounded); the median itself is fine
+            self.report.dropped_bands.append(
+                Issue(
+                    row,
+                    (
+                        f"p20 {y20!r} / median {y50!r} / p80 {y80!r} are not ordered 0 < p20 <= median <= p80: "
+                        "published without the band"
+                    ),
+                )
+            )
+            return math.nan, math.nan  # a band that is absent, as for non-finite quantiles
+        return y20_value, y80_value
+
+    def _keep(self, item: RunItem) -> None:
+        """Hand the run to the builder, or build its record and pass it on (on_run) or keep it."""
         if self.builder is not None:
             self.builder.add(item)
-            return RUN_FATE
+            return
         record = build_run(item, self.validate, with_line=self.on_run is not None)
         if self.on_run is not None:
             self.on_run(record)
         else:
             self.runs[record.digest] = record.manifest
-        return RUN_FATE
 
     # -- results -----------------------------------------------------------------------------------
 
