@@ -373,28 +373,8 @@ class CatalogueStore:
         snapshot_doc: dict | None,
         report_doc: dict | None,
     ) -> PublishResult:
-        snapshot_digest = None
-        if snapshot_doc is not None:
-            snapshot_json = canonical_json(snapshot_doc)
-            snapshot_digest = _sha256_digest(snapshot_json)
-            self._insert_absent(
-                conn,
-                source_snapshots,
-                [
-                    {
-                        "digest": snapshot_digest,
-                        "locator": _text_or_none(snapshot_doc.get("locator")),
-                        "sha256": _text_or_none(snapshot_doc.get("sha256")),
-                        "snapshot": snapshot_json,
-                    }
-                ],
-            )
-        report_digest = None
-        if report_doc is not None:
-            report_json = canonical_json(report_doc)
-            report_digest = _sha256_digest(report_json)
-            self._insert_absent(conn, import_reports, [{"digest": report_digest, "report": report_json}])
-
+        snapshot_digest = self._keep_snapshot(conn, snapshot_doc)
+        report_digest = self._keep_report(conn, report_doc)
         publication_id = conn.execute(
             publications.insert()
             .values(
@@ -409,7 +389,51 @@ class CatalogueStore:
         present = self._present(conn, [row.digest for row in rows])
         absent = [row for row in rows if row.digest not in present]
         accepted, conflicts = self._reconcile_run_identities(conn, absent)
+        self._insert_records(conn, accepted, publication_id)
 
+        new_by_kind = _ordered_counts(Counter(row.kind for row in accepted))
+        result = PublishResult(
+            new=len(accepted),
+            already_present=len(present),
+            new_by_kind=new_by_kind,
+            conflicts=conflicts,
+            publication_id=publication_id,
+            partition=partition,
+        )
+        self._finish_publication(conn, result)
+        return result
+
+    def _keep_snapshot(self, conn: Connection, snapshot_doc: dict | None) -> str | None:
+        """Store the source snapshot (once per digest); its digest, or None without one."""
+        if snapshot_doc is None:
+            return None
+        snapshot_json = canonical_json(snapshot_doc)
+        snapshot_digest = _sha256_digest(snapshot_json)
+        self._insert_absent(
+            conn,
+            source_snapshots,
+            [
+                {
+                    "digest": snapshot_digest,
+                    "locator": _text_or_none(snapshot_doc.get("locator")),
+                    "sha256": _text_or_none(snapshot_doc.get("sha256")),
+                    "snapshot": snapshot_json,
+                }
+            ],
+        )
+        return snapshot_digest
+
+    def _keep_report(self, conn: Connection, report_doc: dict | None) -> str | None:
+        """Store the import report (once per digest); its digest, or None without one."""
+        if report_doc is None:
+            return None
+        report_json = canonical_json(report_doc)
+        report_digest = _sha256_digest(report_json)
+        self._insert_absent(conn, import_reports, [{"digest": report_digest, "report": report_json}])
+        return report_digest
+
+    def _insert_records(self, conn: Connection, accepted: list[_Row], publication_id: int) -> None:
+        """Insert the new records, first published by this publication, and the run identities of its runs."""
         self._insert_absent(
             conn,
             objects,
@@ -435,28 +459,20 @@ class CatalogueStore:
             ],
         )
 
-        new_by_kind = _ordered_counts(Counter(row.kind for row in accepted))
-        result = PublishResult(
-            new=len(accepted),
-            already_present=len(present),
-            new_by_kind=new_by_kind,
-            conflicts=conflicts,
-            publication_id=publication_id,
-            partition=partition,
-        )
+    def _finish_publication(self, conn: Connection, result: PublishResult) -> None:
+        """Record the publication's end and what it brought (its counts and conflicts)."""
         conn.execute(
             update(publications)
-            .where(publications.c.id == publication_id)
+            .where(publications.c.id == result.publication_id)
             .values(
                 finished_at=_now(),
                 new_count=result.new,
                 already_present_count=result.already_present,
-                conflict_count=len(conflicts),
-                new_by_kind=canonical_json(new_by_kind),
-                conflicts=canonical_json([c.to_dict() for c in conflicts]),
+                conflict_count=len(result.conflicts),
+                new_by_kind=canonical_json(result.new_by_kind),
+                conflicts=canonical_json([c.to_dict() for c in result.conflicts]),
             )
         )
-        return result
 
     def _reconcile_run_identities(self, conn: Connection, rows: list[_Row]) -> tuple[list[_Row], list[Conflict]]:
         """Drop runs whose (source, externalId) already belongs to another digest, in the catalogue or
