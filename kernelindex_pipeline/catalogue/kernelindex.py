@@ -208,7 +208,22 @@ def group_for_kernelindex(
     sweeps, whose environments do), and what they reference; None: all."""
     if order not in ("given", "time"):
         raise ValueError(f"order is 'given' or 'time', not {order!r}")
-    from kernelindex_pipeline.liger.builders import software_project
+    from kernelindex_pipeline.records.canonical import digest_of
+
+    by_digest, seen = _distinct_records(manifests)
+    out = KernelIndexExport()
+    run_digests = [digest for digest in seen if by_digest[digest]["kind"] == "BenchmarkRun"]
+    if order == "time":
+        runs_in_order = publication_order([by_digest[digest] for digest in run_digests])
+        run_digests = [digest_of(run) for run in runs_in_order]
+    used = _add_runs(out, catalogue, by_digest, run_digests, include_memory=include_memory, runs_from=runs_from)
+    _add_used_records(out, catalogue, by_digest, seen, used, source_commit)
+    out.projects = _projects_of_implementations(out, catalogue, by_digest)
+    return out
+
+
+def _distinct_records(manifests: Iterable[dict[str, Any]]) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """Each record once, in normal form, by digest; and the digests in the order first given."""
     from kernelindex_pipeline.records.canonical import digest_of
 
     by_digest: dict[str, dict[str, Any]] = {}
@@ -219,12 +234,22 @@ def group_for_kernelindex(
         if digest not in by_digest:
             by_digest[digest] = manifest
             seen.append(digest)
-    out = KernelIndexExport()
+    return by_digest, seen
+
+
+def _add_runs(
+    out: KernelIndexExport,
+    catalogue: Catalogue,
+    by_digest: dict[str, dict[str, Any]],
+    run_digests: list[str],
+    *,
+    include_memory: bool,
+    runs_from: str | None,
+) -> set[str]:
+    """Add the runs (of `runs_from`'s origin; peak-memory ones only with include_memory) with their
+    protocol and environment, link each; returns the digests of the implementations, workloads and
+    operations they use."""
     used: set[str] = set()
-    run_digests = [digest for digest in seen if by_digest[digest]["kind"] == "BenchmarkRun"]
-    if order == "time":
-        runs_in_order = publication_order([by_digest[digest] for digest in run_digests])
-        run_digests = [digest_of(run) for run in runs_in_order]
     for digest in run_digests:
         run = by_digest[digest]
         spec = run["spec"]
@@ -233,19 +258,7 @@ def group_for_kernelindex(
         if _is_memory_run(run) and not include_memory:
             out.memory_runs_left_out += 1
             continue
-        referenced = {}
-        for key, kind in (
-            ("protocolDigest", "BenchmarkProtocol"),
-            ("environmentDigest", "ExecutionEnvironment"),
-            ("implementationDigest", "ImplementationRevision"),
-            ("workloadDigest", "WorkloadCase"),
-        ):
-            target = by_digest.get(spec.get(key, ""))
-            if target is None or target["kind"] != kind:
-                raise KernelIndexExportError(
-                    f"run {run['metadata']['name']}: its {kind} {spec.get(key)} is not in the records; export them together"
-                )
-            referenced[kind] = target
+        referenced = _referenced_records(run, by_digest)
         operation_digest = referenced["WorkloadCase"]["spec"]["operationSpecDigest"]
         used.update([spec["implementationDigest"], spec["workloadDigest"], operation_digest])
         out.runs.append(
@@ -256,6 +269,37 @@ def group_for_kernelindex(
             }
         )
         _link_run(out, catalogue, digest, run, spec, operation_digest)
+    return used
+
+
+def _referenced_records(run: dict[str, Any], by_digest: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The records a run references, by kind; KernelIndexExportError naming the first that is missing."""
+    spec = run["spec"]
+    referenced = {}
+    for key, kind in (
+        ("protocolDigest", "BenchmarkProtocol"),
+        ("environmentDigest", "ExecutionEnvironment"),
+        ("implementationDigest", "ImplementationRevision"),
+        ("workloadDigest", "WorkloadCase"),
+    ):
+        target = by_digest.get(spec.get(key, ""))
+        if target is None or target["kind"] != kind:
+            raise KernelIndexExportError(
+                f"run {run['metadata']['name']}: its {kind} {spec.get(key)} is not in the records; export them together"
+            )
+        referenced[kind] = target
+    return referenced
+
+
+def _add_used_records(
+    out: KernelIndexExport,
+    catalogue: Catalogue,
+    by_digest: dict[str, dict[str, Any]],
+    seen: list[str],
+    used: set[str],
+    source_commit: str | None,
+) -> None:
+    """Add the operations, workloads and implementations the added runs use, in the order first given."""
     for digest in seen:
         manifest = by_digest[digest]
         kind = manifest["kind"]
@@ -268,6 +312,15 @@ def group_for_kernelindex(
             if digest not in out.project_of:
                 out.project_of[digest] = {None: _project_by_name(manifest, catalogue)}
             out.implementations.append(_with_editorial(manifest, first_id, source_commit))
+
+
+def _projects_of_implementations(
+    out: KernelIndexExport, catalogue: Catalogue, by_digest: dict[str, dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The software projects of the added implementations, from the records or else the provider catalogue."""
+    from kernelindex_pipeline.liger.builders import software_project
+    from kernelindex_pipeline.records.canonical import digest_of
+
     present = {kebab(m["metadata"]["name"]) for m in by_digest.values() if m["kind"] == "SoftwareProject"}
     needed = list(
         dict.fromkeys(project for m in out.implementations for project in out.project_of[digest_of(m)].values())
@@ -280,8 +333,7 @@ def group_for_kernelindex(
                     f"project {slug!r} is neither in the records nor in the provider catalogue"
                 )
             projects[slug] = software_project(catalogue, slug)
-    out.projects = [projects[slug] for slug in needed]
-    return out
+    return [projects[slug] for slug in needed]
 
 
 def _link_run(
