@@ -93,7 +93,7 @@ class SampleCatalogue:
             timestamp=timestamp,
             measured=spec,
             metrics=metrics,
-            metric=None,
+            memory=False,
             model=model,
             tensors=tensors,
             environment_labels=environment_labels,
@@ -132,7 +132,7 @@ class SampleCatalogue:
             timestamp=timestamp,
             measured={"measurements": measurements},
             metrics={"mb_20": mib, "mb_50": mib, "mb_80": mib},
-            metric="memory",
+            memory=True,
             model=model,
         )
 
@@ -149,126 +149,138 @@ class SampleCatalogue:
         timestamp: str,
         measured: dict[str, Any],
         metrics: dict[str, float],
-        metric: str | None,
+        memory: bool,
         model: str | None,
         tensors: dict[str, Any] | None = None,
         environment_labels: dict[str, str] | None = None,
     ) -> dict[str, Any]:
         axes = dict(axes or {"batch": 8, "hidden": 4096})
         slug = "liger-" + kebab(kernel)
-        operation = self._add(
-            _manifest(
-                "OperationSpec",
-                {"name": slug, "title": kernel.replace("_", " ").title()},
-                {
-                    "family": kernel.split("_")[0],
-                    "axes": {a: {"role": "variable", "type": "integer"} for a in axes},
-                    "inputs": [{"name": "x", "tensor": {"shape": list(axes), "dtype": "float"}}],
-                    "outputs": [{"name": "y", "tensor": {"shape": list(axes), "dtype": "float"}}],
-                    "semantics": {"mutation": "none", "determinism": "unspecified"},
-                },
-            )
-        )
+        operation = self._add(_operation(kernel, slug, axes))
         case_key = identity.case_key(axes, dtype, model)
-        case_metadata: dict[str, Any] = {
-            "name": kebab(f"{slug}-{case_key}"),
-            "title": f"{kernel} · " + ", ".join(f"{a}={v}" for a, v in axes.items()) + f" · {dtype}",
-        }
-        if model is not None:
-            case_metadata["labels"] = {identity.category_label("model_config"): model}
-        workload = self._add(
-            _manifest(
-                "WorkloadCase",
-                case_metadata,
-                {
-                    "operationSpecDigest": operation,
-                    "axes": axes,
-                    "tensors": tensors or {"x": {"shape": list(axes.values()), "dtype": dtype}},
-                    "correctness": {"comparator": "not_asserted"},
-                },
-            )
-        )
-        facts = provider_table().get(provider)
-        labels = {"role": "baseline"} if facts is not None and facts.baseline else {}
-        implementation_spec: dict[str, Any] = {
-            "projectRevision": {},
-            "operation": {"specDigest": operation},
-            "callable": {"language": "python"},
-            "support": {"hardwareArchitectures": [], "dtypes": []},
-            "licensing": {"declared": "BSD-3-Clause"},
-        }
-        if provider.startswith("liger"):
-            implementation_spec["buildVariants"] = [
-                {"name": "pip", "install": {"kind": "pip", "package": "liger-kernel"}}
-            ]
-        implementation = self._add(
-            _manifest(
-                "ImplementationRevision",
-                {
-                    "name": kebab(f"liger-bench-{kernel}-{provider}"),
-                    "title": f"{kernel} · {provider.title()}",
-                    **({"labels": labels} if labels else {}),
-                },
-                implementation_spec,
-            )
-        )
-        if metric is None:
-            protocol_name, measurement = (
-                f"liger-bench-do-bench-{mode}",
-                {"timer": "cuda_events", "primaryStatistic": "median"},
-            )
-        else:
-            protocol_name, measurement = f"liger-bench-peak-memory-{mode}", {"primaryStatistic": "median"}
-        protocol = self._add(
-            _manifest(
-                "BenchmarkProtocol",
-                {"name": protocol_name},
-                {
-                    "harness": {"name": "Liger-Kernel benchmark scripts"},
-                    "measurement": measurement,
-                    "comparability": {"family": "liger_kernel_bench", "notes": f"Measured: {mode}"},
-                },
-            )
-        )
-        environment_metadata: dict[str, Any] = {"name": kebab(f"liger-bench-{gpu}")}
-        if environment_labels:
-            environment_metadata["labels"] = dict(environment_labels)
-        environment = self._add(
-            _manifest(
-                "ExecutionEnvironment",
-                environment_metadata,
-                {
-                    "hardware": _GPUS.get(gpu, {"vendor": "nvidia", "product": gpu}),
-                    "software": {},
-                },
-            )
-        )
-        benchmark = f"{kernel}/{mode}" if metric is None else f"{kernel}/{mode}/{metric}"
-        external_id = f"{benchmark}/{provider}/{kebab(gpu)}/{case_key}/{kebab(timestamp)}"
+        workload = self._add(_workload(kernel, slug, operation, axes, dtype, case_key, model, tensors))
+        benchmark = identity.benchmark(kernel, mode, memory)
         spec: dict[str, Any] = {
-            "implementationDigest": implementation,
+            "implementationDigest": self._add(_implementation(kernel, provider, operation)),
             "workloadDigest": workload,
-            "protocolDigest": protocol,
-            "environmentDigest": environment,
+            "protocolDigest": self._add(_protocol(mode, memory)),
+            "environmentDigest": self._add(_environment(gpu, environment_labels)),
             "status": "passed",
             **measured,
         }
         spec["sourceNative"] = {
             "source": "liger-kernel-bench",
             "benchmark": benchmark,
-            "externalId": external_id,
+            "externalId": identity.external_id_prefix(kernel, mode, provider, identity.gpu_slug(gpu), case_key, memory)
+            + kebab(timestamp),
             "metrics": metrics,
         }
         spec["observedAt"] = timestamp.replace(" ", "T") + ".000Z"
-        title = f"{kernel} · {provider} · {mode}"
         run = _manifest(
             "BenchmarkRun",
             {
                 "name": kebab(f"liger-{benchmark}-{provider}-{gpu}-{case_key}-{timestamp}"),
-                "title": title if metric is None else f"{title} · peak memory",
+                "title": identity.run_title(kernel, provider, mode, memory),
                 "labels": {"liger_version": version} if version is not None else {},
             },
             spec,
         )
         self._add(run)
         return run
+
+
+def _operation(kernel: str, slug: str, axes: dict[str, int]) -> dict[str, Any]:
+    """The kernel's OperationSpec: one input x and one output y of the axes' shape."""
+    return _manifest(
+        "OperationSpec",
+        {"name": slug, "title": kernel.replace("_", " ").title()},
+        {
+            "family": kernel.split("_")[0],
+            "axes": {a: {"role": "variable", "type": "integer"} for a in axes},
+            "inputs": [{"name": "x", "tensor": {"shape": list(axes), "dtype": "float"}}],
+            "outputs": [{"name": "y", "tensor": {"shape": list(axes), "dtype": "float"}}],
+            "semantics": {"mutation": "none", "determinism": "unspecified"},
+        },
+    )
+
+
+def _workload(
+    kernel: str,
+    slug: str,
+    operation: str,
+    axes: dict[str, int],
+    dtype: str,
+    case_key: str,
+    model: str | None,
+    tensors: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """The WorkloadCase of the axes and dtype (labelled with its model, for a model_config row)."""
+    case_metadata: dict[str, Any] = {
+        "name": identity.case_name(slug, case_key),
+        "title": f"{kernel} · " + ", ".join(f"{a}={v}" for a, v in axes.items()) + f" · {dtype}",
+    }
+    if model is not None:
+        case_metadata["labels"] = {identity.category_label("model_config"): model}
+    return _manifest(
+        "WorkloadCase",
+        case_metadata,
+        {
+            "operationSpecDigest": operation,
+            "axes": axes,
+            "tensors": tensors or {"x": {"shape": list(axes.values()), "dtype": dtype}},
+            "correctness": {"comparator": "not_asserted"},
+        },
+    )
+
+
+def _implementation(kernel: str, provider: str, operation: str) -> dict[str, Any]:
+    """The provider's ImplementationRevision (a baseline provider labelled as one; Liger's pip-installed)."""
+    facts = provider_table().get(provider)
+    labels = {"role": "baseline"} if facts is not None and facts.baseline else {}
+    implementation_spec: dict[str, Any] = {
+        "projectRevision": {},
+        "operation": {"specDigest": operation},
+        "callable": {"language": "python"},
+        "support": {"hardwareArchitectures": [], "dtypes": []},
+        "licensing": {"declared": "BSD-3-Clause"},
+    }
+    if provider.startswith("liger"):
+        implementation_spec["buildVariants"] = [{"name": "pip", "install": {"kind": "pip", "package": "liger-kernel"}}]
+    return _manifest(
+        "ImplementationRevision",
+        {
+            "name": identity.implementation_name(kernel, provider),
+            "title": f"{kernel} · {provider.title()}",
+            **({"labels": labels} if labels else {}),
+        },
+        implementation_spec,
+    )
+
+
+def _protocol(mode: str, memory: bool) -> dict[str, Any]:
+    """The BenchmarkProtocol of the mode: do_bench's CUDA-event timing, or peak memory."""
+    if memory:
+        measurement = {"primaryStatistic": "median"}
+    else:
+        measurement = {"timer": "cuda_events", "primaryStatistic": "median"}
+    return _manifest(
+        "BenchmarkProtocol",
+        {"name": identity.protocol_name(mode, memory)},
+        {
+            "harness": {"name": "Liger-Kernel benchmark scripts"},
+            "measurement": measurement,
+            "comparability": {"family": "liger_kernel_bench", "notes": f"Measured: {mode}"},
+        },
+    )
+
+
+def _environment(gpu: str, labels: dict[str, str] | None) -> dict[str, Any]:
+    """The GPU's ExecutionEnvironment (its hardware facts where _GPUS knows them)."""
+    metadata: dict[str, Any] = {"name": identity.environment_name(gpu)}
+    if labels:
+        metadata["labels"] = dict(labels)
+    return _manifest(
+        "ExecutionEnvironment",
+        metadata,
+        {"hardware": _GPUS.get(gpu, {"vendor": "nvidia", "product": gpu}), "software": {}},
+    )
