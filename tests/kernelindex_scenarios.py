@@ -98,7 +98,7 @@ def _b64(hex_digest: str) -> str:
 
 
 def _sentinel(host: str, median_ms: float) -> list[dict[str, Any]]:
-    from kernelindex_pipeline.sweep.sentinel import PLAN
+    from kernelindex_pipeline.liger.sentinel import PLAN
 
     entries = []
     for position, stamp in (("start", "2026-12-01T10:00:00.000Z"), ("end", "2026-12-01T11:00:00.000Z")):

@@ -19,9 +19,10 @@ from standin_release import (
 )
 
 from kernelindex_pipeline.liger import import_csv
+from kernelindex_pipeline.liger.measured_rows import split_provider
 from kernelindex_pipeline.liger.normalize import MeasuredContext
 from kernelindex_pipeline.records.schema import validate_manifest
-from kernelindex_pipeline.sweep.backends import backend_variants, split_provider
+from kernelindex_pipeline.sweep.backends import backend_variants
 from kernelindex_pipeline.sweep.outcomes import ConfigurationError
 from kernelindex_pipeline.sweep.protocol import SweepRequest
 from kernelindex_pipeline.sweep.run import run_sweep

@@ -332,8 +332,8 @@ def test_the_sentinel_brackets_the_sweep_and_is_published(sweep):
     from kernelindex_pipeline.liger import import_csv
     from kernelindex_pipeline.liger.normalize import MeasuredContext
     from kernelindex_pipeline.liger.sample_statistics import latency_statistics
+    from kernelindex_pipeline.liger.sentinel import PLAN
     from kernelindex_pipeline.records.schema import validate_manifest
-    from kernelindex_pipeline.sweep.sentinel import PLAN
 
     result = sweep["result"]
     names = [o["name"] for o in PLAN["operations"]]

@@ -2,8 +2,8 @@
 
 from kernelindex_pipeline.liger.catalogue import default_catalogue
 from kernelindex_pipeline.liger.normalize import MeasuredContext
-from kernelindex_pipeline.liger.sentinel import sentinel_manifests
-from kernelindex_pipeline.sweep.sentinel import PLAN, collect_sentinel, summary_lines
+from kernelindex_pipeline.liger.sentinel import PLAN, sentinel_manifests
+from kernelindex_pipeline.sweep.sentinel import collect_sentinel, summary_lines
 
 
 def test_a_failed_sentinel_is_reported_not_published(tmp_path):

@@ -195,14 +195,13 @@ def _known_names(kernel: str) -> tuple[set[str], set[str]] | None:
     """(axes every rule binds, input tensor names) of a catalogue kernel or sentinel operation; None
     for a kernel neither knows."""
     from kernelindex_pipeline.liger import sentinel
-    from kernelindex_pipeline.sweep.sentinel import PLAN
 
     catalogue = default_catalogue("full")
     if kernel in catalogue.kernels:
         k = catalogue.kernels[kernel]
         axes = [{name for name, _ in rule.axes} for rule in k.rules]
         return set.intersection(*axes) if axes else set(), {t.name for t in k.inputs}
-    for planned in PLAN["operations"]:
+    for planned in sentinel.PLAN["operations"]:
         if sentinel.kernel_name(planned["name"]) == kernel:
             spec = sentinel.workload_case(planned, "sha256:" + "0" * 64)["spec"]
             return set(spec["axes"]), set(spec["tensors"])

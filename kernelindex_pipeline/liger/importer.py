@@ -13,6 +13,7 @@ from kernelindex_pipeline.liger.catalogue import DEFAULT_PROFILE, Catalogue, def
 from kernelindex_pipeline.liger.csv import Chunk, CsvReader
 from kernelindex_pipeline.liger.normalize import MeasuredContext, Normalizer, RunRecord, schema_validator
 from kernelindex_pipeline.liger.release import SourceSnapshot, snapshot_of_bytes, snapshot_of_file
+from kernelindex_pipeline.liger.sentinel import sentinel_manifests
 from kernelindex_pipeline.records.canonical import digest_of
 
 # Below this size one process is faster than starting workers (about 20 000 rows).
@@ -134,8 +135,6 @@ def import_chunks(
     normalizer.finish()
     result = _result_of(normalizer, snapshot)
     if measured is not None and measured.sentinel:
-        from kernelindex_pipeline.liger.sentinel import sentinel_manifests  # (imports sweep/: lazily)
-
         manifests, problems = sentinel_manifests(measured, normalizer.catalogue)
         check = schema_validator() if validate else None
         for manifest in manifests:

@@ -55,6 +55,7 @@ from kernelindex_pipeline.liger.builders import (
     workload_case,
 )
 from kernelindex_pipeline.liger.catalogue import Catalogue, Kernel, Provider
+from kernelindex_pipeline.liger.measured_rows import TP_KERNEL, split_provider
 from kernelindex_pipeline.liger.report import ImportReport, SkipReason
 from kernelindex_pipeline.liger.runs import (
     LATENCY,
@@ -420,8 +421,6 @@ class Normalizer:
         if provider is not None:
             return provider, None, None
         if self.measured is not None:
-            from kernelindex_pipeline.sweep.backends import split_provider
-
             stem, backend = split_provider(key.provider)
             if backend is not None and stem in cat.providers and not cat.providers[stem].baseline:
                 return cat.providers[stem], None, backend
@@ -515,8 +514,6 @@ class Normalizer:
     ) -> str:
         """The run's protocol: Liger's do_bench pass (history), or for measured runs with samples the
         sweep's (do_bench warmup/rep, rounds), or the TP script's own (sweep/tp.py)."""
-        from kernelindex_pipeline.sweep.tp import TP_KERNEL  # the CSV kernel name sweep/tp.py writes
-
         phrases = self.catalogue.mode_phrases
         if self.measured is not None and kernel.kernel == TP_KERNEL:
             return self._shared(self._protocol, ("tp", False), primary, tp_protocol)

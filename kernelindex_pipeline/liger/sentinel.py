@@ -1,4 +1,4 @@
-"""The sweep sentinel's records: each reference operation (sweep/sentinel.py PLAN) is an OperationSpec
+"""The sweep sentinel's plan and records: each reference operation of PLAN (timed by sweep/sentinel.py) is an OperationSpec
 of its own with one WorkloadCase and a PyTorch ImplementationRevision, timed under its own
 BenchmarkProtocol on the sweep's own ExecutionEnvironment (the same digest as the Liger runs of that
 sweep), one BenchmarkRun per position (start, end) with the full sample statistics.
@@ -20,13 +20,29 @@ from kernelindex_pipeline.records.canonical import API_VERSION, digest_of
 from kernelindex_pipeline.records.jsnumber import ms_to_ns
 from kernelindex_pipeline.records.names import kebab
 from kernelindex_pipeline.records.units import duration_ns
-from kernelindex_pipeline.sweep.sentinel import PLAN, operation
 
 SOURCE = "kernelindex-sentinel"
 PROVIDER = "torch"
 PROJECT = "pytorch"  # the SoftwareProject of PROVIDER in the provider catalogue
 TITLES = {"matmul": "bf16 matrix product", "copy": "device memory copy"}
 DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}
+# What the sweep times at its start and end (sweep/sentinel.py runs it; sentinel_program.py gets it as
+# JSON). The one place the operations, their sizes and the do_bench arguments are written.
+PLAN: dict[str, Any] = {
+    "warmup": 25,
+    "rep": 100,
+    "quantiles": [0.5, 0.2, 0.8],
+    "operations": [
+        # 2 * 4096^3 = 137 GFLOP per product: ~0.2 ms on an H100/H200, well past launch overhead.
+        {"name": "matmul_bf16", "kind": "matmul", "dtype": "bfloat16", "m": 4096, "n": 4096, "k": 4096},
+        # 1 GiB read + 1 GiB written, far beyond any L2.
+        {"name": "copy_1gib", "kind": "copy", "dtype": "float32", "elements": 2**28},
+    ],
+}
+
+
+def operation(name: str) -> dict[str, Any]:
+    return next(o for o in PLAN["operations"] if o["name"] == name)
 
 
 def _manifest(kind: str, metadata: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:

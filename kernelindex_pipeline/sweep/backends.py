@@ -26,9 +26,10 @@ from __future__ import annotations
 
 import itertools
 import json
-import re
 from dataclasses import dataclass, field
 from typing import IO, Any
+
+from kernelindex_pipeline.liger.measured_rows import NAME
 
 from .outcomes import ConfigurationError
 from .samples import CASE_CELLS
@@ -39,8 +40,6 @@ DISPATCH_SPOOL_MAX_BYTES = 16 * 2**20  # read back at most this much (the hook w
 # The packages of Liger's optional implementations (setup.py extras cutedsl, cutile, lck): what the
 # scripts' environment has of them decides what auto-selection picks, so they are environment software.
 EXTRA_DISTRIBUTIONS = ("nvidia-cutlass-dsl", "apache-tvm-ffi", "cuda-tile", "liger-cute-kernels")
-_NAME = re.compile(r"^[a-z0-9]+(?:[-_][a-z0-9]+)*$")
-BACKEND_SEPARATOR = "@"  # provider cell of a row with a resolved backend: liger@nvidia-cutedsl
 
 
 def dispatch_environment(spool_fd: int) -> dict[str, str]:
@@ -133,7 +132,7 @@ def backend_variants(backends: dict[str, list[str]] | None) -> list[Variant]:
     axes = []
     for op, impls in sorted(backends.items()):
         names = [impls] if isinstance(impls, str) else list(impls or [])
-        bad = [n for n in [op, *names] if not isinstance(n, str) or not _NAME.match(n)]
+        bad = [n for n in [op, *names] if not isinstance(n, str) or not NAME.match(n)]
         if bad or not names:
             raise ConfigurationError(
                 f"backends[{op!r}] = {impls!r}: give an op name and implementation names of lowercase letters, digits, "
@@ -145,11 +144,3 @@ def backend_variants(backends: dict[str, list[str]] | None) -> list[Variant]:
         env = {f"LIGER_KERNEL_IMPL_{op.upper()}": impl for op, impl in combination}
         variants.append(Variant("-".join(f"{op}={impl}" for op, impl in combination), env))
     return variants
-
-
-def split_provider(cell: str) -> tuple[str, str | None]:
-    """`liger@nvidia-cutedsl` -> ("liger", "nvidia-cutedsl"); a plain provider -> (provider, None)."""
-    stem, separator, backend = cell.partition(BACKEND_SEPARATOR)
-    if not separator or not stem or not all(_NAME.match(part) for part in backend.split("+")):
-        return cell, None
-    return stem, backend

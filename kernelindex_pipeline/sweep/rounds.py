@@ -22,9 +22,9 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
+from kernelindex_pipeline.liger.measured_rows import provider_with_backend
 from kernelindex_pipeline.liger.sample_statistics import ROUNDS_INTERVAL_METHOD, rounds_statistics, row_key
 
-from .backends import BACKEND_SEPARATOR
 from .outcomes import ScriptOutcome
 from .samples import ArtifactDirectory, ArtifactError, json_artifact_bytes, read_artifact
 
@@ -71,7 +71,7 @@ def merge_rounds(runs: list[RoundRun], artifacts: ArtifactDirectory) -> MergedRo
             merged = dict(row)
             backend = run.backends.get(key)
             if backend:
-                merged["kernel_provider"] = f"{row['kernel_provider']}{BACKEND_SEPARATOR}{backend}"
+                merged["kernel_provider"] = provider_with_backend(row["kernel_provider"], backend)
             groups.setdefault(key_text(merged), []).append((run, merged, key))
     result = MergedRounds([], {}, {}, {})
     for final_key, members in groups.items():

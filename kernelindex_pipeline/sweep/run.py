@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from ..liger.sentinel import PLAN as SENTINEL_PLAN
 from . import contain, sentinel, tp
 from .artifact_store import ArtifactStore, publish_evidence
 from .backends import Dispatches, Variant, backend_variants, dispatch_environment, read_dispatches
@@ -350,7 +351,7 @@ def run_sentinel(
             {**env, **hook_environment(spool.fileno())},
             log_path,
             sentinel.TIMEOUT_S,
-            [json.dumps(sentinel.PLAN), str(out.resolve())],
+            [json.dumps(SENTINEL_PLAN), str(out.resolve())],
             control_dir(workdir),
             pass_fds=(spool.fileno(),),
         )

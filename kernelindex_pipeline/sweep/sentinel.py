@@ -4,9 +4,9 @@ A bf16 matrix product of fixed size and a fixed-size device memory copy, timed w
 harness (`triton.testing.do_bench` with Liger's quantiles, in the scripts' interpreter, with the sample
 hook). They tell how fast this host was during the sweep ("this H200 ran 12 % slow tonight") and let the
 regression detector tell a slow host from a slow kernel. liger/sentinel.py makes them BenchmarkRuns of
-their own OperationSpecs.
-
-PLAN is the one place the operations, their sizes and the do_bench arguments are written.
+their own OperationSpecs; its PLAN, the one place the operations, their sizes and the do_bench
+arguments are written, is what this module runs (the records describe what was run, so the plan lives
+with them, and the sweep imports it: liger/ imports nothing from sweep/).
 """
 
 from __future__ import annotations
@@ -17,22 +17,13 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from kernelindex_pipeline.liger.sentinel import PLAN
+
 from .samples import Call
 
 PROGRAM = Path(__file__).resolve().parent / "sentinel_program.py"
 POSITIONS = ("start", "end")
 TIMEOUT_S = 300.0
-PLAN: dict[str, Any] = {
-    "warmup": 25,
-    "rep": 100,
-    "quantiles": [0.5, 0.2, 0.8],
-    "operations": [
-        # 2 * 4096^3 = 137 GFLOP per product: ~0.2 ms on an H100/H200, well past launch overhead.
-        {"name": "matmul_bf16", "kind": "matmul", "dtype": "bfloat16", "m": 4096, "n": 4096, "k": 4096},
-        # 1 GiB read + 1 GiB written, far beyond any L2.
-        {"name": "copy_1gib", "kind": "copy", "dtype": "float32", "elements": 2**28},
-    ],
-}
 
 
 def result_path(logs_dir: Path, position: str) -> Path:
@@ -72,10 +63,6 @@ def collect_sentinel(
             )
         measurements.append(entry)
     return measurements
-
-
-def operation(name: str) -> dict[str, Any]:
-    return next(o for o in PLAN["operations"] if o["name"] == name)
 
 
 def summary_lines(measurements: list[dict[str, Any]]) -> list[str]:

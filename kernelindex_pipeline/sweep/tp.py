@@ -26,10 +26,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kernelindex_pipeline.liger.measured_rows import TP_KERNEL
+
 from .outcomes import ScriptOutcome, ScriptStatus
 
 TP_MARKER = "FSLCE_TP_FORWARD_BENCHMARK"
-TP_KERNEL = "fused_scaled_linear_cross_entropy_tp"
 TP_PROVIDERS = ("native", "verl-fallback")
 FLCE_CHUNK_VARIABLE = "LIGER_FLCE_BENCH_CHUNK_MEM_CONSTS"
 FLCE_CHUNK_PROVIDER = "liger-chunk-c"  # the script's provider names: liger-chunk-c<N>
