@@ -365,39 +365,17 @@ def raw_sample_counts(imported) -> dict:
     }
 
 
-def run_check(args: argparse.Namespace) -> int:
-    sys.path.insert(0, str(REPO))
+def sweep_releases(
+    args: argparse.Namespace, versions: list[str], gpu: str, base_python: str, evidence: Path, started: float
+):
+    """Sweep, import and publish every release into one temporary catalogue, within the shared budget.
+
+    Returns (swept, lines, notes, manifests, counts_by_kind), or None when a sweep could not run (said on stderr)."""
     from kernelindex_pipeline.catalogue.store import CatalogueStore
-    from kernelindex_pipeline.imports.coverage import CoverageTable
-    from kernelindex_pipeline.records.names import kebab
-    from kernelindex_pipeline.reporting.html import build_report
-    from kernelindex_pipeline.reporting.regressions import detect_regressions
     from kernelindex_pipeline.sweep.backends import backend_variants
-    from kernelindex_pipeline.sweep.host import probe_host
     from kernelindex_pipeline.sweep.outcomes import SweepError
 
-    started = time.monotonic()
-    versions = versions_of(args)
-    base_python = os.environ.get(BASE_PYTHON, sys.executable)
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    evidence = Path(args.evidence or REPO / "evidence" / f"gpu-check-{stamp}")
     work_root = Path(tempfile.mkdtemp(prefix="kernelindex-gpu-check-"))
-    extra_env = {}
-    if args.extra_pythonpath:  # tests: stand-in torch on a CPU host
-        extra_env["PYTHONPATH"] = os.pathsep.join(args.extra_pythonpath)
-
-    # Which GPU is this? The partition follows the host (kebab of the CUDA name), unless --gpu says otherwise.
-    probe_env = {**os.environ, **extra_env}
-    probe_env.pop("PYTHONHOME", None)
-    first = probe_host(base_python, probe_env)
-    if not first.cuda_available:
-        print(
-            f"gpu_check: no CUDA device on this host ({first.summary()}); run it on an NVIDIA GPU host", file=sys.stderr
-        )
-        return 2
-    gpu = args.gpu or kebab(first.device_name)
-    log(f"host: {first.summary()}; partition {gpu} x liger {', '.join(versions)}; budget {args.budget:.0f} s")
-
     store = CatalogueStore.open(f"sqlite:///{work_root / 'catalogue.sqlite'}")
     swept, lines, notes = [], [], set()
     kernels = len(args.kernels.split(","))
@@ -414,7 +392,7 @@ def run_check(args: argparse.Namespace) -> int:
                 result, imported, note = sweep_one(args, version, gpu, base_python, work_root, timeout_s)
             except SweepError as error:
                 print(f"gpu_check: the sweep of liger {version} could not run: {error}", file=sys.stderr)
-                return 2
+                return None
             if note:
                 notes.add(note)
             published = store.publish(
@@ -434,10 +412,48 @@ def run_check(args: argparse.Namespace) -> int:
                 {"version": version, "result": result, "imported": imported, "published": published, "present": present}
             )
             lines += version_lines
-        manifests = list(store.manifests())
-        counts_by_kind = store.counts_by_kind()
+        return swept, lines, notes, list(store.manifests()), store.counts_by_kind()
     finally:
         store.close()
+
+
+def version_summary(s: dict) -> dict:
+    """summary.json's entry of one swept release."""
+    return {
+        "rows": s["result"].rows,
+        "runs": len(s["imported"].runs()),
+        "records": len(s["imported"].manifests),
+        "records_by_kind": s["imported"].report.to_dict()["records"],
+        "published": s["published"].to_dict(),
+        "import_report": s["imported"].report.to_dict(),
+        "outcomes": [{k: v for k, v in o.to_dict().items() if k != "raw_samples"} for o in s["result"].outcomes],
+        "coverage": s["result"].coverage,
+        "sentinel": [{k: v for k, v in m.items() if k not in ("artifact", "log")} for m in s["result"].sentinel],
+        "raw_samples": raw_sample_counts(s["imported"]),
+        "timings": s["result"].timings,
+        "environment": {
+            k: s["result"].environment.get(k) for k in ("reused", "seconds", "offline", "installed", "path")
+        },
+    }
+
+
+def regression_counts(regressions) -> dict:
+    judged = len(regressions.trends)
+    return {
+        "series": judged + len(regressions.insufficient),
+        "judged": judged,
+        "slowdowns": len(regressions.slowdowns),
+        "speedups": len(regressions.speedups),
+        "insufficient": len(regressions.insufficient),
+        "host_effects": len(regressions.host_effects),
+    }
+
+
+def judge_and_report(manifests: list, swept: list[dict], gpu: str, versions: list[str], evidence: Path):
+    """The regression detector over every release (regressions.json/.md) and the report; (regressions, report)."""
+    from kernelindex_pipeline.imports.coverage import CoverageTable
+    from kernelindex_pipeline.reporting.html import build_report
+    from kernelindex_pipeline.reporting.regressions import detect_regressions
 
     regressions = detect_regressions(manifests)
     (evidence / "regressions.json").write_text(json.dumps(regressions.to_dict(), indent=1, default=str, sort_keys=True))
@@ -448,57 +464,62 @@ def run_check(args: argparse.Namespace) -> int:
         title=f"GPU check: {gpu}, liger {' vs '.join(versions)}",
         coverage=CoverageTable.of(s["imported"].report for s in swept).cells,
     )
-    judged = len(regressions.trends)
-    accounted = judged + len(regressions.insufficient)
+    return regressions, report
+
+
+def run_check(args: argparse.Namespace) -> int:
+    sys.path.insert(0, str(REPO))
+    from kernelindex_pipeline.records.names import kebab
+    from kernelindex_pipeline.sweep.host import probe_host
+
+    started = time.monotonic()
+    versions = versions_of(args)
+    base_python = os.environ.get(BASE_PYTHON, sys.executable)
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    evidence = Path(args.evidence or REPO / "evidence" / f"gpu-check-{stamp}")
+    extra_env = {}
+    if args.extra_pythonpath:  # tests: stand-in torch on a CPU host
+        extra_env["PYTHONPATH"] = os.pathsep.join(args.extra_pythonpath)
+
+    # Which GPU is this? The partition follows the host (kebab of the CUDA name), unless --gpu says otherwise.
+    probe_env = {**os.environ, **extra_env}
+    probe_env.pop("PYTHONHOME", None)
+    first = probe_host(base_python, probe_env)
+    if not first.cuda_available:
+        print(
+            f"gpu_check: no CUDA device on this host ({first.summary()}); run it on an NVIDIA GPU host", file=sys.stderr
+        )
+        return 2
+    gpu = args.gpu or kebab(first.device_name)
+    log(f"host: {first.summary()}; partition {gpu} x liger {', '.join(versions)}; budget {args.budget:.0f} s")
+
+    releases = sweep_releases(args, versions, gpu, base_python, evidence, started)
+    if releases is None:
+        return 2
+    swept, lines, notes, manifests, counts_by_kind = releases
+    regressions, report = judge_and_report(manifests, swept, gpu, versions, evidence)
+    counted = regression_counts(regressions)
 
     all_ok = all(not s["result"].failed for s in swept)
     published_all = all(s["present"] == set(s["imported"].manifests) and s["imported"].runs() for s in swept)
     # every series is judged or reported as insufficient (two releases are two runs per series: a change
     # needs two runs on each side, so a two-release check accounts for the series without judging them)
-    compared = len(versions) < 2 or accounted > 0
+    compared = len(versions) < 2 or counted["series"] > 0
     passed = all_ok and published_all and compared
+    first_result = swept[0]["result"]
     summary = {
         "passed": passed,
         "gpu": gpu,
         "liger_versions": versions,
-        "versions": {
-            s["version"]: {
-                "rows": s["result"].rows,
-                "runs": len(s["imported"].runs()),
-                "records": len(s["imported"].manifests),
-                "records_by_kind": s["imported"].report.to_dict()["records"],
-                "published": s["published"].to_dict(),
-                "import_report": s["imported"].report.to_dict(),
-                "outcomes": [
-                    {k: v for k, v in o.to_dict().items() if k != "raw_samples"} for o in s["result"].outcomes
-                ],
-                "coverage": s["result"].coverage,
-                "sentinel": [
-                    {k: v for k, v in m.items() if k not in ("artifact", "log")} for m in s["result"].sentinel
-                ],
-                "raw_samples": raw_sample_counts(s["imported"]),
-                "timings": s["result"].timings,
-                "environment": {
-                    k: s["result"].environment.get(k) for k in ("reused", "seconds", "offline", "installed", "path")
-                },
-            }
-            for s in swept
-        },
-        "software": swept[0]["result"].software,
-        "settings": swept[0]["result"].settings,
+        "versions": {s["version"]: version_summary(s) for s in swept},
+        "software": first_result.software,
+        "settings": first_result.settings,
         "device": {
-            k: swept[0]["result"].host.get(k)
+            k: first_result.host.get(k)
             for k in ("device_name", "compute_capability", "memory_bytes", "sm_count", "driver", "cuda_runtime")
         },
         "catalogue_counts_by_kind": counts_by_kind,
-        "regressions": {
-            "series": accounted,
-            "judged": judged,
-            "slowdowns": len(regressions.slowdowns),
-            "speedups": len(regressions.speedups),
-            "insufficient": len(regressions.insufficient),
-            "host_effects": len(regressions.host_effects),
-        },
+        "regressions": counted,
         "report": {"path": str(report.path), **report.counts},
         "check_seconds": round(time.monotonic() - started, 1),
         "catalogue_notes": sorted(notes),
@@ -506,8 +527,8 @@ def run_check(args: argparse.Namespace) -> int:
     header = [
         f"GPU check {'PASSED' if passed else 'FAILED'}: {gpu} x liger {', '.join(versions)}",
         f"catalogue (temporary SQLite): {json.dumps(counts_by_kind, sort_keys=True)}",
-        f"regressions ({' vs '.join(versions)}): {accounted} series, {judged} judged, "
-        f"{len(regressions.slowdowns)} slowdowns, {len(regressions.speedups)} speed-ups, {len(regressions.insufficient)} insufficient",
+        f"regressions ({' vs '.join(versions)}): {counted['series']} series, {counted['judged']} judged, "
+        f"{counted['slowdowns']} slowdowns, {counted['speedups']} speed-ups, {counted['insufficient']} insufficient",
         f"report: {report.path} ({report.counts['charts']} charts)",
         f"check took {summary['check_seconds']} s; evidence in {evidence}",
         *(f"note: {note}" for note in sorted(notes)),

@@ -1,6 +1,6 @@
-"""The sweep sentinel's plan and records: each reference operation of PLAN (timed by sweep/sentinel.py) is an OperationSpec
-of its own with one WorkloadCase and a PyTorch ImplementationRevision, timed under its own
-BenchmarkProtocol on the sweep's own ExecutionEnvironment (the same digest as the Liger runs of that
+"""The sweep sentinel's plan and records: each reference operation of PLAN (timed by sweep/sentinel.py)
+is an OperationSpec of its own with one WorkloadCase and a PyTorch ImplementationRevision, timed under
+its own BenchmarkProtocol on the sweep's own ExecutionEnvironment (the same digest as the Liger runs of that
 sweep), one BenchmarkRun per position (start, end) with the full sample statistics.
 
 The runs follow the project's run identity layout so that series and the regression detector read them

@@ -3,7 +3,7 @@
 Run by the scripts' own interpreter with the sample hook active (the runner starts it before the first
 and after the last benchmark script), so the reference operations go through the same harness, on the
 same GPU and software, as Liger's kernels. Which operations, with which sizes and do_bench arguments,
-comes as JSON in argv[1] (sweep/sentinel.py holds those facts); the results go to argv[2].
+comes as JSON in argv[1] (liger/sentinel.py PLAN holds those facts); the results go to argv[2].
 
     python sentinel_program.py '<plan json>' result.json
 """
