@@ -237,28 +237,8 @@ def build_run(item: RunItem, validate: Callable[[dict[str, Any]], None], with_li
             "status": "passed",
             "timing": {"primaryStatistic": "median", "latencyNs": {"median": median}},
         }
-    spec["sourceNative"] = {
-        "source": RUN_SOURCE,
-        "benchmark": t.benchmark,
-        "externalId": external_id,
-        "metrics": metrics,
-    }
-    spec["observedAt"] = observed_at
-    if t.evidence_logs is not None:
-        spec["evidence"] = {"logs": t.evidence_logs}
-    spec_text = (
-        t.head
-        + measurements
-        + _OBSERVED
-        + observed_at
-        + t.source
-        + ts_slug
-        + _METRICS
-        + metrics_text
-        + _TIMING
-        + str(median)
-        + t.tail
-    )
+    _add_source_facts(spec, t, external_id, metrics, observed_at)
+    spec_text = _spec_text(t, measurements, observed_at, ts_slug, metrics_text, _TIMING + str(median))
     return _finish_run(
         t, spec, spec_text, ts_name, external_id, version, version_json, validate, with_line, raw_samples=t.raw_samples
     )
@@ -287,6 +267,16 @@ def _build_memory_run(item: RunItem, validate: Callable[[dict[str, Any]], None],
         metrics_text = '{"mb_50":' + _number_text(mb50) + "}"
         metrics = {"mb_50": mb50}
     spec: dict[str, Any] = {**t.digests, "status": "passed", "measurements": measurements}
+    _add_source_facts(spec, t, external_id, metrics, observed_at)
+    spec_text = _spec_text(t, measurements_text + "}]", observed_at, ts_slug, metrics_text)
+    return _finish_run(t, spec, spec_text, ts_name, external_id, version, version_json, validate, with_line)
+
+
+def _add_source_facts(
+    spec: dict[str, Any], t: RunTemplate, external_id: str, metrics: dict[str, Any], observed_at: str
+) -> None:
+    """What every run's spec says of its source row, speed or peak memory alike: sourceNative (the
+    benchmark, externalId and the row's own numbers), observedAt and the evidence logs."""
     spec["sourceNative"] = {
         "source": RUN_SOURCE,
         "benchmark": t.benchmark,
@@ -296,19 +286,16 @@ def _build_memory_run(item: RunItem, validate: Callable[[dict[str, Any]], None],
     spec["observedAt"] = observed_at
     if t.evidence_logs is not None:
         spec["evidence"] = {"logs": t.evidence_logs}
-    spec_text = (
-        t.head
-        + measurements_text
-        + "}]"
-        + _OBSERVED
-        + observed_at
-        + t.source
-        + ts_slug
-        + _METRICS
-        + metrics_text
-        + t.tail
+
+
+def _spec_text(
+    t: RunTemplate, measurements: str, observed_at: str, ts_slug: str, metrics_text: str, timing: str = ""
+) -> str:
+    """The run's canonical spec text from its template's pre-cut parts (the layout RunTemplate describes;
+    `timing`: a latency run's timing key and median, nothing for a peak-memory run)."""
+    return (
+        t.head + measurements + _OBSERVED + observed_at + t.source + ts_slug + _METRICS + metrics_text + timing + t.tail
     )
-    return _finish_run(t, spec, spec_text, ts_name, external_id, version, version_json, validate, with_line)
 
 
 def _finish_run(
