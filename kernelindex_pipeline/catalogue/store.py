@@ -373,8 +373,18 @@ class CatalogueStore:
         snapshot_doc: dict | None,
         report_doc: dict | None,
     ) -> PublishResult:
-        snapshot_digest = self._keep_snapshot(conn, snapshot_doc)
-        report_digest = self._keep_report(conn, report_doc)
+        snapshot_digest = report_digest = None
+        if snapshot_doc is not None:
+            snapshot_digest = self._keep_document(
+                conn,
+                source_snapshots,
+                "snapshot",
+                snapshot_doc,
+                locator=_text_or_none(snapshot_doc.get("locator")),
+                sha256=_text_or_none(snapshot_doc.get("sha256")),
+            )
+        if report_doc is not None:
+            report_digest = self._keep_document(conn, import_reports, "report", report_doc)
         publication_id = conn.execute(
             publications.insert()
             .values(
@@ -403,34 +413,13 @@ class CatalogueStore:
         self._finish_publication(conn, result)
         return result
 
-    def _keep_snapshot(self, conn: Connection, snapshot_doc: dict | None) -> str | None:
-        """Store the source snapshot (once per digest); its digest, or None without one."""
-        if snapshot_doc is None:
-            return None
-        snapshot_json = canonical_json(snapshot_doc)
-        snapshot_digest = _sha256_digest(snapshot_json)
-        self._insert_absent(
-            conn,
-            source_snapshots,
-            [
-                {
-                    "digest": snapshot_digest,
-                    "locator": _text_or_none(snapshot_doc.get("locator")),
-                    "sha256": _text_or_none(snapshot_doc.get("sha256")),
-                    "snapshot": snapshot_json,
-                }
-            ],
-        )
-        return snapshot_digest
-
-    def _keep_report(self, conn: Connection, report_doc: dict | None) -> str | None:
-        """Store the import report (once per digest); its digest, or None without one."""
-        if report_doc is None:
-            return None
-        report_json = canonical_json(report_doc)
-        report_digest = _sha256_digest(report_json)
-        self._insert_absent(conn, import_reports, [{"digest": report_digest, "report": report_json}])
-        return report_digest
+    def _keep_document(self, conn: Connection, table: Table, column: str, doc: dict, **columns: Any) -> str:
+        """Store a document (a source snapshot, an import report) as canonical JSON under its digest,
+        once per digest (`columns`: the table's other columns); returns the digest."""
+        text = canonical_json(doc)
+        digest = _sha256_digest(text)
+        self._insert_absent(conn, table, [{"digest": digest, **columns, column: text}])
+        return digest
 
     def _insert_records(self, conn: Connection, accepted: list[_Row], publication_id: int) -> None:
         """Insert the new records, first published by this publication, and the run identities of its runs."""
