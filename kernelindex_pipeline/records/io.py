@@ -88,6 +88,20 @@ def _json_loads(text: str) -> Any:
     return json.loads(text, object_pairs_hook=_object_without_duplicates, parse_int=_bounded_int)
 
 
+def _json_document(text: str, location: str) -> Any:
+    """One JSON document, its nesting, integers and keys bounded: ManifestFileError naming `location`
+    for what is too deep, an integer too long or a duplicate key; json.JSONDecodeError, whose message
+    depends on what the caller reads (a whole file or one line), is the caller's to word."""
+    try:
+        return _json_loads(text)
+    except RecursionError:
+        raise ManifestFileError(_too_deep(location)) from None
+    except _IntegerTooLong as error:
+        raise ManifestFileError(_too_long(location, error)) from None
+    except _DuplicateKey as error:
+        raise ManifestFileError(f"{location}: duplicate key {error.key!r} in a JSON object") from None
+
+
 def load_manifests(path: str | os.PathLike[str]) -> list[tuple[str, dict[str, Any]]]:
     """Every manifest in a JSON, JSON Lines or YAML file, as (location, manifest) pairs in file order."""
     label = str(path)
@@ -98,11 +112,7 @@ def load_manifests(path: str | os.PathLike[str]) -> list[tuple[str, dict[str, An
     if suffix in JSON_LINES_SUFFIXES:
         return list(_from_json_lines(text, label))
     try:
-        document = _json_loads(text)
-    except RecursionError:
-        raise ManifestFileError(_too_deep(label)) from None
-    except _IntegerTooLong as error:
-        raise ManifestFileError(_too_long(label, error)) from None
+        document = _json_document(text, label)
     except json.JSONDecodeError as error:
         if error.msg == "Extra data" and _first_line_is_json(text):
             return list(_from_json_lines(text, label))  # JSON Lines under another name
@@ -111,8 +121,6 @@ def load_manifests(path: str | os.PathLike[str]) -> list[tuple[str, dict[str, An
                 f"{label}: line {error.lineno}, column {error.colno}: invalid JSON: {error.msg}"
             ) from None
         return list(_from_yaml(text, label))  # neither .json nor JSON-looking: YAML is the last guess
-    except _DuplicateKey as error:
-        raise ManifestFileError(f"{label}: duplicate key {error.key!r} in a JSON object") from None
     _check_tree(document, label, aliases_possible=False)
     return list(_from_document(document, label, array_items=True))
 
@@ -255,15 +263,9 @@ def _from_json_lines(text: str, label: str) -> Iterator[tuple[str, dict[str, Any
             continue  # blank lines (a trailing one especially) carry nothing
         location = f"{label}:{number}"
         try:
-            document = _json_loads(line)
-        except RecursionError:
-            raise ManifestFileError(_too_deep(location)) from None
-        except _IntegerTooLong as error:
-            raise ManifestFileError(_too_long(location, error)) from None
+            document = _json_document(line, location)
         except json.JSONDecodeError as error:
             raise ManifestFileError(f"{location}: column {error.colno}: invalid JSON: {error.msg}") from None
-        except _DuplicateKey as error:
-            raise ManifestFileError(f"{location}: duplicate key {error.key!r} in a JSON object") from None
         _check_tree(document, location, aliases_possible=False)
         yield from _from_document(document, location, array_items=False)
 
