@@ -71,20 +71,18 @@ class _ExpressionParser:
         return self.tokens[self.i][1] if self.i < len(self.tokens) and self.tokens[self.i][0] == "op" else None
 
     def _expr(self) -> Expr:
-        left = self._term()
-        while self._peek() in ("+", "-"):
-            op = self.tokens[self.i][1]
-            self.i += 1
-            right = self._term()
-            left = _binary(op, left, right)
-        return left
+        return self._left_associative(("+", "-"), self._term)
 
     def _term(self) -> Expr:
-        left = self._factor()
-        while self._peek() in ("*", "//", "%"):
+        return self._left_associative(("*", "//", "%"), self._factor)
+
+    def _left_associative(self, ops: tuple[str, ...], operand: Callable[[], Expr]) -> Expr:
+        """operand (op operand)* for one precedence level, folded from the left."""
+        left = operand()
+        while self._peek() in ops:
             op = self.tokens[self.i][1]
             self.i += 1
-            right = self._factor()
+            right = operand()
             left = _binary(op, left, right)
         return left
 
