@@ -32,6 +32,15 @@ _GPUS = {
 }
 
 
+# The run a test or demo gets unless it says otherwise (speed and peak-memory runs alike).
+SAMPLE_KERNEL = "rms_norm"
+SAMPLE_PROVIDER = "liger"
+SAMPLE_GPU = "NVIDIA H100 80GB HBM3"
+SAMPLE_DTYPE = "bf16"
+SAMPLE_VERSION = "0.8.0"
+SAMPLE_TIMESTAMP = "2025-08-05 00:08:54"
+
+
 def _manifest(kind: str, metadata: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
     return {"apiVersion": API_VERSION, "kind": kind, "metadata": metadata, "spec": spec}
 
@@ -51,18 +60,18 @@ class SampleCatalogue:
     def run(
         self,
         *,
-        kernel: str = "rms_norm",
+        kernel: str = SAMPLE_KERNEL,
         mode: str = "forward",
-        provider: str = "liger",
-        gpu: str = "NVIDIA H100 80GB HBM3",
+        provider: str = SAMPLE_PROVIDER,
+        gpu: str = SAMPLE_GPU,
         axes: dict[str, int] | None = None,
-        dtype: str = "bf16",
-        version: str | None = "0.8.0",
+        dtype: str = SAMPLE_DTYPE,
+        version: str | None = SAMPLE_VERSION,
         median_ns: int = 1_000_000,
         p20_ns: int | None = None,
         p80_ns: int | None = None,
         band: float | None = 0.02,
-        timestamp: str = "2025-08-05 00:08:54",
+        timestamp: str = SAMPLE_TIMESTAMP,
         model: str | None = None,
         tensors: dict[str, Any] | None = None,
         environment_labels: dict[str, str] | None = None,
@@ -102,15 +111,15 @@ class SampleCatalogue:
     def memory_run(
         self,
         *,
-        kernel: str = "rms_norm",
+        kernel: str = SAMPLE_KERNEL,
         mode: str = "full",
-        provider: str = "liger",
-        gpu: str = "NVIDIA H100 80GB HBM3",
+        provider: str = SAMPLE_PROVIDER,
+        gpu: str = SAMPLE_GPU,
         axes: dict[str, int] | None = None,
-        dtype: str = "bf16",
-        version: str | None = "0.8.0",
+        dtype: str = SAMPLE_DTYPE,
+        version: str | None = SAMPLE_VERSION,
         mib: float = 100.0,
-        timestamp: str = "2025-08-05 00:08:54",
+        timestamp: str = SAMPLE_TIMESTAMP,
         model: str | None = None,
     ) -> dict[str, Any]:
         """Add one peak-memory run as the memory-run contract shapes it: passed, no timing,
