@@ -29,10 +29,13 @@ def _import(dagster_instance, chain_resources):
 
 
 def _publication(result) -> dict:
-    """The publication's metadata of a run over every partition (one materialization per partition, the run's)."""
+    """A run's publication over every partition: each partition's insertions added up, and the catalogue's
+    fingerprint after the run (one materialization per partition, each with its own counts)."""
     events = result.asset_materializations_for_node("history__catalogue_publication")
     assert events
-    return {key: value.value for key, value in events[0].metadata.items()}
+    metadata = [{key: value.value for key, value in event.metadata.items()} for event in events]
+    (fingerprint,) = {each["catalogue_fingerprint"] for each in metadata}
+    return {"inserted": sum(each["inserted"] for each in metadata), "catalogue_fingerprint": fingerprint}
 
 
 def _requested(dagster_instance, chain_resources, cursor):

@@ -4,12 +4,14 @@ the blocking checks before publication, and partitions registered in version ord
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from dagster import AssetKey, DagsterInstance, materialize
 from dagster_support import HISTORY_PARTITIONS, LocalReleases, build_history_sdist
 
 from kernelindex_pipeline.catalogue.store import CatalogueStore
-from kernelindex_pipeline.defs.chain import IO_MANAGER_KEY, ChainValuesIOManager
+from kernelindex_pipeline.defs.chain_values import IO_MANAGER_KEY, ChainValuesIOManager
 from kernelindex_pipeline.defs.import_plan import RANGE_END_TAG, RANGE_START_TAG
 from kernelindex_pipeline.defs.partitions import benchmark_partition_key, register_partitions, registered_keys
 from kernelindex_pipeline.defs.resources import BenchmarkRunnerResource, CatalogueResource
@@ -68,7 +70,7 @@ def test_the_releases_resource_picks_the_reference_profile(instance, resources):
     result = _materialize(instance, resources, "nvidia-h100-80gb-hbm3", "0.5.0")
     assert result.success
     (records,) = result.output_for_node("history__kernelindex_records")["nvidia-h100-80gb-hbm3|0.5.0"]
-    report = records.report.to_dict()
+    report = records.report
     # KernelIndex's own importer: the memory row is skipped as a memory row
     assert (report["profile"], report["runs"], report["skipped"]["memoryRows"]) == ("reference", 6, 1)
 
@@ -77,7 +79,7 @@ def test_one_partition_publishes_its_rows(instance, resources, sqlite_url):
     result = _materialize(instance, resources, "nvidia-h100-80gb-hbm3", "0.5.0")
     assert result.success
     (records,) = result.output_for_node("history__kernelindex_records")["nvidia-h100-80gb-hbm3|0.5.0"]
-    report = records.report.to_dict()
+    report = records.report
     # Full profile (the default): 6 speed rows of rms_norm and its memory row become runs; the uncurated
     # kernel is skipped by reason.
     assert (report["profile"], report["rowsRead"], report["runs"], report["memoryRuns"]) == ("full", 8, 7, 1)
@@ -105,7 +107,7 @@ def test_every_partition_in_one_run(instance, resources, sqlite_url):
     outputs = result.output_for_node("history__kernelindex_records")
     assert set(outputs) == {benchmark_partition_key(*pair) for pair in HISTORY_PARTITIONS}
     # 18 speed rows and 3 memory rows (full profile, the default) become runs.
-    assert sum(r.report.runs for results in outputs.values() for r in results) == 21
+    assert sum(r.report["runs"] for results in outputs.values() for r in results) == 21
     counts = _catalogue(sqlite_url)
     assert counts["BenchmarkRun"] == 21
     # Two GPUs share one OperationSpec and the two protocols (speed and peak memory); each GPU has its own environment.
@@ -159,3 +161,61 @@ def test_partitions_are_registered_once_in_version_order():
         assert register_partitions(instance, "ci", [("a", "0.5.4"), ("a", "0.6.0")]) == ["a|0.6.0"]
         assert registered_keys(instance, "ci") == ["a|0.5.4", "b|0.5.4", "b|0.5.10", "a|0.6.0"]
         assert registered_keys(instance, "history") == []  # each source has its own partitions
+
+
+def _latest_metadata(instance, asset_key, partition) -> dict:
+    """The metadata of `partition`'s latest materialization of `asset_key`, as the instance stored it."""
+    from dagster import AssetRecordsFilter
+
+    (record,) = instance.fetch_materializations(
+        AssetRecordsFilter(asset_key=asset_key, asset_partitions=[partition]), limit=1
+    ).records
+    return {key: value.value for key, value in record.asset_materialization.metadata.items()}
+
+
+def test_each_partition_of_a_run_carries_its_own_figures(instance, resources, sqlite_url):
+    """Issue 21: one run over every partition stores, per partition, that partition's counts, not the run's."""
+    result = _materialize_all(instance, resources)
+    assert result.success
+    keys = registered_keys(instance, "history")
+    records_key = AssetKey(["history", "kernelindex_records"])
+    published = {key: _latest_metadata(instance, PUBLICATION, key) for key in keys}
+    built = {key: _latest_metadata(instance, records_key, key) for key in keys}
+    outputs = result.output_for_node("history__kernelindex_records")
+    for key in keys:
+        (part,) = outputs[key]
+        assert built[key]["runs"] == part.report["runs"] and built[key]["rows_read"] == part.report["rowsRead"]
+        assert published[key]["runs"] == part.report["runs"]
+        assert published[key]["content_digests"] == {
+            key: liger_partition.parts_digest(result.output_for_node("history__benchmark_csv")[key])
+        }
+    # the partitions' own insertions add up to the catalogue (nothing was there before), and differ
+    assert sum(meta["inserted"] for meta in published.values()) == sum(_catalogue(sqlite_url).values())
+    assert sorted(meta["inserted"] for meta in published.values()) == [7, 8, 18]  # not 33 on each
+    # the catalogue's state after the run is the same fact for every partition
+    assert len({meta["catalogue_fingerprint"] for meta in published.values()}) == 1
+
+
+def test_stage_values_are_data_files(instance, resources, tmp_path):
+    """What the steps hand each other is CSV, JSON and JSON Lines (no pickle), read back by the next step."""
+    result = _materialize(instance, resources, "nvidia-h100-80gb-hbm3", "0.5.0")
+    assert result.success
+    stored = tmp_path / "values" / "history"
+    files = sorted(path.relative_to(stored).as_posix() for path in stored.rglob("*") if path.is_file())
+    partition = "nvidia-h100-80gb-hbm3%7C0.5.0"
+    assert files == [
+        f"benchmark_csv/{partition}/part-000.csv",
+        f"benchmark_csv/{partition}/part-000.json",
+        f"benchmark_rows/{partition}/parse.json",
+        f"kernelindex_records/{partition}/part-000.records.jsonl",
+        f"kernelindex_records/{partition}/part-000.report.json",
+    ]
+    (part,) = result.output_for_node("history__benchmark_csv")["nvidia-h100-80gb-hbm3|0.5.0"]
+    assert (stored / "benchmark_csv" / partition / "part-000.csv").read_bytes() == part.csv_bytes
+    lines = (stored / "kernelindex_records" / partition / "part-000.records.jsonl").read_text().splitlines()
+    assert all(json.loads(line)["apiVersion"] == "kernelindex.dev/v1alpha1" for line in lines)
+    report = json.loads((stored / "kernelindex_records" / partition / "part-000.report.json").read_text())
+    assert report["runs"] == 7 and report["conserved"]
+    # a re-execution of the later steps reads those files (not objects of this process)
+    again = _materialize(instance, resources, "nvidia-h100-80gb-hbm3", "0.5.0", selection=CHAIN[1:])
+    assert again.success and _publication(again)["inserted"] == 0

@@ -7,7 +7,7 @@ from dagster_support import LocalReleases, build_history_sdist
 from sqlalchemy.engine import make_url
 from test_dagster_history import CHAIN
 
-from kernelindex_pipeline.defs.chain import IO_MANAGER_KEY, ChainValuesIOManager
+from kernelindex_pipeline.defs.chain_values import IO_MANAGER_KEY, ChainValuesIOManager
 from kernelindex_pipeline.defs.partitions import benchmark_partition_key, register_partitions
 from kernelindex_pipeline.defs.resources import BenchmarkRunnerResource, CatalogueResource
 

@@ -11,7 +11,7 @@ from dagster_support import LocalReleases, build_history_sdist
 from standin_release import build_fake_torch, build_site
 
 from kernelindex_pipeline.catalogue.store import CatalogueStore
-from kernelindex_pipeline.defs.chain import IO_MANAGER_KEY, ChainValuesIOManager
+from kernelindex_pipeline.defs.chain_values import IO_MANAGER_KEY, ChainValuesIOManager
 from kernelindex_pipeline.defs.partitions import benchmark_partition_key, register_partitions
 from kernelindex_pipeline.defs.resources import BenchmarkRunnerResource, CatalogueResource
 from kernelindex_pipeline.defs.sources import HISTORY, SWEEP

@@ -9,17 +9,15 @@ so a failed sweep never colours the history chain. Only the first asset differs 
 `read` function gives each partition its parts (one PartitionCsv per input file; a CI partition may
 gather several files). History and CI backfill many partitions in one run (BackfillPolicy.single_run);
 sweeps run one partition per run. Values travel between the steps as {partition key: value} through
-ChainValuesIOManager, which stores one file per partition, so a run of many partitions still leaves
-each partition's value on its own.
+defs/chain_values.py, which keeps each partition's value as data files of its own. Every
+materialization's metadata holds its own partition's figures (`context.add_asset_metadata` per
+partition), never the run's totals.
 """
 
 import json
-import pickle
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
-from urllib.parse import quote
 
 from dagster import (
     AssetCheckResult,
@@ -30,20 +28,17 @@ from dagster import (
     AssetSelection,
     BackfillPolicy,
     BetaWarning,
-    ConfigurableIOManager,
     DataVersion,
-    InputContext,
     MaterializeResult,
     MetadataValue,
     Output,
-    OutputContext,
     PreviewWarning,
     asset,
     define_asset_job,
     in_process_executor,
 )
-from pydantic import Field
 
+from kernelindex_pipeline.defs.chain_values import IO_MANAGER_KEY, PartRecords, parse_summary
 from kernelindex_pipeline.defs.checks import (
     check_result,
     conservation_problems,
@@ -53,53 +48,12 @@ from kernelindex_pipeline.defs.checks import (
     schema_problems,
 )
 from kernelindex_pipeline.defs.partitions import source_partitions
-from kernelindex_pipeline.home import dagster_home
 from kernelindex_pipeline.liger import partition as liger_partition
 from kernelindex_pipeline.liger.partition import PartitionCsv
 from kernelindex_pipeline.liger.report import skip_totals
 
-IO_MANAGER_KEY = "chain_values"
 STAGES = ("benchmark_csv", "benchmark_rows", "kernelindex_records", "catalogue_publication")
 PROGRESS_PREFIX = "partition done: "
-
-
-# ------------------------------------------------------------------------------------------ values
-
-
-class ChainValuesIOManager(ConfigurableIOManager):
-    """Stores a chain step's {partition key: value} one pickle file per partition and loads the
-    partitions a step asks for. Hand-written because Dagster's file IO managers refuse an output that
-    covers several partitions, which is what a single-run backfill produces."""
-
-    base_dir: str = Field(default="", description="Where values are kept; empty: DAGSTER_HOME/storage/chain-values.")
-
-    def _path(self, asset_key: AssetKey, partition: str) -> Path:
-        root = Path(self.base_dir) if self.base_dir else dagster_home() / "storage" / "chain-values"
-        return root.joinpath(*asset_key.path) / f"{quote(partition, safe='')}.pickle"
-
-    def handle_output(self, context: OutputContext, obj: dict) -> None:
-        wanted = set(context.asset_partition_keys)
-        if set(obj) != wanted:
-            raise ValueError(
-                f"{context.asset_key.to_user_string()}: values for {sorted(obj)}, expected {sorted(wanted)}"
-            )
-        for partition, value in obj.items():
-            path = self._path(context.asset_key, partition)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(".tmp")
-            tmp.write_bytes(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
-            tmp.replace(path)
-
-    def load_input(self, context: InputContext) -> dict:
-        values = {}
-        for partition in context.asset_partition_keys:
-            path = self._path(context.asset_key, partition)
-            if not path.is_file():
-                raise FileNotFoundError(
-                    f"{context.asset_key.to_user_string()} has no stored value for partition {partition}: materialize it first"
-                )
-            values[partition] = pickle.loads(path.read_bytes())  # our own files, written by handle_output
-        return values
 
 
 # -------------------------------------------------------------------------------------- progress
@@ -172,17 +126,26 @@ def _table(header: tuple[str, ...], rows: list[tuple]) -> MetadataValue:
     return MetadataValue.md("\n".join(lines))
 
 
-def _merged_report(results) -> dict:
-    """Totals of a partition's import reports (one per part): what the summary and the table show."""
+def _merged_report(reports: list[dict]) -> dict:
+    """Totals of a partition's import reports (report.json, one per part): what the summary and the table show."""
     merged = {"rowsRead": 0, "runs": 0, "issues": [], "skipped": {}}
-    for result in results:
-        report = result.report.to_dict()
+    for report in reports:
         merged["rowsRead"] += report["rowsRead"]
         merged["runs"] += report["runs"]
         merged["issues"] += report["issues"]
         for reason, count in skip_totals(report).items():
             merged["skipped"][reason] = merged["skipped"].get(reason, 0) + count
     return merged
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """What every asset of one chain shares."""
+
+    spec: ChainSpec
+    keys: dict[str, AssetKey]
+    common: dict  # partitions_def, group_name, backfill_policy
+    check_partitions: object  # the checks' partitions_def: None for a single-run chain
 
 
 def build_chain(spec: ChainSpec) -> Chain:
@@ -200,76 +163,96 @@ def _build_chain(spec: ChainSpec) -> Chain:
     partitions_def = source_partitions[source]
     keys = {stage: AssetKey([source, stage]) for stage in STAGES}
     policy = BackfillPolicy.single_run() if spec.single_run else None  # None: one run per partition
-    common = {"partitions_def": partitions_def, "group_name": source, "backfill_policy": policy}
-    # A single-run step covers many partitions, so its checks are evaluated once per step; a sweep step
-    # covers one partition and its checks belong to it.
-    check_partitions = None if spec.single_run else partitions_def
+    layout = _Layout(
+        spec,
+        keys,
+        {"partitions_def": partitions_def, "group_name": source, "backfill_policy": policy},
+        # A single-run step covers many partitions, so its checks are evaluated once per step; a sweep
+        # step covers one partition and its checks belong to it.
+        None if spec.single_run else partitions_def,
+    )
+    assets = [_csv_asset(layout), _rows_asset(layout), _records_asset(layout), _publication_asset(layout)]
+    job = define_asset_job(
+        spec.job_name,
+        selection=AssetSelection.assets(*keys.values()),
+        description=spec.job_description,
+        tags={"kernelindex/source": source},
+        executor_def=in_process_executor,
+    )
+    return Chain(spec, assets, job, keys)
+
+
+def _csv_asset(layout: _Layout):
+    spec, key = layout.spec, layout.keys["benchmark_csv"]
 
     @asset(
-        key=keys["benchmark_csv"],
+        key=key,
         description=spec.description,
         io_manager_key=IO_MANAGER_KEY,
         required_resource_keys=set(spec.resources),
         config_schema=spec.config_schema,
         check_specs=[
-            AssetCheckSpec(name, asset=keys["benchmark_csv"], partitions_def=check_partitions, description=description)
+            AssetCheckSpec(name, asset=key, partitions_def=layout.check_partitions, description=description)
             for name, description in spec.source_checks
         ],
-        **common,
+        **layout.common,
     )
     def benchmark_csv(context: AssetExecutionContext):
         partitions = list(context.partition_keys)
         read = spec.read(context, partitions)
-        rows = {key: sum(part.snapshot.get("rows", 0) for part in read.parts[key]) for key in partitions}
-        for key in partitions:
-            context.log.info(progress_message("benchmark_csv", key, {"parts": len(read.parts[key]), "rows": rows[key]}))
-        yield Output(
-            read.parts,
-            metadata={
-                "source": source,
-                "partitions": len(partitions),
-                "rows": sum(rows.values()),
-                "parts": _table(
-                    ("partition", "file", "rows", "sha256"),
-                    [
-                        (key, part.snapshot.get("locator"), part.snapshot.get("rows", 0), part.content_digest)
-                        for key in partitions
-                        for part in read.parts[key]
-                    ]
-                    or [("(none)", "", 0, "")],
-                ),
-                **read.metadata,
-            },
-        )
+        for partition in partitions:
+            parts = read.parts[partition]
+            rows = sum(part.snapshot.get("rows", 0) for part in parts)
+            context.log.info(progress_message("benchmark_csv", partition, {"parts": len(parts), "rows": rows}))
+            table = [
+                (part.snapshot.get("locator"), part.snapshot.get("rows", 0), part.content_digest) for part in parts
+            ]
+            context.add_asset_metadata(
+                {"rows": rows, "parts": _table(("file", "rows", "sha256"), table or [("(none)", 0, "")])},
+                partition_key=partition,
+            )
+        yield Output(read.parts, metadata={"source": spec.source, **read.metadata})
         yield from read.checks
 
+    return benchmark_csv
+
+
+def _rows_asset(layout: _Layout):
     @asset(
-        key=keys["benchmark_rows"],
+        key=layout.keys["benchmark_rows"],
         description=(
             "Each part's CSV parsed into upstream rows (all 15 columns as strings), with parse issues (row number "
-            "and problem) and header drift warnings; nothing is dropped silently."
+            "and problem) and header drift warnings; nothing is dropped silently. Kept: what the parse found."
         ),
         io_manager_key=IO_MANAGER_KEY,
-        ins={"benchmark_csv": AssetIn(keys["benchmark_csv"])},
-        **common,
+        ins={"benchmark_csv": AssetIn(layout.keys["benchmark_csv"])},
+        **layout.common,
     )
     def benchmark_rows(context: AssetExecutionContext, benchmark_csv: dict):
-        parsed = {
-            key: [liger_partition.parse_partition_csv(part) for part in benchmark_csv[key]]
-            for key in context.partition_keys
-        }
-        for key, items in parsed.items():
-            context.log.info(progress_message("benchmark_rows", key, {"rows": sum(p.rows_read for p in items)}))
-        yield Output(
-            parsed,
-            metadata={
-                "rows_read": sum(p.rows_read for items in parsed.values() for p in items),
-                "parse_issues": sum(len(p.issues) for items in parsed.values() for p in items),
-                "drift_warnings": MetadataValue.json(
-                    sorted({w for items in parsed.values() for p in items for w in p.drift_warnings})
-                ),
-            },
-        )
+        summaries = {}
+        for partition in context.partition_keys:
+            summaries[partition] = [
+                parse_summary(liger_partition.parse_partition_csv(part)) for part in benchmark_csv[partition]
+            ]
+            rows = sum(summary["rowsRead"] for summary in summaries[partition])
+            context.log.info(progress_message("benchmark_rows", partition, {"rows": rows}))
+            context.add_asset_metadata(
+                {
+                    "rows_read": rows,
+                    "parse_issues": sum(len(summary["issues"]) for summary in summaries[partition]),
+                    "drift_warnings": MetadataValue.json(
+                        sorted({w for summary in summaries[partition] for w in summary["driftWarnings"]})
+                    ),
+                },
+                partition_key=partition,
+            )
+        return summaries
+
+    return benchmark_rows
+
+
+def _records_asset(layout: _Layout):
+    keys = layout.keys
 
     @asset(
         key=keys["kernelindex_records"],
@@ -280,68 +263,77 @@ def _build_chain(spec: ChainSpec) -> Chain:
         io_manager_key=IO_MANAGER_KEY,
         ins={"benchmark_csv": AssetIn(keys["benchmark_csv"]), "benchmark_rows": AssetIn(keys["benchmark_rows"])},
         required_resource_keys={"catalogue", "releases"},
-        check_specs=record_check_specs(keys["kernelindex_records"], check_partitions),
-        **common,
+        check_specs=record_check_specs(keys["kernelindex_records"], layout.check_partitions),
+        **layout.common,
     )
     def kernelindex_records(context: AssetExecutionContext, benchmark_csv: dict, benchmark_rows: dict):
-        results, table = {}, []
         profile = context.resources.releases.profile  # the Liger catalogue profile the records are built with
-        for key in context.partition_keys:
-            parts = benchmark_csv[key]
-            results[key] = [
-                liger_partition.build_records(parsed, part, profile=profile)
-                for parsed, part in zip(benchmark_rows[key], parts, strict=True)
+        results = {}
+        for partition in context.partition_keys:
+            # The rows step kept what its parse found; the records are built from the part's CSV parsed again.
+            results[partition] = [
+                liger_partition.build_records(liger_partition.parse_partition_csv(part), part, profile=profile)
+                for part in benchmark_csv[partition]
             ]
-            report = _merged_report(results[key])
+            report = _merged_report([result.report.to_dict() for result in results[partition]])
             context.log.info(
-                progress_message("kernelindex_records", key, {"rows": report["rowsRead"], "runs": report["runs"]})
+                progress_message("kernelindex_records", partition, {"rows": report["rowsRead"], "runs": report["runs"]})
             )
-            table.append(
-                (
-                    key,
-                    report["rowsRead"],
-                    report["runs"],
-                    len(report["issues"]),
-                    no_runs_reason(report) if not report["runs"] else "",
-                )
-            )
-        totals = _merged_report([r for items in results.values() for r in items])
+            context.add_asset_metadata(_records_metadata(report), partition_key=partition)
         yield Output(
-            results,
-            metadata={
-                "profile": profile,
-                "rows_read": totals["rowsRead"],
-                "runs": totals["runs"],
-                "issues": len(totals["issues"]),
-                "skipped_by_reason": MetadataValue.json(totals["skipped"]),
-                "partitions": _table(
-                    ("partition", "rows", "runs", "issues", "why no runs"), table or [("(none)", 0, 0, 0, "")]
-                ),
+            {
+                partition: [PartRecords(result.manifests, result.report.to_dict()) for result in items]
+                for partition, items in results.items()
             },
+            metadata={"profile": profile},
         )
-        problems = {
-            name: {}
-            for name in ("records_schema_valid", "record_digests_recompute", "run_references_resolve", "rows_conserved")
-        }
-        checked = {name: 0 for name in problems}
-        with context.resources.catalogue.open() as store:
-            for key, items in results.items():
-                for result in items:
-                    report = result.report.to_dict()
-                    for name, found, count in (
-                        ("records_schema_valid", schema_problems(result.manifests), len(result.manifests)),
-                        ("record_digests_recompute", digest_problems(result.manifests), len(result.manifests)),
-                        (
-                            "run_references_resolve",
-                            reference_problems(result.manifests, store.present_digests),
-                            report["runs"],
-                        ),
-                        ("rows_conserved", conservation_problems(report), report["rowsRead"]),
-                    ):
-                        problems[name].setdefault(key, []).extend(found)
-                        checked[name] += count
-        for name, found in problems.items():
-            yield check_result(keys["kernelindex_records"], name, found, checked[name])
+        yield from _record_checks(context, keys["kernelindex_records"], results)
+
+    return kernelindex_records
+
+
+def _records_metadata(report: dict) -> dict:
+    """One partition's kernelindex_records metadata, from its merged report."""
+    metadata = {
+        "rows_read": report["rowsRead"],
+        "runs": report["runs"],
+        "issues": len(report["issues"]),
+        "skipped_by_reason": MetadataValue.json(report["skipped"]),
+    }
+    if not report["runs"]:
+        metadata["why_no_runs"] = no_runs_reason(report)
+    return metadata
+
+
+def _record_checks(context: AssetExecutionContext, records_key: AssetKey, results: dict):
+    """The four blocking checks over every partition's built records, one evaluation each for the step."""
+    problems = {
+        name: {}
+        for name in ("records_schema_valid", "record_digests_recompute", "run_references_resolve", "rows_conserved")
+    }
+    checked = {name: 0 for name in problems}
+    with context.resources.catalogue.open() as store:
+        for partition, items in results.items():
+            for result in items:
+                report = result.report.to_dict()
+                for name, found, count in (
+                    ("records_schema_valid", schema_problems(result.manifests), len(result.manifests)),
+                    ("record_digests_recompute", digest_problems(result.manifests), len(result.manifests)),
+                    (
+                        "run_references_resolve",
+                        reference_problems(result.manifests, store.present_digests),
+                        report["runs"],
+                    ),
+                    ("rows_conserved", conservation_problems(report), report["rowsRead"]),
+                ):
+                    problems[name].setdefault(partition, []).extend(found)
+                    checked[name] += count
+    for name, found in problems.items():
+        yield check_result(records_key, name, found, checked[name])
+
+
+def _publication_asset(layout: _Layout):
+    source, keys = layout.spec.source, layout.keys
 
     @asset(
         key=keys["catalogue_publication"],
@@ -354,69 +346,70 @@ def _build_chain(spec: ChainSpec) -> Chain:
             "kernelindex_records": AssetIn(keys["kernelindex_records"]),
         },
         required_resource_keys={"catalogue"},
-        **common,
+        **layout.common,
     )
     def catalogue_publication(
         context: AssetExecutionContext, benchmark_csv: dict, kernelindex_records: dict
     ) -> MaterializeResult:
         catalogue = context.resources.catalogue
-        table, new, present, conflicts = [], 0, 0, 0
         with catalogue.open() as store:
-            for key in context.partition_keys:
-                parts = benchmark_csv[key]
-                part_new = part_present = 0
-                for part, result in zip(parts, kernelindex_records[key], strict=True):
-                    published = store.publish(
-                        result.manifests,
-                        partition=f"{source}:{key}",
-                        source=part.snapshot,
-                        report=result.report.to_dict(),
-                    )
-                    part_new += published.new
-                    part_present += published.already_present
-                    conflicts += len(published.conflicts)
-                report = _merged_report(kernelindex_records[key])
-                info = {
-                    "rows": report["rowsRead"],
-                    "runs": report["runs"],
-                    "new": part_new,
-                    "already_present": part_present,
-                    "parts": len(parts),
-                    "skipped": report["skipped"],
-                    "issues": len(report["issues"]),
-                }
-                if not report["runs"]:
-                    info["why_no_runs"] = no_runs_reason(report)
-                context.log.info(progress_message("catalogue_publication", key, info))
-                table.append((key, len(parts), report["runs"], part_new, part_present))
-                new, present = new + part_new, present + part_present
+            for partition in context.partition_keys:
+                parts = benchmark_csv[partition]
+                info = _publish_partition(store, f"{source}:{partition}", parts, kernelindex_records[partition])
+                context.log.info(progress_message("catalogue_publication", partition, info))
+                context.add_asset_metadata(
+                    {
+                        "summary": (
+                            f"{info['new']} new, {info['already_present']} already present: {info['runs']} runs "
+                            f"from {info['rows']} rows in {info['parts']} parts"
+                        ),
+                        "inserted": info["new"],
+                        "already_present": info["already_present"],
+                        "conflicts": info["conflicts"],
+                        "parts": info["parts"],
+                        "runs": info["runs"],
+                        # read back by import_plan.published_digest: what this partition's publication published
+                        "content_digests": MetadataValue.json({partition: liger_partition.parts_digest(parts)}),
+                    },
+                    partition_key=partition,
+                )
             total = store.counts_by_kind()
             fingerprint = store.content_fingerprint()
         return MaterializeResult(
             # the catalogue's content fingerprint: the catalogue-wide assets refresh when it changes, not
             # whenever a chain ran (a backfill that published nothing leaves it as it was)
             data_version=DataVersion(fingerprint),
-            metadata={
-                "inserted": new,
-                "already_present": present,
-                "conflicts": conflicts,
-                "content_digests": MetadataValue.json(
-                    {key: liger_partition.parts_digest(parts) for key, parts in benchmark_csv.items()}
-                ),
-                "partitions": _table(
-                    ("partition", "parts", "runs", "new", "already present"), table or [("(none)", 0, 0, 0, 0)]
-                ),
+            metadata={  # the catalogue's state after this run: the same for every partition it published
                 "catalogue": catalogue.safe_url,
                 "catalogue_size": sum(total.values()),
                 "catalogue_fingerprint": fingerprint,
             },
         )
 
-    job = define_asset_job(
-        spec.job_name,
-        selection=AssetSelection.assets(*keys.values()),
-        description=spec.job_description,
-        tags={"kernelindex/source": source},
-        executor_def=in_process_executor,
-    )
-    return Chain(spec, [benchmark_csv, benchmark_rows, kernelindex_records, catalogue_publication], job, keys)
+    return catalogue_publication
+
+
+def _publish_partition(store, publication: str, parts: list[PartitionCsv], records: list[PartRecords]) -> dict:
+    """Publish one partition's parts (one transaction each); its progress info (read by parse_progress)."""
+    new = present = conflicts = 0
+    for part, part_records in zip(parts, records, strict=True):
+        published = store.publish(
+            part_records.manifests, partition=publication, source=part.snapshot, report=part_records.report
+        )
+        new += published.new
+        present += published.already_present
+        conflicts += len(published.conflicts)
+    report = _merged_report([part_records.report for part_records in records])
+    info = {
+        "rows": report["rowsRead"],
+        "runs": report["runs"],
+        "new": new,
+        "already_present": present,
+        "conflicts": conflicts,
+        "parts": len(parts),
+        "skipped": report["skipped"],
+        "issues": len(report["issues"]),
+    }
+    if not report["runs"]:
+        info["why_no_runs"] = no_runs_reason(report)
+    return info

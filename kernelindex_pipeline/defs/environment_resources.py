@@ -8,7 +8,7 @@ import os
 
 from dagster import EnvVar
 
-from kernelindex_pipeline.defs.chain import IO_MANAGER_KEY, ChainValuesIOManager
+from kernelindex_pipeline.defs.chain_values import IO_MANAGER_KEY, ChainValuesIOManager
 from kernelindex_pipeline.defs.resources import (
     LIGER_GIT_ENV,
     BenchmarkRunnerResource,

@@ -1,4 +1,5 @@
-"""Writing an import as `records.jsonl` + `report.json`, without holding a million runs in memory.
+"""Writing an import as `records.jsonl` + `report.json`, without holding a million runs in memory, and
+reading them back (`read_records_jsonl`, `read_json`).
 
 records.jsonl: one RFC 8785 canonical manifest per line, sorted by kind (records.schema.KINDS order),
 then name, then digest. Shared objects are few and kept in memory; BenchmarkRuns (always the last
@@ -17,7 +18,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
-from kernelindex_pipeline.records.canonical import canonical_bytes
+from kernelindex_pipeline.records.canonical import canonical_bytes, digest_of
 from kernelindex_pipeline.records.schema import KINDS
 
 _KIND_RANK = {kind: i for i, kind in enumerate(KINDS)}
@@ -99,3 +100,19 @@ def write_json(path: Path, value: Any) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(value, indent=2, ensure_ascii=False) + "\n", "utf-8")
     tmp.replace(path)
+
+
+def read_records_jsonl(path: Path) -> dict[str, dict[str, Any]]:
+    """digest -> manifest of a records.jsonl that `write_records_jsonl` wrote (our own file: every line a
+    canonical manifest; the digest is recomputed, never trusted from elsewhere)."""
+    manifests: dict[str, dict[str, Any]] = {}
+    with open(path, "rb") as f:
+        for line in f:
+            manifest = json.loads(line)
+            manifests.setdefault(digest_of(manifest), manifest)
+    return manifests
+
+
+def read_json(path: Path) -> Any:
+    """The value `write_json` wrote."""
+    return json.loads(Path(path).read_text("utf-8"))
