@@ -353,9 +353,7 @@ class CsvReader:
                         cols = [frame.iloc[:, i].tolist() for i in range(frame.shape[1])]
                         if "" in cols[last]:  # maybe a short row padded by pandas: re-read exactly
                             break
-                        chunk = Chunk(done + 1, tuple(cols[i] for i in index))
-                        if not self.valid_utf8:
-                            _mark_undecodable(chunk)
+                        chunk = self._marked(Chunk(done + 1, tuple(cols[i] for i in index)))
                         yield chunk
                         done += len(chunk)
                     else:
@@ -388,17 +386,17 @@ class CsvReader:
                 for col, i in zip(cols, index, strict=False):
                     col.append(record[i])
             if len(cols[0]) >= self.chunk_rows:
-                chunk = Chunk(start, tuple(cols), bad)
-                if not self.valid_utf8:
-                    _mark_undecodable(chunk)
-                yield chunk
+                yield self._marked(Chunk(start, tuple(cols), bad))
                 start += len(cols[0])
                 cols, bad = [[] for _ in UPSTREAM_COLUMNS], {}
         if cols[0]:
-            chunk = Chunk(start, tuple(cols), bad)
-            if not self.valid_utf8:
-                _mark_undecodable(chunk)
-            yield chunk
+            yield self._marked(Chunk(start, tuple(cols), bad))
+
+    def _marked(self, chunk: Chunk) -> Chunk:
+        """The chunk with its rows that are not valid UTF-8 made issues (only a file that is not can have them)."""
+        if not self.valid_utf8:
+            _mark_undecodable(chunk)
+        return chunk
 
 
 def _exact_records(source: CsvSource, bounded: bool = False) -> Iterator[list[str]]:
