@@ -10,9 +10,9 @@ Two measurements:
    table, the counts). The report draws charts on top of its data stages, so the share printed is an upper
    bound of efficiency's share of a whole report. Also timed, apart: derive_efficiency, the per-run
    derivation the export's sidecar and the efficiency_table asset use (not part of the report).
-2. `--records FILE...`: the whole report (build_report, charts included) of real records files, with and
-   without efficiency (derive_series_efficiency replaced by one that finds nothing: no figures, no
-   charts), in both orders.
+2. `--records FILE...`: the whole site (build_site; its charts are drawn in the browser) of real records
+   files, with and without efficiency (the site's derive_efficiency replaced by one that finds nothing: no
+   figures, no table), in both orders.
 
     .venv/bin/python bench/efficiency.py                          # 1M runs
     .venv/bin/python bench/efficiency.py --series 400 --sweeps 25   # quick
@@ -207,15 +207,14 @@ def bench_runs(series: int, sweeps: int) -> None:
 
 def bench_records(paths: list[Path]) -> None:
     from kernelindex_pipeline.records.io import load_manifests
-    from kernelindex_pipeline.reporting import build_report
-    from kernelindex_pipeline.reporting import html as html_module
+    from kernelindex_pipeline.reporting import site as site_module
 
     manifests = {digest_of(m): m for path in paths for _, m in load_manifests(path)}
     runs = sum(1 for m in manifests.values() if m["kind"] == "BenchmarkRun")
     print(f"{len(paths)} files, {runs:,} runs")
-    real = efficiency_module.derive_series_efficiency
+    real = site_module.derive_efficiency
 
-    def nothing(index, series, **kwargs):  # the same report without efficiency: no figure, no chart, no table row
+    def nothing(index, **kwargs):  # the same site without efficiency: no figure, no table row
         return efficiency_module.EfficiencyReport({}, efficiency_module.DEFAULT_LOW_THRESHOLD)
 
     times: dict[str, float] = {}
@@ -223,19 +222,19 @@ def bench_records(paths: list[Path]) -> None:
         for order, (label, derive) in enumerate(
             (("without", nothing), ("with", real), ("with", real), ("without", nothing))
         ):
-            html_module.derive_series_efficiency = derive
+            site_module.derive_efficiency = derive
             folder = Path(out) / f"{order}-{label}"
             _timed(
-                f"report {label} efficiency ({order + 1})",
-                lambda folder=folder: build_report(list(manifests.values()), folder),
+                f"site {label} efficiency ({order + 1})",
+                lambda folder=folder: site_module.build_site(list(manifests.values()), folder),
                 times,
             )
-    html_module.derive_series_efficiency = real
+    site_module.derive_efficiency = real
     without = sum(v for k, v in times.items() if " without " in k)
     with_ = sum(v for k, v in times.items() if " with " in k)
     print(
-        f"efficiency adds {with_ - without:.1f} s CPU = {(with_ - without) / without:.1%} to the whole report "
-        "(its charts included; two reports each way, alternating)"
+        f"efficiency adds {with_ - without:.1f} s CPU = {(with_ - without) / without:.1%} to the whole site "
+        "(two builds each way, alternating)"
     )
 
 

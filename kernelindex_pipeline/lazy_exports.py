@@ -2,8 +2,8 @@
 
 A package lists `{name: submodule}`; a name is imported from its submodule on first use and then kept
 in the package's namespace, so importing a light submodule (`liger.catalogue`, `records.units`,
-`reporting.changepoints`) never loads what the package re-exports from heavy ones (pandas, the pydantic
-schema, matplotlib).
+`reporting.changepoints`) never loads what the package re-exports from heavy ones (pandas, numpy, the
+pydantic schema).
 """
 
 from __future__ import annotations

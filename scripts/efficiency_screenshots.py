@@ -1,11 +1,13 @@
-"""The README's efficiency screenshots, taken in Chromium from a report of the eleven real CI files.
+"""The README's site screenshots, taken in Chromium from the site of the eleven real CI files.
 
-    .venv/bin/kernelindex-pipeline report --records ci/*/records.jsonl --out ci-report
-    .venv/bin/python scripts/efficiency_screenshots.py ci-report docs
+    .venv/bin/kernelindex-pipeline site --records ci/*/records.jsonl --out ci-site
+    .venv/bin/python scripts/efficiency_screenshots.py ci-site docs
 
-writes docs/efficiency-chart.png (RMSNorm on H100), docs/efficiency-table.png (the ranking) and
-docs/efficiency-regression.png (a change on the regressions page with its efficiency line). Uses the
-same Chromium as the browser tests (tests/ui_support.py: $KERNELINDEX_CHROMIUM, default /usr/bin/chromium).
+writes docs/efficiency-chart.png (RMSNorm on H100), docs/efficiency-table.png (the ranking),
+docs/efficiency-regression.png (a change on the regressions page with its efficiency line), and
+docs/memory-report.png (fused linear cross-entropy on H100: latency, peak memory, Liger's saving). A chart is
+drawn when it scrolls into view: each is scrolled to and awaited. Uses the same Chromium as the browser tests
+(tests/ui_support.py: $KERNELINDEX_CHROMIUM, default /usr/bin/chromium).
 """
 
 from __future__ import annotations
@@ -17,10 +19,11 @@ from pathlib import Path
 from playwright.sync_api import sync_playwright
 
 CHROMIUM = os.environ.get("KERNELINDEX_CHROMIUM", "/usr/bin/chromium")
+H100 = "nvidia-h100-80gb-hbm3"
 SHOTS = [  # (page, selector, file)
     (
-        "index.html",
-        '#kernel-rms-norm section.gpu[data-gpu*="H100"] figure[data-chart-kind="efficiency"]',
+        f"kernels/rms-norm.html#gpu={H100}",
+        'figure.chart[data-chart-kind="efficiency"]',
         "efficiency-chart.png",
     ),
     ("index.html", "#efficiency-section", "efficiency-table.png"),
@@ -29,6 +32,7 @@ SHOTS = [  # (page, selector, file)
         'figure.trend:has(span.efficiency-moved):has-text("fused_linear_cpo_loss forward · liger")',
         "efficiency-regression.png",
     ),
+    (f"kernels/fused-linear-cross-entropy.html#gpu={H100}&mode=full", "div.sweep", "memory-report.png"),
 ]
 
 
@@ -44,10 +48,15 @@ def main(argv: list[str]) -> int:
         try:
             page = browser.new_page(viewport={"width": 1300, "height": 1000})
             for name, selector, out in SHOTS:
-                page.goto((report / name).as_uri())
+                path, _, view = name.partition("#")
+                page.goto((report / path).as_uri() + (f"#{view}" if view else ""))
                 page.wait_for_load_state("load")
-                page.wait_for_function("Array.from(document.images).every(img => img.complete)")
                 element = page.locator(selector).first
+                element.scroll_into_view_if_needed()
+                charts = element.locator(".vega")
+                for i in range(charts.count()):  # every chart inside drawn (site.js marks it)
+                    charts.nth(i).scroll_into_view_if_needed()
+                    charts.nth(i).locator("xpath=self::*[@data-rendered='1']").wait_for(timeout=60_000)
                 element.scroll_into_view_if_needed()
                 element.screenshot(path=str(docs / out))
                 print(docs / out)

@@ -6,7 +6,7 @@ regression detector across the releases, build the report, print a summary and w
     <evidence>/summary.txt, summary.json          every release: rows, runs, outcomes, coverage, sentinel,
                                                   raw samples per run; the detector's counts
     <evidence>/regressions.json, regressions.md   the detector's output over the releases
-    <evidence>/report/                            the report's pages and charts for those kernels
+    <evidence>/report/                            the site (reporting/site.py) of those kernels
     <evidence>/<version>/                         the CSV, environment capture, sweep result, records,
                                                   logs.tar.gz and samples.tar.gz (raw-sample artifacts)
 
@@ -59,10 +59,9 @@ PIPELINE_REQUIREMENTS = {
     "sqlalchemy": "SQLAlchemy>=2.0",
     "pandas": "pandas>=2.2",
     "numpy": "numpy>=1.26",
-    "matplotlib": "matplotlib>=3.8",
 }
 # What a CUDA torch image already has: never downloaded for offline hosts.
-HOST_IMAGE_MODULES = ("pandas", "packaging", "yaml", "numpy", "matplotlib")
+HOST_IMAGE_MODULES = ("pandas", "packaging", "yaml", "numpy")
 BOOTSTRAPPED = "KERNELINDEX_GPU_CHECK_BOOTSTRAPPED"
 BASE_PYTHON = "KERNELINDEX_GPU_CHECK_BASE_PYTHON"
 
@@ -450,19 +449,20 @@ def regression_counts(regressions) -> dict:
 
 
 def judge_and_report(manifests: list, swept: list[dict], gpu: str, versions: list[str], evidence: Path):
-    """The regression detector over every release (regressions.json/.md) and the report; (regressions, report)."""
+    """The regression detector over every release (regressions.json/.md) and the site; (regressions, site)."""
     from kernelindex_pipeline.imports.coverage import CoverageTable
-    from kernelindex_pipeline.reporting.html import build_report
     from kernelindex_pipeline.reporting.regressions import detect_regressions
+    from kernelindex_pipeline.reporting.site import build_site
 
     regressions = detect_regressions(manifests)
     (evidence / "regressions.json").write_text(json.dumps(regressions.to_dict(), indent=1, default=str, sort_keys=True))
     (evidence / "regressions.md").write_text(regressions.markdown() + "\n")
-    report = build_report(
+    report = build_site(
         manifests,
         evidence / "report",
         title=f"GPU check: {gpu}, liger {' vs '.join(versions)}",
         coverage=CoverageTable.of(s["imported"].report for s in swept).cells,
+        regressions=regressions,
     )
     return regressions, report
 
@@ -529,7 +529,7 @@ def run_check(args: argparse.Namespace) -> int:
         f"catalogue (temporary SQLite): {json.dumps(counts_by_kind, sort_keys=True)}",
         f"regressions ({' vs '.join(versions)}): {counted['series']} series, {counted['judged']} judged, "
         f"{counted['slowdowns']} slowdowns, {counted['speedups']} speed-ups, {counted['insufficient']} insufficient",
-        f"report: {report.path} ({report.counts['charts']} charts)",
+        f"site: {report.path} ({report.counts['kernels']} kernel pages, {report.counts['series']} series)",
         f"check took {summary['check_seconds']} s; evidence in {evidence}",
         *(f"note: {note}" for note in sorted(notes)),
     ]

@@ -296,7 +296,7 @@ def test_a_sweep_hosts_reported_l2_becomes_its_environment_label():
 
 
 def test_the_reports_series_path_gives_the_same_figures_as_every_run():
-    """build_report derives efficiency from its series (no work per run); the facts of the runs it draws
+    """derive_series_efficiency derives efficiency from the series (no work per run); the facts of the runs they draw
     are the ones the per-run derivation (sidecar, export, asset) gives."""
     from kernelindex_pipeline.reporting.efficiency import derive_series_efficiency
     from kernelindex_pipeline.reporting.series import RecordIndex, build_series

@@ -1,4 +1,4 @@
-"""The report's efficiency charts and ranking table in real Chromium, on real Liger CI rows (H100,
+"""The site's efficiency charts (kernel pages) and ranking table (landing page) in real Chromium, on real Liger CI rows (H100,
 Liger 0.7.0: the slice in tests/fixtures/liger-ci-report). Screenshots for the README:
 
     KERNELINDEX_EFFICIENCY_SCREENSHOT=docs/efficiency-chart.png \\
@@ -7,6 +7,7 @@ Liger 0.7.0: the slice in tests/fixtures/liger-ci-report). Screenshots for the R
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -22,12 +23,12 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 @pytest.fixture(scope="module")
 def ci_report(tmp_path_factory):
     from kernelindex_pipeline.liger import import_csv
-    from kernelindex_pipeline.reporting import build_report
+    from kernelindex_pipeline.reporting.site import build_site
 
     manifests: dict[str, dict] = {}
     for path in sorted(CI_DIR.glob("*.csv")):
         manifests.update(import_csv(path).manifests)
-    return build_report(list(manifests.values()), tmp_path_factory.mktemp("report"))
+    return build_site(list(manifests.values()), tmp_path_factory.mktemp("site"))
 
 
 def _screenshot(page, locator, env: str, tmp_path: Path) -> None:
@@ -43,43 +44,43 @@ def test_efficiency_charts_and_table_in_chromium(ci_report, tmp_path):
         pytest.fail(f"Chromium not found at {CHROMIUM}: apt-get install -y chromium")
     from playwright.sync_api import sync_playwright
 
-    assert ci_report.counts["efficiencyCharts"] > 0
+    state = json.loads((ci_report.path.parent / "site-state.json").read_text(encoding="utf-8"))["kernels"]
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         try:
             page = browser.new_page(viewport={"width": 1300, "height": 1000})
-            page.goto(ci_report.path.resolve().as_uri())
-            page.wait_for_load_state("load")
-            page.wait_for_function("Array.from(document.images).every(img => img.complete)")
-            seen = page.evaluate("""() => ({
-                charts: Array.from(document.querySelectorAll('figure.chart[data-chart-kind="efficiency"]')).map(f => ({
-                    kernel: f.dataset.kernel, loaded: f.querySelector('img').naturalWidth > 0,
-                    visible: f.getBoundingClientRect().width > 300})),
-                rows: Array.from(document.querySelectorAll('#efficiency-section tr.efficiency')).map(r => ({
-                    gpu: r.dataset.gpu, kernel: r.dataset.kernel, mode: r.dataset.mode, pct: Number(r.dataset.pct),
-                    flags: r.dataset.flags, implausible: r.classList.contains('implausible'),
-                    ranked: !!r.closest('table.efficiency-ranking'), folded: !!r.closest('details:not([open])'),
-                    shown: r.getBoundingClientRect().height > 0})),
-            })""")
-            kernels = {c["kernel"] for c in seen["charts"]}
-            assert all(c["loaded"] and c["visible"] for c in seen["charts"])
+            kernels = set()
+            for kernel, facts in state.items():
+                page.goto((ci_report.path.parent / "kernels" / f"{facts['slug']}.html").resolve().as_uri())
+                page.wait_for_selector("#chart-grid[data-figure-count]", timeout=30_000)
+                if page.locator('figure.chart[data-chart-kind="efficiency"]').count():
+                    kernels.add(kernel)
+                if kernel == "rms_norm":
+                    chart = page.locator('figure.chart[data-chart-kind="efficiency"]').first
+                    chart.scroll_into_view_if_needed()
+                    chart.locator(".vega[data-rendered='1'] svg").wait_for(timeout=30_000)
+                    rows = page.evaluate(
+                        """() => document.querySelector('figure.chart[data-chart-kind="efficiency"] .vega').chartRows"""
+                    )
+                    assert rows and all(0 < r["pct"] for r in rows)
+                    _screenshot(page, chart, "KERNELINDEX_EFFICIENCY_SCREENSHOT", tmp_path)
             # bytes-bound and FLOP-bound kernels with cost models have charts; a kernel without one has none
             assert {"rms_norm", "layer_norm", "swiglu", "fused_linear_cross_entropy", "embedding"} <= kernels
             assert "dyt" not in kernels
-            rows = seen["rows"]
+
+            page.goto(ci_report.path.resolve().as_uri())
+            page.wait_for_load_state("load")
+            rows = page.evaluate("""() => Array.from(document.querySelectorAll('#efficiency-section tr.efficiency')).map(r => ({
+                    gpu: r.dataset.gpu, kernel: r.dataset.kernel, mode: r.dataset.mode, pct: Number(r.dataset.pct),
+                    flags: r.dataset.flags, implausible: r.classList.contains('implausible'),
+                    ranked: !!r.closest('table.efficiency-ranking'), folded: !!r.closest('details:not([open])'),
+                    shown: r.getBoundingClientRect().height > 0}))""")
             ranked = [r for r in rows if r["ranked"]]
             assert ranked and all(r["shown"] and not r["implausible"] for r in ranked)
             assert [r["pct"] for r in ranked] == sorted(r["pct"] for r in ranked)  # one GPU: least efficient first
             folded = [r for r in rows if not r["ranked"]]
             assert folded and all(r["implausible"] and r["folded"] for r in folded)  # apart, folded
             assert any("l2-resident" in r["flags"] for r in folded if r["kernel"] == "embedding")
-
-            _screenshot(
-                page,
-                page.locator('#kernel-rms-norm figure[data-chart-kind="efficiency"]').first,
-                "KERNELINDEX_EFFICIENCY_SCREENSHOT",
-                tmp_path,
-            )
             _screenshot(page, page.locator("#efficiency-section"), "KERNELINDEX_EFFICIENCY_TABLE_SCREENSHOT", tmp_path)
         finally:
             browser.close()

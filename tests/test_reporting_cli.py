@@ -1,30 +1,20 @@
-"""`kernelindex-pipeline report`: the static report of records files that `transform` wrote."""
+"""`kernelindex-pipeline report` (the old name of `site`, which it builds now: issue 21) of records files that
+`transform` wrote."""
 
 from __future__ import annotations
 
-from html.parser import HTMLParser
+import json
+import re
 
+import pytest
 from liger_rows import csv_bytes, row
 
 from kernelindex_pipeline.cli import main
+from kernelindex_pipeline.reporting.site_files import read_js_payload
 
 
-class Sections(HTMLParser):
-    def __init__(self):
-        super().__init__()
-        self.kernels: dict[str, dict[str, str]] = {}
-        self.coverage: list[dict[str, str]] = []
-
-    def handle_starttag(self, tag, attrs):
-        a = dict(attrs)
-        classes = (a.get("class") or "").split()
-        if tag == "section" and "kernel" in classes:
-            self.kernels[a["data-kernel"]] = a
-        elif tag == "tr" and "coverage" in classes:
-            self.coverage.append(a)
-
-
-def test_report_of_two_transforms(tmp_path, capsys):
+@pytest.mark.parametrize("command", ["report", "site"])
+def test_site_of_two_transforms(tmp_path, capsys, command):
     outs = []
     for version, timestamp in (("0.5.0", "2025-01-02 03:04:05"), ("0.5.1", "2025-02-02 03:04:05")):
         rows = [
@@ -38,21 +28,20 @@ def test_report_of_two_transforms(tmp_path, capsys):
         assert main(["transform", str(csv_path), "--out", str(out)]) == 0
         outs.append(out / "records.jsonl")
     capsys.readouterr()
-    assert main(["report", "--records", *map(str, outs), "--out", str(tmp_path / "report")]) == 0
+    out = tmp_path / "site"
+    assert main([command, "--records", *map(str, outs), "--out", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert f"wrote {tmp_path / 'report' / 'index.html'}" in printed
-    page = Sections()
-    page.feed((tmp_path / "report" / "index.html").read_text(encoding="utf-8"))
+    assert f"wrote {out / 'index.html'}" in printed and "1 kernels, 4 series, 8 runs" in printed
     # one kernel, 2 providers x 2 hidden sizes = 4 series, each followed across both versions
-    assert page.kernels["rms_norm"]["data-series-count"] == "4"
-    assert list((tmp_path / "report" / "charts").glob("rms-norm-*-versions.svg"))
-    # the report.json next to each records file gives the coverage table: one cell per provider and version
-    assert sorted((c["data-provider"], c["data-version"], c["data-rows"], c["data-runs"]) for c in page.coverage) == [
-        ("huggingface", "0.5.0", "2", "2"),
-        ("huggingface", "0.5.1", "2", "2"),
-        ("liger", "0.5.0", "2", "2"),
-        ("liger", "0.5.1", "2", "2"),
-    ]
+    state = json.loads((out / "site-state.json").read_text(encoding="utf-8"))["kernels"]
+    assert state["rms_norm"]["series"] == 4 and state["rms_norm"]["versions"] == ["0.5.0", "0.5.1"]
+    data = read_js_payload((out / "data" / "rms-norm.js").read_text(encoding="utf-8"))
+    assert all([p[0] for p in points] == [0, 1] for points in data["points"])
+    # the report.json next to each records file gives the coverage: every row became a run, no cell is marked
+    page = (out / "index.html").read_text(encoding="utf-8")
+    cells = re.findall(r'<td class="([^"]+)" data-gpu="[^"]+" data-version="([^"]+)" data-runs="(\d+)"', page)
+    assert sorted((v, n) for _, v, n in cells) == [("0.5.0", "4"), ("0.5.1", "4")]
+    assert "Yellow: rows of that cell did not all become runs" in page and "incomplete" not in page
 
 
 def test_report_errors_are_one_line(tmp_path, capsys):

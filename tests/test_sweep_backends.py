@@ -240,12 +240,15 @@ def test_two_backends_of_one_op_become_two_series(site, tmp_path):
         "liger@nvidia-cutedsl",
         "torch",
     }
-    # The report compares them: one line per backend in the latency chart, each against the baseline.
-    from kernelindex_pipeline.reporting import build_report
+    # The site compares them: each backend a provider of its own in the kernel's data, each against the baseline.
+    from kernelindex_pipeline.reporting.site import build_site
+    from kernelindex_pipeline.reporting.site_files import read_js_payload
 
-    build_report(imported.manifests.values(), tmp_path / "report")
-    charts = "".join(path.read_text() for path in (tmp_path / "report" / "charts").glob("*cross-entropy*.svg"))
-    assert "liger@nvidia-triton" in charts and "liger@nvidia-cutedsl" in charts
+    site = build_site(imported.manifests.values(), tmp_path / "site")
+    data = read_js_payload((site.path.parent / "data" / "cross-entropy.js").read_text(encoding="utf-8"))
+    providers = {p["name"]: p["role"] for p in data["providers"]}
+    assert providers["liger@nvidia-triton"] == providers["liger@nvidia-cutedsl"] == "liger"
+    assert providers["torch"] == "baseline"
 
 
 @pytest.mark.slow

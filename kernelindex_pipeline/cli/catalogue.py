@@ -1,4 +1,4 @@
-"""Commands that read a catalogue (or records files): export, report, site, regressions."""
+"""Commands that read a catalogue (or records files): export, site (and `report`, its old name), regressions."""
 
 from __future__ import annotations
 
@@ -103,17 +103,17 @@ def _kernelindex_export(store, args: argparse.Namespace):
         raise CommandError(f"KernelIndex export: {error}") from None
 
 
-# ------------------------------------------------------------------------------------------ report
+# -------------------------------------------------------------------------------------------- site
 
 
-def _report_arguments(p: argparse.ArgumentParser) -> None:
+def _site_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--records",
         nargs="+",
         type=Path,
         metavar="FILE",
         help="records files (e.g. the records.jsonl of one or more transforms) instead of a catalogue; "
-        "a report.json next to a file adds its coverage to the report's coverage table",
+        "a report.json next to a file adds its coverage to the site's coverage pivot",
     )
     _catalogue_argument(p)
     p.add_argument(
@@ -121,14 +121,14 @@ def _report_arguments(p: argparse.ArgumentParser) -> None:
         type=Path,
         required=True,
         metavar="DIR",
-        help="writes DIR/index.html, DIR/charts/*.svg, regressions.json, summary.md",
+        help="writes DIR/index.html (the landing page), DIR/kernels/*.html, DIR/data/*.js, DIR/regressions.html and "
+        "regressions.json; a rebuild rewrites only the pages whose content changed",
     )
     _detection_arguments(p)
 
 
 def _report_inputs(args: argparse.Namespace):
-    """(manifests, coverage cells or None, regressions) of --records files or the catalogue, the same for
-    `report` and `site`."""
+    """(manifests, coverage cells or None, regressions) of --records files or the catalogue."""
 
     settings = _detection_settings(args)
     if args.records and args.catalogue:
@@ -162,16 +162,6 @@ def _report_inputs(args: argparse.Namespace):
         return manifests, None, _detect_and_attribute(args, settings, manifests=manifests)
     finally:
         store.close()
-
-
-def _report(args: argparse.Namespace) -> int:
-    from kernelindex_pipeline.reporting import build_report
-
-    manifests, coverage, regressions = _report_inputs(args)
-    result = build_report(manifests, args.out, coverage=coverage, regressions=regressions)
-    print(result.summary_markdown)
-    print(f"wrote {result.path}")
-    return 0
 
 
 def _site(args: argparse.Namespace) -> int:
@@ -283,14 +273,15 @@ COMMANDS: dict[str, Command] = {
         _export_arguments,
         _export,
     ),
-    "report": (
-        "the static HTML report (charts, coverage, regressions) of records files or a catalogue",
-        _report_arguments,
-        _report,
-    ),
     "site": (
         "the interactive static site (landing page, a page per kernel, regressions) of records files or a catalogue",
-        _report_arguments,
+        _site_arguments,
+        _site,
+    ),
+    # the matplotlib report became the site (issue 21): the old name builds the site, so scripts keep working
+    "report": (
+        "the same as `site` (the static report became the interactive site): builds the site in DIR",
+        _site_arguments,
         _site,
     ),
     "regressions": (

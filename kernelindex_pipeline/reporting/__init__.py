@@ -1,7 +1,8 @@
-"""Catalogue report: comparable series, regression detection, charts, the static HTML report and the site.
+"""Catalogue report: comparable series, regression detection, efficiency and the site (its charts drawn in the
+browser).
 
 The names below are re-exported lazily (PEP 562, as in `liger/__init__`): a Dagster code location that imports
-`reporting.changepoints` (its settings resource) must not import matplotlib (`html`, `charts`) at load.
+`reporting.changepoints` (its settings resource) need not import numpy, pandas or the site at load.
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ _EXPORTS = {
     "SeriesKey": "series",
     "SeriesSet": "series",
     "build_series": "series",
-    "ReportResult": "html",
-    "build_report": "html",
+    "SiteResult": "site",
+    "build_site": "site",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -40,7 +40,17 @@ from kernelindex_pipeline.imports.coverage import CoverageCell
 from kernelindex_pipeline.liger import identity
 from kernelindex_pipeline.records.names import kebab
 
-from .efficiency import EfficiencyReport, derive_efficiency, rank_by_efficiency, write_sidecar
+from .efficiency import (
+    FLAG_LOW,
+    SIDECAR_NAME,
+    TERA,
+    EfficiencyReport,
+    TableRow,
+    derive_efficiency,
+    format_pct,
+    rank_by_efficiency,
+    write_sidecar,
+)
 from .regressions import RegressionReport, detect_regressions
 from .regressions_page import DATA_NAME as REGRESSIONS_DATA
 from .regressions_page import PAGE_NAME as REGRESSIONS_PAGE
@@ -302,7 +312,7 @@ def build_site(
         counts,
         regressions,
         coverage=None if coverage is None else list(coverage),
-        efficiency_html=_efficiency_html(efficiency, ranking),
+        efficiency_html=efficiency_section(efficiency, ranking),
         previous_built=_read_state(out_dir).get("built"),
     )
     built = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
@@ -313,12 +323,6 @@ def build_site(
     return SiteResult(
         path=out_dir / "index.html", counts=counts, changed=changed, rewritten=rewritten, regressions=regressions
     )
-
-
-def _efficiency_html(efficiency: EfficiencyReport, ranking: list) -> str:
-    from .html import efficiency_section  # eff15's ranking, the same table as the report's
-
-    return efficiency_section(efficiency, ranking)
 
 
 def _summary_data(state: dict[str, Any], pivot: dict[str, dict[tuple[str, str], int]]) -> dict[str, Any]:
@@ -463,6 +467,74 @@ def coverage_pivot(
     return (
         f'<section id="coverage-pivot"><h2>Coverage</h2><p class="note">{note}</p>'
         f'<div class="scroll"><table id="pivot">{head1}{head2}{"".join(rows)}</table></div></section>'
+    )
+
+
+def efficiency_section(report: EfficiencyReport, rows: list[TableRow], per_gpu: int = 15) -> str:
+    """The catalogue-wide ranking: per GPU, the least efficient (kernel, pass) of the Liger providers first;
+    implausible readings apart, folded."""
+    counts = report.status_counts()
+    out = [
+        '<section id="efficiency-section"><h2>Efficiency: percent of peak</h2>',
+        '<p class="note">Each latency run against its GPU\'s roofline: the minimum HBM bytes or FLOPs of its '
+        "workload (data/liger-cost-models.yaml) per second, as a percent of the datasheet peak (data/gpu-peaks.yaml) "
+        "and, where a sweep's copy sentinel ran on the same host, of that measured ceiling. Per GPU, kernel, pass "
+        f"and Liger provider, its largest workload at the newest version; below {report.low_threshold:.0%} is "
+        "<em>low efficiency</em>; readings whose re-read set fits in L2 or above a ceiling are "
+        "<em>implausible</em>, listed apart. "
+        f"{counts.get('ok', 0)} runs with a figure, {counts.get('no cost model', 0)} without a cost model, "
+        f"{counts.get('no peak', 0)} on a GPU without a sourced peak. Every run's figures are in the "
+        f"export's {SIDECAR_NAME} (the export command, the catalogue_export and efficiency_table assets).</p>",
+    ]
+    if not rows:
+        out.append(
+            '<p class="caution">No run has an efficiency figure (no cost model or no peak for these '
+            "kernels and GPUs).</p></section>"
+        )
+        return "\n".join(out)
+    by_gpu: dict[str, list[TableRow]] = defaultdict(list)
+    for row in rows:
+        by_gpu[row.gpu].append(row)
+    head = (
+        "<tr><th>kernel</th><th>pass</th><th>provider</th><th>largest workload</th><th>achieved</th>"
+        "<th>% of datasheet peak</th><th>% of measured ceiling</th><th>flags</th><th>Liger</th></tr>"
+    )
+    for gpu, gpu_rows in by_gpu.items():
+        plausible = [r for r in gpu_rows if r.facts.plausible]
+        implausible = [r for r in gpu_rows if not r.facts.plausible]
+        out.append(
+            f'<h3>{_e(gpu)}</h3><table class="efficiency-ranking" data-gpu="{_e(gpu)}">{head}'
+            + "".join(_efficiency_row(r) for r in plausible[:per_gpu])
+            + "</table>"
+        )
+        if len(plausible) > per_gpu:
+            out.append(
+                f'<p class="note">… and {len(plausible) - per_gpu} more (kernel, pass, provider) readings on '
+                f"{_e(gpu)}, in the export's {SIDECAR_NAME}.</p>"
+            )
+        if implausible:
+            out.append(
+                f"<details><summary>{len(implausible)} implausible reading{'s' if len(implausible) != 1 else ''} "
+                f"on {_e(gpu)} (re-read set fits in "
+                f"L2, or above a ceiling)</summary><table>{head}"
+                + "".join(_efficiency_row(r) for r in implausible)
+                + "</table></details>"
+            )
+    out.append("</section>")
+    return "\n".join(out)
+
+
+def _efficiency_row(row: TableRow) -> str:
+    f = row.facts
+    measured = format_pct(f.pct_of_measured) if f.pct_of_measured is not None else "–"
+    css = "efficiency" + (" implausible" if not f.plausible else " low" if FLAG_LOW in f.flags else "")
+    return (
+        f'<tr class="{css}" data-gpu="{_e(f.gpu)}" data-kernel="{_e(f.kernel)}" data-mode="{_e(f.mode)}" '
+        f'data-provider="{_e(f.provider)}" data-pct="{f.pct_of_peak:.2f}" data-flags="{_e(" ".join(f.flags))}">'
+        f"<td>{_e(f.kernel)}</td><td>{_e(f.mode)}</td><td>{_e(f.provider)}</td><td>{_e(f.case_key)}</td>"
+        f'<td class="num">{f.achieved / TERA:.3g} {_e(f.unit)}</td>'
+        f'<td class="num">{format_pct(f.pct_of_peak)}</td><td class="num">{measured}</td>'
+        f"<td>{_e(', '.join(f.flags) or '–')}</td><td>{_e(f.liger_version or '')}</td></tr>"
     )
 
 

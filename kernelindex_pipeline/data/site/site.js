@@ -28,6 +28,8 @@
   function draw(el, spec) {
     spec.$schema = "https://vega.github.io/schema/vega-lite/v6.json";
     spec.config = Object.assign({ font: "system-ui, sans-serif", legend: { orient: "bottom", columns: 3 } }, spec.config);
+    el.chartRows = spec.data ? spec.data.values : null; // what the chart draws, for the browser tests
+    el.chartTitle = spec.title || "";
     return vegaEmbed(el, spec, { actions: false, renderer: "svg" })
       .then(() => { el.dataset.rendered = "1"; })
       .catch((err) => { el.dataset.rendered = "error"; console.error("chart failed:", el.id || el.className, err); });
@@ -262,8 +264,10 @@
     for (const group of byKey.values()) {
       for (const l of group.filter((s) => d.providers[s.provider].role === "liger")) {
         for (const b of group.filter((s) => d.providers[s.provider].role === "baseline")) {
-          const lp = pointAt(l, state, d);
-          const bp = lp && b.points.find((p) => p[P.version] === lp[P.version]);
+          // at a chosen version both points of it; at "newest", the newest version both measured
+          const both = (p) => b.points.find((q) => q[P.version] === p[P.version]);
+          const lp = state.version === "newest" ? [...l.points].reverse().find(both) : pointAt(l, state, d);
+          const bp = lp && both(lp);
           if (!lp || !bp) continue;
           const value = plan.kind === "speedup" ? bp[P.median] / lp[P.median]
             : (100 * (bp[P.median] - lp[P.median])) / bp[P.median];
