@@ -12,6 +12,7 @@ import yaml
 from dagster import instance_for_test
 
 from kernelindex_pipeline.definitions import build_definitions
+from kernelindex_pipeline.defs.chain import STAGES
 
 ROOT = Path(__file__).resolve().parents[1]
 INSTANCE_YAML = ROOT / "kernelindex_pipeline" / "data" / "dagster.yaml"
@@ -180,3 +181,18 @@ def test_the_import_commands_get_the_same_resources_as_the_code_location(defs):
     from kernelindex_pipeline.defs.environment_resources import resources_from_environment
 
     assert sorted(resources_from_environment()) == sorted(defs.resources)
+
+
+def test_each_chains_assets_are_labelled_with_their_chain(defs):
+    """Issue 21: the lineage names a node by its key's last part, so the three chains' assets carry their
+    chain as a kind (a label Dagster shows on each node): the three publications no longer look alike."""
+    specs = {spec.key.to_user_string(): spec for spec in defs.resolve_all_asset_specs()}
+    for source in ("history", "ci", "sweep"):
+        for stage in STAGES:
+            assert specs[f"{source}/{stage}"].kinds == {f"{source}-chain"}
+    labels = {
+        (spec.key.path[-1], frozenset(spec.kinds))
+        for key, spec in specs.items()
+        if key.endswith("/catalogue_publication")
+    }
+    assert len(labels) == 3
