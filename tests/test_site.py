@@ -146,6 +146,50 @@ def test_rebuild_rewrites_only_what_changed(manifests, tmp_path):
     assert 'data-change="changed"' in third.path.read_text()
 
 
+def _files(folder: Path) -> dict[str, tuple[int, int]]:
+    """Every file of a site with what changes when it is written (inode: written by rename; mtime)."""
+    return {
+        str(p.relative_to(folder)): (p.stat().st_ino, p.stat().st_mtime_ns) for p in folder.rglob("*") if p.is_file()
+    }
+
+
+def test_rebuild_after_new_runs_of_one_kernel_rewrites_its_page_and_the_landing_page_only(manifests, tmp_path):
+    from kernelindex_pipeline.reporting.site import build_site
+
+    def kernel_of(m):
+        return m["spec"]["sourceNative"]["externalId"].split("/")[0] if m["kind"] == "BenchmarkRun" else None
+
+    # the runs of one CI run directory's commit (7644a0f, 2026-02-1x) left out, then rms_norm's of them added back
+    later = [m for m in manifests if "2026-02-1" in str((m.get("spec") or {}).get("observedAt"))]
+    assert {kernel_of(m) for m in later} >= {"rms_norm", "fused_linear_cpo_loss"}
+    earlier = [m for m in manifests if m not in later]
+    first = build_site(earlier, tmp_path)
+    assert sorted(first.pages_rewritten) == sorted(
+        ["index.html", "regressions.html", *(f"kernels/{p.stem}.html" for p in (tmp_path / "kernels").iterdir())]
+    )
+    before = _files(tmp_path)
+    again = build_site([*earlier, *(m for m in later if kernel_of(m) == "rms_norm")], tmp_path)
+    after = _files(tmp_path)
+    assert again.changed == {"rms_norm": "changed"} and again.rewritten == ["rms_norm"]
+    # of the pages: rms_norm's and the landing page, and the regressions page, whose result has the new runs
+    assert again.pages_rewritten == ["kernels/rms-norm.html", "regressions.html", "index.html"]
+    assert len(again.pages_kept) == first.counts["kernels"] - 1 == again.counts["pagesKept"]
+    touched = {f for f in after if before.get(f) != after[f]}
+    assert touched == {
+        "data/rms-norm.js",  # rms_norm's page is its data (the HTML is the same: written only if it differs)
+        "data/summary.js",
+        "index.html",
+        "regressions.html",
+        "regressions.json",  # not data/regressions.js: no series of the new runs has a change to chart
+        "efficiency.jsonl",  # the new runs' percent of peak
+        "site-state.json",
+    }
+    # the same input once more: no kernel page, no data file, no asset is written again
+    third = build_site([*earlier, *(m for m in later if kernel_of(m) == "rms_norm")], tmp_path)
+    assert third.rewritten == [] and set(third.pages_rewritten) <= {"index.html"}  # its "previous build" time
+    assert {f for f, v in _files(tmp_path).items() if after.get(f) != v} <= {"index.html", "site-state.json"}
+
+
 def test_pivot_marks_cells_whose_rows_did_not_all_become_runs(site):
     from kernelindex_pipeline.imports.coverage import CoverageCell
     from kernelindex_pipeline.reporting.site import coverage_pivot

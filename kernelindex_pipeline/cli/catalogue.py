@@ -174,7 +174,11 @@ def _site(args: argparse.Namespace) -> int:
         f"{result.counts['kernels']} kernels, {result.counts['series']} series, {result.counts['runs']} runs; "
         f"{result.counts['slowdowns']} slowdowns, {result.counts['pending']} pending"
     )
-    print(f"changed since the previous build: {changed}; kernel pages rewritten: {len(result.rewritten)}")
+    shown = ", ".join(result.pages_rewritten[:8]) + (" ..." if len(result.pages_rewritten) > 8 else "")
+    print(f"changed since the previous build: {changed}")
+    print(
+        f"pages rewritten: {len(result.pages_rewritten)} ({shown or 'none'}); kept unchanged: {len(result.pages_kept)}"
+    )
     print(f"wrote {result.path}")
     return 0
 

@@ -196,7 +196,10 @@ def catalogue_report(
         site = build_site(store.manifests(), out, coverage=coverage.cells, regressions=benchmark_regressions)
     c = site.counts
     changed = ", ".join(f"{k} ({v})" for k, v in sorted(site.changed.items())) or "nothing"
-    context.log.info(f"site written to {site.path}: {c['rewritten']} of {c['kernels']} kernel pages rewritten")
+    context.log.info(
+        f"site written to {site.path}: {c['pagesRewritten']} pages rewritten ({c['rewritten']} of {c['kernels']} "
+        f"kernel pages), {c['pagesKept']} kept unchanged"
+    )
     summary = (
         "| kernels | series | runs | slowdowns | speed-ups | pending | kernel pages rewritten |\n"
         "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n"
@@ -209,6 +212,8 @@ def catalogue_report(
             "path": MetadataValue.path(str(site.path)),
             "summary": MetadataValue.md(summary),
             "kernels_rewritten": c["rewritten"],
+            "pages_rewritten": c["pagesRewritten"],
+            "pages_kept": c["pagesKept"],
         }
     )
 

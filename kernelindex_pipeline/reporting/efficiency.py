@@ -21,6 +21,7 @@ The sidecar file (`efficiency.jsonl`, one JSON object per run) is written and re
 
 from __future__ import annotations
 
+import filecmp
 import json
 import os
 from collections import defaultdict
@@ -518,7 +519,10 @@ def write_sidecar(report: EfficiencyReport, out_dir: str | os.PathLike[str]) -> 
         handle.write(json.dumps(header, sort_keys=True) + "\n")
         for digest in sorted(report.runs):
             handle.write(json.dumps(report.runs[digest].to_dict(), sort_keys=True) + "\n")
-    os.replace(tmp, path)
+    if path.exists() and filecmp.cmp(tmp, path, shallow=False):  # unchanged: a site rebuild keeps the file
+        tmp.unlink()
+    else:
+        os.replace(tmp, path)
     return path
 
 

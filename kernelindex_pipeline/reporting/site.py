@@ -14,7 +14,10 @@ Layout of DIR (readable from ``file://`` and offline: no server, no network, no 
   attribution are theirs, the site only links them), ``efficiency.jsonl`` (``efficiency.write_sidecar``);
 - ``vendor/``: Vega, Vega-Lite and vega-embed (package data, see ``data/site/vendor/README.md``);
 - ``site-state.json``: each kernel's content fingerprint (sha256 of its data file), read back by the next
-  build to say what changed and to rewrite only the kernels whose data changed.
+  build to say what changed and to rewrite only the kernels whose data changed. Every other file is written only
+  where its content changed (``site_files.write_text``), so a rebuild after new runs of one kernel rewrites that
+  kernel's page, the landing page and, where detection's result changed, the regressions page; ``SiteResult``
+  lists the pages rewritten and kept.
 
 Kernel data (``KI.load({...})`` in ``data/<kernel>.js``), columns by index to stay compact:
 ``gpus``/``providers``/``modes``/``versions``/``workloads`` are lookup tables; ``sweeps`` lists, per GPU, the
@@ -30,7 +33,7 @@ import html
 import json
 import os
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -71,8 +74,12 @@ class SiteResult:
     path: Path  # DIR/index.html
     counts: dict[str, int]
     changed: dict[str, str] = field(default_factory=dict)  # kernel -> "new" | "changed" | "removed"
-    rewritten: list[str] = field(default_factory=list)  # kernels whose data and page were (re)written
+    rewritten: list[str] = field(default_factory=list)  # kernels whose data or page was (re)written
     regressions: RegressionReport | None = None
+    # pages (index.html, kernels/<slug>.html, regressions.html, each with its data) written by this build, and
+    # those whose content had not changed, left as they were
+    pages_rewritten: list[str] = field(default_factory=list)
+    pages_kept: list[str] = field(default_factory=list)
 
 
 def kernel_slugs(kernels: Iterable[str]) -> dict[str, str]:
@@ -232,10 +239,11 @@ def build_site(
     coverage: Iterable[CoverageCell] | None = None,
     regressions: RegressionReport | None = None,
 ) -> SiteResult:
-    """Write the site into `out_dir` (layout in the module docstring). A kernel whose data is byte-identical
-    to the previous build's keeps its files; the landing page says which kernels are new, changed or gone.
-    `regressions`: the detection result to show (the asset's, or the CLI's with its settings); without it
-    detection runs here with the default settings."""
+    """Write the site into `out_dir` (layout in the module docstring). Incremental: a kernel whose data has the
+    previous build's fingerprint keeps its files untouched, and every other file is written only where its
+    content changed; the result lists the pages rewritten and kept, the landing page says which kernels are new,
+    changed or gone. `regressions`: the detection result to show (the asset's, or the CLI's with its settings);
+    without it detection runs here with the default settings."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     index = RecordIndex(manifests)
@@ -243,54 +251,30 @@ def build_site(
     if regressions is None:
         regressions = detect_regressions(index.by_digest.values())
     efficiency = derive_efficiency(index)
-    ranking = rank_by_efficiency(latency, efficiency)
     by_kernel: dict[str, list[Series]] = defaultdict(list)
     for s in [*latency, *memory]:
         by_kernel[s.kernel].append(s)
-    previous = _read_state(out_dir).get("kernels", {})
+    before = _read_state(out_dir)
+    previous = before.get("kernels", {})
     sources = _run_sources(regressions)
-    state: dict[str, Any] = {}
-    rewritten: list[str] = []
-    slugs = kernel_slugs(by_kernel)
-    for kernel in sorted(by_kernel):
-        payload = js_payload(kernel_data(kernel, by_kernel[kernel], efficiency, sources, index))
-        fingerprint = "sha256:" + hashlib.sha256(payload.encode()).hexdigest()
-        s = by_kernel[kernel]
-        state[kernel] = {
-            "fingerprint": fingerprint,
-            "slug": slugs[kernel],
-            "title": s[0].kernel_title,
-            "series": len(s),
-            "points": sum(len(x.points) for x in s),
-            "versions": _version_order(p.version for x in s for p in x.points),
-            "gpus": sorted({x.gpu_slug for x in s}),
-        }
-        data_file = out_dir / "data" / f"{slugs[kernel]}.js"
-        if (
-            previous.get(kernel, {}).get("fingerprint") != fingerprint
-            or previous[kernel].get("slug") != slugs[kernel]
-            or not data_file.exists()
-        ):
-            write_text(data_file, payload)
-            write_text(
-                out_dir / "kernels" / f"{slugs[kernel]}.html",
-                kernel_page(kernel, slugs[kernel], s[0].kernel_title, title),
-            )
-            rewritten.append(kernel)
-    for gone in set(previous) - set(state):
-        for stale in (
-            out_dir / "data" / f"{previous[gone].get('slug', '')}.js",
-            out_dir / "kernels" / f"{previous[gone].get('slug', '')}.html",
-        ):
-            if stale.name not in (".js", ".html"):
-                stale.unlink(missing_ok=True)
+    pages = _Pages()
+    state = _write_kernels(
+        out_dir,
+        by_kernel,
+        previous,
+        title,
+        pages,
+        lambda kernel: kernel_data(kernel, by_kernel[kernel], efficiency, sources, index),
+    )
+    _remove_gone(out_dir, previous, state)
     changed = {k: "new" for k in state if k not in previous}
     changed |= {
         k: "changed" for k in state if k in previous and previous[k].get("fingerprint") != state[k]["fingerprint"]
     }
     changed |= {k: "removed" for k in previous if k not in state}
     copy_assets(out_dir)
-    write_regressions(regressions, out_dir, efficiency=efficiency)
+    written = write_regressions(regressions, out_dir, efficiency=efficiency)
+    pages.add(REGRESSIONS_PAGE, bool(written.rewritten))
     write_sidecar(efficiency, out_dir)
     counts = {
         "kernels": len(state),
@@ -300,10 +284,9 @@ def build_site(
         "slowdowns": len(regressions.slowdowns),
         "speedups": len(regressions.speedups),
         "pending": len(regressions.pending),
-        "rewritten": len(rewritten),
+        "rewritten": sum(1 for k in state if f"kernels/{state[k]['slug']}.html" in pages.rewritten),
     }
     pivot = _pivot([*latency, *memory])
-    write_text(out_dir / "data" / SUMMARY_DATA, js_payload(_summary_data(state, pivot)))
     landing = landing_page(
         title,
         state,
@@ -312,17 +295,84 @@ def build_site(
         counts,
         regressions,
         coverage=None if coverage is None else list(coverage),
-        efficiency_html=efficiency_section(efficiency, ranking),
-        previous_built=_read_state(out_dir).get("built"),
+        efficiency_html=efficiency_section(efficiency, rank_by_efficiency(latency, efficiency)),
+        previous_built=before.get("built"),
     )
+    summary = write_text(out_dir / "data" / SUMMARY_DATA, js_payload(_summary_data(state, pivot)))
+    pages.add("index.html", write_text(out_dir / "index.html", landing) or summary)  # last: what readers open
+    counts |= {"pagesRewritten": len(pages.rewritten), "pagesKept": len(pages.kept)}
     built = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    write_text(out_dir / "index.html", landing)  # the landing page last: it is what readers open
     write_text(
         out_dir / STATE_NAME, json.dumps({"format": SITE_FORMAT, "built": built, "kernels": state}, indent=1) + "\n"
     )
+    rewritten = [k for k in sorted(state) if f"kernels/{state[k]['slug']}.html" in pages.rewritten]
     return SiteResult(
-        path=out_dir / "index.html", counts=counts, changed=changed, rewritten=rewritten, regressions=regressions
+        path=out_dir / "index.html",
+        counts=counts,
+        changed=changed,
+        rewritten=rewritten,
+        regressions=regressions,
+        pages_rewritten=pages.rewritten,
+        pages_kept=pages.kept,
     )
+
+
+@dataclass
+class _Pages:
+    """Which pages (an HTML page with its data) a build rewrote and which it left as they were."""
+
+    rewritten: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)
+
+    def add(self, page: str, written: bool) -> None:
+        (self.rewritten if written else self.kept).append(page)
+
+
+def _write_kernels(
+    out_dir: Path,
+    by_kernel: dict[str, list[Series]],
+    previous: dict[str, Any],
+    title: str,
+    pages: _Pages,
+    data_of: Callable[[str], dict[str, Any]],
+) -> dict[str, Any]:
+    """Each kernel's data and page; a kernel whose data has the previous build's fingerprint (and whose files are
+    there) is not touched. Returns the new state's kernels."""
+    state: dict[str, Any] = {}
+    slugs = kernel_slugs(by_kernel)
+    for kernel in sorted(by_kernel):
+        payload = js_payload(data_of(kernel))
+        fingerprint = "sha256:" + hashlib.sha256(payload.encode()).hexdigest()
+        s = by_kernel[kernel]
+        slug = slugs[kernel]
+        state[kernel] = {
+            "fingerprint": fingerprint,
+            "slug": slug,
+            "title": s[0].kernel_title,
+            "series": len(s),
+            "points": sum(len(x.points) for x in s),
+            "versions": _version_order(p.version for x in s for p in x.points),
+            "gpus": sorted({x.gpu_slug for x in s}),
+        }
+        data_file, page = out_dir / "data" / f"{slug}.js", out_dir / "kernels" / f"{slug}.html"
+        unchanged = previous.get(kernel, {}).get("fingerprint") == fingerprint and previous[kernel].get("slug") == slug
+        if unchanged and data_file.exists() and page.exists():
+            pages.add(f"kernels/{slug}.html", False)
+            continue
+        data_written = write_text(data_file, payload)
+        page_written = write_text(page, kernel_page(kernel, slug, s[0].kernel_title, title))
+        pages.add(f"kernels/{slug}.html", data_written or page_written)
+    return state
+
+
+def _remove_gone(out_dir: Path, previous: dict[str, Any], state: dict[str, Any]) -> None:
+    """The files of kernels the catalogue no longer has (unless a kernel now in it uses the same slug)."""
+    kept = {f["slug"] for f in state.values()}
+    for gone in set(previous) - set(state):
+        slug = previous[gone].get("slug")
+        if isinstance(slug, str) and slug and slug not in kept and "/" not in slug and not slug.startswith("."):
+            (out_dir / "data" / f"{slug}.js").unlink(missing_ok=True)
+            (out_dir / "kernels" / f"{slug}.html").unlink(missing_ok=True)
 
 
 def _summary_data(state: dict[str, Any], pivot: dict[str, dict[tuple[str, str], int]]) -> dict[str, Any]:
