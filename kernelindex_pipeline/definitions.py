@@ -10,11 +10,8 @@ from dagster import (
     in_process_executor,
 )
 
-from kernelindex_pipeline.defs import catalogue_assets
+from kernelindex_pipeline.defs import catalogue_assets, ci_chain, history_chain, sweep_chain
 from kernelindex_pipeline.defs.environment_resources import resources_from_environment
-from kernelindex_pipeline.defs.schedules import nightly_gpu_sweep
-from kernelindex_pipeline.defs.sensors import liger_ci_sensor, liger_history_sensor
-from kernelindex_pipeline.defs.sources import CHAINS
 
 # On by default: after any chain publishes, the catalogue-wide assets refresh once `dagster dev` (its
 # daemon) runs; the import commands run the daemon too while they work.
@@ -28,15 +25,19 @@ catalogue_automation = AutomationConditionSensorDefinition(
 
 
 def build_definitions() -> Definitions:
-    return Definitions(
-        assets=[*(asset for chain in CHAINS.values() for asset in chain.assets), *catalogue_assets.ALL],
-        asset_checks=catalogue_assets.CHECKS,
-        jobs=[chain.job for chain in CHAINS.values()],
-        sensors=[liger_history_sensor, liger_ci_sensor, catalogue_automation],
-        schedules=[nightly_gpu_sweep],
-        # One process per run: a run that imports many partitions pays Dagster's start-up once, not per step.
-        executor=in_process_executor,
-        resources=resources_from_environment(),
+    """Each chain's own definitions, the catalogue-wide assets and what the whole location shares."""
+    return Definitions.merge(
+        history_chain.defs(),
+        ci_chain.defs(),
+        sweep_chain.defs(),
+        Definitions(
+            assets=catalogue_assets.ALL,
+            asset_checks=catalogue_assets.CHECKS,
+            sensors=[catalogue_automation],
+            # One process per run: a run that imports many partitions pays Dagster's start-up once, not per step.
+            executor=in_process_executor,
+            resources=resources_from_environment(),
+        ),
     )
 
 

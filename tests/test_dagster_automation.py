@@ -17,6 +17,8 @@ from dagster import (
 )
 from dagster_support import HISTORY_PARTITIONS, LocalReleases, build_history_sdist, history_rows
 
+from kernelindex_pipeline.defs.ci_chain import CI, LigerCiResource, liger_ci_sensor
+from kernelindex_pipeline.defs.history_chain import HISTORY, liger_history_sensor
 from kernelindex_pipeline.defs.partitions import (
     InvalidPartitionValue,
     benchmark_partition_key,
@@ -24,9 +26,7 @@ from kernelindex_pipeline.defs.partitions import (
     split_partition_key,
 )
 from kernelindex_pipeline.defs.resources import GpuFleetResource
-from kernelindex_pipeline.defs.schedules import GPU_POOL_TAG, nightly_gpu_sweep
-from kernelindex_pipeline.defs.sensors import liger_ci_sensor, liger_history_sensor
-from kernelindex_pipeline.defs.sources import CI, HISTORY, LigerCiResource
+from kernelindex_pipeline.defs.sweep_chain import GPU_POOL_TAG, nightly_gpu_sweep
 from kernelindex_pipeline.liger.partition import history_partition_csv, parts_digest
 
 CI_FIXTURES = Path(__file__).parent / "fixtures" / "liger-ci"

@@ -12,9 +12,9 @@ from test_dagster_history import CHAIN, instance, resources  # noqa: F401 (fixtu
 
 from kernelindex_pipeline.catalogue.store import CatalogueStore
 from kernelindex_pipeline.defs.catalogue_assets import catalogue_export
+from kernelindex_pipeline.defs.history_chain import HISTORY
 from kernelindex_pipeline.defs.import_plan import RANGE_END_TAG, RANGE_START_TAG
 from kernelindex_pipeline.defs.partitions import registered_keys
-from kernelindex_pipeline.defs.sources import HISTORY
 
 EXPORT = catalogue_export.key
 

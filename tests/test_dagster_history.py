@@ -12,10 +12,10 @@ from dagster_support import HISTORY_PARTITIONS, LocalReleases, build_history_sdi
 
 from kernelindex_pipeline.catalogue.store import CatalogueStore
 from kernelindex_pipeline.defs.chain_values import IO_MANAGER_KEY, ChainValuesIOManager
+from kernelindex_pipeline.defs.history_chain import HISTORY
 from kernelindex_pipeline.defs.import_plan import RANGE_END_TAG, RANGE_START_TAG
 from kernelindex_pipeline.defs.partitions import benchmark_partition_key, register_partitions, registered_keys
 from kernelindex_pipeline.defs.resources import BenchmarkRunnerResource, CatalogueResource
-from kernelindex_pipeline.defs.sources import HISTORY
 from kernelindex_pipeline.liger import partition as liger_partition
 
 CHAIN = HISTORY.assets

@@ -12,9 +12,10 @@ from standin_release import build_fake_torch, build_site
 
 from kernelindex_pipeline.catalogue.store import CatalogueStore
 from kernelindex_pipeline.defs.chain_values import IO_MANAGER_KEY, ChainValuesIOManager
+from kernelindex_pipeline.defs.history_chain import HISTORY
 from kernelindex_pipeline.defs.partitions import benchmark_partition_key, register_partitions
 from kernelindex_pipeline.defs.resources import BenchmarkRunnerResource, CatalogueResource
-from kernelindex_pipeline.defs.sources import HISTORY, SWEEP
+from kernelindex_pipeline.defs.sweep_chain import SWEEP
 
 VERSION = "0.5.0"
 GPU = "nvidia-h100-80gb-hbm3"

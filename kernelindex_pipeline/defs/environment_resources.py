@@ -9,6 +9,7 @@ import os
 from dagster import EnvVar
 
 from kernelindex_pipeline.defs.chain_values import IO_MANAGER_KEY, ChainValuesIOManager
+from kernelindex_pipeline.defs.ci_chain import CI_FILES_ENV, LigerCiResource
 from kernelindex_pipeline.defs.resources import (
     LIGER_GIT_ENV,
     BenchmarkRunnerResource,
@@ -18,7 +19,6 @@ from kernelindex_pipeline.defs.resources import (
     LigerReleaseResource,
     RegressionSettingsResource,
 )
-from kernelindex_pipeline.defs.sources import CI_FILES_ENV, LigerCiResource
 from kernelindex_pipeline.home import CATALOGUE_URL_ENV
 
 

@@ -1,5 +1,5 @@
 """Which partitions an import command imports and in which runs, and the one rule for "changed" that the
-import commands and the sensors (defs/sensors.py) share: a partition changed when the content digest of
+import commands and the sensors (defs/history_chain.py, defs/ci_chain.py) share: a partition changed when the content digest of
 its parts differs from the one its last publication recorded (`content_digests` in the publication's
 metadata, written by defs/chain.py with `liger.partition.parts_digest`)."""
 

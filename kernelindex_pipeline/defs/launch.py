@@ -45,8 +45,8 @@ def import_history(
     report: Callable[[ImportSummary], None] = lambda summary: None,
 ) -> ImportSummary:
     """Every (or the given) partition of the newest history through `history_import_job`."""
+    from kernelindex_pipeline.defs.history_chain import HISTORY, HISTORY_RELEASE_TAG
     from kernelindex_pipeline.defs.partitions import benchmark_partition_key, register_partitions, registered_keys
-    from kernelindex_pipeline.defs.sources import HISTORY, HISTORY_RELEASE_TAG
     from kernelindex_pipeline.liger.partition import slice_history
     from kernelindex_pipeline.liger.release import read_history_csv
 
@@ -95,8 +95,8 @@ def import_ci(
     report: Callable[[ImportSummary], None] = lambda summary: None,
 ) -> ImportSummary:
     """Add `locators` to the CI file list, then import every partition whose listed files changed."""
+    from kernelindex_pipeline.defs.ci_chain import CI
     from kernelindex_pipeline.defs.partitions import register_partitions, registered_keys
-    from kernelindex_pipeline.defs.sources import CI
     from kernelindex_pipeline.imports.fetch import fetch
     from kernelindex_pipeline.liger import ci as liger_ci
 
