@@ -132,14 +132,3 @@ def test_a_host_without_cuda_fails_without_retry_and_leaves_history_alone(site, 
         assert instance.get_materialized_partitions(history_key) == {KEY}
         assert instance.get_latest_materialization_event(history_key).run_id == history.run_id
         assert {event.asset_key.path[0] for event in result.get_asset_materialization_events()} <= {"sweep"}
-
-
-def test_the_sweep_reply_is_rebuilt_as_typed_objects():
-    from kernelindex_pipeline.sweep.outcomes import HostCheckError, SweepError
-    from kernelindex_pipeline.sweep.protocol import SweepErrorReport, error_message, reply_from_messages
-
-    reply = reply_from_messages([{"type": "progress"}, error_message(HostCheckError("no CUDA device"))])
-    assert reply.result is None and reply.error == SweepErrorReport("HostCheckError", "no CUDA device", False)
-    assert reply_from_messages([error_message(SweepError("pip failed"))]).error.retryable is True
-    with pytest.raises(ValueError, match=r"no result with its CSV \(messages: \['progress', None\]\)"):
-        reply_from_messages([{"type": "progress"}, "not a dict"])
