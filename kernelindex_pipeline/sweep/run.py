@@ -89,7 +89,7 @@ class ContainedRun:
     """One script's process and what it left besides the data CSV."""
 
     run: ScriptRun
-    tp_rows: list | None  # the TP script's rows, parsed from its own output; None for every other script
+    tp_rows: tuple[list[dict], list[dict]] | None  # the TP script's (rows, problems) from its output; None for others
     dispatches: Dispatches
     gpu_state: dict  # sweep/gpu_state.py: {"before": ..., "after": ..., "throttle_reasons": [...]}
 
@@ -120,7 +120,7 @@ def run_contained(
         fds = (spool.fileno(), dispatch_spool.fileno())
         gpu_before = read_gpu_state(env, *gpu_identity)
         if plan is not None:
-            run, tp_rows = tp.run_tp(script, plan, python, script_env, log_path, timeout_s, control, run_script, fds)
+            run, tp_rows = tp.run_tp(script, plan, python, script_env, log_path, timeout_s, control, fds)
         else:
             run = run_script(script, python, script_env, log_path, timeout_s, list(args or []), control, pass_fds=fds)
             tp_rows = None

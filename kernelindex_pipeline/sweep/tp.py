@@ -29,6 +29,7 @@ from typing import Any
 from kernelindex_pipeline.liger.measured_rows import TP_KERNEL
 
 from .outcomes import ScriptOutcome, ScriptStatus
+from .process import ScriptRun, run_script
 
 TP_MARKER = "FSLCE_TP_FORWARD_BENCHMARK"
 TP_PROVIDERS = ("native", "verl-fallback")
@@ -135,7 +136,16 @@ def tp_row(data: dict[str, Any], gpu_name: str, liger_version: str) -> dict[str,
     }
 
 
-def run_tp(script, plan, python, env, log_path, timeout_s, control, run_script, pass_fds=()):
+def run_tp(
+    script: Path,
+    plan: TpPlan,
+    python: Path,
+    env: dict[str, str],
+    log_path: Path,
+    timeout_s: float,
+    control: Path,
+    pass_fds: tuple[int, ...] = (),
+) -> tuple[ScriptRun | None, tuple[list[dict[str, Any]], list[dict]]]:
     """Run the TP script once per provider under torchrun; (the last ScriptRun, rows or problems).
 
     The rows come back as (rows, problems): a malformed line is a problem naming it, never a crash;
