@@ -55,7 +55,7 @@ def test_import_history_usage_error_for_a_bad_partition(tmp_path):
 def test_import_history_runs_a_partition_through_dagster(tmp_path):
     home = tmp_path / "home"
     env = {"DAGSTER_HOME": str(home), "KERNELINDEX_HISTORY_RELEASE": "0.8.5"}
-    completed = _cli("import-history", "--partition", "nvidia-b200|0.8.0", env=env)
+    completed = _cli("import-history", "--wait", "--partition", "nvidia-b200|0.8.0", env=env)
     assert completed.returncode == 0, completed.stderr[-2000:]
     assert (home / "dagster.yaml").exists()
     assert "1 partitions in 1 run(s)" in completed.stdout and "BenchmarkRun 32" in completed.stdout

@@ -92,8 +92,26 @@ def test_import_ci_returns_when_its_own_run_ends_and_leaves_the_refresh_to_the_a
     with DagsterInstance.from_config(str(home)) as instance:
         (run,) = instance.get_runs(RunsFilter(job_name="ci_import_job"))
         assert run.status.value == "SUCCESS"
+        # No run is cut off. A refresh the automation queued while the command's daemon stopped stays queued for
+        # the next daemon (as a dead command's queued runs do): it selects the catalogue-wide assets only.
         left = [(r.run_id, r.job_name, r.status.value) for r in instance.get_runs() if not r.is_finished]
-        assert not left, f"runs left unfinished after the command returned: {left}"
+        queued_refreshes = [
+            r.run_id
+            for r in instance.get_runs()
+            if r.status.value == "QUEUED" and r.asset_selection and AssetKey("catalogue_export") in r.asset_selection
+        ]
+        assert {run_id for run_id, _, _ in left} == set(queued_refreshes), f"runs left unfinished: {left}"
+
+    # The same file again with --wait: nothing new, yet the command leaves the catalogue-wide assets showing the
+    # catalogue as it is (the refresh the first command left to the automation, unless its daemon already ran it).
+    again = _cli("import-ci", "--wait", str(FILES[2]), home=home)
+    assert again.returncode == 0, again.stdout + again.stderr[-3000:]
+    assert "publication: 0 new" in again.stdout and "1 partitions unchanged" in again.stdout, again.stdout
+    with CatalogueStore.open(None, home=home) as store:
+        fingerprint = store.content_fingerprint()
+    with DagsterInstance.from_config(str(home)) as instance:
+        (export,) = instance.fetch_materializations(AssetKey("catalogue_export"), limit=1).records
+        assert export.asset_materialization.metadata["catalogue_fingerprint"].value == fingerprint, again.stderr[-3000:]
 
 
 def test_import_ci_names_a_bad_locator_and_lists_nothing(tmp_path):

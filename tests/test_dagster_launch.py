@@ -6,14 +6,19 @@ from __future__ import annotations
 
 import io
 
+from dagster import AssetKey, AssetMaterialization, AssetRecordsFilter, instance_for_test
+
 from kernelindex_pipeline.defs.chain import no_runs_reason, parse_progress, progress_message
 from kernelindex_pipeline.defs.import_plan import (
+    CATALOGUE_EXPORT,
+    FINGERPRINT,
     PARTITION_TAG,
     RANGE_END_TAG,
     RANGE_START_TAG,
     AfterImport,
     after_import,
     partition_runs,
+    stale_since,
 )
 from kernelindex_pipeline.defs.import_summary import ImportSummary, PartitionOutcome, Progress, on_its_own_line
 
@@ -92,12 +97,39 @@ def test_summary_and_non_terminal_progress_name_the_reason():
 
 def test_after_its_runs_an_import_waits_for_the_refresh_only_when_asked_and_one_can_come():
     """Issue 21: the import commands return when their own runs end; --wait also waits for the refresh."""
-    assert after_import(True, 5, wait=False, automation_stopped=False) is AfterImport.ON_ITS_OWN
-    assert after_import(True, 5, wait=True, automation_stopped=False) is AfterImport.WAIT
-    # No refresh comes, so none is awaited even with --wait: nothing new, a stopped automation, nothing published.
-    assert after_import(True, 0, wait=True, automation_stopped=False) is AfterImport.UNCHANGED
-    assert after_import(True, 5, wait=True, automation_stopped=True) is AfterImport.AUTOMATION_STOPPED
-    assert after_import(False, 0, wait=True, automation_stopped=False) is AfterImport.NOTHING
+    assert after_import(True, True, wait=False, automation_stopped=False) is AfterImport.ON_ITS_OWN
+    assert after_import(True, True, wait=True, automation_stopped=False) is AfterImport.WAIT
+    # No refresh comes, so none is awaited even with --wait: nothing stale, a stopped automation, nothing published.
+    assert after_import(True, False, wait=True, automation_stopped=False) is AfterImport.UNCHANGED
+    assert after_import(True, True, wait=True, automation_stopped=True) is AfterImport.AUTOMATION_STOPPED
+    assert after_import(False, False, wait=True, automation_stopped=False) is AfterImport.NOTHING
+
+
+def _materialized(instance, key, fingerprint: str | None, partition: str | None = None) -> float:
+    metadata = {FINGERPRINT: fingerprint} if fingerprint is not None else {"records": 1}
+    instance.report_runless_asset_event(AssetMaterialization(key, partition=partition, metadata=metadata))
+    return instance.fetch_materializations(AssetRecordsFilter(asset_key=key), limit=1).records[0].timestamp
+
+
+def test_the_catalogue_wide_assets_are_stale_from_the_first_publication_of_content_the_export_did_not_see():
+    """What `--wait` waits for when the import itself added nothing: an earlier import that did not wait left
+    the refresh to come (the export's fingerprint is not the catalogue's)."""
+    history, ci = AssetKey(["history", "catalogue_publication"]), AssetKey(["ci", "catalogue_publication"])
+    with instance_for_test() as instance:
+        _materialized(instance, history, "sha256:old", "a|0.1")
+        assert stale_since(instance, "sha256:old", [history, ci]) is not None  # never exported
+        _materialized(instance, CATALOGUE_EXPORT, "sha256:old")
+        assert stale_since(instance, "sha256:old", [history, ci]) is None
+        first = _materialized(instance, ci, "sha256:new", "b|0.1")  # brought the catalogue to new content
+        _materialized(instance, ci, "sha256:new", "b|0.2")  # a later publication of nothing new
+        _materialized(instance, history, "sha256:new", "a|0.1")
+        assert stale_since(instance, "sha256:new", [history, ci]) == first
+        _materialized(instance, CATALOGUE_EXPORT, "sha256:new")
+        assert stale_since(instance, "sha256:new", [history, ci]) is None
+        # An export made before it recorded its fingerprint cannot tell: nothing is awaited that may never come.
+        _materialized(instance, ci, "sha256:newer", "b|0.1")
+        _materialized(instance, CATALOGUE_EXPORT, None)
+        assert stale_since(instance, "sha256:newer", [history, ci]) is None
 
 
 def test_the_line_of_a_refresh_left_to_the_automation_says_who_runs_it_and_how_to_wait():

@@ -21,6 +21,7 @@ from pydantic import Field
 from kernelindex_pipeline.catalogue.export import export_bundle, export_jsonl, export_kernelindex
 from kernelindex_pipeline.catalogue.kernelindex import snapshots_of_publications
 from kernelindex_pipeline.catalogue.tables import export_tables
+from kernelindex_pipeline.defs.import_plan import FINGERPRINT
 from kernelindex_pipeline.defs.resources import (
     CatalogueResource,
     LigerGitResource,
@@ -99,6 +100,8 @@ def catalogue_export(
     kernelindex-import-bundle.json; peak-memory runs only with `kernelindex_memory_runs`)."""
     out = _out(config, "exports")
     with catalogue.open() as store:
+        # read first: the export holds at least this content (the import commands' --wait compares it)
+        fingerprint = store.content_fingerprint()
         jsonl = export_jsonl(store, out)
         bundle = export_bundle(store, out)
         tables = export_tables(store, out)
@@ -114,6 +117,7 @@ def catalogue_export(
     return MaterializeResult(
         metadata={
             "records": jsonl.records,
+            FINGERPRINT: fingerprint,
             "jsonl": MetadataValue.path(str(jsonl.path)),
             "jsonl_sha256": jsonl.sha256,
             "bundle": MetadataValue.path(str(bundle.path)),

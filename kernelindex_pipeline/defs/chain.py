@@ -47,6 +47,7 @@ from kernelindex_pipeline.defs.checks import (
     reference_problems,
     schema_problems,
 )
+from kernelindex_pipeline.defs.import_plan import FINGERPRINT
 from kernelindex_pipeline.defs.partitions import source_partitions
 from kernelindex_pipeline.liger import partition as liger_partition
 from kernelindex_pipeline.liger.partition import PartitionCsv
@@ -394,7 +395,7 @@ def _publication_asset(layout: _Layout):
             metadata={  # the catalogue's state after this run: the same for every partition it published
                 "catalogue": catalogue.safe_url,
                 "catalogue_size": sum(total.values()),
-                "catalogue_fingerprint": fingerprint,
+                FINGERPRINT: fingerprint,
             },
         )
 

@@ -15,6 +15,8 @@ from kernelindex_pipeline.liger.partition import parts_digest
 # Tag names Dagster gives a run over a range of partitions (dagster._core.storage.tags, not re-exported).
 RANGE_START_TAG, RANGE_END_TAG = "dagster/asset_partition_range_start", "dagster/asset_partition_range_end"
 PARTITION_TAG = "dagster/partition"
+CATALOGUE_EXPORT = AssetKey("catalogue_export")  # defs/catalogue_assets.py; its metadata says what content it saw
+FINGERPRINT = "catalogue_fingerprint"  # metadata of each publication and of the export: content_fingerprint()
 
 
 class UnknownPartitions(ValueError):
@@ -80,19 +82,42 @@ class AfterImport(enum.Enum):
 
     NOTHING = "no partition was published"
     AUTOMATION_STOPPED = "the catalogue automation is stopped: no refresh comes"
-    UNCHANGED = "nothing new: the catalogue's content fingerprint is as it was, so no refresh comes"
+    UNCHANGED = "the catalogue-wide assets show the catalogue as it is: no refresh comes"
     WAIT = "wait for the automation's refresh (--wait)"
     ON_ITS_OWN = "return; the automation refreshes on its own"
 
 
-def after_import(published: bool, new_records: int, *, wait: bool, automation_stopped: bool) -> AfterImport:
-    """The automation refreshes on a change of the catalogue's content fingerprint (defs/catalogue_assets.py):
-    an import that added nothing launches no refresh, so waiting for one would only end in a false
-    "NOT refreshed". Otherwise the command waits only when asked to (`--wait`)."""
+def after_import(published: bool, stale: bool, *, wait: bool, automation_stopped: bool) -> AfterImport:
+    """`stale`: the catalogue's content changed since the catalogue-wide assets last saw it (this import added
+    records, or an earlier one that did not wait did). The automation refreshes on such a change of the
+    content fingerprint (defs/catalogue_assets.py) and on nothing else, so waiting while nothing is stale
+    would only end in a false "NOT refreshed". Otherwise the command waits only when asked to (`--wait`)."""
     if not published:
         return AfterImport.NOTHING
     if automation_stopped:
         return AfterImport.AUTOMATION_STOPPED
-    if not new_records:
+    if not stale:
         return AfterImport.UNCHANGED
     return AfterImport.WAIT if wait else AfterImport.ON_ITS_OWN
+
+
+def _fingerprint(record) -> str | None:
+    value = record.asset_materialization.metadata.get(FINGERPRINT)
+    return value.value if value is not None else None
+
+
+def stale_since(instance: DagsterInstance, fingerprint: str, publications: list[AssetKey]) -> float | None:
+    """When the catalogue-wide assets have not seen the catalogue's content `fingerprint`: the time of the
+    first publication that brought the catalogue to it (the refresh for it is created after that); None
+    when the last export saw it, or when that cannot be told (an export older than its fingerprint
+    metadata, no publication that recorded it)."""
+    exports = instance.fetch_materializations(AssetRecordsFilter(asset_key=CATALOGUE_EXPORT), limit=1).records
+    if exports and _fingerprint(exports[0]) in (fingerprint, None):
+        return None
+    times = []
+    for key in publications:  # newest first: the run of publications that recorded this fingerprint
+        for record in instance.fetch_materializations(AssetRecordsFilter(asset_key=key), limit=100).records:
+            if _fingerprint(record) != fingerprint:
+                break
+            times.append(record.timestamp)
+    return min(times, default=None)

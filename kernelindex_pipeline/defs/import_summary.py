@@ -37,6 +37,7 @@ class ImportSummary:
     refresh_problem: str = ""  # the catalogue automation's refresh failed or never came
     catalogue_by_kind: dict = field(default_factory=dict)
     catalogue_url: str = ""
+    catalogue_fingerprint: str = ""  # CatalogueStore.content_fingerprint() once the runs ended
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
 

@@ -15,7 +15,7 @@ from dagster import DagsterInstance
 
 from kernelindex_pipeline.defs.import_plan import UnknownPartitions, changed_partitions, ci_digests, partition_runs
 from kernelindex_pipeline.defs.import_summary import ImportSummary
-from kernelindex_pipeline.defs.run_control import run_import
+from kernelindex_pipeline.defs.run_control import refresh_left_behind, run_import
 
 
 def _resources(*names: str):
@@ -30,6 +30,7 @@ def _resources(*names: str):
 def _finish(summary: ImportSummary, catalogue) -> ImportSummary:
     with catalogue.open() as store:
         summary.catalogue_by_kind = store.counts_by_kind()
+        summary.catalogue_fingerprint = store.content_fingerprint()
     summary.catalogue_url = catalogue.safe_url
     return summary
 
@@ -132,4 +133,6 @@ def import_ci(
             )
         else:
             report(_finish(summary, resources.catalogue))
+            if pairs:  # published before: a refresh an earlier import left to the automation may be due
+                refresh_left_behind(instance, home, summary, verbose=verbose, wait=wait, log=log)
         return summary

@@ -27,7 +27,7 @@ from dagster import DagsterEventType, DagsterInstance, DagsterRunStatus, RunsFil
 from kernelindex_pipeline.defs.chain import parse_progress
 from kernelindex_pipeline.defs.daemon_supervisor import supervised
 from kernelindex_pipeline.defs.import_daemon import ImportDaemon, fail_if_worker_died, utc
-from kernelindex_pipeline.defs.import_plan import AfterImport, after_import
+from kernelindex_pipeline.defs.import_plan import AfterImport, after_import, stale_since
 from kernelindex_pipeline.defs.import_summary import (
     ImportSummary,
     PartitionOutcome,
@@ -260,6 +260,14 @@ def _refresh_outcome(instance: DagsterInstance, run_id: str, progress: Callable[
     )
 
 
+def _daemon(instance: DagsterInstance, home: Path, verbose: bool, log: Callable[[str], None]) -> ImportDaemon:
+    """The daemon serving this command's runs; leaving it waits for every run it launched (an automation
+    run, another command's) to end."""
+    workspace = workspace_file(home)
+    command = [dagster_tool("dagster-daemon"), "run", "-w", str(workspace)]
+    return ImportDaemon(instance, home, verbose, log, command, cwd=workspace.parent)
+
+
 def run_import(
     instance: DagsterInstance,
     home: Path,
@@ -275,10 +283,7 @@ def run_import(
     """Launch one run per entry of `run_tags`, follow them to the end and `report` the summary; with `wait`,
     then wait for the catalogue automation's refresh of the catalogue-wide assets (else it comes on its own)."""
     started_wall, started = time.time(), time.perf_counter()
-    workspace = workspace_file(home)
-    command = [dagster_tool("dagster-daemon"), "run", "-w", str(workspace)]
-    # Leaving the daemon waits for every run it launched (an automation run, another command's) to end.
-    with ImportDaemon(instance, home, verbose, log, command, cwd=workspace.parent) as daemon:
+    with _daemon(instance, home, verbose, log) as daemon:
         progress = Progress(len(summary.partitions), f"{summary.source} import")
         try:
             for tags in run_tags:
@@ -290,19 +295,56 @@ def run_import(
         summary.seconds = time.perf_counter() - started
         report(summary)
         published = bool(summary.outcomes)
-        step = after_import(
-            published, summary.new_records, wait=wait, automation_stopped=published and automation_stopped(instance)
-        )
-        if step is AfterImport.AUTOMATION_STOPPED:
-            log(automation_stopped_line(AUTOMATION_SENSOR))
-        elif step is AfterImport.UNCHANGED:
-            log(unchanged_line())
-        elif step is AfterImport.ON_ITS_OWN:
-            log(on_its_own_line(our_daemon=daemon.process is not None))
-        elif step is AfterImport.WAIT:
-            log(waiting_line())
-            refresh_started = time.perf_counter()
-            refresh = wait_for_catalogue_refresh(instance, started_wall, progress=log)
-            summary.catalogue_run, summary.refresh_problem = refresh.run_id, refresh.problem
-            log(refresh_line(refresh.run_id, refresh.problem, time.perf_counter() - refresh_started))
+        # Stale: this import added records, or an earlier one that did not wait left the refresh to come.
+        since = started_wall if summary.new_records else _stale_since(instance, summary) if published else None
+        stopped = published and automation_stopped(instance)
+        step = after_import(published, since is not None, wait=wait, automation_stopped=stopped)
+        _after_import(instance, summary, step, since, our_daemon=daemon.process is not None, log=log)
     return summary
+
+
+def refresh_left_behind(
+    instance: DagsterInstance, home: Path, summary: ImportSummary, *, verbose: bool, wait: bool, log: Callable
+) -> None:
+    """After an import that launched no run (every partition unchanged): a refresh an earlier import left to
+    the automation may still be to come; with `wait` the command waits for it here too."""
+    since = _stale_since(instance, summary)
+    if since is None:
+        return
+    step = after_import(True, True, wait=wait, automation_stopped=automation_stopped(instance))
+    if step is AfterImport.WAIT:
+        with _daemon(instance, home, verbose, log):
+            _after_import(instance, summary, step, since, our_daemon=False, log=log)
+    else:
+        _after_import(instance, summary, step, since, our_daemon=True, log=log)
+
+
+def _after_import(
+    instance: DagsterInstance,
+    summary: ImportSummary,
+    step: AfterImport,
+    since: float | None,
+    *,
+    our_daemon: bool,
+    log: Callable[[str], None],
+) -> None:
+    if step is AfterImport.AUTOMATION_STOPPED:
+        log(automation_stopped_line(AUTOMATION_SENSOR))
+    elif step is AfterImport.UNCHANGED:
+        log(unchanged_line())
+    elif step is AfterImport.ON_ITS_OWN:
+        log(on_its_own_line(our_daemon=our_daemon))
+    elif step is AfterImport.WAIT:
+        log(waiting_line())
+        refresh_started = time.perf_counter()
+        refresh = wait_for_catalogue_refresh(instance, since, progress=log)
+        summary.catalogue_run, summary.refresh_problem = refresh.run_id, refresh.problem
+        log(refresh_line(refresh.run_id, refresh.problem, time.perf_counter() - refresh_started))
+
+
+def _stale_since(instance: DagsterInstance, summary: ImportSummary) -> float | None:
+    if not summary.catalogue_fingerprint:
+        return None
+    from kernelindex_pipeline.defs.sources import CHAINS
+
+    return stale_since(instance, summary.catalogue_fingerprint, [chain.publication for chain in CHAINS.values()])
