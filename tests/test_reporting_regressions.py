@@ -129,19 +129,25 @@ def test_pure_10_percent_noise_with_a_whole_run_factor_of_1_8_gives_no_change(n,
     slow = data.draw(st.sampled_from([0, *range(2, n - 2), n - 1]), label="the slow run")
     rng = np.random.default_rng(seed)
     levels = rng.choice([20_000.0, 300_000.0, 5_000_000.0], size=(24, 1)) * np.exp(rng.normal(0, 0.10, size=(24, n)))
+    clean = detect_regressions(panel(levels))
+    # at the first or last run the slow run's factor cannot be estimated (one side): the value only
+    # weighs less, much as if the run were missing
+    without = detect_regressions(panel(np.delete(levels, slow, axis=1)))
     levels[:, slow] *= 1.8
     report = detect_regressions(panel(levels))
     assert len(report.trends) == 24 and not report.insufficient
-    # The slow run makes no change: none next to it. Elsewhere pure noise may look like a step as often as
-    # the significance level allows (0.001 per series, some 0.04 of the 960 series these examples draw):
-    # at most one of the 24.
-    slow_at = (START + timedelta(days=7 * slow)).strftime("%Y-%m-%d")
-    assert not [
-        c
-        for c in report.changes
-        if slow_at in (c.side(c.split.index - 1)["observedAt"][:10], c.side(c.split.index)["observedAt"][:10])
-    ]
-    assert len(report.changes) <= 1, [c.to_dict() for c in report.changes]
+
+    # The slow run makes no change: every change reported is one the same noise makes without it (pure
+    # 10 % noise may look like a step as often as the significance level allows, next to the slow run as
+    # anywhere else: a bound on how many, or where, fails on some seeds by design). The slow run's factor
+    # is estimated, give or take its standard error, so a change of the noise at the margin of the
+    # significance level (p within 10x of it) may cross it either way.
+    def where(c, run_removed=False):  # (series, first run after the change), as run numbers of `levels`
+        return (c.key, c.trend.case_key, c.split.index + (run_removed and c.split.index >= slow))
+
+    expected = {where(c) for c in clean.changes} | {where(c, run_removed=True) for c in without.changes}
+    made = [c for c in report.changes if where(c) not in expected and c.split.p_value < report.settings.alpha / 10]
+    assert not made, [c.to_dict() for c in made]
     # the slow run is reported as run-wide host effects (per latency class, merged where they agree), and
     # it is the largest effect reported (with four kernel groups per class, a 6 % wobble of another run
     # can pass as an effect; it is not a change either way)
@@ -388,8 +394,12 @@ def test_changes_are_grouped_by_cause_and_sorted_by_magnitude(ci_result):
     order = ["liger_kernel", "benchmark_script", "environment", "host", "unknown"]
     causes = [order.index(c["cause"]) for c in ci_result["changes"]]
     assert causes == sorted(causes)
-    unknown = [abs(math.log(c["magnitude"])) for c in ci_result["changes"] if c["cause"] == "unknown"]
-    assert len(unknown) > 1 and unknown == sorted(unknown, reverse=True)
+    # by |log magnitude|, as far as the JSON's four decimals tell it (1.0599 and 0.9435 round apart)
+    magnitudes = [c["magnitude"] for c in ci_result["changes"] if c["cause"] == "unknown"]
+    assert len(magnitudes) > 1
+    for a, b in zip(magnitudes[:-1], magnitudes[1:], strict=True):
+        rounding = 5e-5 / min(a, b) + 5e-5 / min(a, b, 1.0)
+        assert abs(math.log(a)) >= abs(math.log(b)) - rounding, (a, b)
 
 
 # ----------------------------------------------------------------------------- run facts and adapters
@@ -502,8 +512,12 @@ def test_a_flat_gpu_bound_series_takes_no_host_correction_and_memory_none():
     moving = [t for t in report.trends if t.key.kernel == "kernel0" and t.key.metric == "latency"]
     memory = [t for t in report.trends if t.key.metric == "peak_memory"]
     assert len(flat) == 4 and len(moving) == 4 and len(memory) == 1
-    for t in flat + memory:
-        assert np.max(np.abs(np.log(t.corrected / t.values))) < 0.01, (t.key, t.values, t.corrected)
+    # "none": within the flat series' own noise (1 %); its slope on the host is estimated from ten runs
+    # of that noise, so it is 0 give or take about 0.02 (a correction of 0.01 on the 0.47 effect)
+    for t in memory:
+        assert np.max(np.abs(np.log(t.corrected / t.values))) < 1e-9, (t.key, t.values, t.corrected)
+    for t in flat:
+        assert np.max(np.abs(np.log(t.corrected / t.values))) < 0.02, (t.key, t.values, t.corrected)
     for t in moving:
         assert np.max(np.abs(np.log(t.corrected[[3, 6]] / t.values[[3, 6]]))) > 0.3
 

@@ -295,21 +295,22 @@ def newest_step(
 ) -> tuple[list[Split], Split | None]:
     """(changes, pending): a step at the newest value, which has one run after it, not the `min_segment`
     a change needs. It is listed as pending (None: there is none), never reported one run early: when
-    the last accepted change has exactly `min_segment` runs after it and a split before the newest value
-    alone explains its segment better (larger z), that change is the pending step instead. The test: the
-    newest value against the weighted mean of its segment's earlier values, with the model variance
-    (the newest value's own uncertainty, `extra`, included), at `alpha` and `min_effect`."""
+    the last accepted change does not pass without the newest value (with `min_segment` runs after it,
+    it cannot; with more, two high runs before a step at the newest can lean a change onto them) and a
+    split before the newest value alone explains its segment better (larger z), that change is the
+    pending step instead. The test: the newest value against the weighted mean of its segment's earlier
+    values, with the model variance (the newest value's own uncertainty, `extra`, included), at `alpha`
+    and `min_effect`."""
     n = len(x)
     e2 = extra**2 if extra is not None else np.zeros(n)
     w = 1.0 / (sigma**2 + e2)
     start = splits[-1].index if splits else 0
-    if splits and splits[-1].stop == n and n - splits[-1].index == settings.min_segment:
+    if splits and splits[-1].stop == n and not _stands_without_newest(x, w, splits[-1], settings):
         last = splits[-1]
         at_split, _ = _newest_z(x, w, last.start, last.index)
         at_newest, _ = _newest_z(x, w, last.start, n - 1)
-        if abs(at_newest) <= abs(at_split):
-            return splits, None
-        splits, start = splits[:-1], last.start
+        if abs(at_newest) > abs(at_split):
+            splits, start = splits[:-1], last.start
     if n - 1 - start < settings.min_segment:
         return splits, None
     z, se = _newest_z(x, w, start, n - 1)
@@ -318,6 +319,16 @@ def newest_step(
     if p >= settings.alpha or abs(shift) < settings.min_log_effect:
         return splits, None
     return splits, Split(index=n - 1, start=start, stop=n, log_ratio=float(shift), half_width=1.96 * se, p_value=p)
+
+
+def _stands_without_newest(x: np.ndarray, w: np.ndarray, split: Split, settings: DetectionSettings) -> bool:
+    """Does the change `split` (the last one, ending at the newest value) pass its test on the values
+    before the newest one (min_segment runs after it at least)?"""
+    n = len(x)
+    if n - 1 - split.index < settings.min_segment:
+        return False
+    y = guarded(x[: n - 1], 1.0 / np.sqrt(w[: n - 1]))
+    return _passes(_judge(y, w[: n - 1], split.start, split.index, n - 1, settings), settings)
 
 
 def _newest_z(x: np.ndarray, w: np.ndarray, start: int, index: int) -> tuple[float, float]:

@@ -188,32 +188,47 @@ def _deviations(series: np.ndarray, y: np.ndarray, masked: np.ndarray | None = N
     return two_sided, np.where(both, transient, np.where(np.isfinite(d_left), d_left, d_right))
 
 
-def common_levels(series: np.ndarray, run: np.ndarray, cls: np.ndarray, group: np.ndarray, x: np.ndarray) -> pd.Series:
+def common_levels(
+    series: np.ndarray, run: np.ndarray, cls: np.ndarray, group: np.ndarray, x: np.ndarray
+) -> pd.DataFrame:
     """The level of each (run, class) common to its kernel groups: a robust two-way fit (median polish)
     x = series level + run level, the run level the median over kernel groups (each the median of its
     series), where at least MIN_GROUPS groups were measured. A few kernels that really changed do not move
-    it; a host that slows most kernels of the class does, for as many runs as it lasts."""
+    it; a host that slows most kernels of the class does, for as many runs as it lasts.
+
+    Columns `level` and `se`, its standard error: ``1.2533 * 1.4826 * MAD / sqrt(groups)`` of the groups
+    about it, at least what the class's usual spread over groups gives (a MAD of three values can be
+    nearly zero by chance), as for the run effects of `estimate`."""
     level = np.zeros(len(x))
     keys = [pd.Series(run), pd.Series(cls), pd.Series(group)]
     table = pd.Series(dtype=float)
+    per_group = pd.Series(dtype=float)
     for _ in range(POLISH):
         own = pd.Series(x - level).groupby(series).transform("median").to_numpy()
         per_group = pd.Series(x - own).groupby(keys).median()
         grouped = per_group.groupby(level=[0, 1])
         table = grouped.median()[grouped.size() >= MIN_GROUPS]
         level = _lookup(table, [run, cls])
-    table.index.names = ["run", "cls"]
-    return table.rename("level")
+    about = per_group.droplevel(2)
+    kept = about.index.isin(table.index)
+    spread = (about[kept] - table.reindex(about.index[kept]).to_numpy()).abs().groupby(level=[0, 1])
+    sd = _MAD * spread.median().reindex(table.index)
+    groups = spread.size().reindex(table.index)
+    usual = sd.groupby(level=1).transform("median")
+    se = 1.2533 * np.maximum(sd, usual) / np.sqrt(groups)
+    frame = pd.DataFrame({"level": table, "se": se})
+    frame.index.names = ["run", "cls"]
+    return frame
 
 
-def excursions(levels: pd.Series, run_gpu: np.ndarray, z_needed: float) -> set[tuple[int, int]]:
+def excursions(levels: pd.DataFrame, run_gpu: np.ndarray, z_needed: float) -> set[tuple[int, int]]:
     """(run, class) pairs inside a host excursion: consecutive runs of one GPU whose common level
     (`common_levels`) departs from the level around them, the same way at every run, while the levels
     just before and just after agree (the host came back; a lasting move is a step, not an excursion).
     A block needs MIN_BLOCK_SIDE runs on each side, so one at the newest runs is judged once later runs
     exist. Blocks are taken strongest first, any length."""
     found: set[tuple[int, int]] = set()
-    frame = levels.reset_index()
+    frame = levels[["level"]].reset_index()
     frame["gpu"] = run_gpu[frame["run"].to_numpy()]
     for (_, cls), part in frame.groupby(["gpu", "cls"]):
         part = part.sort_values("run")
@@ -223,12 +238,34 @@ def excursions(levels: pd.Series, run_gpu: np.ndarray, z_needed: float) -> set[t
     return found
 
 
+def run_to_run_noise(c: np.ndarray) -> float:
+    """How much one class' common level (`common_levels`, consecutive runs of one GPU) moves from run to
+    run when the host does not: 1.4826 x the median absolute successive difference / sqrt(2), robust to
+    the few large differences a host excursion or a lasting move makes; at least 0.1 %."""
+    if len(c) < 2:
+        return 1e-3
+    return max(_MAD * float(np.median(np.abs(np.diff(c)))) / math.sqrt(2.0), 1e-3)
+
+
+def host_move_thresholds(levels: pd.DataFrame, run_gpu: np.ndarray) -> pd.Series:
+    """Per (run, class) of `common_levels`, the smallest departure of the common level that is a move of
+    the host: TAKE_OUT_Z x the larger of the level's standard error at that run and its run-to-run noise
+    on that GPU (`run_to_run_noise`). Below it the level is noise (a MAD over a handful of kernel groups
+    understates its own error, so the run-to-run scatter is the better measure of it)."""
+    frame = levels.reset_index()
+    frame["gpu"] = run_gpu[frame["run"].to_numpy()]
+    frame = frame.sort_values(["gpu", "cls", "run"])
+    noise = frame.groupby(["gpu", "cls"])["level"].transform(lambda c: run_to_run_noise(c.to_numpy()))
+    threshold = TAKE_OUT_Z * np.maximum(frame["se"].fillna(0.0), noise)
+    return pd.Series(threshold.to_numpy(), index=pd.MultiIndex.from_frame(frame[["run", "cls"]])).sort_index()
+
+
 def _blocks(c: np.ndarray, z_needed: float) -> list[tuple[int, int]]:
     """[a, b) blocks of `c` (one class' common level over consecutive runs) that are excursions."""
     n = len(c)
     if n < 2 * MIN_BLOCK_SIDE + 1:
         return []
-    sigma = max(_MAD * float(np.median(np.abs(np.diff(c)))) / math.sqrt(2.0), 1e-3)
+    sigma = run_to_run_noise(c)
     taken = np.zeros(n, dtype=bool)
     out: list[tuple[int, int]] = []
     while True:
@@ -317,16 +354,7 @@ def estimate(
     host's speed does not change how much memory a kernel allocates."""
     latency = cls != MEMORY_CLASS
     if not latency.any():  # nothing a host moves (no runs, or peak memory only)
-        zeros = np.zeros(len(x))
-        effects = pd.DataFrame(
-            {"log_factor": [], "se": [], "groups": [], "extra": []},
-            index=pd.MultiIndex.from_arrays([[], []], names=["run", "cls"]),
-        )
-        scripts = pd.DataFrame(
-            {"log_factor": [], "series": [], "se": []},
-            index=pd.MultiIndex.from_arrays([[], []], names=["run", "script"]),
-        )
-        return HostFit(effects, scripts, zeros, zeros.copy(), zeros.copy(), set())
+        return _empty_fit(len(x))
     if not latency.all():
         fit = estimate(
             series[latency],
@@ -350,46 +378,93 @@ def estimate(
     )
     run_corr = np.zeros(len(x))
     script_corr = np.zeros(len(x))
-    run_s, cls_s, script_s = pd.Series(run), pd.Series(cls), pd.Series(script)
     for _ in range(ITERATIONS):
         two_sided, _ = _deviations(series, x - run_corr - script_corr, masked)
-        d = pd.Series(two_sided)
-        ok = d.notna()
-        per_group = d[ok].groupby([run_s[ok], cls_s[ok], pd.Series(group)[ok]]).median()
-        level = per_group.index.droplevel(2)
-        stats = _robust_stats(
-            pd.Series(per_group.to_numpy()),
-            [pd.Series(level.get_level_values(0)), pd.Series(level.get_level_values(1))],
-        )
-        # the standard error is at least what the class's usual spread over groups gives (a MAD of four
-        # values can be nearly zero by chance); an effect within two standard errors of 0 is not taken out
-        usual = stats["sd"].groupby(level=1).transform("median")
-        stats["se"] = np.maximum(stats["se"], 1.2533 * usual / np.sqrt(stats["count"]))
-        taken = (stats["count"] >= MIN_GROUPS) & (stats["median"].abs() >= TAKE_OUT_Z * stats["se"])
-        step = stats["median"].where(taken, 0.0)
-        run_step = _lookup(step, [run, cls])
+        stats, run_step = _run_effect_step(two_sided, run, cls, group)
         run_corr += run_step
-        # what the class effect leaves, per (run, script): one script hit by a hiccup of the host. Two-sided
-        # only: at a series' newest run one side cannot tell a script's hiccup from its own real change.
-        rest = pd.Series(two_sided - run_step)
-        ok2 = rest.notna()
-        script_stats = _robust_stats(rest[ok2], [run_s[ok2], script_s[ok2]])
-        # the standard error is at least what the usual scatter of deviations in the members' classes gives
-        # (a MAD of four values can be nearly zero by chance)
-        usual_sd = _MAD * rest[ok2].abs().groupby(cls_s[ok2]).median()
-        member_sd = (
-            pd.Series(cls_s[ok2].map(usual_sd).to_numpy())
-            .groupby([run_s[ok2].to_numpy(), script_s[ok2].to_numpy()])
-            .median()
+        script_stats, script_step = _script_effect_step(
+            two_sided - run_step, run, cls, script, min_log_effect, z_needed
         )
-        se = np.maximum(
-            script_stats["se"],
-            1.2533 * member_sd.reindex(script_stats.index).to_numpy() / np.sqrt(script_stats["count"]),
-        )
-        script_stats["se"] = se
-        size = script_stats["median"].abs()
-        keep = (script_stats["count"] >= MIN_SERIES) & (size >= min_log_effect) & (size >= z_needed * se)
-        script_corr += _lookup(script_stats["median"].where(keep, 0.0), [run, script])
+        script_corr += script_step
+    run_table = _run_table(stats, run_corr, run, cls)
+    # a value the run's effect was taken out of carries that estimate's error as well as its own noise
+    taken_error = run_table["se"].where(run_table["log_factor"] != 0.0, 0.0)
+    extra = np.hypot(_lookup(run_table["extra"], [run, cls]), _lookup(taken_error, [run, cls]))
+    extra = _edge_uncertainty(series, x - run_corr - script_corr, masked, run, cls, group, extra)
+    # Each series takes the run's effect only as far as it moves with it (its loading, `_loadings`): a
+    # GPU-bound shape that reads the same on a slow host takes none of it, nor its uncertainty.
+    loading = _loadings(series, cls, x, run_corr + script_corr, masked)
+    return HostFit(
+        effects=run_table[["log_factor", "se", "groups", "extra"]],
+        scripts=_script_table(run, script, script_corr, script_stats),
+        correction=loading * (run_corr + script_corr),
+        extra=loading * extra,
+        loading=loading,
+        excursions=blocks,
+    )
+
+
+def _empty_fit(n: int) -> HostFit:
+    zeros = np.zeros(n)
+    effects = pd.DataFrame(
+        {"log_factor": [], "se": [], "groups": [], "extra": []},
+        index=pd.MultiIndex.from_arrays([[], []], names=["run", "cls"]),
+    )
+    scripts = pd.DataFrame(
+        {"log_factor": [], "series": [], "se": []},
+        index=pd.MultiIndex.from_arrays([[], []], names=["run", "script"]),
+    )
+    return HostFit(effects, scripts, zeros, zeros.copy(), zeros.copy(), set())
+
+
+def _run_effect_step(
+    two_sided: np.ndarray, run: np.ndarray, cls: np.ndarray, group: np.ndarray
+) -> tuple[pd.DataFrame, np.ndarray]:
+    """(statistics per (run, class), the effect taken out of each value this round): the median over
+    kernel groups of each group's median two-sided deviation, where clearly away from 0."""
+    d = pd.Series(two_sided)
+    ok = d.notna()
+    per_group = d[ok].groupby([pd.Series(run)[ok], pd.Series(cls)[ok], pd.Series(group)[ok]]).median()
+    level = per_group.index.droplevel(2)
+    stats = _robust_stats(
+        pd.Series(per_group.to_numpy()),
+        [pd.Series(level.get_level_values(0)), pd.Series(level.get_level_values(1))],
+    )
+    # the standard error is at least what the class's usual spread over groups gives (a MAD of four
+    # values can be nearly zero by chance); an effect within TAKE_OUT_Z standard errors of 0 is left in
+    usual = stats["sd"].groupby(level=1).transform("median")
+    stats["se"] = np.maximum(stats["se"], 1.2533 * usual / np.sqrt(stats["count"]))
+    taken = (stats["count"] >= MIN_GROUPS) & (stats["median"].abs() >= TAKE_OUT_Z * stats["se"])
+    return stats, _lookup(stats["median"].where(taken, 0.0), [run, cls])
+
+
+def _script_effect_step(
+    rest: np.ndarray, run: np.ndarray, cls: np.ndarray, script: np.ndarray, min_log_effect: float, z_needed: float
+) -> tuple[pd.DataFrame, np.ndarray]:
+    """(statistics per (run, script), the effect taken out of each value this round): what the class
+    effect leaves (`rest`), per (run, script): one script hit by a hiccup of the host. Two-sided only: at
+    a series' newest run one side cannot tell a script's hiccup from its own real change."""
+    rest_s = pd.Series(rest)
+    ok = rest_s.notna()
+    run_s, cls_s, script_s = pd.Series(run)[ok], pd.Series(cls)[ok], pd.Series(script)[ok]
+    script_stats = _robust_stats(rest_s[ok], [run_s, script_s])
+    # the standard error is at least what the usual scatter of deviations in the members' classes gives
+    # (a MAD of four values can be nearly zero by chance)
+    usual_sd = _MAD * rest_s[ok].abs().groupby(cls_s).median()
+    member_sd = pd.Series(cls_s.map(usual_sd).to_numpy()).groupby([run_s.to_numpy(), script_s.to_numpy()]).median()
+    se = np.maximum(
+        script_stats["se"],
+        1.2533 * member_sd.reindex(script_stats.index).to_numpy() / np.sqrt(script_stats["count"]),
+    )
+    script_stats["se"] = se
+    size = script_stats["median"].abs()
+    keep = (script_stats["count"] >= MIN_SERIES) & (size >= min_log_effect) & (size >= z_needed * se)
+    return script_stats, _lookup(script_stats["median"].where(keep, 0.0), [run, script])
+
+
+def _run_table(stats: pd.DataFrame, run_corr: np.ndarray, run: np.ndarray, cls: np.ndarray) -> pd.DataFrame:
+    """Per (run, class): the effect taken out over every round (log_factor), its standard error, the
+    kernel groups that told it and how unevenly it hit them (extra)."""
     run_table = stats.rename(columns={"count": "groups"})
     run_table["log_factor"] = _lookup(
         pd.Series(run_corr, index=pd.MultiIndex.from_arrays([run, cls])).groupby(level=[0, 1]).first(),
@@ -403,36 +478,44 @@ def estimate(
     # tail being long) it is that uncertainty
     clearly = run_table["sd"] > usual * (1 + 3.5 / np.sqrt(run_table["groups"]))
     run_table["extra"] = np.where(clearly, np.sqrt(np.maximum(run_table["sd"] ** 2 - usual**2, 0.0)), 0.0)
-    extra = _lookup(run_table["extra"], [run, cls])
-    # A series' first and last values have one side only: how far the run stood out there, over its kernel
-    # groups, is not taken out (a step in every kernel at the newest run may be real) but counted as
-    # uncertainty of those values, so a slow newest (or oldest) run cannot make a change on its own.
-    two_sided, with_one_side = _deviations(series, x - run_corr - script_corr, masked)
+    run_table.index.names = ["run", "cls"]
+    return run_table
+
+
+def _edge_uncertainty(
+    series: np.ndarray,
+    y: np.ndarray,
+    masked: np.ndarray | None,
+    run: np.ndarray,
+    cls: np.ndarray,
+    group: np.ndarray,
+    extra: np.ndarray,
+) -> np.ndarray:
+    """`extra` with the edges' uncertainty added. A series' first and last values have one side only: how
+    far the run stood out there, over its kernel groups, is not taken out (a step in every kernel at the
+    newest run may be real) but counted as uncertainty of those values, so a slow newest (or oldest) run
+    cannot make a change on its own."""
+    two_sided, with_one_side = _deviations(series, y, masked)
     edge = np.isnan(two_sided) & np.isfinite(with_one_side)
-    if edge.any():
-        one = pd.Series(with_one_side[edge])
-        per_group = one.groupby([run_s[edge].to_numpy(), cls_s[edge].to_numpy(), np.asarray(group)[edge]]).median()
-        grouped = per_group.groupby(level=[0, 1])
-        edge_effect = grouped.median().where(grouped.size() >= MIN_GROUPS, 0.0)
-        extra = np.where(edge, np.hypot(extra, _lookup(edge_effect, [run, cls])), extra)
-    totals = pd.DataFrame({"run": run, "script": script, "log_factor": script_corr, "d": 0.0})
+    if not edge.any():
+        return extra
+    one = pd.Series(with_one_side[edge])
+    per_group = one.groupby([run[edge], cls[edge], np.asarray(group)[edge]]).median()
+    grouped = per_group.groupby(level=[0, 1])
+    edge_effect = grouped.median().where(grouped.size() >= MIN_GROUPS, 0.0)
+    return np.where(edge, np.hypot(extra, _lookup(edge_effect, [run, cls])), extra)
+
+
+def _script_table(
+    run: np.ndarray, script: np.ndarray, script_corr: np.ndarray, script_stats: pd.DataFrame
+) -> pd.DataFrame:
+    """Per (run, script) with an effect of its own: its log factor, series and standard error."""
+    totals = pd.DataFrame({"run": run, "script": script, "log_factor": script_corr})
     counts = totals.groupby(["run", "script"]).size()
     script_table = totals.groupby(["run", "script"])["log_factor"].first().to_frame()
     script_table["series"] = counts
     script_table["se"] = script_stats["se"].reindex(script_table.index).fillna(0.0)
-    script_table = script_table[script_table["log_factor"] != 0.0]
-    run_table.index.names = ["run", "cls"]
-    # Each series takes the run's effect only as far as it moves with it (its loading, `_loadings`): a
-    # GPU-bound shape that reads the same on a slow host takes none of it, nor its uncertainty.
-    loading = _loadings(series, cls, x, run_corr + script_corr, masked)
-    return HostFit(
-        effects=run_table[["log_factor", "se", "groups", "extra"]],
-        scripts=script_table,
-        correction=loading * (run_corr + script_corr),
-        extra=loading * extra,
-        loading=loading,
-        excursions=blocks,
-    )
+    return script_table[script_table["log_factor"] != 0.0]
 
 
 def _random_effects(estimates: np.ndarray, variances: np.ndarray) -> tuple[float, float]:
@@ -462,22 +545,30 @@ def _loadings(
 
 
 def shrunk_slopes(
-    series: np.ndarray, cls: np.ndarray, x: np.ndarray, response: np.ndarray, effect: np.ndarray
+    series: np.ndarray,
+    cls: np.ndarray,
+    x: np.ndarray,
+    response: np.ndarray,
+    effect: np.ndarray,
+    min_points: int = 1,
 ) -> np.ndarray:
     """Per observation, its series' slope of `response` on `effect` (through 0, over the values where both
     are known and the effect is not 0), shrunk (empirical Bayes, per class) towards the class' mean slope
     by how well the series' own runs tell it (its noise: the MAD of the successive differences of `x`),
-    and never below 0 (a slow host makes nothing faster). Series with nothing to learn from take the
-    class' mean. Input sorted by series then time."""
+    and never below 0 (a slow host makes nothing faster). Series with fewer than `min_points` values to
+    learn from take the class' mean. Input sorted by series then time."""
     noise = pd.Series(np.diff(x, prepend=np.nan)).where(np.r_[False, series[1:] == series[:-1]])
     sd = (_MAD * noise.abs().groupby(series).transform("median") / math.sqrt(2.0)).fillna(0.0).to_numpy()
     usable = np.isfinite(response) & np.isfinite(effect) & (effect != 0.0)
-    frame = pd.DataFrame({"series": series[usable], "cd": effect[usable] * response[usable], "cc": effect[usable] ** 2})
-    sums = frame.groupby("series")[["cd", "cc"]].sum()
+    frame = pd.DataFrame(
+        {"series": series[usable], "cd": effect[usable] * response[usable], "cc": effect[usable] ** 2, "points": 1}
+    )
+    sums = frame.groupby("series")[["cd", "cc", "points"]].sum()
     first = np.flatnonzero(np.r_[True, series[1:] != series[:-1]])
     series_ids, series_cls = series[first], cls[first]
     series_sd = np.maximum(sd[first], 1e-3)
     cc = sums["cc"].reindex(series_ids).fillna(0.0).to_numpy()
+    points = sums["points"].reindex(series_ids).fillna(0).to_numpy()
     with np.errstate(invalid="ignore", divide="ignore"):
         own = sums["cd"].reindex(series_ids).fillna(0.0).to_numpy() / cc
         variance = series_sd**2 / cc
@@ -493,5 +584,5 @@ def shrunk_slopes(
             else (own[members] / variance[members] + prior / spread) / (1 / variance[members] + 1 / spread)
         )
         slope[members] = shrunk
-        slope[(series_cls == c) & (cc == 0)] = max(prior, 0.0)
+        slope[(series_cls == c) & ((cc == 0) | (points < min_points))] = max(prior, 0.0)
     return np.repeat(np.maximum(slope, 0.0), np.diff(np.r_[first, len(series)]))

@@ -68,6 +68,7 @@ SLOWDOWN = "slowdown"
 SPEEDUP = "speedup"
 CAUSES = attribution.CAUSES  # liger_kernel, benchmark_script, environment, host, unknown
 SESSION_GAP_S = 30 * 60  # a sweep's rows are at most minutes apart (160 s on Liger's CI); runs are hours apart
+MIN_HOST_MOVES = 2  # host moves a launch-bound series needs for a slope of its own (`_against_host_speed`)
 HOST_CAUSE_SHARE = 0.5
 
 
@@ -515,127 +516,32 @@ def detect_in_record_files(
 
 
 def _detect(obs: _Observations, settings: DetectionSettings) -> RegressionReport:
-    keys = obs.keys
     n = len(obs.sid)
     if n == 0:
         return RegressionReport(settings, 0, [], [], [], [], [], [], obs.skipped)
-    t = _epoch_seconds(obs.observed)
-    run_of, sources = _source_runs(obs, keys, t)
-    sid = np.array(obs.sid, dtype=np.int64)
-    logv = np.log(np.array(obs.value))
-
-    # one value per (series, source run): the median of repeats, then sorted by series and run time
-    pair = sid * len(sources) + run_of
-    uniq, inverse = np.unique(pair, return_inverse=True)
-    order = np.argsort(inverse, kind="stable")
-    cuts = np.flatnonzero(np.diff(inverse[order])) + 1
-    if len(uniq) < n:  # repeats of a case within one source run
-        x = np.array([np.median(g) for g in np.split(logv[order], cuts)])
-    else:
-        x = logv[order]
-    first = order[np.r_[0, cuts]]  # the first observation of each (series, run), for labels
-    p_sid = uniq // len(sources)
-    p_run = uniq % len(sources)  # uniq is sorted by series then run index, i.e. time within the GPU
-
-    # latency class of each series by its typical (median) value; memory is a class of its own
-    starts = np.flatnonzero(np.r_[True, p_sid[1:] != p_sid[:-1]])
-    bounds = np.r_[starts, len(p_sid)]
-    typical = np.array([np.median(x[a:b]) for a, b in zip(bounds[:-1], bounds[1:], strict=True)])
-    series_ids = p_sid[starts]
-    is_memory = np.array([keys[s].metric == PEAK_MEMORY for s in series_ids])
-    series_class = np.where(is_memory, host_effects.MEMORY_CLASS, host_effects.latency_class(typical))
-    lengths = np.diff(bounds)
-    group_ids: dict[tuple, int] = {}
-    series_group = np.array(
-        [group_ids.setdefault((keys[s].kernel, keys[s].provider, keys[s].metric), len(group_ids)) for s in series_ids]
-    )
-    series_class = _merge_sparse_classes(series_class, series_group, np.array([keys[s].gpu for s in series_ids]))
-    p_cls = np.repeat(series_class, lengths)
-    script_ids: dict[str, int] = {}
-    series_script = np.array([script_ids.setdefault(obs.scripts[s], len(script_ids)) for s in series_ids])
-    run_gpu = np.unique([r.gpu for r in sources], return_inverse=True)[1] if sources else np.empty(0, dtype=np.int64)
-    fit = host_effects.estimate(
-        p_sid,
-        p_run,
-        p_cls,
-        np.repeat(series_group, lengths),
-        np.repeat(series_script, lengths),
-        x,
-        settings.min_log_effect,
-        _z_for(settings.alpha),
-        run_gpu,
-    )
-    launch_bound = _launch_bound(keys, series_ids, typical, settings.min_log_effect)
-    corrected = x - _against_host_speed(
-        fit.correction, np.repeat(launch_bound, lengths), p_sid, p_run, p_cls, np.repeat(series_group, lengths), x
-    )
-
-    # Noise. A series' own noise: the MAD of its successive differences. Pooled per (GPU, class): the
-    # median of its series' noise (a class without series enough borrows the GPU's, else everything's),
-    # with a weight (prior degrees of freedom) estimated from how much the series' noise differs beyond
-    # what estimating it from few runs explains (`changepoints.prior_df`).
-    own = [within_noise(corrected[a:b], [], None, 0.0) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
-    own_noise = np.array([noise for noise, _ in own])
-    own_used = np.array([used for _, used in own])
-    pool_key = [(keys[s].gpu, int(c)) for s, c in zip(series_ids, series_class, strict=True)]
-    members: dict[tuple, list[int]] = defaultdict(list)
-    for i, k in enumerate(pool_key):
-        if lengths[i] >= settings.min_runs and own_noise[i] > 0:
-            members[k].append(i)
-            members[(k[0], None)].append(i)
-            members[(None, None)].append(i)
-    # how much the noise of series differs is estimated over the GPU's series (a class alone is often a
-    # handful of series), the level per class
-    weight = {k[0]: prior_df(own_noise[v], MAD_EFFICIENCY * own_used[v]) for k, v in members.items() if k[1] is None}
-    pools = {k: (float(np.median(own_noise[v])), weight[k[0]]) for k, v in members.items() if v}
-    priors = [pools.get(k) or pools.get((k[0], None)) or pools.get((None, None)) or (0.0, 0.0) for k in pool_key]
-
+    run_of, sources = _source_runs(obs, obs.keys, _epoch_seconds(obs.observed))
+    panel = _panel(obs, run_of, len(sources))
+    fit, corrected = _host_corrected(panel, obs.keys, sources, settings)
+    priors, own_noise, own_used = _noise_priors(panel, obs.keys, corrected, settings)
     trends: list[Trend] = []
     insufficient: list[Insufficient] = []
     found: list[tuple[Trend, Split]] = []
     newest: list[tuple[Trend, Split]] = []
-    for i, s in enumerate(series_ids):
-        a, b = bounds[i], bounds[i + 1]
-        key = keys[s]
-        if lengths[i] < settings.min_runs:
-            insufficient.append(Insufficient(key, int(lengths[i])))
+    for i, s in enumerate(panel.series_ids):
+        if panel.lengths[i] < settings.min_runs:
+            insufficient.append(Insufficient(obs.keys[s], int(panel.lengths[i])))
             continue
+        a, b = panel.bounds[i], panel.bounds[i + 1]
         prior, weight = priors[i]
         sigma = shrunk_noise(own_noise[i], MAD_EFFICIENCY * own_used[i], prior, weight)
-        values, extra = corrected[a:b], fit.extra[a:b]
-        refined: list[float] = []
-
-        def refine(cuts: list[int], values=values, prior=prior, weight=weight, refined=refined, sigma=sigma) -> float:
-            own, used = within_noise(values, cuts, None, 0.0)  # the noise inside the proposed segments
-            refined.append(shrunk_noise(own, MAD_EFFICIENCY * used, prior, weight) if used else sigma)
-            return refined[-1]
-
-        splits = find_changes(values, sigma, settings, extra, refine)
-        sigma = refined[-1] if refined else sigma
-        splits, pending_step = newest_step(values, sigma, settings, splits, extra)
-        idx = first[a:b]
-        trend = Trend(
-            key=key,
-            case_key=obs.case_keys[s],
-            observed_at=[obs.observed[j] for j in idx],
-            versions=[obs.version[j] for j in idx],
-            sources=[sources[r].label for r in p_run[a:b]],
-            environments=[obs.environment[j] for j in idx],
-            values=np.exp(x[a:b]),
-            corrected=np.exp(corrected[a:b]),
-            noise=sigma,
-            splits=splits,
-            run_index=p_run[a:b],
-            cls=int(series_class[i]),
-            group=int(series_group[i]),
-            code_refs=[sources[r].code_ref for r in p_run[a:b]],
-        )
+        splits, pending_step, sigma = _judge_series(corrected[a:b], fit.extra[a:b], sigma, prior, weight, settings)
+        trend = _trend(obs, panel, i, sources, corrected, sigma, splits)
         trends.append(trend)
         found += [(trend, split) for split in splits]
         if pending_step is not None:
             newest.append((trend, pending_step))
     changes, pending = _with_causes(found, trends), _with_causes(newest, trends)
-    reported, every = _host_effect_entries(fit, sources, settings, list(script_ids))
+    reported, every = _host_effect_entries(fit, sources, settings, panel.scripts)
     return RegressionReport(
         settings=settings,
         runs=n,
@@ -647,6 +553,177 @@ def _detect(obs: _Observations, settings: DetectionSettings) -> RegressionReport
         changes=changes,
         skipped=obs.skipped,
         pending=pending,
+    )
+
+
+@dataclass
+class _Panel:
+    """One value per (series, source run), sorted by series then run time, and what each series is."""
+
+    x: np.ndarray  # log value: the median of a case's repeats within one source run
+    first: np.ndarray  # the first observation of each (series, run), for labels
+    run: np.ndarray  # source run of each value
+    series: np.ndarray  # series id of each value
+    bounds: np.ndarray  # series i's values are [bounds[i], bounds[i + 1])
+    series_ids: np.ndarray
+    typical: np.ndarray  # per series: its median log value
+    series_class: np.ndarray  # per series: latency class (memory a class of its own), sparse ones merged
+    series_group: np.ndarray  # per series: its kernel group (kernel, provider, metric)
+    series_script: np.ndarray  # per series: its benchmark script, as an index into `scripts`
+    scripts: list[str]
+
+    @property
+    def lengths(self) -> np.ndarray:
+        return np.diff(self.bounds)
+
+    def per_value(self, per_series: np.ndarray) -> np.ndarray:
+        return np.repeat(per_series, self.lengths)
+
+
+def _panel(obs: _Observations, run_of: np.ndarray, n_sources: int) -> _Panel:
+    keys = obs.keys
+    n = len(obs.sid)
+    sid = np.array(obs.sid, dtype=np.int64)
+    logv = np.log(np.array(obs.value))
+    # one value per (series, source run): the median of repeats, then sorted by series and run time
+    pair = sid * n_sources + run_of
+    uniq, inverse = np.unique(pair, return_inverse=True)
+    order = np.argsort(inverse, kind="stable")
+    cuts = np.flatnonzero(np.diff(inverse[order])) + 1
+    if len(uniq) < n:  # repeats of a case within one source run
+        x = np.array([np.median(g) for g in np.split(logv[order], cuts)])
+    else:
+        x = logv[order]
+    p_sid = uniq // n_sources
+    p_run = uniq % n_sources  # uniq is sorted by series then run index, i.e. time within the GPU
+    # latency class of each series by its typical (median) value; memory is a class of its own
+    starts = np.flatnonzero(np.r_[True, p_sid[1:] != p_sid[:-1]])
+    bounds = np.r_[starts, len(p_sid)]
+    typical = np.array([np.median(x[a:b]) for a, b in zip(bounds[:-1], bounds[1:], strict=True)])
+    series_ids = p_sid[starts]
+    is_memory = np.array([keys[s].metric == PEAK_MEMORY for s in series_ids])
+    series_class = np.where(is_memory, host_effects.MEMORY_CLASS, host_effects.latency_class(typical))
+    group_ids: dict[tuple, int] = {}
+    series_group = np.array(
+        [group_ids.setdefault((keys[s].kernel, keys[s].provider, keys[s].metric), len(group_ids)) for s in series_ids]
+    )
+    series_class = _merge_sparse_classes(series_class, series_group, np.array([keys[s].gpu for s in series_ids]))
+    script_ids: dict[str, int] = {}
+    series_script = np.array([script_ids.setdefault(obs.scripts[s], len(script_ids)) for s in series_ids])
+    return _Panel(
+        x=x,
+        first=order[np.r_[0, cuts]],
+        run=p_run,
+        series=p_sid,
+        bounds=bounds,
+        series_ids=series_ids,
+        typical=typical,
+        series_class=series_class,
+        series_group=series_group,
+        series_script=series_script,
+        scripts=list(script_ids),
+    )
+
+
+def _host_corrected(
+    panel: _Panel, keys: list[GpuSeriesKey], sources: list[SourceRun], settings: DetectionSettings
+) -> tuple[host_effects.HostFit, np.ndarray]:
+    """The run-level host effects (`host_effects.estimate`) and the values with them taken out
+    (launch-bound series against the host's speed, `_against_host_speed`)."""
+    run_gpu = np.unique([r.gpu for r in sources], return_inverse=True)[1] if sources else np.empty(0, dtype=np.int64)
+    cls, group = panel.per_value(panel.series_class), panel.per_value(panel.series_group)
+    fit = host_effects.estimate(
+        panel.series,
+        panel.run,
+        cls,
+        group,
+        panel.per_value(panel.series_script),
+        panel.x,
+        settings.min_log_effect,
+        _z_for(settings.alpha),
+        run_gpu,
+    )
+    launch_bound = _launch_bound(keys, panel.series_ids, panel.typical, settings.min_log_effect)
+    taken_out = _against_host_speed(
+        fit.correction, panel.per_value(launch_bound), panel.series, panel.run, cls, group, panel.x, run_gpu
+    )
+    return fit, panel.x - taken_out
+
+
+def _noise_priors(
+    panel: _Panel, keys: list[GpuSeriesKey], corrected: np.ndarray, settings: DetectionSettings
+) -> tuple[list[tuple[float, float]], np.ndarray, np.ndarray]:
+    """(per series: the pooled noise and its weight, each series' own noise, the values that told it).
+
+    A series' own noise: the MAD of its successive differences. Pooled per (GPU, class): the median of
+    its series' noise (a class without series enough borrows the GPU's, else everything's), with a
+    weight (prior degrees of freedom) estimated from how much the series' noise differs beyond what
+    estimating it from few runs explains (`changepoints.prior_df`)."""
+    bounds, lengths = panel.bounds, panel.lengths
+    own = [within_noise(corrected[a:b], [], None, 0.0) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+    own_noise = np.array([noise for noise, _ in own])
+    own_used = np.array([used for _, used in own])
+    pool_key = [(keys[s].gpu, int(c)) for s, c in zip(panel.series_ids, panel.series_class, strict=True)]
+    members: dict[tuple, list[int]] = defaultdict(list)
+    for i, k in enumerate(pool_key):
+        if lengths[i] >= settings.min_runs and own_noise[i] > 0:
+            members[k].append(i)
+            members[(k[0], None)].append(i)
+            members[(None, None)].append(i)
+    # how much the noise of series differs is estimated over the GPU's series (a class alone is often a
+    # handful of series), the level per class
+    weight = {k[0]: prior_df(own_noise[v], MAD_EFFICIENCY * own_used[v]) for k, v in members.items() if k[1] is None}
+    pools = {k: (float(np.median(own_noise[v])), weight[k[0]]) for k, v in members.items() if v}
+    priors = [pools.get(k) or pools.get((k[0], None)) or pools.get((None, None)) or (0.0, 0.0) for k in pool_key]
+    return priors, own_noise, own_used
+
+
+def _judge_series(
+    values: np.ndarray, extra: np.ndarray, sigma: float, prior: float, weight: float, settings: DetectionSettings
+) -> tuple[list[Split], Split | None, float]:
+    """(changes, the pending step at the newest run or None, the noise they were judged with) of one
+    series' corrected values."""
+    refined: list[float] = []
+
+    def refine(cuts: list[int]) -> float:
+        own, used = within_noise(values, cuts, None, 0.0)  # the noise inside the proposed segments
+        refined.append(shrunk_noise(own, MAD_EFFICIENCY * used, prior, weight) if used else sigma)
+        return refined[-1]
+
+    splits = find_changes(values, sigma, settings, extra, refine)
+    sigma = refined[-1] if refined else sigma
+    splits, pending_step = newest_step(values, sigma, settings, splits, extra)
+    return splits, pending_step, sigma
+
+
+def _trend(
+    obs: _Observations,
+    panel: _Panel,
+    i: int,
+    sources: list[SourceRun],
+    corrected: np.ndarray,
+    sigma: float,
+    splits: list[Split],
+) -> Trend:
+    a, b = panel.bounds[i], panel.bounds[i + 1]
+    s = panel.series_ids[i]
+    idx = panel.first[a:b]
+    runs = panel.run[a:b]
+    return Trend(
+        key=obs.keys[s],
+        case_key=obs.case_keys[s],
+        observed_at=[obs.observed[j] for j in idx],
+        versions=[obs.version[j] for j in idx],
+        sources=[sources[r].label for r in runs],
+        environments=[obs.environment[j] for j in idx],
+        values=np.exp(panel.x[a:b]),
+        corrected=np.exp(corrected[a:b]),
+        noise=sigma,
+        splits=splits,
+        run_index=runs,
+        cls=int(panel.series_class[i]),
+        group=int(panel.series_group[i]),
+        code_refs=[sources[r].code_ref for r in runs],
     )
 
 
@@ -695,29 +772,48 @@ def _against_host_speed(
     cls: np.ndarray,
     group: np.ndarray,
     x: np.ndarray,
+    run_gpu: np.ndarray,
 ) -> np.ndarray:
     """The correction of each value: launch-bound series are judged against the run's host speed (the
     common level of the launch-bound kernel groups of that run and latency class,
     `host_effects.common_levels`, lasting moves included: a slower CPU for weeks is still the host; per
     class because a launch costs a shorter kernel a larger share of its time), where at least MIN_GROUPS
-    such groups were measured; every other value keeps its run effect (`correction`)."""
+    such groups were measured; every other value keeps its run effect (`correction`).
+
+    Only a host speed clearly away from the series' usual one (`host_effects.host_move_thresholds`) is
+    taken out, as for the run effects: where the host did not move, the common level is noise, and a
+    series' slope on noise is fitted to its own changes (a step at the newest run on six runs leaned a
+    slope of 11 on a speed that moved 1 %, and took half the step out)."""
     if not launch_bound.any():
         return correction
     chosen = np.flatnonzero(launch_bound)
     speed = host_effects.common_levels(series[chosen], run[chosen], cls[chosen], group[chosen], x[chosen])
     if speed.empty:
         return correction
-    at_run = speed.reindex(pd.MultiIndex.from_arrays([run[chosen], cls[chosen]])).to_numpy()
+    at = pd.MultiIndex.from_arrays([run[chosen], cls[chosen]])
+    at_run = speed["level"].reindex(at).to_numpy()
     known = np.isfinite(at_run)
     if not known.any():
         return correction
+    threshold = host_effects.host_move_thresholds(speed, run_gpu).reindex(at).to_numpy()[known]
     chosen, at_run = chosen[known], at_run[known]
-    # each series follows the host's speed as far as it moves with it (its slope on the speed, both
-    # centred on the series' own median), a 20 us kernel more than a 0.2 ms one
-    by_series = pd.Series(at_run).groupby(series[chosen])
+    # Each series follows the host's speed as far as it moves with it, a 20 us kernel more than a 0.2 ms
+    # one: its slope on the speed, fitted to the run-to-run moves of both (successive differences), so a
+    # step of the series' own where the host did not move is no evidence of a slope (fitted to levels,
+    # a step that met a 1.4 % host move at one run was taken for a slope of 14 and fitted away). One move
+    # cannot tell a slope from a step of the series' own that met it: a series' own slope needs two host
+    # moves, else it takes its class's; the move into the newest run counts once a later run exists.
+    chosen_series = series[chosen]
+    by_series = pd.Series(at_run).groupby(chosen_series)
     speed_centred = at_run - by_series.transform("median").to_numpy()
-    own_centred = x[chosen] - pd.Series(x[chosen]).groupby(series[chosen]).transform("median").to_numpy()
-    slope = host_effects.shrunk_slopes(series[chosen], cls[chosen], x[chosen], own_centred, speed_centred)
+    speed_centred = np.where(np.abs(speed_centred) >= threshold, speed_centred, 0.0)
+    same = np.r_[False, chosen_series[1:] == chosen_series[:-1]]
+    judged = same & np.r_[chosen_series[1:] == chosen_series[:-1], False]  # not a series' newest run
+    speed_moves = np.where(judged, np.diff(speed_centred, prepend=np.nan), np.nan)
+    own_moves = np.where(judged, np.diff(x[chosen], prepend=np.nan), np.nan)
+    slope = host_effects.shrunk_slopes(
+        chosen_series, cls[chosen], x[chosen], own_moves, speed_moves, min_points=MIN_HOST_MOVES
+    )
     out = correction.copy()
     out[chosen] = slope * speed_centred
     return out
