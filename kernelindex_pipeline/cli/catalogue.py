@@ -169,7 +169,10 @@ def _site(args: argparse.Namespace) -> int:
 
     manifests, coverage, regressions = _report_inputs(args)
     result = build_site(manifests, args.out, coverage=coverage, regressions=regressions)
-    changed = ", ".join(f"{k} ({v})" for k, v in sorted(result.changed.items())) or "nothing"
+    if result.changed and set(result.changed.values()) == {"new"} and not result.pages_kept:
+        changed = f"first build in {args.out}: {len(result.changed)} kernels new"
+    else:
+        changed = ", ".join(f"{k} ({v})" for k, v in sorted(result.changed.items())) or "nothing"
     print(
         f"{result.counts['kernels']} kernels, {result.counts['series']} series, {result.counts['runs']} runs; "
         f"{result.counts['slowdowns']} slowdowns, {result.counts['pending']} pending"

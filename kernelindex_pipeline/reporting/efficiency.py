@@ -26,7 +26,8 @@ import json
 import os
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
+from dataclasses import fields as dataclass_fields
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -156,12 +157,22 @@ class RunEfficiency:
         return "TB/s" if self.bound == BYTES else "TFLOP/s"
 
     def to_dict(self) -> dict[str, Any]:
-        return {_camel(k): v for k, v in asdict(self).items()}
+        # field by field, not dataclasses.asdict: its deep copy of every value was most of a 1M-run site build's
+        # sidecar time (every field is a scalar but flags, copied here)
+        found = {camel: getattr(self, name) for name, camel in _run_fields()}
+        found["flags"] = list(self.flags)
+        return found
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunEfficiency:
         fields = {_camel(k): k for k in cls.__dataclass_fields__}
         return cls(**{fields[k]: v for k, v in data.items() if k in fields})
+
+
+@cache
+def _run_fields() -> tuple[tuple[str, str], ...]:
+    """(field, its camelCase key) of RunEfficiency, in field order."""
+    return tuple((f.name, _camel(f.name)) for f in dataclass_fields(RunEfficiency))
 
 
 def _camel(name: str) -> str:
