@@ -47,7 +47,7 @@ from kernelindex_pipeline.defs.checks import (
     reference_problems,
     schema_problems,
 )
-from kernelindex_pipeline.defs.import_plan import FINGERPRINT
+from kernelindex_pipeline.defs.import_plan import CONTENT_DIGESTS, FINGERPRINT
 from kernelindex_pipeline.defs.partitions import source_partitions
 from kernelindex_pipeline.liger import partition as liger_partition
 from kernelindex_pipeline.liger.partition import PartitionCsv
@@ -382,7 +382,7 @@ def _publication_asset(layout: _Layout):
                         "parts": info["parts"],
                         "runs": info["runs"],
                         # read back by import_plan.published_digest: what this partition's publication published
-                        "content_digests": MetadataValue.json({partition: liger_partition.parts_digest(parts)}),
+                        CONTENT_DIGESTS: MetadataValue.json({partition: liger_partition.parts_digest(parts)}),
                     },
                     partition_key=partition,
                 )

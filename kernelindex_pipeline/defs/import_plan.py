@@ -1,7 +1,9 @@
 """Which partitions an import command imports and in which runs, and the one rule for "changed" that the
-import commands and the sensors (defs/history_chain.py, defs/ci_chain.py) share: a partition changed when the content digest of
-its parts differs from the one its last publication recorded (`content_digests` in the publication's
-metadata, written by defs/chain.py with `liger.partition.parts_digest`)."""
+import commands and the sensors (defs/history_chain.py, defs/ci_chain.py) share: a partition changed
+when the content digest of its parts differs from the one its last publication recorded (CONTENT_DIGESTS
+in the publication's metadata, written by defs/chain.py with `liger.partition.parts_digest`). Also
+whether the catalogue-wide assets have seen the catalogue's content (FINGERPRINT), and what an import
+command does about their refresh once its own runs ended."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from collections.abc import Mapping
 
 from dagster import AssetKey, AssetRecordsFilter, DagsterInstance
 
+from kernelindex_pipeline.defs.partitions import benchmark_partition_key
 from kernelindex_pipeline.liger.partition import parts_digest
 
 # Tag names Dagster gives a run over a range of partitions (dagster._core.storage.tags, not re-exported).
@@ -17,6 +20,7 @@ RANGE_START_TAG, RANGE_END_TAG = "dagster/asset_partition_range_start", "dagster
 PARTITION_TAG = "dagster/partition"
 CATALOGUE_EXPORT = AssetKey("catalogue_export")  # defs/catalogue_assets.py; its metadata says what content it saw
 FINGERPRINT = "catalogue_fingerprint"  # metadata of each publication and of the export: content_fingerprint()
+CONTENT_DIGESTS = "content_digests"  # a publication's metadata: partition -> the content digest it published
 
 
 class UnknownPartitions(ValueError):
@@ -43,15 +47,11 @@ def partition_runs(keys: list[str], registered: list[str], tags: dict[str, str])
 
 def history_digests(slices) -> dict[str, str]:
     """Each history partition's content digest, as its publication records it (a history partition is one part)."""
-    from kernelindex_pipeline.defs.partitions import benchmark_partition_key
-
     return {benchmark_partition_key(gpu, version): parts_digest([part]) for (gpu, version), part in slices.items()}
 
 
 def ci_digests(gathered, pairs=None) -> dict[str, str]:
     """The content digest of each CI partition (of `pairs`, default all the listed files name): its files' parts."""
-    from kernelindex_pipeline.defs.partitions import benchmark_partition_key
-
     pairs = gathered.parts if pairs is None else pairs
     return {benchmark_partition_key(gpu, version): gathered.digest((gpu, version)) for gpu, version in pairs}
 
@@ -73,7 +73,7 @@ def published_digest(instance: DagsterInstance, publication_key, partition: str)
     ).records
     if not records:
         return None
-    digests = records[0].asset_materialization.metadata.get("content_digests")
+    digests = records[0].asset_materialization.metadata.get(CONTENT_DIGESTS)
     return digests.value.get(partition) if digests is not None else None
 
 
