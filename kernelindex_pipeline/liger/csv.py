@@ -63,6 +63,19 @@ UPSTREAM_COLUMNS: tuple[str, ...] = (
     "liger_version",
 )
 
+# A measured case within one GPU's rows, and a row's identity in the data CSV (the columns Liger's
+# utils.update_benchmark_data_csv replaces a row by): our sweep keys its samples and its row ledger by them.
+CASE_COLUMNS: tuple[str, ...] = (
+    "kernel_name",
+    "kernel_provider",
+    "kernel_operation_mode",
+    "metric_name",
+    "x_name",
+    "x_value",
+    "extra_benchmark_config_str",
+)
+ROW_KEY_COLUMNS: tuple[str, ...] = (*CASE_COLUMNS, "gpu_name")
+
 DEFAULT_CHUNK_ROWS = 50_000
 MAX_COLUMNS = 256  # the upstream header has 15; room for drift, not for a width bomb
 MAX_HEADER_BYTES = 64 * 1024

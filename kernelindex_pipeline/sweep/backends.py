@@ -29,10 +29,10 @@ import json
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from kernelindex_pipeline.liger.csv import CASE_COLUMNS
 from kernelindex_pipeline.liger.measured_rows import NAME
 
 from .outcomes import ConfigurationError
-from .samples import CASE_CELLS
 
 DISPATCH_SPOOL_FD_VARIABLE = "KERNELINDEX_DISPATCH_SPOOL_FD"  # sample_hook/sitecustomize.py reads the same name
 DISPATCH_FORMAT = "kernelindex-liger-dispatch/v1"
@@ -62,7 +62,7 @@ class Dispatches:
 
     def backend_of(self, row: dict[str, str]) -> str | None:
         """`nvidia-cutedsl` (every op of the row resolved to it), `a+b` (several), None (no dispatch)."""
-        ops = self.by_case.get(tuple(row.get(c, "") for c in CASE_CELLS))
+        ops = self.by_case.get(tuple(row.get(c, "") for c in CASE_COLUMNS))
         if not ops:
             return None
         return "+".join(sorted(set(ops.values())))
@@ -93,7 +93,7 @@ def read_dispatches(spool: IO[bytes]) -> Dispatches:
             if record.get("format") != DISPATCH_FORMAT or not isinstance(record.get("op"), str):
                 raise ValueError("not a dispatch record")
             case = record.get("case")
-            cells = tuple(str(case.get(c) or "") for c in CASE_CELLS) if isinstance(case, dict) else None
+            cells = tuple(str(case.get(c) or "") for c in CASE_COLUMNS) if isinstance(case, dict) else None
             result.variables.update({str(k): str(v) for k, v in (record.get("variables") or {}).items()})
         except (ValueError, TypeError, AttributeError):
             result.unreadable_lines += 1

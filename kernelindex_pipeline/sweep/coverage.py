@@ -27,8 +27,9 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
+from kernelindex_pipeline.liger.csv import CASE_COLUMNS
+
 from .outcomes import ScriptOutcome, ScriptStatus
-from .samples import CASE_CELLS
 
 MISSING_LISTED = 50  # missing cases listed by name per script (all are counted)
 REASON_OF_STATUS = {
@@ -44,7 +45,7 @@ Case = tuple[str, ...]
 
 
 def case_of(row: dict[str, str]) -> Case:
-    return tuple(row.get(cell) or "" for cell in CASE_CELLS)
+    return tuple(row.get(cell) or "" for cell in CASE_COLUMNS)
 
 
 def _version_key(text: str) -> tuple[int, Any]:
@@ -219,5 +220,5 @@ def sweep_coverage(
         for case in sorted(wanted - got):
             item.missing[reason] = item.missing.get(reason, 0) + 1
             if len(item.missing_cases) < MISSING_LISTED:
-                item.missing_cases.append({**dict(zip(CASE_CELLS, case, strict=True)), "reason": reason})
+                item.missing_cases.append({**dict(zip(CASE_COLUMNS, case, strict=True)), "reason": reason})
     return SweepCoverage(expectation, source, [coverage[s] for s in sorted(coverage)])

@@ -16,19 +16,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from kernelindex_pipeline.liger.csv import UPSTREAM_COLUMNS  # the columns `BenchmarkDataCSVRow` writes, in its order
-
-# The columns utils.update_benchmark_data_csv uses as a row's identity.
-ROW_KEY_COLUMNS = (
-    "kernel_name",
-    "kernel_provider",
-    "kernel_operation_mode",
-    "metric_name",
-    "x_name",
-    "x_value",
-    "extra_benchmark_config_str",
-    "gpu_name",
+from kernelindex_pipeline.liger.csv import (  # the columns `BenchmarkDataCSVRow` writes, in its order; a row's identity
+    ROW_KEY_COLUMNS,
+    UPSTREAM_COLUMNS,
 )
+
 # A sweep's data CSV holds a few thousand rows (a few MB); a script that makes it far larger is
 # not measuring, and the runner never reads more than this into memory.
 DATA_CSV_MAX_BYTES = 256 * 2**20

@@ -163,13 +163,21 @@ def restart_with_sweep_environment(module: str, argv: list[str]) -> None:
         os.execve(sys.executable, [sys.executable, "-m", module, *argv], allowed)
 
 
-_BASE_INFO_SCRIPT = r"""
-import importlib.metadata as md, json, site, sys, sysconfig
+# The installed version of a distribution (None: not installed), as the probe scripts that run in
+# other interpreters define it (this one, and host.py's host probe).
+PROBE_VERSION_FUNCTION = r"""
+import importlib.metadata as md
 def version(name):
     try:
         return md.version(name)
     except Exception:
         return None
+"""
+
+_BASE_INFO_SCRIPT = (
+    PROBE_VERSION_FUNCTION
+    + r"""
+import json, site, sys, sysconfig
 paths = site.getsitepackages() + [sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]]
 print(json.dumps({
     "executable": sys.executable,
@@ -180,6 +188,7 @@ print(json.dumps({
     "pip": version("pip"),
 }))
 """
+)
 _MISSING_MODULES_SCRIPT = (
     "import importlib.util, json, sys; "
     "print(json.dumps([m for m in sys.argv[1:] if importlib.util.find_spec(m) is None]))"

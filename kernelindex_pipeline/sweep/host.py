@@ -17,21 +17,17 @@ from pathlib import Path
 
 from ..records.names import kebab
 from .backends import EXTRA_DISTRIBUTIONS
-from .environment import environment_identity, environment_labels
+from .environment import PROBE_VERSION_FUNCTION, environment_identity, environment_labels
 from .outcomes import HostCheckError
 
 PROBE_PREFIX = "KERNELINDEX_PROBE "
 PROBE_TIMEOUT_S = 180
 NVIDIA_SMI_TIMEOUT_S = 60
 
-_PROBE_SCRIPT = r"""
-import importlib.metadata as md, json, platform, sys
-
-def version(name):
-    try:
-        return md.version(name)
-    except Exception:
-        return None
+_PROBE_SCRIPT = (
+    PROBE_VERSION_FUNCTION
+    + r"""
+import json, platform, sys
 
 def operating_system():
     try:
@@ -76,6 +72,7 @@ except Exception as error:
     out["triton_error"] = "%s: %s" % (type(error).__name__, error)
 print(PREFIX + json.dumps(out), flush=True)
 """
+)
 
 
 @dataclass

@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import IO, Any
 from urllib.parse import unquote, urlsplit
 
+from kernelindex_pipeline.liger.csv import CASE_COLUMNS
 from kernelindex_pipeline.liger.sample_statistics import latency_statistics, row_key
 
 HOOK_DIR = Path(__file__).resolve().parent / "sample_hook"
@@ -63,15 +64,6 @@ MAX_SPOOL_LINE_BYTES = 64 * 2**20  # one call: 10^6 samples are about 20 MB
 MAX_SPOOL_CALLS = 100_000  # Liger's scripts make a few hundred calls each
 MAX_ARTIFACT_BYTES = MAX_SPOOL_LINE_BYTES + 2**20  # an artifact is one call's line, re-encoded
 ARTIFACT_FORMAT = "kernelindex-do-bench-samples/v1"
-CASE_CELLS = (
-    "kernel_name",
-    "kernel_provider",
-    "kernel_operation_mode",
-    "metric_name",
-    "x_name",
-    "x_value",
-    "extra_benchmark_config_str",
-)
 QUANTILE_CELLS = ("y_value_50", "y_value_20", "y_value_80")
 
 
@@ -399,7 +391,7 @@ def pair_rows(rows: list[dict[str, str]], calls: list[Call]) -> tuple[dict[str, 
     loose: dict[tuple[str, ...], list[Call]] = {}
     for call in calls:
         if call.case is not None:
-            by_case.setdefault(tuple(call.case.get(c) for c in CASE_CELLS), []).append(call)
+            by_case.setdefault(tuple(call.case.get(c) for c in CASE_COLUMNS), []).append(call)
         else:
             cells = _returned_cells(call.returned)
             if cells is not None:
@@ -413,7 +405,7 @@ def pair_rows(rows: list[dict[str, str]], calls: list[Call]) -> tuple[dict[str, 
             miss("memory")
             continue
         cells = _cells(row)
-        candidates = by_case.get(tuple(row.get(c) for c in CASE_CELLS))
+        candidates = by_case.get(tuple(row.get(c) for c in CASE_COLUMNS))
         if candidates:
             matching = [c for c in candidates if _returned_cells(c.returned) == cells]
             if not matching:
@@ -442,13 +434,13 @@ def collect_samples(
     """Artifacts for every call of one script's spool, and the samples entry of each row it measured.
     A row whose call's samples are unusable (non-finite, negative, beyond a JSON-safe ns) is named
     in `problems`: its run is made without statistics, every other row keeps its own."""
-    measured = {tuple(row.get(c) for c in CASE_CELLS) + _cells(row) for row in rows}
+    measured = {tuple(row.get(c) for c in CASE_COLUMNS) + _cells(row) for row in rows}
     values = {_cells(row) for row in rows}
 
     def may_pair(call: Call) -> bool:  # statistics only for calls a row may take (pair_rows decides)
         cells = _returned_cells(call.returned)
         if call.case is not None:
-            return tuple(call.case.get(c) for c in CASE_CELLS) + (cells or ()) in measured
+            return tuple(call.case.get(c) for c in CASE_COLUMNS) + (cells or ()) in measured
         return cells in values
 
     read, problems = collect_calls(spool, artifacts, script, may_pair)
