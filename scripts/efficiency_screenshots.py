@@ -51,6 +51,7 @@ def main(argv: list[str]) -> int:
                 path, _, view = name.partition("#")
                 page.goto((report / path).as_uri() + (f"#{view}" if view else ""))
                 page.wait_for_load_state("load")
+                page.add_style_tag(content=".filters{position:static}")  # the sticky filter bar would cover a shot
                 element = page.locator(selector).first
                 element.scroll_into_view_if_needed()
                 charts = element.locator(".vega")

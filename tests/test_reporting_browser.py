@@ -100,8 +100,16 @@ def test_full_history_site_renders_in_chromium(history_manifests, tmp_path):
                 assert kinds & {"latency", "memory"}, f"no latency or memory chart for {kernel}"
                 if kernel == "rms_norm":  # Liger over the Transformers baseline: the history has both
                     assert "speedup" in kinds
-                    screenshot = tmp_path / "site-rms-norm.png"
-                    page.screenshot(path=str(screenshot))
+                    screenshot = tmp_path / "site-rms-norm.png"  # its first sweep's charts, drawn
+                    page.add_style_tag(content=".filters{position:static}")  # no sticky bar over the shot
+                    sweep = page.locator("div.sweep").first
+                    sweep.scroll_into_view_if_needed()
+                    page.wait_for_function(
+                        "[...document.querySelector('div.sweep').querySelectorAll('.vega')]"
+                        ".every(v => v.dataset.rendered === '1')",
+                        timeout=30_000,
+                    )
+                    sweep.screenshot(path=str(screenshot))
                     assert screenshot.stat().st_size > 10_000
                     if os.environ.get("KERNELINDEX_REPORT_SCREENSHOT"):
                         shutil.copyfile(screenshot, os.environ["KERNELINDEX_REPORT_SCREENSHOT"])
