@@ -29,6 +29,7 @@ from dagster import (
     BackfillPolicy,
     BetaWarning,
     DataVersion,
+    DefaultSensorStatus,
     MaterializeResult,
     MetadataValue,
     Output,
@@ -55,6 +56,11 @@ from kernelindex_pipeline.liger.report import skip_totals
 
 STAGES = ("benchmark_csv", "benchmark_rows", "kernelindex_records", "catalogue_publication")
 PROGRESS_PREFIX = "partition done: "
+
+
+# How a source's sensor polls (`liger_history_sensor`, `liger_ci_sensor`): hourly, and off until an
+# operator turns it on (an import command or a backfill is the usual way in).
+SOURCE_SENSOR_SETTINGS = {"minimum_interval_seconds": 3600, "default_status": DefaultSensorStatus.STOPPED}
 
 
 # -------------------------------------------------------------------------------------- progress

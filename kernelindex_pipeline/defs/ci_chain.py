@@ -10,7 +10,6 @@ from pathlib import Path
 from dagster import (
     AssetExecutionContext,
     ConfigurableResource,
-    DefaultSensorStatus,
     Definitions,
     RunRequest,
     SensorEvaluationContext,
@@ -19,7 +18,7 @@ from dagster import (
 )
 from pydantic import Field as PydanticField
 
-from kernelindex_pipeline.defs.chain import ChainSpec, SourceRead, build_chain
+from kernelindex_pipeline.defs.chain import SOURCE_SENSOR_SETTINGS, ChainSpec, SourceRead, build_chain
 from kernelindex_pipeline.defs.import_plan import changed_partitions, ci_digests, content_run_key
 from kernelindex_pipeline.defs.partitions import register_partitions, split_partition_key
 from kernelindex_pipeline.home import dagster_home
@@ -85,8 +84,7 @@ CI = build_chain(
 @sensor(
     name="liger_ci_sensor",
     job=CI.job,
-    minimum_interval_seconds=3600,
-    default_status=DefaultSensorStatus.STOPPED,
+    **SOURCE_SENSOR_SETTINGS,
     description=(
         "Reads every listed Liger CI results file, registers the GPU x version pairs they name and requests an "
         "import run for each partition whose files changed (run keys are content digests of its parts)."

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from dagster import (
     AssetExecutionContext,
-    DefaultSensorStatus,
     Definitions,
     RunRequest,
     SensorEvaluationContext,
@@ -19,7 +18,7 @@ from dagster import (
     sensor,
 )
 
-from kernelindex_pipeline.defs.chain import ChainSpec, SourceRead, build_chain
+from kernelindex_pipeline.defs.chain import SOURCE_SENSOR_SETTINGS, ChainSpec, SourceRead, build_chain
 from kernelindex_pipeline.defs.import_plan import changed_partitions, content_run_key, history_digests
 from kernelindex_pipeline.defs.partitions import register_partitions, split_partition_key
 from kernelindex_pipeline.defs.resources import LigerReleaseResource
@@ -63,8 +62,7 @@ HISTORY = build_chain(
 @sensor(
     name="liger_history_sensor",
     job=HISTORY.job,
-    minimum_interval_seconds=3600,
-    default_status=DefaultSensorStatus.STOPPED,
+    **SOURCE_SENSOR_SETTINGS,
     description=(
         "Reads the newest release's history CSV, registers the GPU x version pairs it has and requests an "
         "import run for each partition whose rows changed (run keys are content digests)."
