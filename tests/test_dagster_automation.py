@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 from dagster import (
+    AssetCheckKey,
+    AssetCheckSeverity,
     AssetMaterialization,
     SensorResult,
     SkipReason,
@@ -158,3 +160,42 @@ def test_nightly_sweep_without_pools_says_how_to_configure_them(instance):
     ) as context:
         result = nightly_gpu_sweep(context)
     assert isinstance(result, SkipReason) and "KERNELINDEX_GPU_POOLS" in result.skip_message
+
+
+def test_a_chain_never_imported_says_so_until_it_has_partitions(instance):
+    """chain_partitions_sensor, evaluated against a real instance, reports each chain's partitions_registered
+    check without a run; the instance then holds what the UI shows (read back here as the UI reads it)."""
+    from kernelindex_pipeline.definitions import chain_partitions
+    from kernelindex_pipeline.defs.partitions import register_partitions
+    from kernelindex_pipeline.defs.partitions_registered import CHECK_NAME
+
+    def evaluate_and_report():
+        with build_sensor_context(instance=instance) as context:
+            result = chain_partitions(context)
+        for event in getattr(result, "asset_events", []):  # what the sensor daemon does with a tick's events
+            instance.report_runless_asset_event(event)
+        return result
+
+    def latest(key):
+        record = instance.get_latest_asset_check_evaluation_record(AssetCheckKey(key, CHECK_NAME))
+        return record.event.dagster_event.event_specific_data
+
+    first = evaluate_and_report()
+    assert sorted(event.asset_key.to_user_string() for event in first.asset_events) == [
+        "ci/benchmark_csv",
+        "history/benchmark_csv",
+        "sweep/benchmark_csv",
+    ]
+    never = latest(CI.keys["benchmark_csv"])
+    assert (never.passed, never.severity, never.blocking) == (False, AssetCheckSeverity.WARN, False)
+    assert "never imported" in never.description and "kernelindex-pipeline import-ci LOCATOR" in never.description
+    assert "kernelindex-pipeline import-history" in latest(HISTORY.keys["benchmark_csv"]).description
+
+    assert isinstance(evaluate_and_report(), SkipReason)  # nothing changed: nothing written
+
+    register_partitions(instance, "history", HISTORY_PARTITIONS)
+    (imported,) = evaluate_and_report().asset_events
+    assert imported.asset_key == HISTORY.keys["benchmark_csv"]
+    now = latest(HISTORY.keys["benchmark_csv"])
+    assert now.passed and now.description == "3 partitions registered in the history chain"
+    assert not latest(CI.keys["benchmark_csv"]).passed  # the CI chain still says it was never imported

@@ -122,15 +122,23 @@ def test_record_checks_are_blocking_and_the_sweep_check_is_not(defs):
         "rows_conserved": True,
         "sweep_scripts_succeeded": False,
         "no_regressions": False,
+        "partitions_registered": False,
     }
     per_asset = sorted(key.asset_key.to_user_string() for key in graph.asset_check_keys if key.name == "rows_conserved")
     assert per_asset == ["ci/kernelindex_records", "history/kernelindex_records", "sweep/kernelindex_records"]
+    registered = sorted(
+        key.asset_key.to_user_string() for key in graph.asset_check_keys if key.name == "partitions_registered"
+    )
+    assert registered == ["ci/benchmark_csv", "history/benchmark_csv", "sweep/benchmark_csv"]
+    (sensor,) = [s for s in defs.sensors if s.name == "chain_partitions_sensor"]
+    assert sensor.default_status.value == "RUNNING"  # a never-imported chain says so without anyone turning it on
 
 
 def test_jobs_sensors_schedules(defs):
     assert sorted(job.name for job in defs.jobs) == ["ci_import_job", "gpu_sweep_job", "history_import_job"]
     assert sorted(sensor.name for sensor in defs.sensors) == [
         "catalogue_automation",
+        "chain_partitions_sensor",
         "liger_ci_sensor",
         "liger_history_sensor",
     ]

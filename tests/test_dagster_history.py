@@ -86,6 +86,7 @@ def test_one_partition_publishes_its_rows(instance, resources, sqlite_url):
     assert report["skipped"]["memoryRows"] == 0 and report["skipped"]["uncuratedKernels"] == {"not_a_curated_kernel": 1}
     checks = {evaluation.check_name: evaluation.passed for evaluation in result.get_asset_check_evaluations()}
     assert checks == {
+        "partitions_registered": True,
         "records_schema_valid": True,
         "record_digests_recompute": True,
         "run_references_resolve": True,

@@ -39,6 +39,7 @@ from dagster import (
     in_process_executor,
 )
 
+from kernelindex_pipeline.defs import partitions_registered
 from kernelindex_pipeline.defs.chain_values import IO_MANAGER_KEY, PartRecords, parse_summary
 from kernelindex_pipeline.defs.checks import (
     check_result,
@@ -111,6 +112,7 @@ class ChainSpec:
     job_description: str
     resources: frozenset[str]
     single_run: bool  # many partitions per run (history, ci) or one (sweep)
+    how_to_import: str  # named by the partitions_registered check while the chain has no partition
     source_checks: tuple[tuple[str, str], ...] = ()  # (name, description) of non-blocking checks the read step reports
     config_schema: dict | None = None
 
@@ -211,8 +213,11 @@ def _csv_asset(layout: _Layout):
         required_resource_keys=set(spec.resources),
         config_schema=spec.config_schema,
         check_specs=[
-            AssetCheckSpec(name, asset=key, partitions_def=layout.check_partitions, description=description)
-            for name, description in spec.source_checks
+            *(
+                AssetCheckSpec(name, asset=key, partitions_def=layout.check_partitions, description=description)
+                for name, description in spec.source_checks
+            ),
+            partitions_registered.check_spec(key),
         ],
         **layout.common,
     )
@@ -232,6 +237,7 @@ def _csv_asset(layout: _Layout):
             )
         yield Output(read.parts, metadata={"source": spec.source, **read.metadata})
         yield from read.checks
+        yield partitions_registered.check_result(context.instance, spec.source, key, spec.how_to_import)
 
     return benchmark_csv
 

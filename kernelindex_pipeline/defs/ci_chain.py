@@ -77,6 +77,10 @@ CI = build_chain(
         job_description="Import Liger-Kernel's own CI benchmark results (listed CSV files) and publish them.",
         resources=frozenset({"ci"}),
         single_run=True,
+        how_to_import=(
+            "Import it with `kernelindex-pipeline import-ci LOCATOR...` (Liger CI result CSVs: https URLs or local "
+            "paths), or list them and turn on liger_ci_sensor."
+        ),
     )
 )
 

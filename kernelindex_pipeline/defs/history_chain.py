@@ -55,6 +55,7 @@ HISTORY = build_chain(
         job_description="Import the rows Liger-Kernel committed (its newest release's history CSV) and publish them.",
         resources=frozenset({"releases"}),
         single_run=True,
+        how_to_import="Import it with `kernelindex-pipeline import-history` (or turn on liger_history_sensor).",
     )
 )
 

@@ -53,6 +53,10 @@ SWEEP = build_chain(
         job_description="Run the release's benchmark scripts on a GPU of the partition's type and publish what was measured.",
         resources=frozenset({"releases", "runner"}),
         single_run=False,
+        how_to_import=(
+            "Set KERNELINDEX_GPU_POOLS and turn on the nightly_gpu_sweep schedule, or add a partition (GPU|VERSION) "
+            "to sweep_partitions and launch gpu_sweep_job for it."
+        ),
         source_checks=(
             (
                 "sweep_scripts_succeeded",
