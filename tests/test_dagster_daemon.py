@@ -200,6 +200,23 @@ def test_a_started_run_whose_worker_died_is_failed(instance):
     assert _status(instance, other) is DagsterRunStatus.FAILURE and _status(instance, run) is DagsterRunStatus.STARTED
 
 
+def test_a_run_the_daemon_started_as_it_stopped_is_failed_not_left_started(instance, home):
+    """Its worker went with the daemon's group: left STARTED it would hold a run slot for good."""
+    lines: list[str] = []
+    daemon = ImportDaemon(
+        instance, home, False, lines.append, [sys.executable, "-c", "import time; time.sleep(600)"], home
+    )
+    daemon.start()
+    cut_off, alive = _run(instance, DagsterRunStatus.STARTED), _run(instance, DagsterRunStatus.STARTED)
+    instance.report_engine_event(f"Started process for run (pid: {_dead_pid()}).", cut_off)
+    instance.report_engine_event(f"Started process for run (pid: {os.getpid()}).", alive)  # another daemon's
+    daemon._stop()
+    assert (
+        _status(instance, cut_off) is DagsterRunStatus.FAILURE and _status(instance, alive) is DagsterRunStatus.STARTED
+    )
+    assert [line for line in lines if cut_off.run_id in line and line.endswith("marked failed")], lines
+
+
 def test_a_launch_past_its_deadline_is_a_launch_error_naming_it(instance, home):
     with pytest.raises(
         LaunchError, match=r"dagster job launch ci_import_job did not return within 0.5s and created no run"

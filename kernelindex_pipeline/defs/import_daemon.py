@@ -304,6 +304,18 @@ class ImportDaemon:
             stop_processes(group_members(self.lease.group, self.lease.group_started))
         self.lease.stopped_at = time.time()
         self.lease.write(self.lease_path)
+        self._fail_runs_cut_off()
+
+    def _fail_runs_cut_off(self) -> None:
+        """Fail a run this daemon started as it was being stopped: the automation can queue its refresh after
+        the last look for active runs (an import command that does not wait stops its daemon right after its
+        own runs), and a run dequeued then lost its worker with the daemon's group. Left STARTED, it would hold
+        a run slot and keep the automation "in progress" for good (the default run launcher never notices)."""
+        started = RunsFilter(statuses=[DagsterRunStatus.STARTED], created_after=utc(self.lease.started_at))
+        for run in self.instance.get_runs(started):
+            line = fail_if_worker_died(self.instance, run.run_id)
+            if line:
+                self.log(line)
 
 
 def clean_up_after_dead_command(instance: DagsterInstance, home: Path, log: Callable[[str], None]) -> None:
