@@ -482,12 +482,21 @@ def test_a_block_of_slow_host_runs_is_a_host_effect_not_two_steps(n, data, seed)
     rng = np.random.default_rng(seed)
     level = rng.choice([20_000.0, 60_000.0, 300_000.0], size=(24, 1))
     levels = level * np.exp(rng.normal(0, 0.03, size=(24, n)))
+    clean = detect_regressions(panel(levels))
     levels[:, first : first + length] *= np.where(level < 50_000, 2.0, 1.6)
     report = detect_regressions(panel(levels))
-    # no step of the block's size (x1.6 or more) into or out of it; elsewhere the noise may pass for a step
-    # as often as the significance level allows (as in the test of one slow run): at most one of the 24
+    # no step of the block's size (x1.6 or more) into or out of it
     assert not [c for c in report.changes if abs(math.log(c.magnitude)) > 0.3], [c.to_dict() for c in report.changes]
-    assert len(report.changes) <= 1, [c.to_dict() for c in report.changes]
+    # and no change of its own: every change is one the same noise makes without the block, as in the test
+    # of one slow run (the block's factors are estimated, so one at the margin of the significance level,
+    # p within 10x of it, may cross it either way)
+    expected = {(c.key, c.trend.case_key, c.split.index) for c in clean.changes}
+    made = [
+        c
+        for c in report.changes
+        if (c.key, c.trend.case_key, c.split.index) not in expected and c.split.p_value < report.settings.alpha / 10
+    ]
+    assert not made, [c.to_dict() for c in made]
     block_days = {(START + timedelta(days=7 * j)).strftime("%Y-%m-%d") for j in range(first, first + length)}
     at_block = {h.observed_at[:10] for h in report.host_effects if h.kernel is None and h.factor > 1.3}
     assert at_block == block_days
@@ -524,8 +533,11 @@ def test_a_flat_gpu_bound_series_takes_no_host_correction_and_memory_none():
 
 @pytest.mark.slow  # two detections per example: about 1.5 times the other property tests
 @PROPERTY
-@given(n=st.integers(6, 30), seed=st.integers(0, 2**32 - 1), up=st.booleans())
+@given(n=st.integers(8, 30), seed=st.integers(0, 2**32 - 1), up=st.booleans())
 def test_a_step_at_the_newest_run_is_pending_never_a_change_one_run_early(n, seed, up):
+    # From eight runs: on six, two draws of +1.9 and +2.5 sd just before the step and one of -2.5 sd at
+    # it leave a 25 % step at p = 0.003, honestly not pending (with the detection of before this test's
+    # CI failure as with today's)
     rng = np.random.default_rng(seed)
     base = 200_000 * np.exp(np.clip(rng.normal(0, 0.03, size=(24, n)), -0.075, 0.075))
     base[0, n - 1] *= 1.25 if up else 1 / 1.25  # one series steps at the newest run

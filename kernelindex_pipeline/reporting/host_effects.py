@@ -26,8 +26,9 @@ memory is never corrected: a host's speed does not change what a kernel allocate
 3. Repeated ``ITERATIONS`` times on the values with the current effects removed, so two slow runs in a
    row (each the other's neighbour) are both found in full.
 4. Each series takes the effect only as far as it moves with it (`_loadings`, `shrunk_slopes`): its own
-   slope on the effects of its runs, shrunk per class (DerSimonian-Laird), never below 0. A GPU-bound
-   shape that reads the same on a slow host takes none of it.
+   slope on the effects of its runs, shrunk per class towards 1 (DerSimonian-Laird about that known
+   mean: the effect is the class's median response), never below 0. A GPU-bound shape that reads the
+   same on a slow host takes none of it.
 
 The effect's standard error is ``1.2533 * 1.4826 * MAD / sqrt(groups)`` over the group medians (at least
 what the class's usual spread gives); effects within ``TAKE_OUT_Z`` standard errors of 0 are left in; how
@@ -518,21 +519,16 @@ def _script_table(
     return script_table[script_table["log_factor"] != 0.0]
 
 
-def _random_effects(estimates: np.ndarray, variances: np.ndarray) -> tuple[float, float]:
-    """(mean, between-series variance) of loadings estimated with these variances: the DerSimonian-Laird
-    estimator of random-effects meta-analysis (the spread beyond what each estimate's own variance
-    explains, weighted so that a few poorly told series cannot hide it)."""
+def _spread_about_one(estimates: np.ndarray, variances: np.ndarray) -> float:
+    """The between-series variance of loadings estimated with these variances, about their known mean
+    1: the DerSimonian-Laird moment estimator of random-effects meta-analysis with the mean given (the
+    spread beyond what each estimate's own variance explains). The mean is 1 by construction: a run's
+    effect is the median response of its class's kernel groups, so the typical series moves with it one
+    to one; estimated from a few slopes on one small effect it could land anywhere (0.06 was seen), and
+    the newest run's uncertainty, which the loading scales, with it."""
     weights = 1.0 / variances
-    fixed = float(np.sum(weights * estimates) / np.sum(weights))
-    if len(estimates) < 2:
-        return fixed, 0.0
-    q = float(np.sum(weights * (estimates - fixed) ** 2))
-    scale = float(np.sum(weights) - np.sum(weights**2) / np.sum(weights))
-    spread = max((q - (len(estimates) - 1)) / scale, 0.0) if scale > 0 else 0.0
-    if spread == 0.0:
-        return fixed, 0.0
-    random_weights = 1.0 / (variances + spread)
-    return float(np.sum(random_weights * estimates) / np.sum(random_weights)), spread
+    q = float(np.sum(weights * (estimates - 1.0) ** 2))
+    return max((q - len(estimates)) / float(np.sum(weights)), 0.0)
 
 
 def _loadings(
@@ -553,10 +549,10 @@ def shrunk_slopes(
     min_points: int = 1,
 ) -> np.ndarray:
     """Per observation, its series' slope of `response` on `effect` (through 0, over the values where both
-    are known and the effect is not 0), shrunk (empirical Bayes, per class) towards the class' mean slope
-    by how well the series' own runs tell it (its noise: the MAD of the successive differences of `x`),
-    and never below 0 (a slow host makes nothing faster). Series with fewer than `min_points` values to
-    learn from take the class' mean. Input sorted by series then time."""
+    are known and the effect is not 0), shrunk (empirical Bayes, per class, `_spread_about_one`) towards
+    1, the typical slope by construction, by how well the series' own runs tell it (its noise: the MAD of
+    the successive differences of `x`), and never below 0 (a slow host makes nothing faster). Series with
+    fewer than `min_points` values to learn from take 1. Input sorted by series then time."""
     noise = pd.Series(np.diff(x, prepend=np.nan)).where(np.r_[False, series[1:] == series[:-1]])
     sd = (_MAD * noise.abs().groupby(series).transform("median") / math.sqrt(2.0)).fillna(0.0).to_numpy()
     usable = np.isfinite(response) & np.isfinite(effect) & (effect != 0.0)
@@ -574,15 +570,10 @@ def shrunk_slopes(
         variance = series_sd**2 / cc
     slope = np.ones(len(series_ids))
     for c in np.unique(series_cls):
-        members = (series_cls == c) & (cc > 0)
+        members = (series_cls == c) & (cc > 0) & (points >= min_points)
         if not members.any():
             continue
-        prior, spread = _random_effects(own[members], variance[members])
-        shrunk = (
-            prior
-            if spread == 0.0
-            else (own[members] / variance[members] + prior / spread) / (1 / variance[members] + 1 / spread)
-        )
-        slope[members] = shrunk
-        slope[(series_cls == c) & ((cc == 0) | (points < min_points))] = max(prior, 0.0)
+        spread = _spread_about_one(own[members], variance[members])
+        if spread > 0.0:
+            slope[members] = (own[members] / variance[members] + 1.0 / spread) / (1 / variance[members] + 1 / spread)
     return np.repeat(np.maximum(slope, 0.0), np.diff(np.r_[first, len(series)]))

@@ -802,7 +802,8 @@ def _against_host_speed(
     # step of the series' own where the host did not move is no evidence of a slope (fitted to levels,
     # a step that met a 1.4 % host move at one run was taken for a slope of 14 and fitted away). One move
     # cannot tell a slope from a step of the series' own that met it: a series' own slope needs two host
-    # moves, else it takes its class's; the move into the newest run counts once a later run exists.
+    # moves, else it takes 1 (the typical slope, by construction); the move into the newest run counts
+    # once a later run exists.
     chosen_series = series[chosen]
     by_series = pd.Series(at_run).groupby(chosen_series)
     speed_centred = at_run - by_series.transform("median").to_numpy()
