@@ -138,19 +138,7 @@ def kernel_data(
     for s in series:
         workloads.setdefault(s.workload.key, len(workloads))
     by_key = {s.workload.key: s.workload for s in series}
-    sweeps = []
-    for gi, slug in enumerate(gpus):
-        on_gpu = {s.workload.key: s.workload for s in series if s.gpu_slug == slug}
-        for sweep in find_sweeps(on_gpu.values()):
-            sweeps.append(
-                {
-                    "gpu": gi,
-                    "axis": sweep.x_axis or "workload",
-                    "label": sweep.label(),
-                    "categories": sweep.categories,
-                    "members": [[workloads[w.key], sweep.x_of(w)] for w in sweep.workloads],
-                }
-            )
+    sweeps = _sweeps(series, list(gpus), workloads)
     environments = sorted({s.key.environment_digest for s in series})
     p_index = {p: i for i, p in enumerate(providers)}
     rows, points = [], []
@@ -165,32 +153,7 @@ def kernel_data(
                 environments.index(s.key.environment_digest),
             ]
         )
-        v_index = {v: i for i, v in enumerate(versions)}
-        drawn = []
-        for p in s.points:
-            source, ref = sources.get(
-                (s.kernel, s.mode, s.provider, s.key.workload_digest, s.gpu_slug, s.metric, p.observed_at), (None, None)
-            )
-            if source is None:
-                native = ((index.by_digest.get(p.run_digest) or {}).get("spec") or {}).get("sourceNative") or {}
-                source = native.get("source")
-            facts = efficiency.runs.get(p.run_digest) if s.metric == "latency" else None
-            pct = facts.pct_of_peak if facts is not None else None
-            drawn.append(
-                [
-                    v_index[p.version],
-                    p.median,
-                    p.p20,
-                    p.p80,
-                    p.observed_at,
-                    p.run_digest,
-                    source,
-                    ref,
-                    None if pct is None else round(pct, 3),
-                    p.runs_for_version,
-                ]
-            )
-        points.append(drawn)
+        points.append(_points(s, {v: i for i, v in enumerate(versions)}, efficiency, sources, index))
     return {
         "format": SITE_FORMAT,
         "kernel": kernel,
@@ -208,6 +171,59 @@ def kernel_data(
         "series": rows,
         "points": points,
     }
+
+
+def _sweeps(series: list[Series], gpus: list[str], workloads: dict[tuple, int]) -> list[dict[str, Any]]:
+    """The size sweeps of each GPU's workloads (an x axis to draw a series along), as the page's JSON."""
+    sweeps = []
+    for gi, slug in enumerate(gpus):
+        on_gpu = {s.workload.key: s.workload for s in series if s.gpu_slug == slug}
+        for sweep in find_sweeps(on_gpu.values()):
+            sweeps.append(
+                {
+                    "gpu": gi,
+                    "axis": sweep.x_axis or "workload",
+                    "label": sweep.label(),
+                    "categories": sweep.categories,
+                    "members": [[workloads[w.key], sweep.x_of(w)] for w in sweep.workloads],
+                }
+            )
+    return sweeps
+
+
+def _points(
+    s: Series,
+    v_index: dict[str, int],
+    efficiency: EfficiencyReport,
+    sources: dict[tuple, tuple[str, str | None]],
+    index: RecordIndex,
+) -> list[list[Any]]:
+    """One series' points as the page's JSON rows (layout in the module docstring)."""
+    drawn = []
+    for p in s.points:
+        source, ref = sources.get(
+            (s.kernel, s.mode, s.provider, s.key.workload_digest, s.gpu_slug, s.metric, p.observed_at), (None, None)
+        )
+        if source is None:
+            native = ((index.by_digest.get(p.run_digest) or {}).get("spec") or {}).get("sourceNative") or {}
+            source = native.get("source")
+        facts = efficiency.runs.get(p.run_digest) if s.metric == "latency" else None
+        pct = facts.pct_of_peak if facts is not None else None
+        drawn.append(
+            [
+                v_index[p.version],
+                p.median,
+                p.p20,
+                p.p80,
+                p.observed_at,
+                p.run_digest,
+                source,
+                ref,
+                None if pct is None else round(pct, 3),
+                p.runs_for_version,
+            ]
+        )
+    return drawn
 
 
 def _pivot(series: list[Series]) -> dict[str, dict[tuple[str, str], int]]:
@@ -229,6 +245,44 @@ def _read_state(out_dir: Path) -> dict[str, Any]:
     except (OSError, ValueError):
         return {}
     return state if isinstance(state, dict) and state.get("format") == SITE_FORMAT else {}
+
+
+@dataclass
+class _Landing:
+    """What the landing page says besides its charts' data."""
+
+    title: str
+    state: dict[str, Any]  # kernel -> its page's fingerprint, slug and counts
+    changed: dict[str, str]  # kernel -> new | changed | removed
+    counts: dict[str, int]
+    regressions: RegressionReport
+    previous_built: str | None
+
+
+def _write_landing(
+    out_dir: Path,
+    landing: _Landing,
+    every_series: list[Series],
+    latency: list[Series],
+    efficiency: EfficiencyReport,
+    coverage: Iterable[CoverageCell] | None,
+    pages: _Pages,
+) -> None:
+    """The landing page and its summary data, written last: it is what readers open."""
+    pivot = _pivot(every_series)
+    html = landing_page(
+        landing.title,
+        landing.state,
+        landing.changed,
+        pivot,
+        landing.counts,
+        landing.regressions,
+        coverage=None if coverage is None else list(coverage),
+        efficiency_html=efficiency_section(efficiency, rank_by_efficiency(latency, efficiency)),
+        previous_built=landing.previous_built,
+    )
+    summary = write_text(out_dir / "data" / SUMMARY_DATA, js_payload(_summary_data(landing.state, pivot)))
+    pages.add("index.html", write_text(out_dir / "index.html", html) or summary)
 
 
 def build_site(
@@ -286,20 +340,8 @@ def build_site(
         "pending": len(regressions.pending),
         "rewritten": sum(1 for k in state if f"kernels/{state[k]['slug']}.html" in pages.rewritten),
     }
-    pivot = _pivot([*latency, *memory])
-    landing = landing_page(
-        title,
-        state,
-        changed,
-        pivot,
-        counts,
-        regressions,
-        coverage=None if coverage is None else list(coverage),
-        efficiency_html=efficiency_section(efficiency, rank_by_efficiency(latency, efficiency)),
-        previous_built=before.get("built"),
-    )
-    summary = write_text(out_dir / "data" / SUMMARY_DATA, js_payload(_summary_data(state, pivot)))
-    pages.add("index.html", write_text(out_dir / "index.html", landing) or summary)  # last: what readers open
+    landing = _Landing(title, state, changed, counts, regressions, before.get("built"))
+    _write_landing(out_dir, landing, [*latency, *memory], latency, efficiency, coverage, pages)
     counts |= {"pagesRewritten": len(pages.rewritten), "pagesKept": len(pages.kept)}
     built = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     write_text(
