@@ -7,7 +7,7 @@ writes docs/efficiency-chart.png (RMSNorm on H100), docs/efficiency-table.png (t
 docs/efficiency-regression.png (a change on the regressions page with its efficiency line), and
 docs/memory-report.png (fused linear cross-entropy on H100: latency, peak memory, Liger's saving). A chart is
 drawn when it scrolls into view: each is scrolled to and awaited. Uses the same Chromium as the browser tests
-(tests/ui_support.py: $KERNELINDEX_CHROMIUM, default /usr/bin/chromium).
+(tests/support/ui_support.py: $KERNELINDEX_CHROMIUM, default /usr/bin/chromium).
 """
 
 from __future__ import annotations

@@ -10,18 +10,20 @@ found it, even after garbage collection (`_no_dagster_instance_context_leak`, se
 
 from __future__ import annotations
 
-import copy
+import functools
 import gc
-import json
 import os
 import uuid
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-FIXTURES = Path(__file__).parent / "fixtures"
+from tests.support import factories
+
 POSTGRES_URL_ENV = "KERNELINDEX_TEST_POSTGRES_URL"
+# The modules that make Dagster instances in this process: the Dagster layer's, the definitions' and the
+# home's, and the sweep's Pipes entry point under PipesSubprocessClient.
+DAGSTER_MODULES = ("tests.defs.", "tests.test_definitions", "tests.test_home", "tests.sweep.test_pipes_entry")
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -38,13 +40,6 @@ def artifact_store(tmp_path_factory):
         os.environ["KERNELINDEX_ARTIFACT_STORE"] = previous
 
 
-def stored_file(ref: dict) -> Path:
-    """The artifact store's file of a record's {"uri", "digest"} (the store of this test session)."""
-    from kernelindex_pipeline.sweep.artifact_store import ArtifactStore
-
-    return Path(ArtifactStore.from_environment().path_of(ref["digest"].removeprefix("sha256:")))
-
-
 @pytest.fixture(autouse=True)
 def _no_dagster_instance_context_leak(request):
     """Entering a DagsterInstance sets a context variable (the current defs-state storage) that its
@@ -55,7 +50,7 @@ def _no_dagster_instance_context_leak(request):
     definitions load then fails with "Attempted to resolve undefined DagsterInstance weakref", at
     whatever moment the collector runs (the flaky `test_all_history_partitions` of issue 11).
     gc.collect() here makes such a leak fail the test that caused it, every time."""
-    if "dagster" not in request.module.__name__ and "pipes" not in request.module.__name__:
+    if not request.module.__name__.startswith(DAGSTER_MODULES):
         yield
         return
     from dagster import UPathDefsStateStorage  # get() is the base class's: the current storage
@@ -116,36 +111,11 @@ def postgres_url():
 @pytest.fixture(scope="session")
 def catalogue_records() -> dict[str, dict]:
     """The seed bundles' manifests, digest -> manifest (3 CSV rows x 7 kinds; shared objects once)."""
-    bundles = json.loads((FIXTURES / "seed-bundles.json").read_text(encoding="utf-8"))
-    records: dict[str, dict] = {}
-    for bundle in bundles:
-        for entry in bundle["manifests"]:
-            records.setdefault(entry["digest"], entry["manifest"])
-    return records
+    return factories.seed_manifests()
 
 
 @pytest.fixture(scope="session")
 def synthetic_runs(catalogue_records):
     """`synthetic_runs(count, start=0) -> dict[digest, manifest]`: BenchmarkRuns cloned from the seed
-    runs, each observed one second later than the previous one (so a new externalId and a new
-    digest), numbered from `start` so that disjoint ranges give disjoint runs."""
-    from kernelindex_pipeline.records.canonical import digest_of
-
-    seeds = [m for m in catalogue_records.values() if m["kind"] == "BenchmarkRun"]
-    epoch = datetime(2025, 1, 1, tzinfo=UTC)
-
-    def make(count: int, start: int = 0) -> dict[str, dict]:
-        runs: dict[str, dict] = {}
-        for number in range(start, start + count):
-            run = copy.deepcopy(seeds[number % len(seeds)])
-            observed = epoch + timedelta(seconds=number)
-            stamp = observed.strftime("%Y-%m-%d-%H-%M-%S")
-            native = run["spec"]["sourceNative"]
-            native["externalId"] = native["externalId"].rsplit("/", 1)[0] + "/" + stamp
-            run["spec"]["observedAt"] = observed.strftime("%Y-%m-%dT%H:%M:%S.000Z")
-            run["metadata"]["name"] = (run["metadata"]["name"][:80] + "-" + stamp)[:100]
-            runs[digest_of(run)] = run
-        assert len(runs) == count
-        return runs
-
-    return make
+    runs (factories.cloned_runs)."""
+    return functools.partial(factories.cloned_runs, catalogue_records)

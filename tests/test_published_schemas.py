@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 import pytest
 from jsonschema import Draft202012Validator
@@ -20,9 +19,9 @@ from jsonschema import Draft202012Validator
 from kernelindex_pipeline.liger import import_csv
 from kernelindex_pipeline.liger.sample_statistics import latency_statistics, with_raw_samples
 from kernelindex_pipeline.records.schema import KINDS
+from tests.support import FIXTURES, ROOT
 
-FIXTURES = Path(__file__).parent / "fixtures"
-PUBLISHED = Path(__file__).resolve().parents[1].parent / "shared" / "spec" / "schemas"
+PUBLISHED = ROOT.parent / "shared" / "spec" / "schemas"
 
 
 @pytest.fixture(scope="module")

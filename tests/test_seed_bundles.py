@@ -5,15 +5,14 @@ from __future__ import annotations
 import csv
 import io
 import json
-from pathlib import Path
 
 import pytest
 
 from kernelindex_pipeline.liger import import_csv
 from kernelindex_pipeline.liger.csv import UPSTREAM_COLUMNS
 from kernelindex_pipeline.records.canonical import canonical_bytes, digest_of
+from tests.support import FIXTURES
 
-FIXTURES = Path(__file__).parent / "fixtures"
 BUNDLES = json.loads((FIXTURES / "seed-bundles.json").read_text("utf-8"))
 
 

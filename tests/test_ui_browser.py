@@ -26,7 +26,9 @@ import time
 from pathlib import Path
 
 import pytest
-from ui_support import (
+
+from tests.support import FIXTURES
+from tests.support.ui_support import (
     ARTIFACTS,
     BACKFILL_TERMINAL,
     CHROMIUM,
@@ -48,7 +50,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.network]
 
 HISTORY_RELEASE = "0.8.5"
 SWEEP_PARTITION = ("nvidia-h100-80gb-hbm3", HISTORY_RELEASE)  # registered as the nightly schedule would
-CI_FILES = [Path(__file__).parent / "fixtures" / "liger-ci" / name for name in ("7644a0f-v0.7.0.csv", "0701bab.csv")]
+CI_FILES = [FIXTURES / "liger-ci" / name for name in ("7644a0f-v0.7.0.csv", "0701bab.csv")]
 STAGES = ["benchmark_csv", "benchmark_rows", "kernelindex_records", "catalogue_publication"]
 RECORD_CHECKS = ["records_schema_valid", "record_digests_recompute", "run_references_resolve", "rows_conserved"]
 RUNS_TIMEOUT_S = 420  # on two shared cores

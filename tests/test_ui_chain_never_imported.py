@@ -15,7 +15,8 @@ import os
 import shutil
 
 import pytest
-from ui_support import (
+
+from tests.support.ui_support import (
     ARTIFACTS,
     CHROMIUM,
     CHROMIUM_ARGS,

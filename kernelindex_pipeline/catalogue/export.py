@@ -43,7 +43,7 @@ BUNDLE_GROUPS: dict[str, str] = {kind: group for group, kind in KIND_OF_BUNDLE_G
 assert tuple(BUNDLE_GROUPS) == tuple(KINDS), "bundle groups must follow records.schema.KINDS"
 
 # libyaml's emitter when PyYAML has it (several times faster); it writes the same bytes as the
-# pure-Python one for these documents (tests/test_catalogue_export.py checks it).
+# pure-Python one for these documents (tests/catalogue/test_export.py checks it).
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 

@@ -6,7 +6,7 @@ traceback (set KERNELINDEX_DEBUG=1 to see the traceback of an unexpected error).
 One module per command group, each with its COMMANDS (name -> (help, add_arguments, run)): `records`
 (transform, validate, schema), `imports` (import-history, import-ci), `catalogue` (export, report, site,
 regressions). Adding a command is adding an entry there. Every heavy import (pandas, Dagster, the schema
-validator) is made inside the command that needs it, so `--help` stays light (tests/test_cli.py).
+validator) is made inside the command that needs it, so `--help` stays light (tests/cli/test_records.py).
 """
 
 from __future__ import annotations

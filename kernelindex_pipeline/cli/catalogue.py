@@ -212,7 +212,7 @@ def _regressions_arguments(p: argparse.ArgumentParser) -> None:
 def _detection_arguments(p: argparse.ArgumentParser) -> None:
     """The detection settings, the same for `regressions` and `report` (reporting.changepoints.DetectionSettings,
     whose defaults apply where an option is not given; not imported here: `--help` stays light, and
-    tests/test_cli.py checks these texts against DetectionSettings)."""
+    tests/cli/test_records.py checks these texts against DetectionSettings)."""
     p.add_argument("--alpha", type=float, help="significance level per series (default 0.001)")
     p.add_argument("--min-effect", type=float, help="smallest change reported, as a fraction (default 0.05 = 5%%)")
     p.add_argument(

@@ -2,7 +2,7 @@
 
     .venv/bin/python scripts/kernelindex_acceptance/make_exports.py OUT_DIR
 
-Scenarios (tests/kernelindex_scenarios.py): the seeds, the CI slice (reference profile; full profile
+Scenarios (tests/support/kernelindex_scenarios.py): the seeds, the CI slice (reference profile; full profile
 without and with memory runs), and a stand-in sweep of Liger 0.8.5 on two hosts of one GPU type
 (host-a, host-b) exported together, and the CI slice with one host's sweep (two importer bundles, two
 sources, one database).
@@ -13,11 +13,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
-
-import kernelindex_scenarios as scenarios  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: tests.support
 
 from kernelindex_pipeline.catalogue.export import export_kernelindex  # noqa: E402
+from tests.support import kernelindex_scenarios as scenarios  # noqa: E402
 
 
 def history_export(out: Path, csv: Path, commit: str) -> None:

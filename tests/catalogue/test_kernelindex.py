@@ -1,0 +1,322 @@
+"""The KernelIndex exports (issue 18): the submission document and the importer bundle of the seeds, a CI
+slice (with and without its memory runs) and a stand-in sweep on two hosts, checked against the published
+JSON Schemas (skipped with a message where ../shared is absent) and the TypeScript shapes in README.md.
+KernelIndex's own code runs on the same exports in scripts/kernelindex_acceptance/run.sh (needs npm)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+import yaml
+
+from kernelindex_pipeline.catalogue.export import export_kernelindex
+from kernelindex_pipeline.records.canonical import digest_of
+from kernelindex_pipeline.records.units import AmbiguousDuration, duration_ns, normal_form
+from tests.support import ROOT
+from tests.support import kernelindex_scenarios as scenarios
+
+README = ROOT / "README.md"
+
+
+def _ts_fields(type_name: str) -> dict[str, str]:
+    """Top-level fields of a `type X = { ... }` block of the README's ts code (name -> its type text)."""
+    text = README.read_text("utf-8")
+    block = re.search(r"```ts\n(.*?)```", text[text.index("## Publishing in KernelIndex") :], re.S)[1]
+    body = re.search(rf"type {type_name} = \{{\n(.*?)\n\}}", block, re.S)[1]
+    return dict(re.match(r"\s*(\w+\??): (.*)", line).groups() for line in body.splitlines())
+
+
+def _entry_keys(type_text: str) -> tuple[set[str], set[str]]:
+    """(required, optional) keys of `{ a: T; b?: U }[]`."""
+    inner = type_text[type_text.index("{") + 1 : type_text.rindex("}")]
+    names = [part.split(":")[0].strip() for part in inner.split(";")]
+    return {n for n in names if not n.endswith("?")}, {n.rstrip("?") for n in names if n.endswith("?")}
+
+
+def _check_entries(entries: list, type_text: str, where: str) -> None:
+    required, optional = _entry_keys(type_text)
+    for entry in entries:
+        assert required <= set(entry) <= required | optional, (where, sorted(entry))
+
+
+def _export(tmp_path, records, snapshots, include_memory=False):
+    files = export_kernelindex(records, tmp_path, snapshots=snapshots, include_memory=include_memory)
+    text = files.submission.path.read_text("utf-8")
+    documents = list(yaml.safe_load_all(text))
+    assert len(documents) == 1  # KernelIndex reads one document ("Source contains multiple documents")
+    assert "&id" not in text and "*id" not in text  # no YAML aliases (KernelIndex allows 100)
+    (bundle,) = files.bundles  # each scenario is Liger's rows or our sweep, never both
+    return documents[0], json.loads(bundle.path.read_text("utf-8"))
+
+
+SCENARIOS = {
+    "seeds": lambda: (*scenarios.seeds(), False),
+    "ci-slice": lambda: (*scenarios.ci_slice("full"), False),
+    "ci-slice-memory": lambda: (*scenarios.ci_slice("full"), True),
+    "standin-sweep": lambda: (*scenarios.standin_sweep(), False),
+}
+
+
+@pytest.fixture(scope="module", params=list(SCENARIOS))
+def exported(request, tmp_path_factory):
+    records, snapshots, memory = SCENARIOS[request.param]()
+    document, bundle = _export(tmp_path_factory.mktemp(request.param), records, snapshots, memory)
+    return request.param, records, document, bundle
+
+
+def test_both_routes_have_the_readme_shapes(exported):
+    _, _, document, bundle = exported
+    submission_fields = _ts_fields("SubmissionDocument")
+    assert set(document) == set(submission_fields)
+    for group in ("implementations", "runs"):
+        _check_entries(document[group], submission_fields[group], group)
+    bundle_fields = _ts_fields("ImportBundle")
+    assert {f.rstrip("?") for f in bundle_fields} >= set(bundle) >= {f for f in bundle_fields if not f.endswith("?")}
+    for group in ("snapshots", "projects", "operations", "workloads", "implementations", "runs"):
+        _check_entries(bundle[group], bundle_fields.get(group) or bundle_fields[group + "?"], group)
+    artifact_required, artifact_optional = _entry_keys(
+        re.search(r"type BundleArtifact = (\{.*\})", README.read_text("utf-8"))[1]
+    )
+    for run in bundle["runs"]:
+        for artifact in run.get("artifacts", []):
+            assert artifact_required <= set(artifact) <= artifact_required | artifact_optional
+
+
+def test_every_implementation_names_a_project_the_export_has(exported):
+    _, _, document, bundle = exported
+    slugs = {p["metadata"]["name"] for p in document["projects"]}
+    assert {
+        i["projectSlug"] for i in document["implementations"]
+    } <= slugs  # an implementation two providers share: its first
+    assert {i["projectSlug"] for i in bundle["implementations"]} == {p["slug"] for p in bundle["projects"]}
+
+
+def test_runs_reference_what_the_export_holds_and_digests_are_kernelindex_normal(exported):
+    _, _, document, _ = exported
+    held = {digest_of(m) for group in ("operations", "workloads") for m in document[group]}
+    held |= {digest_of(i["manifest"]) for i in document["implementations"]}
+    for entry in document["runs"]:
+        spec = entry["run"]["spec"]
+        assert {spec["implementationDigest"], spec["workloadDigest"]} <= held
+        assert digest_of(entry["protocol"]) == spec["protocolDigest"]
+        assert digest_of(entry["environment"]) == spec["environmentDigest"]
+        for manifest in (entry["run"], entry["protocol"], entry["environment"]):
+            assert normal_form(manifest) == manifest  # written as KernelIndex stores it
+
+
+def test_memory_runs_only_behind_the_setting(exported):
+    name, records, document, _ = exported
+    memory = [r for r in records if r["kind"] == "BenchmarkRun" and "timing" not in r["spec"]]
+    exported_memory = [e for e in document["runs"] if "timing" not in e["run"]["spec"]]
+    if name == "ci-slice-memory":
+        assert memory and len(exported_memory) == len(memory)
+    else:
+        assert exported_memory == []
+
+
+def test_tensors_follow_the_operations_inputs(exported):
+    _, _, document, _ = exported
+    operations = {digest_of(m): m for m in document["operations"]}
+    for workload in document["workloads"]:
+        inputs = [a["name"] for a in operations[workload["spec"]["operationSpecDigest"]]["spec"]["inputs"]]
+        names = list(workload["spec"]["tensors"])
+        assert names == [n for n in inputs if n in names] + [n for n in names if n not in inputs]
+
+
+def test_importer_bundle_links_sources_like_kernelindexs_importer(exported):
+    name, _, _, bundle = exported
+    # Liger's rows under KernelIndex's Liger source; our sweeps under ours
+    assert bundle["source"]["slug"] == (
+        "kernelindex-pipeline-sweeps" if name == "standin-sweep" else "liger-kernel-bench"
+    )
+    assert bundle["snapshots"]
+    assert all(s["contentDigest"].startswith("sha256:") for s in bundle["snapshots"])
+    liger_runs = [
+        r for r in bundle["runs"] if not r["manifest"]["spec"]["sourceNative"]["benchmark"].startswith("sentinel_")
+    ]
+    assert all(r["externalId"] == r["manifest"]["spec"]["sourceNative"]["externalId"] for r in bundle["runs"])
+    assert all("externalId" in w for w in bundle["workloads"]) or name == "standin-sweep"
+    # every source name is linked, also where two kernels share one case, operation or implementation
+    from kernelindex_pipeline.liger.identity import parse_external_id
+
+    found = [parse_external_id(r["externalId"]) for r in liger_runs]
+    assert {w.get("externalId") for w in bundle["workloads"] if "externalId" in w} == {
+        f"{i.kernel}/{i.case_key}" for i in found
+    }
+    assert {e["externalId"] for e in bundle["implementations"] if "externalId" in e} == {
+        f"{i.kernel}/{i.provider}" for i in found
+    }
+    assert {e["externalId"] for e in bundle["operations"] if "externalId" in e} == {i.kernel for i in found}
+    if name == "standin-sweep":  # raw samples and logs travel as artifacts; pinned revisions
+        assert all(
+            {a["role"] for a in r["artifacts"]} >= {"raw_samples"}
+            for r in bundle["runs"]
+            if "timing" in r["manifest"]["spec"]
+        )
+        liger = [i for i in bundle["implementations"] if i["projectSlug"] == "liger-kernel"]
+        assert liger and all(i["manifest"]["spec"]["projectRevision"]["version"] == "v0.8.5" for i in liger)
+        assert all("file://" not in json.dumps(r) for r in liger_runs)  # no host paths
+
+
+def test_published_schemas_accept_every_exported_manifest(exported):
+    from tests.test_published_schemas import PUBLISHED
+
+    files = sorted(PUBLISHED.glob("*.schema.json")) if PUBLISHED.is_dir() else []
+    if not files:
+        pytest.skip(f"published-schema check of the KernelIndex exports skipped: {PUBLISHED} is not here")
+    from jsonschema import Draft202012Validator
+
+    validators = {}
+    for path in files:
+        schema = json.loads(path.read_text("utf-8"))
+        validators[schema["properties"]["kind"]["const"]] = Draft202012Validator(schema)
+    _, _, document, _ = exported
+    manifests = [*document["projects"], *document["operations"], *document["workloads"]]
+    manifests += [i["manifest"] for i in document["implementations"]]
+    manifests += [m for e in document["runs"] for m in (e["run"], e["protocol"], e["environment"])]
+    problems = [
+        f"{m['kind']} {m['metadata']['name']}: {e.message}"
+        for m in manifests
+        for e in validators[m["kind"]].iter_errors(m)
+    ]
+    assert problems == []
+
+
+# --- units: every unit-bearing field we write, as KernelIndex normalises it --------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "ns"),
+    [
+        ("25 ms", 25_000_000),
+        ("25ms", 25_000_000),
+        ("0.5 us", 500),
+        ("2 µs", 2000),
+        ("1.5 s", 1_500_000_000),
+        ("7 ns", 7),
+        (12, 12),
+    ],
+)
+def test_durations_become_integer_nanoseconds(text, ns):
+    assert duration_ns(text) == ns
+
+
+@pytest.mark.parametrize("text", ["0.0000001 ms", "1.5 ns", "25 min", "-1 ms", "ms", 2**53, 1.5, True])
+def test_ambiguous_durations_are_refused_like_kernelindex(text):
+    with pytest.raises(AmbiguousDuration):
+        duration_ns(text)
+
+
+def test_duration_fields_digest_as_integer_nanoseconds():
+    protocol = {
+        "apiVersion": "kernelindex.dev/v1alpha1",
+        "kind": "BenchmarkProtocol",
+        "metadata": {"name": "p"},
+        "spec": {
+            "harness": {"name": "h"},
+            "measurement": {"timer": "cuda_events", "primaryStatistic": "median", "warmupDuration": "25 ms"},
+        },
+    }
+    as_ns = {
+        **protocol,
+        "spec": {**protocol["spec"], "measurement": {**protocol["spec"]["measurement"], "warmupDuration": 25_000_000}},
+    }
+    assert digest_of(protocol) == digest_of(as_ns)
+    latency = {
+        "median": "1.5 us",
+        "mean": "1 us",
+        "p05": "1 us",
+        "p95": "2 us",
+        "minimum": "1 us",
+        "maximum": "3 us",
+        "mad": "0.1 us",
+        "confidence95": ["1 us", "2 us"],
+    }
+    run = {
+        "apiVersion": "kernelindex.dev/v1alpha1",
+        "kind": "BenchmarkRun",
+        "metadata": {"name": "r"},
+        "spec": {"timing": {"primaryStatistic": "median", "latencyNs": latency}},
+    }
+    normal = normal_form(run)["spec"]["timing"]["latencyNs"]
+    assert normal == {
+        "median": 1500,
+        "mean": 1000,
+        "p05": 1000,
+        "p95": 2000,
+        "minimum": 1000,
+        "maximum": 3000,
+        "mad": 100,
+        "confidence95": [1000, 2000],
+    }
+    support = {"hardwareArchitectures": ["sm_90", "sm_80", "sm_90"], "dtypes": ["fp32", "bf16"]}
+    implementation = {
+        "apiVersion": "kernelindex.dev/v1alpha1",
+        "kind": "ImplementationRevision",
+        "metadata": {"name": "i"},
+        "spec": {"support": support},
+    }
+    assert normal_form(implementation)["spec"]["support"] == {
+        "hardwareArchitectures": ["sm_80", "sm_90"],
+        "dtypes": ["bf16", "fp32"],
+    }
+
+
+def test_the_sweeps_unit_bearing_fields_are_written_in_kernelindex_units():
+    """Every unit-bearing field a sweep writes: durations integer ns; latency measurements integer ns; peak
+    memory in bytes (KernelIndex takes any finite number: Liger's MB times 2**20 is not always whole)."""
+    records, _ = scenarios.standin_sweep()
+    protocols = [m for m in records if m["kind"] == "BenchmarkProtocol"]
+    assert any(type(p["spec"]["measurement"].get("warmupDuration")) is int for p in protocols)  # the sentinel's
+    for manifest in records:
+        assert normal_form(manifest) == manifest
+        if manifest["kind"] == "BenchmarkRun":
+            for measurement in manifest["spec"].get("measurements", []):
+                assert measurement["unit"] in ("ns", "bytes"), measurement
+                assert (
+                    type(measurement["value"]) is int
+                    if measurement["unit"] == "ns"
+                    else isinstance(measurement["value"], (int, float))
+                )
+
+
+def test_editorial_metadata_as_kernelindexs_importer_writes_it(tmp_path):
+    """Descriptions (and an operation's script link at the source commit) are added in the export only;
+    digests and our records stay as they are."""
+    records, snapshots = scenarios.seeds()
+    before = json.dumps(records, sort_keys=True)
+    commit = "2120862ba532c9449e72d603ba6324310ae756e7"
+    files = export_kernelindex(records, tmp_path, snapshots=snapshots, source_commit=commit)
+    document = yaml.safe_load(files.submission.path.read_text("utf-8"))
+    assert json.dumps(records, sort_keys=True) == before
+    for operation in document["operations"]:
+        assert operation["metadata"]["description"]
+        (ref,) = operation["metadata"]["sourceRefs"]
+        assert ref["url"].startswith(
+            f"https://github.com/linkedin/Liger-Kernel/blob/{commit}/benchmark/scripts/benchmark_"
+        )
+    assert all(entry["manifest"]["metadata"]["description"] for entry in document["implementations"])
+    originals = {digest_of(m) for m in records}
+    assert {digest_of(m) for m in document["operations"]} <= originals  # metadata never changes a digest
+
+
+def test_liger_rows_and_our_sweeps_go_to_bundles_of_their_own_sources(tmp_path):
+    ci, ci_snapshots = scenarios.ci_slice("reference")
+    sweep, sweep_snapshots = scenarios.standin_sweep()
+    files = export_kernelindex(ci + sweep, tmp_path, snapshots=ci_snapshots + sweep_snapshots)
+    upstream, ours = (json.loads(bundle.path.read_text("utf-8")) for bundle in files.bundles)
+    assert (
+        upstream["source"]["slug"] == "liger-kernel-bench" and ours["source"]["slug"] == "kernelindex-pipeline-sweeps"
+    )
+    assert len(upstream["runs"]) + len(ours["runs"]) == len(
+        yaml.safe_load(files.submission.path.read_text("utf-8"))["runs"]
+    )
+    assert [s["locator"] for s in upstream["snapshots"]] == [s["locator"] for s in ci_snapshots]
+    assert [s["locator"] for s in ours["snapshots"]] == [s["locator"] for s in sweep_snapshots]
+    assert all(r["environment"]["spec"]["software"] for r in ours["runs"])
+    assert not any(r["environment"]["spec"]["software"] for r in upstream["runs"])
+    # an export without sweeps leaves no sweeps bundle of an earlier export behind
+    export_kernelindex(ci, tmp_path, snapshots=ci_snapshots)
+    assert not (tmp_path / "kernelindex-import-bundle.sweeps.json").exists()

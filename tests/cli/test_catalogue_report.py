@@ -1,0 +1,55 @@
+"""`kernelindex-pipeline report` (the old name of `site`, which it builds now: issue 21) of records files that
+`transform` wrote."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from kernelindex_pipeline.cli import main
+from kernelindex_pipeline.reporting.site_files import read_js_payload
+from tests.support.liger_rows import csv_bytes, row
+
+
+@pytest.mark.parametrize("command", ["report", "site"])
+def test_site_of_two_transforms(tmp_path, capsys, command):
+    outs = []
+    for version, timestamp in (("0.5.0", "2025-01-02 03:04:05"), ("0.5.1", "2025-02-02 03:04:05")):
+        rows = [
+            row(liger_version=version, timestamp=timestamp, x_value=str(h), kernel_provider=provider)
+            for h in (1024, 2048)
+            for provider in ("liger", "huggingface")
+        ]
+        csv_path = tmp_path / f"{version}.csv"
+        csv_path.write_bytes(csv_bytes(rows))
+        out = tmp_path / version
+        assert main(["transform", str(csv_path), "--out", str(out)]) == 0
+        outs.append(out / "records.jsonl")
+    capsys.readouterr()
+    out = tmp_path / "site"
+    assert main([command, "--records", *map(str, outs), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert f"wrote {out / 'index.html'}" in printed and "1 kernels, 4 series, 8 runs" in printed
+    # one kernel, 2 providers x 2 hidden sizes = 4 series, each followed across both versions
+    state = json.loads((out / "site-state.json").read_text(encoding="utf-8"))["kernels"]
+    assert state["rms_norm"]["series"] == 4 and state["rms_norm"]["versions"] == ["0.5.0", "0.5.1"]
+    data = read_js_payload((out / "data" / "rms-norm.js").read_text(encoding="utf-8"))
+    assert all([p[0] for p in points] == [0, 1] for points in data["points"])
+    # the report.json next to each records file gives the coverage: every row became a run, no cell is marked
+    page = (out / "index.html").read_text(encoding="utf-8")
+    cells = re.findall(r'<td class="([^"]+)" data-gpu="[^"]+" data-version="([^"]+)" data-runs="(\d+)"', page)
+    assert sorted((v, n) for _, v, n in cells) == [("0.5.0", "4"), ("0.5.1", "4")]
+    assert "Yellow: rows of that cell did not all become runs" in page and "incomplete" not in page
+
+
+def test_report_errors_are_one_line(tmp_path, capsys):
+    assert main(["report", "--records", str(tmp_path / "missing.jsonl"), "--out", str(tmp_path / "r")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"kernelindex-pipeline report: error: {tmp_path / 'missing.jsonl'}: no such file"]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("{not json\n", encoding="utf-8")
+    assert main(["report", "--records", str(bad), "--out", str(tmp_path / "r")]) == 1
+    assert capsys.readouterr().err.startswith(f"kernelindex-pipeline report: error: {bad}")
+    assert main(["report", "--records", str(bad), "--catalogue", "sqlite://", "--out", str(tmp_path / "r")]) == 2

@@ -1,0 +1,172 @@
+"""The catalogue-wide assets downstream of publication: export, regressions (with its warning check)
+and the HTML report, materialized through Dagster over a published catalogue."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from dagster import DagsterInstance, materialize
+
+from kernelindex_pipeline.defs.catalogue_assets import (
+    benchmark_coverage,
+    benchmark_regressions,
+    catalogue_export,
+    catalogue_report,
+    efficiency_table,
+    no_regressions,
+)
+from kernelindex_pipeline.defs.resources import CatalogueResource, LigerGitResource, RegressionSettingsResource
+from kernelindex_pipeline.records.io import load_manifests
+from tests.defs.test_history_chain import _materialize_all, instance, resources  # noqa: F401 (fixtures)
+
+
+def test_export_regressions_and_report_over_the_published_history(instance, resources, tmp_path, sqlite_url):  # noqa: F811
+    assert _materialize_all(instance, resources).success
+    out = tmp_path / "out"
+    config = {
+        "ops": {
+            "catalogue_export": {"config": {"out_dir": str(out / "export")}},
+            "catalogue_report": {"config": {"out_dir": str(out / "report")}},
+        }
+    }
+    detection = {
+        "catalogue": CatalogueResource(url=sqlite_url),
+        "regression_settings": RegressionSettingsResource(alpha=0.001, min_effect=0.05),
+        "liger_git": LigerGitResource(),
+    }
+    with DagsterInstance.ephemeral() as fresh:
+        result = materialize(
+            [catalogue_export, benchmark_regressions, benchmark_coverage, catalogue_report, no_regressions],
+            instance=fresh,
+            resources=detection,
+            run_config=config,
+        )
+    assert result.success
+
+    (export,) = result.asset_materializations_for_node("catalogue_export")
+    jsonl = Path(export.metadata["jsonl"].value)
+    assert export.metadata["records"].value == len(jsonl.read_text().splitlines()) == len(load_manifests(jsonl))
+    # the KernelIndex files: speed runs only (memory runs behind kernelindex_memory_runs, default off)
+    runs = [m for m in map(json.loads, jsonl.read_text().splitlines()) if m["kind"] == "BenchmarkRun"]
+    assert export.metadata["kernelindex_runs"].value == sum("timing" in r["spec"] for r in runs) < len(runs)
+    assert Path(export.metadata["kernelindex_submission"].value).is_file()
+
+    # rms_norm on the H100 at 0.5.0 and 0.6.0 and on the A100 at 0.6.0: one or two runs per series, so every
+    # series is insufficient (a change needs two runs on each side): reported as such, not as "no regression".
+    (regressions,) = result.asset_materializations_for_node("benchmark_regressions")
+    assert regressions.metadata["regressions"].value == 0 and regressions.metadata["series_judged"].value == 0
+    assert regressions.metadata["insufficient_data"].value >= 12  # 3 workloads x 2 providers x 2 GPUs (+ memory series)
+    assert "not evidence of 'no regression'" in regressions.metadata["table"].value
+    (check,) = result.get_asset_check_evaluations()
+    assert check.check_name == "no_regressions" and check.passed and check.severity.value == "WARN"
+
+    # Coverage: every history row of the three partitions, once, even after a re-import of one of them.
+    assert _materialize_all(instance, resources).success
+    with DagsterInstance.ephemeral() as fresh:
+        again = materialize(
+            [benchmark_coverage], instance=fresh, resources={"catalogue": CatalogueResource(url=sqlite_url)}
+        )
+    (coverage,) = again.asset_materializations_for_node("benchmark_coverage")
+    by_metric = coverage.metadata["by_metric"].value
+    assert (by_metric["speed"]["rows"], by_metric["speed"]["runs"]) == (
+        21,
+        18,
+    )  # the uncurated kernel's 3 rows are skipped
+    assert (by_metric["memory"]["rows"], by_metric["memory"]["runs"]) == (3, 3)
+    assert set(coverage.metadata["by_source"].value) == {"history"}
+
+    (report,) = result.asset_materializations_for_node("catalogue_report")
+    index = Path(report.metadata["path"].value)
+    # the site: its landing page with the coverage pivot (from the publications' import reports), a page and
+    # the data of each kernel (rms_norm and the uncurated kernel's skipped rows: one kernel)
+    page = index.read_text()
+    assert 'id="pivot"' in page and 'data-kernel="rms_norm"' in page
+    assert (index.parent / "kernels" / "rms-norm.html").is_file() and (index.parent / "data" / "rms-norm.js").is_file()
+    assert report.metadata["kernels_rewritten"].value == 1
+    assert "|" in report.metadata["summary"].value  # a markdown table
+    json.dumps({k: str(v) for k, v in report.metadata.items()})  # metadata is serialisable as shown in the UI
+
+
+def test_regressions_asset_warns_on_a_slowdown_over_every_run(tmp_path, sqlite_url):
+    """The asset and its check on a catalogue where a series has runs enough: six sweeps, Liger 30 % slower
+    from the fourth (a new version) on; torch and huggingface unchanged."""
+    from kernelindex_pipeline.catalogue.store import CatalogueStore
+    from tests.support.factories import SampleCatalogue
+
+    catalogue = SampleCatalogue()
+    for sweep in range(6):
+        for provider in ("liger", "torch", "huggingface"):
+            slower = 1.3 if provider == "liger" and sweep >= 3 else 1.0
+            catalogue.run(
+                provider=provider,
+                median_ns=int(1_000_000 * slower * (1 + 0.004 * (sweep % 2))),
+                version="0.8.0" if sweep < 3 else "0.8.1",
+                timestamp=f"2025-0{sweep + 1}-01 00:00:00",
+            )
+    with CatalogueStore.open(sqlite_url) as store:
+        store.publish(catalogue.manifests(), partition="samples")
+    with DagsterInstance.ephemeral() as fresh:
+        result = materialize(
+            [benchmark_regressions, no_regressions],
+            instance=fresh,
+            resources={
+                "catalogue": CatalogueResource(url=sqlite_url),
+                "regression_settings": RegressionSettingsResource(),
+                "liger_git": LigerGitResource(path=str(tmp_path / "no-clone")),
+            },
+        )
+    assert result.success
+    (regressions,) = result.asset_materializations_for_node("benchmark_regressions")
+    assert regressions.metadata["regressions"].value == 1 and regressions.metadata["series_judged"].value == 3
+    # the version label alone names no cause; the clone given is missing: a warning, detection goes on
+    assert "| unknown | rms_norm | forward | liger |" in regressions.metadata["table"].value
+    (check,) = result.get_asset_check_evaluations()
+    assert not check.passed and check.severity.value == "WARN" and check.metadata["regressions"].value == 1
+    assert regressions.metadata["pending"].value == check.metadata["pending"].value == 0
+    assert check.description.startswith("0 slowdowns from 0 commits. Without a commit: 1 unknown.")
+    # One settings object, one detection: with a minimum effect of 50 % the asset finds no slowdown, and the
+    # check (which reads the asset's stored result instead of detecting again with defaults) agrees.
+    with DagsterInstance.ephemeral() as fresh:
+        lenient = materialize(
+            [benchmark_regressions, no_regressions],
+            instance=fresh,
+            resources={
+                "catalogue": CatalogueResource(url=sqlite_url),
+                "regression_settings": RegressionSettingsResource(min_effect=0.5),
+                "liger_git": LigerGitResource(),
+            },
+        )
+    (regressions,) = lenient.asset_materializations_for_node("benchmark_regressions")
+    assert regressions.metadata["regressions"].value == 0 and regressions.metadata["settings"].value["minEffect"] == 0.5
+    (check,) = lenient.get_asset_check_evaluations()
+    assert check.passed and check.metadata["regressions"].value == 0
+
+
+@pytest.mark.slow
+def test_efficiency_table_asset_over_the_published_history(instance, resources, tmp_path, sqlite_url):  # noqa: F811
+    """rms_norm's history runs get a percent of peak (H100, A100) written beside the records, never into them."""
+    from kernelindex_pipeline.catalogue.store import CatalogueStore
+    from kernelindex_pipeline.records.canonical import digest_of
+    from kernelindex_pipeline.reporting.efficiency import read_sidecar
+
+    assert _materialize_all(instance, resources).success
+    with CatalogueStore.open(sqlite_url) as store:
+        before = sorted(digest_of(m) for m in store.manifests())
+    with DagsterInstance.ephemeral() as fresh:
+        result = materialize(
+            [efficiency_table],
+            instance=fresh,
+            resources={"catalogue": CatalogueResource(url=sqlite_url)},
+            run_config={"ops": {"efficiency_table": {"config": {"out_dir": str(tmp_path / "eff")}}}},
+        )
+    assert result.success
+    (table,) = result.asset_materializations_for_node("efficiency_table")
+    sidecar = read_sidecar(table.metadata["sidecar"].value)
+    with_figures = [r for r in sidecar.runs.values() if r.pct_of_peak is not None]
+    assert table.metadata["runs_with_figures"].value == len(with_figures) > 0
+    assert {r.kernel for r in with_figures} == {"rms_norm"} and {r.bound for r in with_figures} == {"bytes"}
+    assert "| rms_norm |" in table.metadata["least_efficient"].value
+    with CatalogueStore.open(sqlite_url) as store:
+        assert sorted(digest_of(m) for m in store.manifests()) == before
