@@ -177,11 +177,15 @@ def main() -> int:
             f"{json.dumps(result)}; {otava[variant]['seconds']:.2f} s for the change points alone"
         )
 
-    # synthetic series with known answers, through detect_regressions (panels as catalogues) and Otava
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-    from test_reporting_regressions import panel as as_runs
+    _synthetic_comparison(args)
+    return 0
 
+
+def _synthetic_comparison(args: argparse.Namespace) -> None:
+    """Synthetic series with known answers, through detect_regressions (panels as catalogues) and Otava."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository: tests.reporting
     from kernelindex_pipeline.reporting.regressions import detect_regressions
+    from tests.reporting.test_regressions import panel as as_runs
 
     steps, slow = synthetic()
     hits = 0
@@ -203,7 +207,6 @@ def main() -> int:
         text=True,
     ).stdout.strip()
     print(f"synthetic, Otava: {otava_synthetic}")
-    return 0
 
 
 if __name__ == "__main__":

@@ -8,8 +8,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from ui_support import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository: tests.support
+from tests.support.ui_support import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
 
 
 def main(page_path: str, png: str, width: int = 1300, height: int = 1100) -> int:
