@@ -14,7 +14,7 @@ A digest over anything else is a "digest mismatch" there, which rejects the whol
 `digest_of` digests this normal form, and builders write it (records hold what KernelIndex stores).
 Every other unit-bearing field we write is already canonical in KernelIndex's terms and is not
 transformed by it: `measurements[].value` with its `unit` (ns, bytes), `hardware.memoryBytes`,
-`settings.powerLimitWatts` (tests/test_kernelindex_units.py lists them).
+`settings.powerLimitWatts` (tests/catalogue/test_kernelindex.py, test_the_sweeps_unit_bearing_fields_are_written_in_kernelindex_units, checks them).
 
 Hand-written: this is KernelIndex's own parsing rule, which no library implements.
 """
