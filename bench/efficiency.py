@@ -28,7 +28,7 @@ import resource
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -108,8 +108,10 @@ def _manifest(kind: str, name: str, spec: dict[str, Any], labels: dict[str, str]
     return {"apiVersion": API_VERSION, "kind": kind, "metadata": metadata, "spec": spec}
 
 
-def catalogue(series: int, sweeps: int, seed: int = 7) -> list[dict[str, Any]]:
-    """WorkloadCases, one environment and `series` x `sweeps` latency runs (nightly sweeps, noise, releases)."""
+def catalogue(series: int, sweeps: int, seed: int = 7) -> Iterator[dict[str, Any]]:
+    """WorkloadCases, one environment and `series` x `sweeps` latency runs (nightly sweeps, noise, releases),
+    made as they are read (a caller that needs a list takes `list(...)`): a consumer that streams, as the
+    catalogue's `store.manifests()` does, holds no run it has read."""
     rng = np.random.default_rng(seed)
     environment = _manifest(
         "ExecutionEnvironment",
@@ -117,7 +119,7 @@ def catalogue(series: int, sweeps: int, seed: int = 7) -> list[dict[str, Any]]:
         {"hardware": {"vendor": "nvidia", "product": "NVIDIA H100", "architecture": "sm_90"}, "software": {}},
     )
     environment_digest = digest_of(environment)
-    manifests: list[dict[str, Any]] = [environment]
+    yield environment
     kernels = list(CASES)
     templates = []  # (externalId head, workload digest) per series
     per_case = max(1, series // (len(kernels) * len(MODES) * len(PROVIDERS)))
@@ -137,7 +139,7 @@ def catalogue(series: int, sweeps: int, seed: int = 7) -> list[dict[str, Any]]:
                 "correctness": {"comparator": "not_asserted"},
             },
         )
-        manifests.append(case)
+        yield case
         templates.append(
             (identity.external_id_prefix(kernel, mode, provider, identity.gpu_slug(GPU), key), digest_of(case))
         )
@@ -149,24 +151,21 @@ def catalogue(series: int, sweeps: int, seed: int = 7) -> list[dict[str, Any]]:
         for i in range(series):
             stamp = (start + timedelta(days=j, seconds=i % 3000)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
             head, workload = templates[i]
-            manifests.append(
-                _manifest(
-                    "BenchmarkRun",
-                    f"run-{i}-{j}",
-                    {
-                        "implementationDigest": DIGEST,
-                        "workloadDigest": workload,
-                        "protocolDigest": DIGEST,
-                        "environmentDigest": environment_digest,
-                        "status": "passed",
-                        "observedAt": stamp,
-                        "timing": {"primaryStatistic": "median", "latencyNs": {"median": int(values[i, j])}},
-                        "sourceNative": {"source": "liger-kernel-bench", "externalId": head + kebab(stamp)},
-                    },
-                    {"liger_version": version},
-                )
+            yield _manifest(
+                "BenchmarkRun",
+                f"run-{i}-{j}",
+                {
+                    "implementationDigest": DIGEST,
+                    "workloadDigest": workload,
+                    "protocolDigest": DIGEST,
+                    "environmentDigest": environment_digest,
+                    "status": "passed",
+                    "observedAt": stamp,
+                    "timing": {"primaryStatistic": "median", "latencyNs": {"median": int(values[i, j])}},
+                    "sourceNative": {"source": "liger-kernel-bench", "externalId": head + kebab(stamp)},
+                },
+                {"liger_version": version},
             )
-    return manifests
 
 
 def _timed(label: str, fn: Callable[[], Any], times: dict[str, float]) -> Any:
@@ -182,14 +181,14 @@ def _timed(label: str, fn: Callable[[], Any], times: dict[str, float]) -> Any:
 
 def bench_runs(series: int, sweeps: int) -> None:
     print(f"building {series} series x {sweeps} sweeps ...", flush=True)
-    manifests = catalogue(series, sweeps)
+    manifests = list(catalogue(series, sweeps))
     runs = sum(1 for m in manifests if m["kind"] == "BenchmarkRun")
     print(f"{runs:,} runs, {len(manifests) - runs:,} other records; timing:")
     times: dict[str, float] = {}
     index = _timed("RecordIndex (digests)", lambda: RecordIndex(manifests), times)
     latency = _timed("build_series latency", lambda: build_series(index), times)
     _timed("build_series peak memory", lambda: build_series(index, PEAK_MEMORY_METRIC), times)
-    _timed("detect_regressions", lambda: detect_regressions(index.by_digest.values()), times)
+    _timed("detect_regressions", lambda: detect_regressions(manifests), times)
     report = _timed("+ derive_series_efficiency", lambda: derive_series_efficiency(index, latency), times)
     rows = _timed("+ rank_by_efficiency", lambda: rank_by_efficiency(latency, report), times)
     counts = _timed("+ status_counts", report.status_counts, times)

@@ -64,7 +64,7 @@ def build(url: str, runs: int) -> None:
     with CatalogueStore.open(url) as store:
         for first in range(0, sweeps, per_batch):
             count = min(per_batch, sweeps - first)
-            manifests = synthetic_catalogue(series, first + count)  # deterministic: earlier sweeps repeat
+            manifests = list(synthetic_catalogue(series, first + count))  # deterministic: earlier sweeps repeat
             batch = [m for m in manifests if m["kind"] != "BenchmarkRun"] if first == 0 else []
             batch += [m for m in manifests if m["kind"] == "BenchmarkRun"][first * series :]
             store.publish(batch, partition=f"bench-{first}", source=None, report=None)

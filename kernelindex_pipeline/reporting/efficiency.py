@@ -40,7 +40,7 @@ from kernelindex_pipeline.liger import identity
 from kernelindex_pipeline.liger.costs import BYTES, Cost, CostModels, NoCost, cost_of, default_cost_models
 from kernelindex_pipeline.sweep.environment import L2_LABEL  # a sweep host's reported L2 size
 
-from .series import RecordIndex, Series
+from .series import LATENCY_METRIC, RecordIndex, RunRow, Series
 
 DEFAULT_LOW_THRESHOLD = 0.30  # a plausible reading below 30 % of peak is "low efficiency"
 SIDECAR_NAME = "efficiency.jsonl"
@@ -210,7 +210,7 @@ class _Group:
         )
 
 
-_Row = tuple[_Group, float, dict]  # (group, median latency ns, the BenchmarkRun: its time and version read when asked)
+_Row = tuple[_Group, float, RunRow | None]  # (group, median latency ns, the run: its time and version read when asked)
 
 
 def _figures(
@@ -240,8 +240,8 @@ class _LazyRuns(Mapping):
 
     def __getitem__(self, digest: str) -> RunEfficiency:
         group, latency, run = self._rows[digest]
-        observed_at = (run.get("spec") or {}).get("observedAt") or ""
-        version = ((run.get("metadata") or {}).get("labels") or {}).get("liger_version")
+        observed_at = run.observed_at if run is not None else ""
+        version = run.version if run is not None else None
         achieved, pct, pct_measured, flags = _figures(group, latency, self._low)
         cost = group.cost
         return RunEfficiency(
@@ -444,22 +444,19 @@ def derive_efficiency(
     index = manifests if isinstance(manifests, RecordIndex) else RecordIndex(manifests)
     deriver = _Deriver(index, models or default_cost_models(), peaks or default_peaks())
     rows: dict[str, _Row] = {}
-    head, groups_seen, unseen = identity.external_id_head, deriver.groups, object()
-    for digest, run in index.runs:  # the hot loop of 1M runs: plain lookups, everything shared is in the group
-        spec = run.get("spec") or {}
-        timing = spec.get("timing")  # latency runs have spec.timing (the memory-run contract, series.run_metric)
-        if timing is None:
+    groups_seen, unseen = deriver.groups, object()
+    for run in index.runs:  # the hot loop of 1M runs: plain lookups, everything shared is in the group
+        if run.metric != LATENCY_METRIC:  # latency runs have spec.timing (the memory-run contract, series.run_metric)
             continue
-        latency = (timing.get("latencyNs") or {}).get("median")
-        external_id = (spec.get("sourceNative") or {}).get("externalId")
-        if type(latency) not in (int, float) or latency <= 0 or not isinstance(external_id, str):
+        latency, head = run.value, run.external_head  # head: the externalId's, identity.external_id_head's cut
+        if type(latency) not in (int, float) or latency <= 0 or head is None:
             continue
-        key = (head(external_id), spec.get("workloadDigest") or "", spec.get("environmentDigest") or "")
+        key = (head, run.workload or "", run.environment or "")
         group = groups_seen.get(key, unseen)
         if group is unseen:
-            group = deriver.group(key, external_id)
+            group = deriver.group(key, run.external_id)
         if group is not None:
-            rows[digest] = (group, latency, run)
+            rows[run.digest] = (group, latency, run)
     return _finish(rows, [g for g in deriver.groups.values() if g is not None], low_threshold)
 
 
@@ -485,7 +482,7 @@ def derive_series_efficiency(
         group = deriver.series_group(s)
         totals[id(group)] += sum(p.runs_for_version for p in s.points) + len(s.unversioned_runs)
         for p in s.points:
-            rows[p.run_digest] = (group, p.median, index.by_digest.get(p.run_digest) or {})
+            rows[p.run_digest] = (group, p.median, index.run(p.run_digest))
     return _finish(rows, list(deriver.groups.values()), low_threshold, totals)
 
 

@@ -25,6 +25,10 @@ re-run, or the same row imported from two sources), the point is the run with th
 latest ``observedAt`` -- the newest measurement is taken as the one that describes
 that release; ties fall to the larger digest so the choice is deterministic. The
 number of runs folded into a point is kept so nothing disappears silently.
+
+`RecordIndex` holds the records a report reads: the few that are not runs whole, each BenchmarkRun as a
+compact `RunRow` (made by `run_row` only), so a site of a million runs holds no run manifest; its `read`
+passes each record on to regression detection in the same single pass over a stream.
 """
 
 from __future__ import annotations
@@ -157,14 +161,98 @@ class SeriesSet:
         return len(self.series)
 
 
-class RecordIndex:
-    """Manifests by kind and digest, so runs can resolve the records they reference."""
+class RunRow:
+    """What reporting reads of one BenchmarkRun (series, efficiency, the site's tooltips), made by `run_row`.
 
-    def __init__(self, manifests: Iterable[dict[str, Any]]):
-        self.by_digest: dict[str, dict[str, Any]] = {}
-        self.position: dict[str, int] = {}  # digest -> first position in the input
+    A million runs are held as these instead of their manifests (~1.7 KiB each, seven nested dicts): the
+    strings many runs repeat (referenced digests, versions, titles, an externalId's run-template head) are
+    shared, not copied. Values are as the manifest has them (nothing validated here: readers judge them).
+    """
+
+    __slots__ = (
+        "digest",
+        "name",  # metadata.name (the digest where it has none)
+        "title",  # metadata.title, or ""
+        "version",  # metadata.labels.liger_version as given (None where absent)
+        "implementation",
+        "workload",
+        "protocol",
+        "environment",  # the four referenced digests as given (None where absent)
+        "metric",  # records.metrics.run_metric: latency, peak_memory or None
+        "value",  # the primary value of `metric` as given (None without a metric)
+        "p20",
+        "p80",  # the band of `metric` from spec.measurements
+        "observed_at",  # spec.observedAt, or ""
+        "external_head",  # sourceNative.externalId up to its last "/" (None: no string externalId)
+        "external_tail",  # the rest: its timestamp slug (the raw value where it is not a string)
+        "benchmark",  # sourceNative.benchmark, or ""
+        "source",  # sourceNative.source (None where absent)
+    )
+
+    @property
+    def external_id(self) -> Any:
+        """sourceNative.externalId as given."""
+        return self.external_tail if self.external_head is None else self.external_head + self.external_tail
+
+
+def run_row(digest: str, manifest: dict[str, Any], shared: dict[Any, Any] | None = None) -> RunRow:
+    """The one place a BenchmarkRun becomes its RunRow. `shared`: strings seen before (their first copy is
+    kept), so a catalogue's repeated digests, versions and heads are held once."""
+    seen = shared if shared is not None else {}
+
+    def share(value: Any) -> Any:
+        return seen.setdefault(value, value) if isinstance(value, str) else value
+
+    spec = manifest.get("spec") or {}
+    metadata = manifest.get("metadata") or {}
+    native = spec.get("sourceNative") or {}
+    row = RunRow()
+    row.digest = digest
+    row.name = metadata.get("name", digest)
+    row.title = share(metadata.get("title") or "")
+    row.version = share((metadata.get("labels") or {}).get("liger_version"))
+    row.implementation, row.workload, row.protocol, row.environment = (
+        share(d)
+        for d in (
+            spec.get("implementationDigest"),
+            spec.get("workloadDigest"),
+            spec.get("protocolDigest"),
+            spec.get("environmentDigest"),
+        )
+    )
+    row.metric = run_metric(spec)
+    row.value = _primary(spec, row.metric) if row.metric else None
+    row.p20, row.p80 = _band(spec, row.metric) if row.metric else (None, None)
+    row.observed_at = spec.get("observedAt") or ""
+    external_id = native.get("externalId")
+    if isinstance(external_id, str):
+        head = identity.external_id_head(external_id)  # one per run template: shared
+        row.external_head, row.external_tail = share(head), external_id[len(head) :]
+    else:
+        row.external_head, row.external_tail = None, external_id
+    row.benchmark = share(native.get("benchmark") or "")
+    row.source = share(native.get("source"))
+    return row
+
+
+class RecordIndex:
+    """The records by kind and digest, so runs can resolve the records they reference: every record that is
+    not a BenchmarkRun whole (they are few), each BenchmarkRun as its RunRow (a catalogue has millions)."""
+
+    def __init__(self, manifests: Iterable[dict[str, Any]] = ()):
+        self.by_digest: dict[str, dict[str, Any]] = {}  # the records that are not runs, by digest
+        self.position: dict[str, int] = {}  # digest of a record that is not a run -> first position in the input
         self.implementations_by_name: dict[str, tuple[str, dict[str, Any]]] = {}
-        self.runs: list[tuple[str, dict[str, Any]]] = []
+        self.runs: list[RunRow] = []  # every run as given (one given twice is here twice)
+        self.run_by_digest: dict[str, RunRow] = {}  # the last given of each digest
+        self._distinct = 0  # distinct digests read (runs too): the next record's position
+        self._shared: dict[Any, Any] = {}
+        for _ in self.read(manifests):
+            pass
+
+    def read(self, manifests: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        """Index `manifests`, yielding each the first time its digest is read: a second reader (regression
+        detection) takes them in the same single pass, without the index keeping the runs' manifests."""
         for manifest in manifests:
             try:
                 kind = manifest["kind"]
@@ -173,18 +261,32 @@ class RecordIndex:
                 raise ValueError(
                     f"not a kernelindex.dev manifest (needs apiVersion, kind, spec): {str(manifest)[:120]!r}"
                 ) from exc
-            self.by_digest[digest] = manifest
-            self.position.setdefault(digest, len(self.position))
-            if kind == "ImplementationRevision":
-                self.implementations_by_name[(manifest.get("metadata") or {}).get("name", "")] = (digest, manifest)
             if kind == "BenchmarkRun":
-                self.runs.append((digest, manifest))
+                row = run_row(digest, manifest, self._shared)
+                first = digest not in self.run_by_digest
+                self.run_by_digest[digest] = row
+                self.runs.append(row)
+            else:
+                first = digest not in self.by_digest
+                self.by_digest[digest] = manifest
+                if first:
+                    self.position[digest] = self._distinct
+                if kind == "ImplementationRevision":
+                    name = (manifest.get("metadata") or {}).get("name", "")
+                    self.implementations_by_name[name] = (digest, manifest)
+            if first:
+                self._distinct += 1
+                yield manifest
 
     def get(self, digest: str | None, kind: str) -> dict[str, Any] | None:
+        """The record of `digest` if it is of `kind` (not a BenchmarkRun: see `run`)."""
         manifest = self.by_digest.get(digest or "")
         if manifest is not None and manifest.get("kind") == kind:
             return manifest
         return None
+
+    def run(self, digest: str) -> RunRow | None:
+        return self.run_by_digest.get(digest)
 
 
 def parse_version(text: Any) -> Version | None:
@@ -286,20 +388,17 @@ def build_series(manifests: Iterable[dict[str, Any]] | RecordIndex, metric: str 
     if metric not in METRIC_UNITS:
         raise ValueError(f"unknown metric {metric!r}; known: {', '.join(METRIC_UNITS)}")
     index = manifests if isinstance(manifests, RecordIndex) else RecordIndex(manifests)
-    runs_by_key: dict[SeriesKey, list[tuple[str, dict[str, Any]]]] = defaultdict(list)
+    runs_by_key: dict[SeriesKey, list[RunRow]] = defaultdict(list)
     skipped: list[tuple[str, str]] = []
     other = 0
-    for digest, run in index.runs:
-        spec = run.get("spec") or {}
-        name = (run.get("metadata") or {}).get("name", digest)
-        measured = run_metric(spec)
+    for run in index.runs:
+        name = run.name
+        measured = run.metric
         if measured is not None and measured != metric:
             other += 1
             continue
-        digests = [
-            spec.get(f) for f in ("implementationDigest", "workloadDigest", "protocolDigest", "environmentDigest")
-        ]
-        value = _primary(spec, metric) if measured else None
+        digests = [run.implementation, run.workload, run.protocol, run.environment]
+        value = run.value
         if not all(digests):
             skipped.append((name, "missing one of the four referenced digests"))
         elif measured is None:
@@ -314,10 +413,10 @@ def build_series(manifests: Iterable[dict[str, Any]] | RecordIndex, metric: str 
                 )
             )
         else:
-            kernel, mode, provider = _run_identity(index, spec)
-            ident = _external_id(spec)
+            kernel, mode, provider = _run_identity(index, run)
+            ident = _external_id(run)
             category = identity.case_category(ident.case_key) if ident else None
-            runs_by_key[SeriesKey(kernel, mode, provider, *digests, metric, category)].append((digest, run))
+            runs_by_key[SeriesKey(kernel, mode, provider, *digests, metric, category)].append(run)
 
     series = [_make_series(index, key, runs) for key, runs in runs_by_key.items()]
     series.sort(key=lambda s: (s.kernel, s.gpu, _mode_rank(s.mode), s.provider, s.case_key, s.key))
@@ -328,26 +427,26 @@ def _mode_rank(mode: str) -> tuple[int, str]:
     return (MODE_ORDER.index(mode) if mode in MODE_ORDER else len(MODE_ORDER), mode)
 
 
-def _external_id(spec: dict[str, Any]) -> identity.RunIdentity | None:
-    return identity.parse_external_id(((spec.get("sourceNative") or {}).get("externalId")) or "")
+def _external_id(run: RunRow) -> identity.RunIdentity | None:
+    return identity.parse_external_id(run.external_id or "")
 
 
-def _run_identity(index: RecordIndex, spec: dict[str, Any]) -> tuple[str, str, str]:
+def _run_identity(index: RecordIndex, run: RunRow) -> tuple[str, str, str]:
     """(kernel, mode, provider) of a run: sourceNative first, the referenced records as a fallback."""
-    ident = _external_id(spec)
-    benchmark = identity.parse_benchmark((spec.get("sourceNative") or {}).get("benchmark") or "")
+    ident = _external_id(run)
+    benchmark = identity.parse_benchmark(run.benchmark)
     kernel, mode = benchmark[:2] if benchmark else (ident.kernel, ident.mode) if ident else ("", "")
     provider = ident.provider if ident else ""
     if not kernel:
-        case = index.get(spec.get("workloadDigest"), "WorkloadCase")
+        case = index.get(run.workload, "WorkloadCase")
         operation = index.get(((case or {}).get("spec") or {}).get("operationSpecDigest"), "OperationSpec")
         kernel = ((operation or {}).get("metadata") or {}).get("name") or "unknown-kernel"
     if not mode:
-        protocol = index.get(spec.get("protocolDigest"), "BenchmarkProtocol")
+        protocol = index.get(run.protocol, "BenchmarkProtocol")
         parsed = identity.parse_protocol_name(((protocol or {}).get("metadata") or {}).get("name") or "")
         mode = parsed[0] if parsed else "unknown"
     if not provider:
-        implementation = index.get(spec.get("implementationDigest"), "ImplementationRevision")
+        implementation = index.get(run.implementation, "ImplementationRevision")
         provider = ((implementation or {}).get("metadata") or {}).get("name") or "unknown-provider"
     return kernel, mode, provider
 
@@ -360,18 +459,18 @@ def _implementation_for(index: RecordIndex, key: SeriesKey) -> dict[str, Any] | 
     return named if digest == key.implementation_digest else None
 
 
-def _kernel_title(run: dict[str, Any], operation: dict[str, Any] | None, kernel: str) -> str:
+def _kernel_title(run: RunRow, operation: dict[str, Any] | None, kernel: str) -> str:
     """The run's own title is "<kernel title> · <provider> · <mode>[ · peak memory]"; it is preferred over the
     OperationSpec found by digest because kernels with identical specs (GRPO sequence/token) share one
     OperationSpec digest."""
-    parsed = identity.parse_run_title((run.get("metadata") or {}).get("title") or "")
+    parsed = identity.parse_run_title(run.title)
     if parsed is not None:
         return parsed[0]
     return ((operation or {}).get("metadata") or {}).get("title") or kernel
 
 
-def _make_series(index: RecordIndex, key: SeriesKey, runs: list[tuple[str, dict[str, Any]]]) -> Series:
-    ident = _external_id(runs[0][1]["spec"])
+def _make_series(index: RecordIndex, key: SeriesKey, runs: list[RunRow]) -> Series:
+    ident = _external_id(runs[0])
     by_digest = index.get(key.implementation_digest, "ImplementationRevision")
     implementation = _implementation_for(index, key)
     workload = _workload(index, key.workload_digest, ident.case_key if ident else "", key.category)
@@ -386,7 +485,7 @@ def _make_series(index: RecordIndex, key: SeriesKey, runs: list[tuple[str, dict[
     series = Series(
         key=key,
         kernel=key.kernel,
-        kernel_title=_kernel_title(runs[0][1], operation, key.kernel),
+        kernel_title=_kernel_title(runs[0], operation, key.kernel),
         mode=key.mode,
         provider=key.provider,
         provider_title=_provider_title(implementation) or (provider_facts.title if provider_facts else key.provider),
@@ -397,27 +496,25 @@ def _make_series(index: RecordIndex, key: SeriesKey, runs: list[tuple[str, dict[
         metric=key.metric,
     )
 
-    by_version: dict[Version, list[tuple[str, dict[str, Any]]]] = defaultdict(list)
-    for digest, run in runs:
-        version = parse_version(((run.get("metadata") or {}).get("labels") or {}).get("liger_version"))
+    by_version: dict[Version, list[RunRow]] = defaultdict(list)
+    for run in runs:
+        version = parse_version(run.version)
         if version is None:
-            series.unversioned_runs.append(digest)
+            series.unversioned_runs.append(run.digest)
         else:
-            by_version[version].append((digest, run))
+            by_version[version].append(run)
     for version in sorted(by_version):
         candidates = by_version[version]
-        digest, run = max(candidates, key=lambda dr: (dr[1]["spec"].get("observedAt") or "", dr[0]))
-        spec = run["spec"]
-        p20, p80 = _band(spec, key.metric)
+        run = max(candidates, key=lambda r: (r.observed_at, r.digest))
         series.points.append(
             Point(
-                version=str(run["metadata"]["labels"]["liger_version"]),
-                median=_primary(spec, key.metric),
-                p20=p20,
-                p80=p80,
-                observed_at=spec.get("observedAt") or "",
-                run_digest=digest,
-                run_name=(run.get("metadata") or {}).get("name", digest),
+                version=str(run.version),
+                median=run.value,
+                p20=run.p20,
+                p80=run.p80,
+                observed_at=run.observed_at,
+                run_digest=run.digest,
+                run_name=run.name,
                 runs_for_version=len(candidates),
                 unit=METRIC_UNITS[key.metric],
             )

@@ -205,8 +205,8 @@ def _points(
             (s.kernel, s.mode, s.provider, s.key.workload_digest, s.gpu_slug, s.metric, p.observed_at), (None, None)
         )
         if source is None:
-            native = ((index.by_digest.get(p.run_digest) or {}).get("spec") or {}).get("sourceNative") or {}
-            source = native.get("source")
+            run = index.run(p.run_digest)
+            source = run.source if run is not None else None
         facts = efficiency.runs.get(p.run_digest) if s.metric == "latency" else None
         pct = facts.pct_of_peak if facts is not None else None
         drawn.append(
@@ -300,10 +300,12 @@ def build_site(
     without it detection runs here with the default settings."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    index = RecordIndex(manifests)
+    if regressions is None:  # detection reads the manifests as the index takes them: one pass, none kept whole
+        index = RecordIndex()
+        regressions = detect_regressions(index.read(manifests))
+    else:
+        index = RecordIndex(manifests)
     latency, memory = build_series(index), build_series(index, PEAK_MEMORY_METRIC)
-    if regressions is None:
-        regressions = detect_regressions(index.by_digest.values())
     efficiency = derive_efficiency(index)
     by_kernel: dict[str, list[Series]] = defaultdict(list)
     for s in [*latency, *memory]:

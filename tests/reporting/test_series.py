@@ -83,3 +83,39 @@ def test_providers_sharing_an_implementation_digest_stay_apart():
         ("torch", "baseline", 1_000_000),
         ("torch_compile", "other", 5_000_000),
     }
+
+
+def test_the_index_keeps_runs_as_rows_sharing_their_repeated_strings():
+    import json
+
+    from kernelindex_pipeline.reporting.series import RecordIndex, RunRow
+
+    catalogue = SampleCatalogue()
+    catalogue.run(version="0.8.0", median_ns=1_000_000, timestamp="2025-08-01 10:00:00")
+    catalogue.run(version="0.8.0", median_ns=1_100_000, timestamp="2025-08-02 10:00:00")
+    # as a catalogue's stream gives them: every manifest its own objects, equal strings not shared
+    index = RecordIndex(json.loads(json.dumps(m)) for m in catalogue.manifests())
+    first, second = index.runs
+    assert isinstance(first, RunRow) and not hasattr(first, "__dict__")  # slots: no per-run dict
+    assert not any(m["kind"] == "BenchmarkRun" for m in index.by_digest.values())  # no run kept whole
+    assert first.workload == second.workload and first.workload is second.workload
+    assert first.version is second.version and first.external_head is second.external_head
+    assert first.digest != second.digest and index.run(second.digest) is second
+    run = next(m for m in catalogue.manifests() if m["spec"].get("observedAt") == first.observed_at)
+    assert first.external_id == run["spec"]["sourceNative"]["externalId"]
+    assert (first.metric, first.value, first.name) == ("latency", 1_000_000, run["metadata"]["name"])
+
+
+def test_the_index_passes_each_record_on_once_in_the_single_pass_it_reads():
+    from kernelindex_pipeline.reporting.series import RecordIndex
+
+    catalogue = SampleCatalogue()
+    catalogue.run(version="0.8.0", median_ns=1_000_000, timestamp="2025-08-01 10:00:00")
+    catalogue.run(version="0.8.1", median_ns=1_100_000, timestamp="2025-09-01 10:00:00")
+    given = catalogue.manifests()
+    index = RecordIndex()
+    passed_on = list(index.read(m for m in [*given, *given]))  # every record given twice, streamed once
+    assert passed_on == given  # first sight of each digest, in the input's order
+    assert len(index.runs) == 4  # a run given twice is counted twice, as before
+    [series] = build_series(index).series
+    assert [p.runs_for_version for p in series.points] == [2, 2]

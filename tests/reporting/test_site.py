@@ -131,6 +131,19 @@ def test_data_and_pivot_account_for_every_series_and_version(site, manifests):
     assert cells == expected
 
 
+def test_a_build_streams_its_input_once_and_detects_what_detection_alone_finds(site, manifests, tmp_path):
+    """build_site reads a one-shot stream once (detection takes each record as the index reads it), and its
+    regressions are detection's own over the same records, a record given twice counted once."""
+    from kernelindex_pipeline.reporting.regressions import detect_regressions
+    from kernelindex_pipeline.reporting.site import build_site
+
+    alone = detect_regressions(manifests).to_dict()
+    assert site.regressions.to_dict() == alone
+    assert alone["sources"] and alone["insufficientSeries"], "detection should have read runs to compare"
+    twice = build_site((m for m in [*manifests, *manifests[: len(manifests) // 2]]), tmp_path)
+    assert twice.regressions.to_dict() == alone
+
+
 def test_rebuild_rewrites_only_what_changed(manifests, tmp_path):
     from kernelindex_pipeline.reporting.site import build_site
 
