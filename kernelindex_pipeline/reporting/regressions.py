@@ -61,6 +61,7 @@ from .changepoints import (
     shrunk_noise,
     within_noise,
 )
+from .judgements import JudgementReuse, JudgementStore
 from .run_facts import LATENCY as LATENCY  # re-exported: the metric names are run_facts'
 from .run_facts import PEAK_MEMORY, AdapterRegistry, FactsAdapter, facts_of
 
@@ -237,6 +238,9 @@ class RegressionReport:
     attribution_notes: list[str] = field(default_factory=list)  # what the attributor could not use (a clone, a commit)
     # steps at a series' newest run: one run after, not the two a change needs; judged again with the next
     pending: list[Change] = field(default_factory=list)
+    # series judged afresh and reused from the judgement store (how the result was computed, not part of it:
+    # not in to_dict, which is the same with or without a store)
+    judgements: JudgementReuse = field(default_factory=JudgementReuse)
 
     @property
     def slowdowns(self) -> list[Change]:
@@ -481,18 +485,22 @@ def detect_regressions(
     manifests: Iterable[dict[str, Any]],
     settings: DetectionSettings | None = None,
     adapters: Mapping[str, FactsAdapter] | None = None,
+    judgement_store: str | os.PathLike[str] | None = None,
 ) -> RegressionReport:
     """Every BenchmarkRun of a catalogue (any kinds may be mixed in); source runs from the runs' times.
-    `adapters`: run-facts adapters by source name, before `run_facts.SOURCE_ADAPTERS`."""
+    `adapters`: run-facts adapters by source name, before `run_facts.SOURCE_ADAPTERS`. `judgement_store`: a
+    file of per-series judgements (`judgements.py`) that this detection reuses where a series' inputs are
+    unchanged and then rewrites; None: every series is judged afresh."""
     obs = _Observations(adapters)
     obs.add(manifests)
-    return _detect(obs, settings or DetectionSettings())
+    return _detect(obs, settings or DetectionSettings(), judgement_store)
 
 
 def detect_in_record_files(
     paths: Sequence[str | os.PathLike[str]],
     settings: DetectionSettings | None = None,
     adapters: Mapping[str, FactsAdapter] | None = None,
+    judgement_store: str | os.PathLike[str] | None = None,
 ) -> RegressionReport:
     """Each file one source run (a records.jsonl that `transform` wrote), labelled by its folder name
     when the file is called records.jsonl, else by the file name."""
@@ -512,10 +520,12 @@ def detect_in_record_files(
         obs.add((manifest for _, manifest in load_manifests(path)), source=label)
         if len(obs.sid) == before:
             raise RegressionInputError(f"{path}: no BenchmarkRun with a latency or peak memory value in it")
-    return _detect(obs, settings or DetectionSettings())
+    return _detect(obs, settings or DetectionSettings(), judgement_store)
 
 
-def _detect(obs: _Observations, settings: DetectionSettings) -> RegressionReport:
+def _detect(
+    obs: _Observations, settings: DetectionSettings, judgement_store: str | os.PathLike[str] | None = None
+) -> RegressionReport:
     n = len(obs.sid)
     if n == 0:
         return RegressionReport(settings, 0, [], [], [], [], [], [], obs.skipped)
@@ -523,6 +533,7 @@ def _detect(obs: _Observations, settings: DetectionSettings) -> RegressionReport
     panel = _panel(obs, run_of, len(sources))
     fit, corrected = _host_corrected(panel, obs.keys, sources, settings)
     priors, own_noise, own_used = _noise_priors(panel, obs.keys, corrected, settings)
+    store = JudgementStore(judgement_store, _judge_series)
     trends: list[Trend] = []
     insufficient: list[Insufficient] = []
     found: list[tuple[Trend, Split]] = []
@@ -534,7 +545,7 @@ def _detect(obs: _Observations, settings: DetectionSettings) -> RegressionReport
         a, b = panel.bounds[i], panel.bounds[i + 1]
         prior, weight = priors[i]
         sigma = shrunk_noise(own_noise[i], MAD_EFFICIENCY * own_used[i], prior, weight)
-        splits, pending_step, sigma = _judge_series(corrected[a:b], fit.extra[a:b], sigma, prior, weight, settings)
+        splits, pending_step, sigma = store.judged(corrected[a:b], fit.extra[a:b], sigma, prior, weight, settings)
         trend = _trend(obs, panel, i, sources, corrected, sigma, splits)
         trends.append(trend)
         found += [(trend, split) for split in splits]
@@ -542,6 +553,7 @@ def _detect(obs: _Observations, settings: DetectionSettings) -> RegressionReport
             newest.append((trend, pending_step))
     changes, pending = _with_causes(found, trends), _with_causes(newest, trends)
     reported, every = _host_effect_entries(fit, sources, settings, panel.scripts)
+    store.save()
     return RegressionReport(
         settings=settings,
         runs=n,
@@ -553,6 +565,7 @@ def _detect(obs: _Observations, settings: DetectionSettings) -> RegressionReport
         changes=changes,
         skipped=obs.skipped,
         pending=pending,
+        judgements=store.reuse,
     )
 
 
@@ -682,7 +695,9 @@ def _judge_series(
     values: np.ndarray, extra: np.ndarray, sigma: float, prior: float, weight: float, settings: DetectionSettings
 ) -> tuple[list[Split], Split | None, float]:
     """(changes, the pending step at the newest run or None, the noise they were judged with) of one
-    series' corrected values."""
+    series' corrected values. A pure function of its arguments: `judgements.JudgementStore` reuses its
+    result where they are unchanged (giving it another input, or changing what it returns, means bumping
+    judgements.JUDGEMENT_VERSION)."""
     refined: list[float] = []
 
     def refine(cuts: list[int]) -> float:
