@@ -20,6 +20,9 @@ CATALOGUE_URL_ENV = "KERNELINDEX_CATALOGUE_URL"
 EMBEDDED_CATALOGUE = (
     "kernelindex-catalogue.sqlite"  # the catalogue's SQLite file under DAGSTER_HOME, when no URL is set
 )
+# the per-series judgements regression detection reuses across refreshes (reporting/judgements.py), under
+# DAGSTER_HOME's storage folder like the other values the assets keep
+REGRESSION_JUDGEMENTS = Path("storage") / "regression-judgements.json"
 
 
 def dagster_home() -> Path:
@@ -78,3 +81,9 @@ def catalogue_url(given: str | None = None) -> str | None:
 def default_catalogue_path(home: str | os.PathLike[str] | None = None) -> Path:
     """``<home or $DAGSTER_HOME or ./.dagster_home>/kernelindex-catalogue.sqlite``: the embedded catalogue."""
     return (Path(home) if home else dagster_home()) / EMBEDDED_CATALOGUE
+
+
+def default_judgement_store(home: str | os.PathLike[str] | None = None) -> Path:
+    """``<home or $DAGSTER_HOME or ./.dagster_home>/storage/regression-judgements.json``: the judgement store
+    of the `benchmark_regressions` asset."""
+    return (Path(home) if home else dagster_home()) / REGRESSION_JUDGEMENTS

@@ -223,23 +223,34 @@ def _detection_arguments(p: argparse.ArgumentParser) -> None:
         "DIR): changes name the commits between their runs, runs are ordered by their code "
         "(default: $KERNELINDEX_LIGER_GIT; without it, no commits are named)",
     )
+    p.add_argument(
+        "--judgement-store",
+        type=Path,
+        metavar="FILE",
+        help="keep each series' judgement in FILE (created when missing) and reuse it next time where the "
+        "series' inputs are unchanged: a repeated detection judges only what changed (default: none, every "
+        "series is judged)",
+    )
 
 
 def _detect_and_attribute(
     args: argparse.Namespace, settings, *, records: list[Path] | None = None, manifests: Iterable[dict] | None = None
 ):
     """Detection (each records file one source run, or the runs of a catalogue) with Liger's attribution;
-    what the attribution could not use (the clone, a commit) is printed as a note, detection goes on."""
+    what the attribution could not use (the clone, a commit) is printed as a note, detection goes on. With
+    --judgement-store, series whose inputs are unchanged since the stored detection are not judged again."""
     from kernelindex_pipeline.liger.attribution import LigerAttribution
     from kernelindex_pipeline.reporting.regressions import detect_in_record_files, detect_regressions
 
     liger = LigerAttribution(args.liger_git)
+    store = args.judgement_store
     if records is not None:
-        report = detect_in_record_files(records, settings, liger.adapters)
+        report = detect_in_record_files(records, settings, liger.adapters, judgement_store=store)
     else:
-        report = detect_regressions(manifests or [], settings, liger.adapters)
-    for note in liger.attribute(report):
+        report = detect_regressions(manifests or [], settings, liger.adapters, judgement_store=store)
+    for note in [*report.judgements.notes, *liger.attribute(report)]:
         print(f"note: {note}", file=sys.stderr)
+    print(f"detection: {report.judgements.line()}")
     return report
 
 

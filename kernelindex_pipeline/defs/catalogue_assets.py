@@ -143,13 +143,21 @@ def benchmark_regressions(
     enough runs are counted as insufficient, never as 'no regression'.
 
     Detected once, here: the result is this asset's value (stored by the IO manager), which its check and
-    the report read, so the alert, the check and the page always show one judgement with one settings."""
+    the report read, so the alert, the check and the page always show one judgement with one settings. A
+    refresh judges afresh only the series whose inputs changed since the last one (the judgement store of
+    `regression_settings`; metadata `series_rejudged` / `series_reused`)."""
     liger = liger_git.attribution()  # each run's code and commit order; causes with their commits
     with catalogue.open() as store:
-        result = detect_regressions(store.manifests(), regression_settings.settings(), liger.adapters)
-    for note in liger.attribute(result):
+        result = detect_regressions(
+            store.manifests(),
+            regression_settings.settings(),
+            liger.adapters,
+            judgement_store=regression_settings.judgement_store_path(),
+        )
+    for note in [*result.judgements.notes, *liger.attribute(result)]:
         context.log.warning(note)
     context.log.info(result.summary())
+    context.log.info(result.judgements.line())
     return Output(
         result,
         metadata={
@@ -157,6 +165,9 @@ def benchmark_regressions(
             "speedups": len(result.speedups),
             "pending": len(result.pending),  # steps at a series' newest run, awaiting a second run
             "series_judged": len(result.trends),
+            # judged afresh (their inputs changed) and reused from the previous refresh (reporting/judgements.py)
+            "series_rejudged": result.judgements.rejudged,
+            "series_reused": result.judgements.reused,
             "host_effects": len(result.host_effects),
             "insufficient_data": len(result.insufficient),
             "settings": MetadataValue.json(result.to_dict()["settings"]),

@@ -14,7 +14,7 @@ from pydantic import Field
 
 from kernelindex_pipeline.catalogue.store import CatalogueStore, redact_url
 from kernelindex_pipeline.defs.pipes_messages import CompleteLinePipesMessageReader
-from kernelindex_pipeline.home import CATALOGUE_URL_ENV, cache_root, dagster_home
+from kernelindex_pipeline.home import CATALOGUE_URL_ENV, cache_root, dagster_home, default_judgement_store
 from kernelindex_pipeline.imports.archive import CachedArchive
 from kernelindex_pipeline.liger import release
 from kernelindex_pipeline.reporting.changepoints import DetectionSettings
@@ -50,9 +50,17 @@ class RegressionSettingsResource(ConfigurableResource):
         default=DetectionSettings.min_effect, description="Smallest change reported (fraction, 0.05 = 5 %)."
     )
     min_segment: int = Field(default=DetectionSettings.min_segment, description="Runs needed on each side of a change.")
+    judgement_store: str = Field(
+        default="",
+        description="File of per-series judgements a refresh reuses where a series' inputs are unchanged "
+        "(reporting/judgements.py). Empty: storage/regression-judgements.json under DAGSTER_HOME.",
+    )
 
     def settings(self) -> DetectionSettings:
         return DetectionSettings(alpha=self.alpha, min_effect=self.min_effect, min_segment=self.min_segment)
+
+    def judgement_store_path(self) -> Path:
+        return Path(self.judgement_store) if self.judgement_store else default_judgement_store()
 
 
 LIGER_GIT_ENV = "KERNELINDEX_LIGER_GIT"

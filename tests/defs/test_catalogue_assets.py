@@ -20,6 +20,7 @@ from kernelindex_pipeline.defs.catalogue_assets import (
 from kernelindex_pipeline.defs.resources import CatalogueResource, LigerGitResource, RegressionSettingsResource
 from kernelindex_pipeline.records.io import load_manifests
 from tests.defs.test_history_chain import _materialize_all, instance, resources  # noqa: F401 (fixtures)
+from tests.support.factories import SAMPLE_GPU, SampleCatalogue
 
 
 def test_export_regressions_and_report_over_the_published_history(instance, resources, tmp_path, sqlite_url):  # noqa: F811
@@ -33,7 +34,9 @@ def test_export_regressions_and_report_over_the_published_history(instance, reso
     }
     detection = {
         "catalogue": CatalogueResource(url=sqlite_url),
-        "regression_settings": RegressionSettingsResource(alpha=0.001, min_effect=0.05),
+        "regression_settings": RegressionSettingsResource(
+            alpha=0.001, min_effect=0.05, judgement_store=str(tmp_path / "judgements.json")
+        ),
         "liger_git": LigerGitResource(),
     }
     with DagsterInstance.ephemeral() as fresh:
@@ -90,30 +93,19 @@ def test_export_regressions_and_report_over_the_published_history(instance, reso
 
 
 def test_regressions_asset_warns_on_a_slowdown_over_every_run(tmp_path, sqlite_url):
-    """The asset and its check on a catalogue where a series has runs enough: six sweeps, Liger 30 % slower
-    from the fourth (a new version) on; torch and huggingface unchanged."""
+    """The asset and its check on a catalogue where a series has runs enough (`_sweeps_with_a_slowdown`)."""
     from kernelindex_pipeline.catalogue.store import CatalogueStore
-    from tests.support.factories import SampleCatalogue
 
-    catalogue = SampleCatalogue()
-    for sweep in range(6):
-        for provider in ("liger", "torch", "huggingface"):
-            slower = 1.3 if provider == "liger" and sweep >= 3 else 1.0
-            catalogue.run(
-                provider=provider,
-                median_ns=int(1_000_000 * slower * (1 + 0.004 * (sweep % 2))),
-                version="0.8.0" if sweep < 3 else "0.8.1",
-                timestamp=f"2025-0{sweep + 1}-01 00:00:00",
-            )
-    with CatalogueStore.open(sqlite_url) as store:
-        store.publish(catalogue.manifests(), partition="samples")
+    with CatalogueStore.open(sqlite_url) as catalogue_store:
+        catalogue_store.publish(_sweeps_with_a_slowdown().manifests(), partition="samples")
+    store = tmp_path / "judgements.json"
     with DagsterInstance.ephemeral() as fresh:
         result = materialize(
             [benchmark_regressions, no_regressions],
             instance=fresh,
             resources={
                 "catalogue": CatalogueResource(url=sqlite_url),
-                "regression_settings": RegressionSettingsResource(),
+                "regression_settings": RegressionSettingsResource(judgement_store=str(store)),
                 "liger_git": LigerGitResource(path=str(tmp_path / "no-clone")),
             },
         )
@@ -134,14 +126,60 @@ def test_regressions_asset_warns_on_a_slowdown_over_every_run(tmp_path, sqlite_u
             instance=fresh,
             resources={
                 "catalogue": CatalogueResource(url=sqlite_url),
-                "regression_settings": RegressionSettingsResource(min_effect=0.5),
+                "regression_settings": RegressionSettingsResource(min_effect=0.5, judgement_store=str(store)),
                 "liger_git": LigerGitResource(),
             },
         )
     (regressions,) = lenient.asset_materializations_for_node("benchmark_regressions")
     assert regressions.metadata["regressions"].value == 0 and regressions.metadata["settings"].value["minEffect"] == 0.5
+    assert (regressions.metadata["series_rejudged"].value, regressions.metadata["series_reused"].value) == (3, 0)
     (check,) = lenient.get_asset_check_evaluations()
     assert check.passed and check.metadata["regressions"].value == 0
+
+
+def _sweeps_with_a_slowdown(gpu: str = SAMPLE_GPU, scale: float = 1.0) -> SampleCatalogue:
+    """Six sweeps of rms_norm on `gpu`, Liger 30 % slower from the fourth (a new version) on; torch and
+    huggingface unchanged; times of about `scale` ms."""
+    catalogue = SampleCatalogue()
+    for sweep in range(6):
+        for provider in ("liger", "torch", "huggingface"):
+            slower = 1.3 if provider == "liger" and sweep >= 3 else 1.0
+            catalogue.run(
+                provider=provider,
+                gpu=gpu,
+                median_ns=int(1_000_000 * scale * slower * (1 + 0.004 * (sweep % 2))),
+                version="0.8.0" if sweep < 3 else "0.8.1",
+                timestamp=f"2025-0{sweep + 1}-01 00:00:00",
+            )
+    return catalogue
+
+
+def test_a_refresh_judges_afresh_only_the_series_whose_runs_changed(tmp_path, sqlite_url):
+    """Two materializations of `benchmark_regressions` with the same judgement store: after runs of another
+    GPU were published, the H100's three series are reused and only the new GPU's are judged."""
+    from kernelindex_pipeline.catalogue.store import CatalogueStore
+
+    detection = {
+        "catalogue": CatalogueResource(url=sqlite_url),
+        "regression_settings": RegressionSettingsResource(judgement_store=str(tmp_path / "judgements.json")),
+        "liger_git": LigerGitResource(),
+    }
+
+    def refresh():
+        with DagsterInstance.ephemeral() as fresh:
+            result = materialize([benchmark_regressions], instance=fresh, resources=detection)
+        (materialization,) = result.asset_materializations_for_node("benchmark_regressions")
+        metadata = materialization.metadata
+        return metadata["series_rejudged"].value, metadata["series_reused"].value, metadata["regressions"].value
+
+    with CatalogueStore.open(sqlite_url) as store:
+        store.publish(_sweeps_with_a_slowdown().manifests(), partition="h100")
+    assert refresh() == (3, 0, 1)
+    with CatalogueStore.open(sqlite_url) as store:
+        # other times: a series whose inputs equal a stored one's would be reused, which is right but tests less
+        store.publish(_sweeps_with_a_slowdown("NVIDIA A100-SXM4-80GB", scale=1.7).manifests(), partition="a100")
+    assert refresh() == (3, 3, 2)
+    assert refresh() == (0, 6, 2)  # nothing changed: nothing judged
 
 
 @pytest.mark.slow
