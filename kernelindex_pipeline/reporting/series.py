@@ -195,31 +195,27 @@ class RunRow:
         return self.external_tail if self.external_head is None else self.external_head + self.external_tail
 
 
+def _share(seen: dict[str, str], value: Any) -> Any:
+    """The first copy of an equal string (other values as they are: 1 and True are equal, yet not the same)."""
+    return seen.setdefault(value, value) if isinstance(value, str) else value
+
+
 def run_row(digest: str, manifest: dict[str, Any], shared: dict[Any, Any] | None = None) -> RunRow:
     """The one place a BenchmarkRun becomes its RunRow. `shared`: strings seen before (their first copy is
     kept), so a catalogue's repeated digests, versions and heads are held once."""
     seen = shared if shared is not None else {}
-
-    def share(value: Any) -> Any:
-        return seen.setdefault(value, value) if isinstance(value, str) else value
-
     spec = manifest.get("spec") or {}
     metadata = manifest.get("metadata") or {}
     native = spec.get("sourceNative") or {}
     row = RunRow()
     row.digest = digest
     row.name = metadata.get("name", digest)
-    row.title = share(metadata.get("title") or "")
-    row.version = share((metadata.get("labels") or {}).get("liger_version"))
-    row.implementation, row.workload, row.protocol, row.environment = (
-        share(d)
-        for d in (
-            spec.get("implementationDigest"),
-            spec.get("workloadDigest"),
-            spec.get("protocolDigest"),
-            spec.get("environmentDigest"),
-        )
-    )
+    row.title = _share(seen, metadata.get("title") or "")
+    row.version = _share(seen, (metadata.get("labels") or {}).get("liger_version"))
+    row.implementation = _share(seen, spec.get("implementationDigest"))
+    row.workload = _share(seen, spec.get("workloadDigest"))
+    row.protocol = _share(seen, spec.get("protocolDigest"))
+    row.environment = _share(seen, spec.get("environmentDigest"))
     row.metric = run_metric(spec)
     row.value = _primary(spec, row.metric) if row.metric else None
     row.p20, row.p80 = _band(spec, row.metric) if row.metric else (None, None)
@@ -227,11 +223,11 @@ def run_row(digest: str, manifest: dict[str, Any], shared: dict[Any, Any] | None
     external_id = native.get("externalId")
     if isinstance(external_id, str):
         head = identity.external_id_head(external_id)  # one per run template: shared
-        row.external_head, row.external_tail = share(head), external_id[len(head) :]
+        row.external_head, row.external_tail = _share(seen, head), external_id[len(head) :]
     else:
         row.external_head, row.external_tail = None, external_id
-    row.benchmark = share(native.get("benchmark") or "")
-    row.source = share(native.get("source"))
+    row.benchmark = _share(seen, native.get("benchmark") or "")
+    row.source = _share(seen, native.get("source"))
     return row
 
 
@@ -391,6 +387,7 @@ def build_series(manifests: Iterable[dict[str, Any]] | RecordIndex, metric: str 
     runs_by_key: dict[SeriesKey, list[RunRow]] = defaultdict(list)
     skipped: list[tuple[str, str]] = []
     other = 0
+    keys: dict[tuple, SeriesKey] = {}  # the runs of one template share their key: worked out once
     for run in index.runs:
         name = run.name
         measured = run.metric
@@ -413,14 +410,29 @@ def build_series(manifests: Iterable[dict[str, Any]] | RecordIndex, metric: str 
                 )
             )
         else:
-            kernel, mode, provider = _run_identity(index, run)
-            ident = _external_id(run)
-            category = identity.case_category(ident.case_key) if ident else None
-            runs_by_key[SeriesKey(kernel, mode, provider, *digests, metric, category)].append(run)
+            runs_by_key[_series_key(index, run, digests, metric, keys)].append(run)
 
     series = [_make_series(index, key, runs) for key, runs in runs_by_key.items()]
     series.sort(key=lambda s: (s.kernel, s.gpu, _mode_rank(s.mode), s.provider, s.case_key, s.key))
     return SeriesSet(series=series, runs=len(index.runs), skipped_runs=skipped, metric=metric, other_metric_runs=other)
+
+
+def _series_key(
+    index: RecordIndex, run: RunRow, digests: list, metric: str, known: dict[tuple, SeriesKey]
+) -> SeriesKey:
+    """The run's SeriesKey. It depends on the run's externalId only up to its timestamp slug (the head: kernel,
+    mode, provider, GPU and case), so runs of one template and digests share one key, kept in `known`."""
+    shared = run.external_head is not None and isinstance(run.benchmark, str)  # else: judged alone, as given
+    memo = (run.external_head, run.benchmark, *digests) if shared else None
+    key = known.get(memo) if shared else None
+    if key is None:
+        kernel, mode, provider = _run_identity(index, run)
+        ident = _external_id(run)
+        category = identity.case_category(ident.case_key) if ident else None
+        key = SeriesKey(kernel, mode, provider, *digests, metric, category)
+        if shared:
+            known[memo] = key
+    return key
 
 
 def _mode_rank(mode: str) -> tuple[int, str]:
