@@ -6,7 +6,8 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from kernelindex_pipeline.cli.errors import Command, CommandError, UsageError
@@ -127,8 +128,11 @@ def _site_arguments(p: argparse.ArgumentParser) -> None:
     _detection_arguments(p)
 
 
-def _report_inputs(args: argparse.Namespace):
-    """(manifests, coverage cells or None, regressions) of --records files or the catalogue."""
+@contextmanager
+def _report_inputs(args: argparse.Namespace) -> Iterator[tuple[Iterable[dict], list | None, object]]:
+    """(manifests, coverage cells or None, regressions) of --records files or the catalogue. A catalogue's
+    manifests are a stream (read once more after detection's own), so a site of a million runs never holds
+    them all."""
 
     settings = _detection_settings(args)
     if args.records and args.catalogue:
@@ -153,13 +157,14 @@ def _report_inputs(args: argparse.Namespace):
                     raise CommandError(f"{report_path}: {exc}") from None
         coverage = CoverageTable.of(import_reports).cells if import_reports else None
         # each file one source run, as `regressions --records` judges them
-        return manifests, coverage, _detect_and_attribute(args, settings, records=args.records)
+        yield manifests, coverage, _detect_and_attribute(args, settings, records=args.records)
+        return
     from kernelindex_pipeline.catalogue.store import CatalogueStore
 
     store = CatalogueStore.open(catalogue_url(args.catalogue), read_only=True)
     try:
-        manifests = list(store.manifests())
-        return manifests, None, _detect_and_attribute(args, settings, manifests=manifests)
+        regressions = _detect_and_attribute(args, settings, manifests=store.manifests())
+        yield store.manifests(), None, regressions
     finally:
         store.close()
 
@@ -167,8 +172,8 @@ def _report_inputs(args: argparse.Namespace):
 def _site(args: argparse.Namespace) -> int:
     from kernelindex_pipeline.reporting.site import build_site
 
-    manifests, coverage, regressions = _report_inputs(args)
-    result = build_site(manifests, args.out, coverage=coverage, regressions=regressions)
+    with _report_inputs(args) as (manifests, coverage, regressions):
+        result = build_site(manifests, args.out, coverage=coverage, regressions=regressions)
     if result.changed and set(result.changed.values()) == {"new"} and not result.pages_kept:
         changed = f"first build in {args.out}: {len(result.changed)} kernels new"
     else:

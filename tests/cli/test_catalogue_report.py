@@ -53,3 +53,34 @@ def test_report_errors_are_one_line(tmp_path, capsys):
     assert main(["report", "--records", str(bad), "--out", str(tmp_path / "r")]) == 1
     assert capsys.readouterr().err.startswith(f"kernelindex-pipeline report: error: {bad}")
     assert main(["report", "--records", str(bad), "--catalogue", "sqlite://", "--out", str(tmp_path / "r")]) == 2
+
+
+def test_site_of_a_catalogue_streams_it_and_draws_what_its_records_draw(tmp_path, capsys):
+    """`site --catalogue` reads the catalogue as streams (detection's, then the build's) and draws the same data
+    as `site --records` of the records published into it."""
+    from kernelindex_pipeline.catalogue.store import CatalogueStore
+    from kernelindex_pipeline.records.io import load_manifests
+
+    rows = [
+        row(liger_version=version, timestamp=stamp, x_value=str(h))
+        for version, stamp in (("0.5.0", "2025-01-02 03:04:05"), ("0.5.1", "2025-02-02 03:04:05"))
+        for h in (1024, 2048)
+    ]
+    csv_path = tmp_path / "rows.csv"
+    csv_path.write_bytes(csv_bytes(rows))
+    assert main(["transform", str(csv_path), "--out", str(tmp_path / "t")]) == 0
+    records = tmp_path / "t" / "records.jsonl"
+    url = f"sqlite:///{tmp_path / 'catalogue.db'}"
+    with CatalogueStore.open(url) as store:
+        store.publish([m for _, m in load_manifests(records)], partition="p", source=None, report=None)
+    capsys.readouterr()
+    assert main(["site", "--catalogue", url, "--out", str(tmp_path / "from-catalogue")]) == 0
+    assert "1 kernels, 2 series, 4 runs" in capsys.readouterr().out
+    assert main(["site", "--records", str(records), "--out", str(tmp_path / "from-records")]) == 0
+    drawn = [
+        read_js_payload((tmp_path / name / "data" / "rms-norm.js").read_text(encoding="utf-8"))
+        for name in ("from-catalogue", "from-records")
+    ]
+    assert drawn[0]["series"] == drawn[1]["series"] and len(drawn[0]["points"]) == 2
+    values = [[[p[1] for p in points] for points in d["points"]] for d in drawn]
+    assert values[0] == values[1]
