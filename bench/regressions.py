@@ -10,12 +10,17 @@ asset makes over `store.manifests()`.
     .venv/bin/python bench/regressions.py                      # 1M runs: 4,000 series x 250 sweeps
     .venv/bin/python bench/regressions.py --series 100000 --sweeps 10
     .venv/bin/python bench/regressions.py --series 2000 --sweeps 50   # quick
+    .venv/bin/python bench/regressions.py --judgement-store /tmp/j.json  # then again, reusing the judgements
+
+With --judgement-store FILE (emptied first) the detection runs a second time over the same runs, as a refresh
+whose series are unchanged does: every judgement comes from the store (reporting/judgements.py).
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import os
 import resource
 import sys
 import time
@@ -77,7 +82,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--series", type=int, default=4000)
     parser.add_argument("--sweeps", type=int, default=250)
+    parser.add_argument("--judgement-store", metavar="FILE", help="detect twice, the second time reusing FILE")
     args = parser.parse_args()
+    if args.judgement_store and os.path.exists(args.judgement_store):
+        os.remove(args.judgement_store)
     t = time.perf_counter()
     runs, facts = catalogue(args.series, args.sweeps)
     print(
@@ -87,7 +95,7 @@ def main() -> int:
     # as the CLI and the asset: Liger's adapter, then attribution (no clone here: the runs of a catalogue
     # name no commit; causes come from the footprint and the toolchain timeline)
     liger = LigerAttribution(None)
-    report = detect_regressions(runs, adapters=liger.adapters)
+    report = detect_regressions(runs, adapters=liger.adapters, judgement_store=args.judgement_store)
     detected = time.perf_counter() - t
     liger.attribute(report)
     elapsed, cpu = time.perf_counter() - t, time.process_time() - cpu
@@ -99,7 +107,23 @@ def main() -> int:
         f"{len(runs):,} runs ({len(runs) / elapsed:,.0f} runs/s); "
         f"changes by cause {by_cause}; peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB"
     )
+    if args.judgement_store:
+        _again(runs, args.judgement_store, report.to_dict())
     return 0 if elapsed < 60 else 1
+
+
+def _again(runs: list[dict], store: str, first: dict) -> None:
+    """The refresh of an unchanged catalogue: detection again with the store the first one wrote."""
+    t, cpu = time.perf_counter(), time.process_time()
+    liger = LigerAttribution(None)
+    again = detect_regressions(runs, adapters=liger.adapters, judgement_store=store)
+    liger.attribute(again)
+    elapsed, cpu = time.perf_counter() - t, time.process_time() - cpu
+    same = "the same report" if again.to_dict() == first else "A DIFFERENT REPORT"
+    print(
+        f"again with the store: {elapsed:.1f} s wall, {cpu:.1f} s CPU; {again.judgements.line()}; {same}; "
+        f"store {os.path.getsize(store) / 2**20:.1f} MiB"
+    )
 
 
 if __name__ == "__main__":
