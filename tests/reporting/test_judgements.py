@@ -76,6 +76,22 @@ def test_a_new_run_on_one_gpu_rejudges_that_gpus_series_only(tmp_path):
     assert len(stored_keys(store)) == 48  # the A100's old judgements are gone: the store holds the current ones
 
 
+def test_a_new_run_of_a_series_alone_on_its_gpu_rejudges_that_series_only(tmp_path):
+    """Where no estimate across series can carry a new run to other series (the only series of its GPU, one
+    kernel group: too few for a host effect), exactly that series is judged again."""
+    store = tmp_path / "judgements.json"
+    lone = [
+        run("solo", "liger", "case0", START + timedelta(days=7 * j), 300_000.0 * (1 + 0.01 * (j % 3)))
+        for j in range(10)
+    ]
+    runs = panel(levels()) + on_gpu(lone, A100)
+    assert detect_regressions(runs, judgement_store=store).judgements.rejudged == 25
+    newer = runs + on_gpu([run("solo", "liger", "case0", START + timedelta(days=70), 300_000.0)], A100)
+    report = detect_regressions(newer, judgement_store=store)
+    assert (report.judgements.rejudged, report.judgements.reused) == (1, 24)
+    assert report.to_dict() == detect_regressions(newer).to_dict()
+
+
 @settings(max_examples=12, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(
     seed=st.integers(0, 2**32 - 1),
