@@ -7,19 +7,19 @@ catalogue either, then exports it in a fresh process per measurement and reads t
 
 - `stream`: what streams (catalogue/export.py's JSON Lines + YAML bundle, catalogue/tables.py's Parquet tables);
 - `cli`: the whole `kernelindex-pipeline export` (adds efficiency.jsonl, reporting/efficiency.py's sidecar, which
-  builds a RecordIndex of the catalogue in memory: not streamed).
+  builds a RecordIndex of the catalogue: not streamed, though it holds a compact row per run, not its manifest).
 
     .venv/bin/python bench/export_scale.py --runs 20000 100000          # sizes to compare
     .venv/bin/python bench/export_scale.py --runs 1000000 --only stream  # the target (long on two cores)
 
 Peak memory that stays flat from one size to the next is the streaming; one that grows with N is not.
-Building regenerates the generator's earlier sweeps for each batch (its noise is drawn for all sweeps at once), so
-the build is quadratic in N: fine up to a few 100k runs, impractically slow at 1M on two cores.
+The catalogue is built from one pass over the generator (linear in N).
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import subprocess
 import sys
@@ -57,17 +57,17 @@ sys.exit(code)
 
 
 def build(url: str, runs: int) -> None:
-    """Publish `runs` runs: the generator's sweeps of SERIES series, a batch of sweeps at a time."""
+    """Publish `runs` runs: the generator's sweeps of SERIES series, read once, BATCH records at a time (the
+    generator yields the environment and the WorkloadCases before the runs that reference them)."""
     sweeps = max(1, runs // SERIES)
     series = min(SERIES, runs)
-    per_batch = max(1, BATCH // series)
+    stream = synthetic_catalogue(series, sweeps)
     with CatalogueStore.open(url) as store:
-        for first in range(0, sweeps, per_batch):
-            count = min(per_batch, sweeps - first)
-            manifests = list(synthetic_catalogue(series, first + count))  # deterministic: earlier sweeps repeat
-            batch = [m for m in manifests if m["kind"] != "BenchmarkRun"] if first == 0 else []
-            batch += [m for m in manifests if m["kind"] == "BenchmarkRun"][first * series :]
-            store.publish(batch, partition=f"bench-{first}", source=None, report=None)
+        for number in itertools.count():
+            batch = list(itertools.islice(stream, BATCH))
+            if not batch:
+                break
+            store.publish(batch, partition=f"bench-{number}", source=None, report=None)
 
 
 def measure(command: list[str]) -> tuple[float, float]:
