@@ -9,6 +9,14 @@ command ends, however it ends (kill -9 included: the kernel closes its end of th
 supervisor reads end-of-file, stops the daemon with SIGTERM (it shuts its code servers down) and then
 stops whatever is left of the group. Nothing outlives the command that needed it.
 
+A command that ends normally first writes `DRAIN` to the pipe: then, once the daemon has stopped (so
+it neither ticks nor dequeues any more), the run workers it already started are let finish (their code
+servers exit when their last run ends) before the rest of the group is stopped. The catalogue
+automation can queue and start its refresh in the moment between the command's last look for active
+runs and the daemon's stop; without the drain that run lost its worker and ended failed, and the
+automation does not retry a failed refresh until the catalogue changes again. A command that died
+writes nothing, so its processes are stopped at once.
+
 Deliberately free of Dagster imports: it starts in a fraction of a second, and the process-group
 helpers here are shared with `import_daemon`, which stops what a supervisor killed itself left behind.
 Hand-written because no library ties a process tree's life to another process on both Linux and
@@ -28,6 +36,10 @@ import psutil
 
 DAEMON_STOP_GRACE_S = 60  # dagster-daemon's own shutdown (it stops its code servers) on a loaded machine
 GROUP_STOP_GRACE_S = 10  # SIGTERM -> SIGKILL for whatever of the group is still there after the daemon
+DRAIN = b"DRAIN\n"  # written by a command that ends normally (see the module docstring)
+# How long a drain lets the runs the daemon already started finish: a whole catalogue refresh on a loaded
+# 2-core machine takes minutes. Past it they are stopped like the rest (and the command fails and names them).
+DRAIN_RUNS_S = 1800
 
 
 def group_members(group: int, started_after: float, exclude: int | None = None) -> list[psutil.Process]:
@@ -85,7 +97,7 @@ def supervised(command: list[str]) -> list[str]:
 
 def supervise(command: list[str]) -> int:
     """Run `command` until our stdin closes or we are signalled; then stop it and the rest of our group."""
-    stop = threading.Event()
+    stop, drain = threading.Event(), threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(signum, lambda *_: stop.set())
     started = psutil.Process().create_time()
@@ -93,8 +105,11 @@ def supervise(command: list[str]) -> int:
 
     def watch_lease() -> None:
         # The raw fd, not sys.stdin: a daemon thread blocked in a buffered read aborts the interpreter's exit.
-        while os.read(0, 65536):  # the command never writes; b"" when its end of the pipe closes
-            pass
+        heard = b""
+        while chunk := os.read(0, 65536):  # b"" when the command's end of the pipe closes
+            heard = (heard + chunk)[-len(DRAIN) :]
+            if heard == DRAIN:
+                drain.set()
         stop.set()
 
     threading.Thread(target=watch_lease, daemon=True).start()
@@ -107,6 +122,8 @@ def supervise(command: list[str]) -> int:
             child.wait(timeout=DAEMON_STOP_GRACE_S)
         except subprocess.TimeoutExpired:
             pass
+    if drain.is_set():
+        psutil.wait_procs(group_members(os.getpgrp(), started, exclude=os.getpid()), timeout=DRAIN_RUNS_S)
     stop_processes(group_members(os.getpgrp(), started, exclude=os.getpid()))
     return 0 if asked_to_stop else child.wait()
 

@@ -37,7 +37,14 @@ from pathlib import Path
 import psutil
 from dagster import DagsterEventType, DagsterInstance, DagsterRun, DagsterRunStatus, RunsFilter
 
-from kernelindex_pipeline.defs.daemon_supervisor import describe, group_members, stop_processes, supervised
+from kernelindex_pipeline.defs.daemon_supervisor import (
+    DRAIN,
+    DRAIN_RUNS_S,
+    describe,
+    group_members,
+    stop_processes,
+    supervised,
+)
 from kernelindex_pipeline.home import DAGSTER_HOME_ENV
 
 PRIVATE_DIR = "kernelindex"  # DAGSTER_HOME/kernelindex: the import commands' own files
@@ -277,7 +284,7 @@ class ImportDaemon:
                         break
                     self.users_lock.release()
                 time.sleep(1)
-            self._stop()
+            self._stop(drain=exc_type is None)
         finally:
             self.owner_lock.release()
             self.users_lock.release()
@@ -296,15 +303,35 @@ class ImportDaemon:
                 self.log(line)
         return [run for run in runs if self.instance.get_run_by_id(run.run_id).status in ACTIVE]
 
-    def _stop(self) -> None:
+    def _stop(self, drain: bool) -> None:
+        """Stop our daemon and its group. `drain` (a command ending normally): the runs the daemon started
+        before it stopped finish first (daemon_supervisor's DRAIN; a refresh the automation started in the
+        moment after our last look for active runs would otherwise lose its worker and end failed)."""
+        if drain:
+            self.process.stdin.write(DRAIN)
+            self.process.stdin.flush()
         self.process.stdin.close()  # the supervisor stops the daemon and its group
+        if drain:
+            self._say_drained_runs()
         try:
-            self.process.wait(timeout=SUPERVISOR_STOP_S)
+            self.process.wait(timeout=SUPERVISOR_STOP_S + (DRAIN_RUNS_S if drain else 0))
         except subprocess.TimeoutExpired:
             stop_processes(group_members(self.lease.group, self.lease.group_started))
         self.lease.stopped_at = time.time()
         self.lease.write(self.lease_path)
         self._fail_runs_cut_off()
+
+    def _say_drained_runs(self) -> None:
+        """Once the daemon itself has stopped (it starts nothing more), name the runs it lets finish."""
+        try:
+            children = psutil.Process(self.process.pid).children()
+            daemons = [child for child in children if "dagster-daemon" in " ".join(child.cmdline())]
+        except psutil.Error:
+            daemons = []  # the supervisor (or the daemon) already ended
+        psutil.wait_procs(daemons, timeout=SUPERVISOR_STOP_S)
+        started = RunsFilter(statuses=[DagsterRunStatus.STARTED], created_after=utc(self.lease.started_at))
+        for run in self.instance.get_runs(started):
+            self.log(f"letting run {run.run_id} ({run.job_name}) finish: the daemon started it as it stopped")
 
     def _fail_runs_cut_off(self) -> None:
         """Fail a run this daemon started as it was being stopped: the automation can queue its refresh after

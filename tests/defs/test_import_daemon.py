@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from datetime import UTC, datetime
@@ -39,6 +40,7 @@ from kernelindex_pipeline.defs.import_daemon import (
     Lease,
     clean_up_after_dead_command,
     fail_if_worker_died,
+    worker_pid,
 )
 from kernelindex_pipeline.defs.import_summary import ImportSummary
 from kernelindex_pipeline.defs.run_control import LaunchError, launch, wait_for_catalogue_refresh
@@ -211,7 +213,7 @@ def test_a_run_the_daemon_started_as_it_stopped_is_failed_not_left_started(insta
     cut_off, alive = _run(instance, DagsterRunStatus.STARTED), _run(instance, DagsterRunStatus.STARTED)
     instance.report_engine_event(f"Started process for run (pid: {_dead_pid()}).", cut_off)
     instance.report_engine_event(f"Started process for run (pid: {os.getpid()}).", alive)  # another daemon's
-    daemon._stop()
+    daemon._stop(drain=False)  # a command that failed: its daemon's group is stopped at once
     assert (
         _status(instance, cut_off) is DagsterRunStatus.FAILURE and _status(instance, alive) is DagsterRunStatus.STARTED
     )
@@ -413,6 +415,67 @@ def test_an_import_past_any_deadline_ends_in_its_one_line_message_not_an_interna
         "kernelindex-pipeline import-ci: error: dagster job launch did not finish within 300s "
         "(the machine may be overloaded); run the command again"
     )
+
+
+def _refresh_started(instance: DagsterInstance) -> DagsterRun | None:
+    """The catalogue automation's refresh run, once its worker started it."""
+    for run in instance.get_runs(RunsFilter(statuses=[DagsterRunStatus.STARTED])):
+        if run.asset_selection and AssetKey("catalogue_export") in run.asset_selection:
+            return run
+    return None
+
+
+def _hold_worker_until_the_daemon_stopped(instance: DagsterInstance, home: Path, run: DagsterRun) -> None:
+    """Suspend the run's worker until the dagster-daemon has exited, so the run certainly outlives the daemon."""
+    worker = psutil.Process(_wait_for("the refresh's worker pid", lambda: worker_pid(instance, run.run_id)))
+    worker.suspend()
+    try:
+        lease = Lease.read(home / "kernelindex" / "import-daemon.json")
+        group = group_members(lease.group, lease.group_started, exclude=lease.group)  # not the supervisor
+        daemons = [p for p in group if "dagster-daemon" in _cmdline(p)]
+        _, alive = psutil.wait_procs(daemons, timeout=DEADLINE_S)
+        assert not alive, f"waited {DEADLINE_S}s for the command's dagster-daemon to stop"
+    finally:
+        try:
+            worker.resume()
+        except psutil.NoSuchProcess:
+            pass  # killed with the daemon's group (what happened before the drain)
+
+
+def _cmdline(process: psutil.Process) -> str:
+    try:
+        return " ".join(process.cmdline())
+    except psutil.Error:
+        return ""
+
+
+@pytest.mark.slow  # about a minute: an import, then the automation's tick (every 30 s) starts the refresh
+def test_a_refresh_the_daemon_started_as_it_stopped_finishes_before_the_command_returns(
+    instance, home, monkeypatch, capsys
+):
+    """The race of a command that does not wait: the automation starts its refresh just after the command's last
+    look for active runs, and the refresh is still running when the daemon has stopped. Forced here: that look
+    answers "none" once the refresh has started, and the refresh's worker is held until the daemon exited. The
+    command's daemon drains: it stops (dequeues nothing more) and lets the refresh finish. Before, the refresh
+    lost its worker with the daemon's group and ended failed, and the automation did not retry it."""
+    refresh: list[DagsterRun] = []
+    holds: list[threading.Thread] = []
+
+    def last_look_misses_the_refresh(daemon: ImportDaemon) -> list[DagsterRun]:
+        run = _wait_for("the automation's refresh run to start", lambda: _refresh_started(instance))
+        refresh.append(run)
+        holds.append(threading.Thread(target=_hold_worker_until_the_daemon_stopped, args=(instance, home, run)))
+        holds[0].start()
+        return []
+
+    monkeypatch.setattr(ImportDaemon, "_active_runs", last_look_misses_the_refresh)
+    assert cli.main(["import-ci", str(H200_FILES[0])]) == 0
+    holds[0].join()
+    (run,) = refresh
+    assert _status(instance, run) is DagsterRunStatus.SUCCESS
+    err = capsys.readouterr().err
+    assert f"letting run {run.run_id} (__ASSET_JOB) finish: the daemon started it as it stopped" in err, err[-3000:]
+    assert not group_members(Lease.read(home / "kernelindex" / "import-daemon.json").group, 0.0)
 
 
 @pytest.mark.slow
