@@ -4,7 +4,6 @@ op, an imported helper, a benchmark script and the workflow), the toolchain time
 
 from __future__ import annotations
 
-import gzip
 import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -18,9 +17,9 @@ from kernelindex_pipeline.liger.toolchain import ToolchainTimeline, packaged_tim
 from kernelindex_pipeline.reporting import attribution as attr
 from kernelindex_pipeline.reporting.regressions import detect_in_record_files
 from tests.support import FIXTURES
+from tests.support.ci_slice import unpack_ci_slice
 from tests.support.liger_git import build, git
 
-SLICE = FIXTURES / "liger-ci-slice"
 START = datetime(2025, 1, 6, tzinfo=UTC)
 
 
@@ -32,14 +31,7 @@ def liger(tmp_path_factory):
 @pytest.fixture(scope="module")
 def ci_slice(tmp_path_factory) -> list[Path]:
     """The real CI slice as records files in folders named by their code, as `transform` writes them."""
-    root = tmp_path_factory.mktemp("slice")
-    paths = []
-    for packed in sorted(SLICE.glob("*.jsonl.gz")):
-        target = root / packed.name.removesuffix(".jsonl.gz") / "records.jsonl"
-        target.parent.mkdir()
-        target.write_bytes(gzip.decompress(packed.read_bytes()))
-        paths.append(target)
-    return paths
+    return unpack_ci_slice(tmp_path_factory.mktemp("slice"))
 
 
 # ------------------------------------------------------------------------------- source facts

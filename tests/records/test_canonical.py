@@ -15,6 +15,7 @@ from kernelindex_pipeline.records import canonical
 from kernelindex_pipeline.records.canonical import canonical_bytes, canonical_json, digest_of
 from kernelindex_pipeline.records.units import normal_spec
 from tests.support import FIXTURES
+from tests.support.json_paths import leaf_paths, replaced
 
 SEED_BUNDLES = json.loads((FIXTURES / "seed-bundles.json").read_text(encoding="utf-8"))
 SEED_MANIFESTS = [entry for bundle in SEED_BUNDLES for entry in bundle["manifests"]]
@@ -238,32 +239,13 @@ def test_strings_that_look_like_hazards_are_still_exact(encode):
     assert encode(value) == rfc8785.dumps(value)
 
 
-def _leaf_paths(node, path=()):
-    if isinstance(node, dict):
-        for key, value in node.items():
-            yield from _leaf_paths(value, (*path, key))
-    elif isinstance(node, list):
-        for index, value in enumerate(node):
-            yield from _leaf_paths(value, (*path, index))
-    else:
-        yield path
-
-
-def _replaced(node, path, value):
-    if not path:
-        return value
-    copy = list(node) if isinstance(node, list) else dict(node)
-    copy[path[0]] = _replaced(node[path[0]], path[1:], value)
-    return copy
-
-
 @settings(max_examples=400, deadline=None)
 @given(st.data())
 def test_mutated_seed_manifests_of_every_kind_digest_like_the_reference(data):
     entry = data.draw(st.sampled_from(SEED_MANIFESTS))
     manifest = entry["manifest"]
-    path = data.draw(st.sampled_from(list(_leaf_paths(manifest["spec"]))))
-    spec = _replaced(manifest["spec"], path, data.draw(json_values))
+    path = data.draw(st.sampled_from(list(leaf_paths(manifest["spec"]))))
+    spec = replaced(manifest["spec"], path, data.draw(json_values))
     body = {"apiVersion": manifest["apiVersion"], "kind": manifest["kind"], "spec": spec}
     expected = _outcome(rfc8785.dumps, body)
     for function in IMPLEMENTATIONS.values():

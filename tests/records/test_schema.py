@@ -17,6 +17,7 @@ from kernelindex_pipeline.records.schema import (
     validate_manifest,
 )
 from tests.support import FIXTURES
+from tests.support.json_paths import every_path, replaced
 
 SEED_BUNDLES = json.loads((FIXTURES / "seed-bundles.json").read_text(encoding="utf-8"))
 SEED_MANIFESTS = [entry["manifest"] for bundle in SEED_BUNDLES for entry in bundle["manifests"]]
@@ -361,30 +362,12 @@ anything = st.recursive(
 )
 
 
-def _paths(node, path=()):
-    yield path
-    if isinstance(node, dict):
-        for key, value in node.items():
-            yield from _paths(value, (*path, key))
-    elif isinstance(node, list):
-        for index, value in enumerate(node):
-            yield from _paths(value, (*path, index))
-
-
-def _put(node, path, value):
-    if not path:
-        return value
-    copy_ = list(node) if isinstance(node, list) else dict(node)
-    copy_[path[0]] = _put(node[path[0]], path[1:], value)
-    return copy_
-
-
 @settings(max_examples=400, deadline=None)
 @given(st.data())
 def test_validate_manifest_never_raises_and_always_names_the_record(data):
     seed = data.draw(st.sampled_from(SEED_MANIFESTS))
-    path = data.draw(st.sampled_from(list(_paths(seed))))
-    manifest = _put(seed, path, data.draw(anything))
+    path = data.draw(st.sampled_from(list(every_path(seed))))
+    manifest = replaced(seed, path, data.draw(anything))
     problems = validate_manifest(manifest)
     assert isinstance(problems, list)
     for problem in problems:

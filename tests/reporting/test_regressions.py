@@ -4,7 +4,6 @@ kernels of the ten H100 files in ../shared/data/liger-ci, made by tests/fixtures
 
 from __future__ import annotations
 
-import gzip
 import json
 import math
 from datetime import UTC, datetime, timedelta
@@ -22,11 +21,10 @@ from kernelindex_pipeline.reporting.regressions import (
     detect_in_record_files,
     detect_regressions,
 )
-from tests.support import FIXTURES
+from tests.support.ci_slice import unpack_ci_slice
 from tests.support.factories import SampleCatalogue
 from tests.support.factories import detection_run as run
 
-SLICE = FIXTURES / "liger-ci-slice"
 START = datetime(2025, 1, 3, tzinfo=UTC)
 PROPERTY = settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 
@@ -272,14 +270,7 @@ def test_record_files_must_exist_and_hold_runs(tmp_path):
 @pytest.fixture(scope="module")
 def ci_slice(tmp_path_factory) -> list[Path]:
     """The slice as `transform` lays it out: <source>/records.jsonl."""
-    root = tmp_path_factory.mktemp("liger-ci")
-    paths = []
-    for gz in sorted(SLICE.glob("*.jsonl.gz")):
-        target = root / gz.name.removesuffix(".jsonl.gz") / "records.jsonl"
-        target.parent.mkdir()
-        target.write_bytes(gzip.decompress(gz.read_bytes()))
-        paths.append(target)
-    return paths
+    return unpack_ci_slice(tmp_path_factory.mktemp("liger-ci"))
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,6 @@ KERNELINDEX_REGRESSIONS_SCREENSHOT=<path.png> to keep a screenshot (docs/regress
 
 from __future__ import annotations
 
-import gzip
 import os
 import shutil
 
@@ -16,11 +15,10 @@ import pytest
 
 from kernelindex_pipeline.cli import main
 from kernelindex_pipeline.reporting.site_files import read_js_payload
-from tests.support import FIXTURES
+from tests.support.ci_slice import unpack_ci_slice
 from tests.support.ui_support import CHROMIUM, CHROMIUM_ARGS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-SLICE = FIXTURES / "liger-ci-slice"
 
 
 def test_regressions_page_renders_in_chromium(tmp_path):
@@ -28,12 +26,7 @@ def test_regressions_page_renders_in_chromium(tmp_path):
         pytest.skip(f"Chromium not found at {CHROMIUM}: apt-get install -y chromium")
     from playwright.sync_api import sync_playwright
 
-    files = []
-    for gz in sorted(SLICE.glob("*.jsonl.gz")):
-        target = tmp_path / "runs" / gz.name.removesuffix(".jsonl.gz") / "records.jsonl"
-        target.parent.mkdir(parents=True)
-        target.write_bytes(gzip.decompress(gz.read_bytes()))
-        files.append(str(target))
+    files = [str(path) for path in unpack_ci_slice(tmp_path / "runs")]
     out = tmp_path / "out"
     assert main(["regressions", "--records", *files, "--out", str(out)]) == 0
 

@@ -1,6 +1,7 @@
 """Every BenchmarkRun the tests build: the seed manifests and their clones (`seed_manifests`, `cloned_runs`;
 conftest's `catalogue_records` and `synthetic_runs`), runs shaped for regression detection
-(`detection_run`), and constructed manifests of the report and detection (`SampleCatalogue`).
+(`detection_run`), constructed manifests of the report and detection (`SampleCatalogue`), and the facts a
+sweep host reports that its ExecutionEnvironment is made from (`sample_host_capture`).
 
 `SampleCatalogue.run(...)` adds one BenchmarkRun (and the records it references,
 shaped as the Liger import writes them) for given kernel, mode, provider, GPU,
@@ -376,3 +377,23 @@ def detection_run(
         "metadata": {"name": f"{kernel}-{provider}-{case}-{stamp}", "labels": {"liger_version": version}},
         "spec": spec,
     }
+
+
+def sample_host_capture(**changes: Any):
+    """A sweep host's captured facts (sweep.host.HostCapture): an H100 with CUDA 12.4, torch 2.5.1 and
+    triton 3.1.0; `changes` replace any of them."""
+    from kernelindex_pipeline.sweep.host import HostCapture
+
+    facts = dict(
+        cuda_available=True,
+        device_name=SAMPLE_GPU,
+        driver="550.54.15",
+        cuda_runtime="12.4",
+        torch="2.5.1+cu124",
+        triton="3.1.0",
+        python="3.11.9",
+        transformers="4.46.3",
+        operating_system="Ubuntu 22.04.4 LTS",
+        kernel="5.15.0-119-generic",
+    )
+    return HostCapture(**{**facts, **changes})

@@ -14,6 +14,7 @@ import json
 from typing import Any
 
 from tests.support import FIXTURES
+from tests.support.factories import sample_host_capture
 
 SWEEP_GPU = "NVIDIA H100 80GB HBM3"
 SWEEP_VERSION = "0.8.5"
@@ -61,21 +62,8 @@ class _StandinHost:
     """sweep.host.HostCapture's identity and label facts of one host."""
 
     def __init__(self, hostname: str, kernel: str, driver: str):
-        from kernelindex_pipeline.sweep.host import HostCapture
-
         self.hostname = hostname
-        self.capture = HostCapture(
-            cuda_available=True,
-            device_name=SWEEP_GPU,
-            driver=driver,
-            cuda_runtime="12.4",
-            torch="2.5.1+cu124",
-            triton="3.1.0",
-            python="3.11.9",
-            transformers="4.46.3",
-            operating_system="Ubuntu 22.04.4 LTS",
-            kernel=kernel,
-        )
+        self.capture = sample_host_capture(device_name=SWEEP_GPU, driver=driver, kernel=kernel)
 
 
 def _samples_entry(median_ms: float, key: str) -> dict[str, Any]:

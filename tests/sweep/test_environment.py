@@ -11,6 +11,7 @@ from kernelindex_pipeline.sweep.environment import (
     script_requirements,
 )
 from kernelindex_pipeline.sweep.outcomes import EnvironmentBuildError
+from tests.support.factories import sample_host_capture
 
 
 def make_release(root, scripts, pkg_info=""):
@@ -95,24 +96,6 @@ def test_the_work_tree_keeps_the_release_declared_ranges(tmp_path):
 # --- ExecutionEnvironment identity (issue 18): what makes "the same conditions" --------------------------
 
 
-def _h100_host(**changes):
-    from kernelindex_pipeline.sweep.host import HostCapture
-
-    facts = dict(
-        cuda_available=True,
-        device_name="NVIDIA H100 80GB HBM3",
-        driver="550.54.15",
-        cuda_runtime="12.4",
-        torch="2.5.1+cu124",
-        triton="3.1.0",
-        python="3.11.9",
-        transformers="4.46.3",
-        operating_system="Ubuntu 22.04.4 LTS",
-        kernel="5.15.0-119-generic",
-    )
-    return HostCapture(**{**facts, **changes})
-
-
 def _environment_of(capture, hostname):
     from kernelindex_pipeline.liger.builders import MeasuredContext, execution_environment
     from kernelindex_pipeline.liger.catalogue import default_catalogue
@@ -125,10 +108,10 @@ def _environment_of(capture, hostname):
 def test_two_hosts_of_one_gpu_type_with_one_stack_share_an_environment():
     from kernelindex_pipeline.records.canonical import digest_of
 
-    first = _environment_of(_h100_host(), "gpu-a")
+    first = _environment_of(sample_host_capture(), "gpu-a")
     # another host: OS kernel build, OS point release, exact driver patch, Python, hostname all differ
     second = _environment_of(
-        _h100_host(
+        sample_host_capture(
             kernel="5.15.0-122-generic", operating_system="Ubuntu 22.04.5 LTS", driver="550.90.07", python="3.11.10"
         ),
         "gpu-b",
@@ -149,15 +132,15 @@ def test_two_hosts_of_one_gpu_type_with_one_stack_share_an_environment():
 def test_identity_fields_split_environments():
     from kernelindex_pipeline.records.canonical import digest_of
 
-    base = digest_of(_environment_of(_h100_host(), "gpu-a"))
+    base = digest_of(_environment_of(sample_host_capture(), "gpu-a"))
     for change in ({"driver": "560.35.03"}, {"cuda_runtime": "12.6"}, {"torch": "2.6.0+cu124"}, {"triton": "3.2.0"}):
-        assert digest_of(_environment_of(_h100_host(**change), "gpu-a")) != base, change
+        assert digest_of(_environment_of(sample_host_capture(**change), "gpu-a")) != base, change
 
 
 def test_measured_project_versions_name_release_tags():
     from kernelindex_pipeline.sweep.environment import measured_project_versions, release_tag
 
-    assert measured_project_versions("0.8.5", _h100_host()) == {
+    assert measured_project_versions("0.8.5", sample_host_capture()) == {
         "liger-kernel": "v0.8.5",
         "pytorch": "v2.5.1",
         "transformers": "v4.46.3",
