@@ -32,11 +32,21 @@ BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 12
 
 
+# the cells of a CSV row that `row_key` takes, in its order
+ROW_KEY_CELLS = ("kernel_name", "kernel_provider", "kernel_operation_mode", "metric_name", "x_name", "x_value",
+                 "extra_benchmark_config_str", "gpu_name")  # fmt: skip
+
+
 def row_key(
     kernel: str, provider: str, mode: str, metric: str, x_name: str, x_value: str, config: str, gpu: str
 ) -> str:
     """The text key of a CSV row (the cells `update_benchmark_data_csv` uses as a row's identity)."""
     return json.dumps([kernel, provider, mode, metric, x_name, x_value, config, gpu], separators=(",", ":"))
+
+
+def row_key_of(row: dict[str, str]) -> str:
+    """`row_key` of a CSV row as csv.DictReader gives it (a missing cell counts as empty)."""
+    return row_key(*(row.get(cell, "") for cell in ROW_KEY_CELLS))
 
 
 def _ns(ms: float) -> int:

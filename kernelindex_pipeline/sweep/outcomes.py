@@ -88,7 +88,8 @@ class ScriptOutcome:
     variant: str = "resolved"  # which backend variant (sweep/backends.py)
     # sweep/backends.py Dispatches.summary(): what Liger's dispatcher resolved in this script
     backends: dict = field(default_factory=dict)
-    backends_by_row: dict[str, str] = field(default_factory=dict)  # rounds.key_text(row) -> resolved backend
+    # liger.sample_statistics.row_key_of(row) -> the backend resolved for that row
+    backends_by_row: dict[str, str] = field(default_factory=dict)
     # sweep/gpu_state.py: {"before": ..., "after": ..., "throttle_reasons": [...]}
     gpu_state: dict = field(default_factory=dict)
 

@@ -23,18 +23,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kernelindex_pipeline.liger.measured_rows import provider_with_backend
-from kernelindex_pipeline.liger.sample_statistics import ROUNDS_INTERVAL_METHOD, rounds_statistics, row_key
+from kernelindex_pipeline.liger.sample_statistics import ROUNDS_INTERVAL_METHOD, rounds_statistics, row_key_of
 
 from .outcomes import ScriptOutcome
 from .samples import ArtifactDirectory, ArtifactError, json_artifact_bytes, read_artifact
 
 ROUNDS_ARTIFACT_FORMAT = "kernelindex-sweep-rounds/v1"
-ROW_KEY_CELLS = ("kernel_name", "kernel_provider", "kernel_operation_mode", "metric_name", "x_name", "x_value",
-                 "extra_benchmark_config_str", "gpu_name")  # fmt: skip
-
-
-def key_text(row: dict[str, str]) -> str:
-    return row_key(*(row.get(c, "") for c in ROW_KEY_CELLS))
 
 
 @dataclass
@@ -44,16 +38,16 @@ class RoundRun:
     round: int
     variant: str
     outcomes: list[ScriptOutcome]
-    rows: dict[str, dict[str, str]]  # key_text -> row as the scripts wrote it
-    backends: dict[str, str] = field(default_factory=dict)  # key_text -> resolved backend
+    rows: dict[str, dict[str, str]]  # row_key_of -> row as the scripts wrote it
+    backends: dict[str, str] = field(default_factory=dict)  # row_key_of -> resolved backend
     script_of_kernel: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
 class MergedRounds:
     rows: list[dict[str, str]]
-    raw_samples: dict[str, dict[str, Any]]  # key_text of the merged row -> samples entry
-    row_labels: dict[str, dict[str, str]]  # key_text of the merged row -> labels of its run
+    raw_samples: dict[str, dict[str, Any]]  # row_key_of of the merged row -> samples entry
+    row_labels: dict[str, dict[str, str]]  # row_key_of of the merged row -> labels of its run
     rounds_per_row: dict[str, int]
 
 
@@ -72,7 +66,7 @@ def merge_rounds(runs: list[RoundRun], artifacts: ArtifactDirectory) -> MergedRo
             backend = run.backends.get(key)
             if backend:
                 merged["kernel_provider"] = provider_with_backend(row["kernel_provider"], backend)
-            groups.setdefault(key_text(merged), []).append((run, merged, key))
+            groups.setdefault(row_key_of(merged), []).append((run, merged, key))
     result = MergedRounds([], {}, {}, {})
     for final_key, members in groups.items():
         row = dict(members[0][1])

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from ..liger.sample_statistics import row_key_of
 from ..liger.sentinel import PLAN as SENTINEL_PLAN
 from . import contain, sentinel, tp
 from .artifact_store import ArtifactStore, publish_evidence
@@ -50,7 +51,7 @@ from .host import HostCapture, check_host, probe_host
 from .outcomes import HostCheckError, ScriptOutcome, ScriptStatus, classify
 from .process import ScriptRun, file_digest, read_log_tail, run_problems, run_script
 from .protocol import SweepRequest, SweepResult
-from .rounds import RoundRun, key_text, merge_rounds
+from .rounds import RoundRun, merge_rounds
 from .samples import (
     HOOK_DIR,
     ArtifactDirectory,
@@ -200,7 +201,7 @@ def run_one_script(
         round=round_number,
         variant=variant.name,
         backends=dispatches.summary() if (dispatches.by_case or dispatches.errors or dispatches.outside_cases) else {},
-        backends_by_row={key_text(row): backend for row in new_rows if (backend := dispatches.backend_of(row))},
+        backends_by_row={row_key_of(row): backend for row in new_rows if (backend := dispatches.backend_of(row))},
         gpu_state=ran.gpu_state,
     )
 
@@ -315,7 +316,7 @@ def run_rounds(
             backends = {key: backend for o in outcomes for key, backend in o.backends_by_row.items()}
             runs.append(
                 RoundRun(
-                    round_number, variant.name, outcomes, {key_text(r): r for r in rows}, backends, script_of_kernel
+                    round_number, variant.name, outcomes, {row_key_of(r): r for r in rows}, backends, script_of_kernel
                 )
             )
     return runs

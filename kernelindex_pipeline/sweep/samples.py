@@ -52,7 +52,7 @@ from typing import IO, Any
 from urllib.parse import unquote, urlsplit
 
 from kernelindex_pipeline.liger.csv import CASE_COLUMNS
-from kernelindex_pipeline.liger.sample_statistics import latency_statistics, row_key
+from kernelindex_pipeline.liger.sample_statistics import latency_statistics, row_key_of
 
 HOOK_DIR = Path(__file__).resolve().parent / "sample_hook"
 SPOOL_FD_VARIABLE = "KERNELINDEX_SAMPLES_SPOOL_FD"  # sample_hook/sitecustomize.py reads the same names
@@ -366,19 +366,6 @@ def _cells(row: dict[str, str]) -> tuple[str, ...]:
     return tuple(row.get(c, "") for c in QUANTILE_CELLS)
 
 
-def _key_of(row: dict[str, str]) -> str:
-    return row_key(
-        row["kernel_name"],
-        row["kernel_provider"],
-        row["kernel_operation_mode"],
-        row["metric_name"],
-        row["x_name"],
-        row["x_value"],
-        row["extra_benchmark_config_str"],
-        row["gpu_name"],
-    )
-
-
 def pair_rows(rows: list[dict[str, str]], calls: list[Call]) -> tuple[dict[str, Call], dict[str, int]]:
     """(row key -> its call, reason -> rows without one) for the rows one script added."""
     paired: dict[str, Call] = {}
@@ -424,7 +411,7 @@ def pair_rows(rows: list[dict[str, str]], calls: list[Call]) -> tuple[dict[str, 
         if not call.sample_count:
             miss("samples_dropped")
             continue
-        paired[_key_of(row)] = call
+        paired[row_key_of(row)] = call
     return paired, missing
 
 

@@ -114,7 +114,7 @@ def standin_sweep(
     (tests/fixtures/liger-0.8.5-sweep-rows.csv), raw samples for every speed row, the sentinel."""
     from kernelindex_pipeline.liger import import_csv
     from kernelindex_pipeline.liger.normalize import MeasuredContext
-    from kernelindex_pipeline.liger.sample_statistics import row_key
+    from kernelindex_pipeline.liger.sample_statistics import row_key_of
     from kernelindex_pipeline.sweep.environment import measured_project_versions
 
     standin = _StandinHost(host, kernel, driver)
@@ -127,16 +127,7 @@ def standin_sweep(
     for row in rows:
         row = {**row, "gpu_name": SWEEP_GPU, "liger_version": SWEEP_VERSION}
         writer.writerow(row)
-        key = row_key(
-            row["kernel_name"],
-            row["kernel_provider"],
-            row["kernel_operation_mode"],
-            row["metric_name"],
-            row["x_name"],
-            row["x_value"],
-            row["extra_benchmark_config_str"],
-            row["gpu_name"],
-        )
+        key = row_key_of(row)
         raw[key] = _samples_entry(float(row["y_value_50"]), f"{host}/{key}")
     data = out.getvalue().encode("utf-8")
     log = hashlib.sha256(f"{host} log".encode()).hexdigest()

@@ -16,13 +16,12 @@ import pytest
 
 from kernelindex_pipeline.liger import import_csv
 from kernelindex_pipeline.liger.normalize import MeasuredContext
-from kernelindex_pipeline.liger.sample_statistics import latency_statistics
+from kernelindex_pipeline.liger.sample_statistics import latency_statistics, row_key_of
 from kernelindex_pipeline.records.jsnumber import ms_to_ns
 from kernelindex_pipeline.records.schema import validate_manifest
 from kernelindex_pipeline.sweep import sentinel
 from kernelindex_pipeline.sweep.outcomes import ConfigurationError
 from kernelindex_pipeline.sweep.protocol import SweepRequest
-from kernelindex_pipeline.sweep.rounds import key_text
 from kernelindex_pipeline.sweep.run import run_sweep
 from kernelindex_pipeline.sweep.tp import TpLineError, parse_tp_line
 from tests.support.standin_release import (
@@ -264,7 +263,7 @@ def test_a_script_that_hangs_in_one_round_keeps_its_other_rounds(three_rounds):
             float(r["y_value_50"])
             for n in (1, 3)
             for r in read_csv(logs / f"round-{n}" / "all_benchmark_data.csv")
-            if key_text(r) == key_text(row)
+            if row_key_of(r) == row_key_of(row)
         ]
         assert len(values) == 2 and float(row["y_value_50"]) == pytest.approx(statistics.median(values))
     assert any("round 2" in line and "timed_out" in line for line in result.summary_lines())
@@ -274,10 +273,12 @@ def test_a_script_that_hangs_in_one_round_keeps_its_other_rounds(three_rounds):
 def test_confidence95_covers_the_spread_of_the_rounds(three_rounds):
     result, imported = three_rounds["result"], three_rounds["imported"]
     logs = Path(result.work_dir) / "logs"
-    per_round = [{key_text(r): r for r in read_csv(logs / f"round-{n}" / "all_benchmark_data.csv")} for n in (1, 2, 3)]
+    per_round = [
+        {row_key_of(r): r for r in read_csv(logs / f"round-{n}" / "all_benchmark_data.csv")} for n in (1, 2, 3)
+    ]
     for row in read_csv(result.csv_path):  # every merged row: the median of its rounds
         if row["kernel_name"] == "rms_norm" and row["metric_name"] == "speed":  # (memory rows are the same every round)
-            values = [float(rows[key_text(row)]["y_value_50"]) for rows in per_round]
+            values = [float(rows[row_key_of(row)]["y_value_50"]) for rows in per_round]
             assert float(row["y_value_50"]) == statistics.median(values) and len(set(values)) == 3
     speed = [
         r
