@@ -161,17 +161,9 @@ def test_importer_bundle_links_sources_like_kernelindexs_importer(exported):
 
 
 def test_published_schemas_accept_every_exported_manifest(exported):
-    from tests.test_published_schemas import PUBLISHED
+    from tests.test_published_schemas import published_validators
 
-    files = sorted(PUBLISHED.glob("*.schema.json")) if PUBLISHED.is_dir() else []
-    if not files:
-        pytest.skip(f"published-schema check of the KernelIndex exports skipped: {PUBLISHED} is not here")
-    from jsonschema import Draft202012Validator
-
-    validators = {}
-    for path in files:
-        schema = json.loads(path.read_text("utf-8"))
-        validators[schema["properties"]["kind"]["const"]] = Draft202012Validator(schema)
+    validators = published_validators()  # skipped, saying so, where ../shared is absent (a failure on CI)
     _, _, document, _ = exported
     manifests = [*document["projects"], *document["operations"], *document["workloads"]]
     manifests += [i["manifest"] for i in document["implementations"]]
