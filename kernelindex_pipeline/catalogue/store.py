@@ -23,6 +23,7 @@ import logging
 import os
 import re
 import sqlite3
+import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -654,7 +655,7 @@ def _create_engine(url: URL, busy_timeout_s: float, *, read_only: bool = False) 
         cursor = dbapi_connection.cursor()
         cursor.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
         if not read_only:  # setting the journal mode is a write
-            cursor.execute("PRAGMA journal_mode = WAL")  # readers never block the writer, and vice versa
+            _enter_wal_mode(cursor, url, busy_timeout_s)  # readers never block the writer, and vice versa
             cursor.execute("PRAGMA synchronous = FULL")  # a committed publication survives power loss
         cursor.execute("PRAGMA foreign_keys = ON")
         cursor.close()
@@ -667,6 +668,32 @@ def _create_engine(url: URL, busy_timeout_s: float, *, read_only: bool = False) 
             conn.exec_driver_sql("BEGIN")
 
     return engine
+
+
+def _enter_wal_mode(cursor: sqlite3.Cursor, url: URL, busy_timeout_s: float) -> None:
+    """Switch the SQLite file to WAL (a persistent property of the file, so this is a no-op once any
+    connection has done it). SQLite does not call its busy handler for the switch: it upgrades a read
+    lock to a write lock, and to avoid a deadlock it answers SQLITE_BUSY at once while another
+    connection holds any lock. Processes opening a fresh catalogue together hit exactly that (a CI run
+    failed on it), so the switch is retried, within the same busy timeout, until it succeeds or
+    another connection has made it. By hand because it is one statement's retry on one error code,
+    bounded by a deadline the caller already chose."""
+    deadline = time.monotonic() + busy_timeout_s
+    pause_s = 0.005
+    told = False
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            busy = (getattr(exc, "sqlite_errorcode", 0) & 0xFF) == sqlite3.SQLITE_BUSY  # extended codes too
+            if not busy or time.monotonic() >= deadline:
+                raise
+            if not told:
+                log.info("catalogue %s is locked by another connection; waiting to switch it to WAL", redact_url(url))
+                told = True
+        time.sleep(pause_s)
+        pause_s = min(pause_s * 2, 0.1)
 
 
 def _guarded(url: URL, action: str, operation: Callable[[], T]) -> T:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
+import threading
 from collections import Counter
 
 import pytest
@@ -13,6 +15,8 @@ from kernelindex_pipeline.catalogue import store as store_module
 from kernelindex_pipeline.catalogue.store import CatalogueError, CatalogueStore, PublishResult
 from kernelindex_pipeline.records.canonical import canonical_json, digest_of
 from kernelindex_pipeline.records.schema import KINDS
+
+WAIT_LIMIT_S = 120  # only a guard against a hang; nothing asserts on durations
 
 CONTENT_TABLES = ("objects", "runs", "source_snapshots", "import_reports")
 
@@ -194,3 +198,69 @@ def test_an_unsupported_url_is_refused_with_the_forms_that_work():
         CatalogueStore.open("mysql://root:hunter2@localhost/kernelindex")
     with pytest.raises(CatalogueError, match="not a SQLAlchemy URL"):
         CatalogueStore.open("not a url")
+
+
+class _Heard(logging.Handler):
+    """Sets `event` when a log record containing `text` is emitted."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(logging.INFO)
+        self.text = text
+        self.event = threading.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.text in record.getMessage():
+            self.event.set()
+
+
+def _hold_the_write_lock(path) -> sqlite3.Connection:
+    """Another connection holding the write lock of a file still in rollback-journal mode: what a
+    second process holds while it switches a fresh catalogue to WAL at the same moment."""
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    return holder
+
+
+def test_opening_a_fresh_catalogue_waits_for_another_connection_s_lock_instead_of_failing(tmp_path, caplog):
+    # SQLite answers "database is locked" at once, without its busy handler, when the switch to WAL
+    # (a read lock upgraded) meets another connection's write lock; two publishers opening a fresh
+    # catalogue together failed so.
+    path = tmp_path / "catalogue.sqlite"
+    holder = _hold_the_write_lock(path)
+    caplog.set_level(logging.INFO, logger=store_module.__name__)
+    heard = _Heard("waiting to switch it to WAL")
+    store_module.log.addHandler(heard)
+    opened: dict[str, object] = {}
+
+    def open_catalogue() -> None:
+        try:
+            opened["store"] = CatalogueStore.open(f"sqlite:///{path}")
+        except Exception as exc:  # noqa: BLE001 - handed to the test thread
+            opened["error"] = exc
+
+    opener = threading.Thread(target=open_catalogue)
+    try:
+        opener.start()
+        # The opener meets the lock (and says so) or, without the retry, fails at once.
+        while not heard.event.wait(0.05):
+            assert opener.is_alive(), f"the opener stopped without waiting for the lock: {opened}"
+        holder.execute("COMMIT")
+        opener.join(WAIT_LIMIT_S)
+        assert not opener.is_alive(), f"the opener did not finish within {WAIT_LIMIT_S}s after the lock was released"
+    finally:
+        holder.close()
+        store_module.log.removeHandler(heard)
+    assert "error" not in opened, opened.get("error")
+    with opened["store"] as store, store.engine.connect() as conn:
+        assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+        assert store.counts_by_kind() == dict.fromkeys(KINDS, 0)
+
+
+def test_a_lock_never_released_fails_the_open_after_the_busy_timeout_naming_the_catalogue(tmp_path):
+    path = tmp_path / "catalogue.sqlite"
+    holder = _hold_the_write_lock(path)
+    try:
+        with pytest.raises(CatalogueError, match=r"cannot open the catalogue at sqlite:///.*catalogue\.sqlite.*locked"):
+            CatalogueStore.open(f"sqlite:///{path}", busy_timeout_s=0.2)
+    finally:
+        holder.close()
