@@ -13,6 +13,8 @@ One code path for both databases, on SQLAlchemy Core. What is kept:
 Every ``publish()`` is one transaction. Publications are serialised per catalogue (SQLite: ``BEGIN
 IMMEDIATE``; PostgreSQL: a transaction-scoped advisory lock) so that "new" and "already present" are
 exact even when several processes publish at once, and a process killed halfway leaves nothing behind.
+An SQLite file is switched to WAL by its first opening; processes that open a fresh catalogue at the
+same moment wait for one another there too (``_enter_wal_mode``), within the same busy timeout.
 """
 
 from __future__ import annotations
