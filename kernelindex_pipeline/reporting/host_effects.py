@@ -26,14 +26,21 @@ memory is never corrected: a host's speed does not change what a kernel allocate
 3. Repeated ``ITERATIONS`` times on the values with the current effects removed, so two slow runs in a
    row (each the other's neighbour) are both found in full.
 4. Each series takes the effect only as far as it moves with it (`_loadings`, `shrunk_slopes`): its own
-   slope on the effects of its runs, shrunk per class towards 1 (DerSimonian-Laird about that known
-   mean: the effect is the class's median response), never below 0. A GPU-bound shape that reads the
-   same on a slow host takes none of it.
+   slope on the effects of its runs, shrunk per GPU and class towards 1 (DerSimonian-Laird about that
+   known mean: the effect is the class's median response), never below 0. A GPU-bound shape that reads
+   the same on a slow host takes none of it.
 
 The effect's standard error is ``1.2533 * 1.4826 * MAD / sqrt(groups)`` over the group medians (at least
-what the class's usual spread gives); effects within ``TAKE_OUT_Z`` standard errors of 0 are left in; how
-unevenly it hit the kernels (that spread beyond the class's usual spread) is kept per run and class as
-extra variance of that run's values (`changepoints.find_changes`).
+what the class's usual spread on the run's GPU gives, `usual_spread`); effects within ``TAKE_OUT_Z``
+standard errors of 0 are left in; how unevenly it hit the kernels (that spread beyond the class's usual
+spread on that GPU) is kept per run and class as extra variance of that run's values
+(`changepoints.find_changes`).
+
+Two GPUs are never compared: whatever is pooled over a latency class (its usual spread, the usual scatter
+under a script's effect, the shrinkage of loadings) is pooled per (GPU, class), as the noise priors are
+(`regressions._noise_priors`), so a sweep on one GPU moves no input of another GPU's series. A GPU with
+fewer than ``MIN_USUAL_RUNS`` runs in a class borrows its usual spread from its runs of every class, else
+from every GPU's.
 """
 
 from __future__ import annotations
@@ -55,6 +62,12 @@ ITERATIONS = 3
 POLISH = 3  # rounds of the median polish of `common_levels`
 MIN_BLOCK_SIDE = 2  # runs needed on each side of a host excursion (one would let a step pass for one)
 CELLS = 4_000_000  # matrix cells per vectorised block (32 MB of float64)
+# Runs a GPU needs in a latency class for the class's usual spread on that GPU to be its own (`usual_spread`):
+# the usual spread is a median over runs, and the run being judged is one of them. The median of k values
+# can be carried anywhere by floor((k - 1) / 2) of them, so k = 3 is the fewest where one unusual run (the
+# one whose unevenness is asked about) cannot set it: with one run the usual spread is the run's own (its
+# `extra` always 0, the standard error's floor its own MAD), with two it is half its own.
+MIN_USUAL_RUNS = 3
 
 # Latency classes by a series' typical median: half decades, because the host effect falls steeply
 # with kernel length (x6 at 7 us, x1.7 at 50 us, x1.1 at 0.5 ms on one CI run). Upper bounds in ns.
@@ -190,7 +203,7 @@ def _deviations(series: np.ndarray, y: np.ndarray, masked: np.ndarray | None = N
 
 
 def common_levels(
-    series: np.ndarray, run: np.ndarray, cls: np.ndarray, group: np.ndarray, x: np.ndarray
+    series: np.ndarray, run: np.ndarray, cls: np.ndarray, group: np.ndarray, x: np.ndarray, run_gpu: np.ndarray
 ) -> pd.DataFrame:
     """The level of each (run, class) common to its kernel groups: a robust two-way fit (median polish)
     x = series level + run level, the run level the median over kernel groups (each the median of its
@@ -198,8 +211,8 @@ def common_levels(
     it; a host that slows most kernels of the class does, for as many runs as it lasts.
 
     Columns `level` and `se`, its standard error: ``1.2533 * 1.4826 * MAD / sqrt(groups)`` of the groups
-    about it, at least what the class's usual spread over groups gives (a MAD of three values can be
-    nearly zero by chance), as for the run effects of `estimate`."""
+    about it, at least what the class's usual spread over groups on the run's GPU gives (`usual_spread`; a
+    MAD of three values can be nearly zero by chance), as for the run effects of `estimate`."""
     level = np.zeros(len(x))
     keys = [pd.Series(run), pd.Series(cls), pd.Series(group)]
     table = pd.Series(dtype=float)
@@ -215,8 +228,7 @@ def common_levels(
     spread = (about[kept] - table.reindex(about.index[kept]).to_numpy()).abs().groupby(level=[0, 1])
     sd = _MAD * spread.median().reindex(table.index)
     groups = spread.size().reindex(table.index)
-    usual = sd.groupby(level=1).transform("median")
-    se = 1.2533 * np.maximum(sd, usual) / np.sqrt(groups)
+    se = 1.2533 * np.maximum(sd, usual_spread(sd, run_gpu)) / np.sqrt(groups)
     frame = pd.DataFrame({"level": table, "se": se})
     frame.index.names = ["run", "cls"]
     return frame
@@ -321,6 +333,28 @@ def _strongest_block(c: np.ndarray, taken: np.ndarray, sigma: float, z_needed: f
     return best
 
 
+def gpu_class(run_gpu: np.ndarray, run: np.ndarray, cls: np.ndarray) -> np.ndarray:
+    """Per value, one id per (GPU of its run, latency class): what is pooled over a class is pooled per GPU,
+    as two GPUs are never compared, so a sweep on one GPU moves nothing of another's."""
+    return np.asarray(run_gpu)[run] * (MEMORY_CLASS + 1) + cls
+
+
+def usual_spread(sd: pd.Series, run_gpu: np.ndarray) -> pd.Series:
+    """Per (run, class) of `sd` (a spread over kernel groups, index (run, cls)), the class's usual spread on
+    the run's GPU: the median over that GPU's runs of the class. Two GPUs are never compared (as the noise
+    priors, `regressions._noise_priors`), so a sweep on one GPU never moves another's. A GPU with fewer than
+    MIN_USUAL_RUNS runs in the class borrows in the same order as the noise priors: the median over the
+    GPU's runs of every class, else (the GPU itself has too few runs) over every run."""
+    runs = sd.index.get_level_values(0).to_numpy()
+    frame = pd.DataFrame({"sd": sd.to_numpy(), "gpu": np.asarray(run_gpu)[runs], "cls": sd.index.get_level_values(1)})
+    frame["told"] = pd.Series(runs, dtype=float).where(frame["sd"].notna())  # runs whose spread is known
+    usual = pd.Series(frame["sd"].median(), index=frame.index)
+    for keys in (["gpu"], ["gpu", "cls"]):  # the widest pool first, each narrower one where it has runs enough
+        pool = frame.groupby(keys)
+        usual = usual.where(pool["told"].transform("nunique") < MIN_USUAL_RUNS, pool["sd"].transform("median"))
+    return pd.Series(usual.to_numpy(), index=sd.index)
+
+
 def _robust_stats(values: pd.Series, keys: list[pd.Series]) -> pd.DataFrame:
     """median, count and standard error of the median (from the MAD) of `values` per key."""
     grouped = values.groupby(keys, sort=True)
@@ -373,28 +407,29 @@ def estimate(
         return HostFit(fit.effects, fit.scripts, correction, extra, loading, fit.excursions)
     if run_gpu is None:
         run_gpu = np.zeros(int(run.max()) + 1 if len(run) else 0, dtype=np.int64)
-    blocks = excursions(common_levels(series, run, cls, group, x), run_gpu, z_needed) if len(x) else set()
+    blocks = excursions(common_levels(series, run, cls, group, x, run_gpu), run_gpu, z_needed) if len(x) else set()
     masked = (
         _lookup(pd.Series(1.0, index=pd.MultiIndex.from_tuples(sorted(blocks))), [run, cls]) > 0 if blocks else None
     )
+    pool = gpu_class(run_gpu, run, cls)
     run_corr = np.zeros(len(x))
     script_corr = np.zeros(len(x))
     for _ in range(ITERATIONS):
         two_sided, _ = _deviations(series, x - run_corr - script_corr, masked)
-        stats, run_step = _run_effect_step(two_sided, run, cls, group)
+        stats, run_step = _run_effect_step(two_sided, run, cls, group, run_gpu)
         run_corr += run_step
         script_stats, script_step = _script_effect_step(
-            two_sided - run_step, run, cls, script, min_log_effect, z_needed
+            two_sided - run_step, run, pool, script, min_log_effect, z_needed
         )
         script_corr += script_step
-    run_table = _run_table(stats, run_corr, run, cls)
+    run_table = _run_table(stats, run_corr, run, cls, run_gpu)
     # a value the run's effect was taken out of carries that estimate's error as well as its own noise
     taken_error = run_table["se"].where(run_table["log_factor"] != 0.0, 0.0)
     extra = np.hypot(_lookup(run_table["extra"], [run, cls]), _lookup(taken_error, [run, cls]))
     extra = _edge_uncertainty(series, x - run_corr - script_corr, masked, run, cls, group, extra)
     # Each series takes the run's effect only as far as it moves with it (its loading, `_loadings`): a
     # GPU-bound shape that reads the same on a slow host takes none of it, nor its uncertainty.
-    loading = _loadings(series, cls, x, run_corr + script_corr, masked)
+    loading = _loadings(series, pool, x, run_corr + script_corr, masked)
     return HostFit(
         effects=run_table[["log_factor", "se", "groups", "extra"]],
         scripts=_script_table(run, script, script_corr, script_stats),
@@ -419,7 +454,7 @@ def _empty_fit(n: int) -> HostFit:
 
 
 def _run_effect_step(
-    two_sided: np.ndarray, run: np.ndarray, cls: np.ndarray, group: np.ndarray
+    two_sided: np.ndarray, run: np.ndarray, cls: np.ndarray, group: np.ndarray, run_gpu: np.ndarray
 ) -> tuple[pd.DataFrame, np.ndarray]:
     """(statistics per (run, class), the effect taken out of each value this round): the median over
     kernel groups of each group's median two-sided deviation, where clearly away from 0."""
@@ -431,28 +466,30 @@ def _run_effect_step(
         pd.Series(per_group.to_numpy()),
         [pd.Series(level.get_level_values(0)), pd.Series(level.get_level_values(1))],
     )
-    # the standard error is at least what the class's usual spread over groups gives (a MAD of four
-    # values can be nearly zero by chance); an effect within TAKE_OUT_Z standard errors of 0 is left in
-    usual = stats["sd"].groupby(level=1).transform("median")
+    # the standard error is at least what the class's usual spread over groups on the run's GPU gives (a
+    # MAD of four values can be nearly zero by chance); an effect within TAKE_OUT_Z standard errors of 0 is
+    # left in
+    usual = usual_spread(stats["sd"], run_gpu)
     stats["se"] = np.maximum(stats["se"], 1.2533 * usual / np.sqrt(stats["count"]))
     taken = (stats["count"] >= MIN_GROUPS) & (stats["median"].abs() >= TAKE_OUT_Z * stats["se"])
     return stats, _lookup(stats["median"].where(taken, 0.0), [run, cls])
 
 
 def _script_effect_step(
-    rest: np.ndarray, run: np.ndarray, cls: np.ndarray, script: np.ndarray, min_log_effect: float, z_needed: float
+    rest: np.ndarray, run: np.ndarray, pool: np.ndarray, script: np.ndarray, min_log_effect: float, z_needed: float
 ) -> tuple[pd.DataFrame, np.ndarray]:
     """(statistics per (run, script), the effect taken out of each value this round): what the class
     effect leaves (`rest`), per (run, script): one script hit by a hiccup of the host. Two-sided only: at
-    a series' newest run one side cannot tell a script's hiccup from its own real change."""
+    a series' newest run one side cannot tell a script's hiccup from its own real change. `pool`: each
+    value's GPU and class (`gpu_class`)."""
     rest_s = pd.Series(rest)
     ok = rest_s.notna()
-    run_s, cls_s, script_s = pd.Series(run)[ok], pd.Series(cls)[ok], pd.Series(script)[ok]
+    run_s, pool_s, script_s = pd.Series(run)[ok], pd.Series(pool)[ok], pd.Series(script)[ok]
     script_stats = _robust_stats(rest_s[ok], [run_s, script_s])
-    # the standard error is at least what the usual scatter of deviations in the members' classes gives
-    # (a MAD of four values can be nearly zero by chance)
-    usual_sd = _MAD * rest_s[ok].abs().groupby(cls_s).median()
-    member_sd = pd.Series(cls_s.map(usual_sd).to_numpy()).groupby([run_s.to_numpy(), script_s.to_numpy()]).median()
+    # the standard error is at least what the usual scatter of deviations in the members' classes on their
+    # GPU gives (a MAD of four values can be nearly zero by chance)
+    usual_sd = _MAD * rest_s[ok].abs().groupby(pool_s).median()
+    member_sd = pd.Series(pool_s.map(usual_sd).to_numpy()).groupby([run_s.to_numpy(), script_s.to_numpy()]).median()
     se = np.maximum(
         script_stats["se"],
         1.2533 * member_sd.reindex(script_stats.index).to_numpy() / np.sqrt(script_stats["count"]),
@@ -463,7 +500,9 @@ def _script_effect_step(
     return script_stats, _lookup(script_stats["median"].where(keep, 0.0), [run, script])
 
 
-def _run_table(stats: pd.DataFrame, run_corr: np.ndarray, run: np.ndarray, cls: np.ndarray) -> pd.DataFrame:
+def _run_table(
+    stats: pd.DataFrame, run_corr: np.ndarray, run: np.ndarray, cls: np.ndarray, run_gpu: np.ndarray
+) -> pd.DataFrame:
     """Per (run, class): the effect taken out over every round (log_factor), its standard error, the
     kernel groups that told it and how unevenly it hit them (extra)."""
     run_table = stats.rename(columns={"count": "groups"})
@@ -473,7 +512,8 @@ def _run_table(stats: pd.DataFrame, run_corr: np.ndarray, run: np.ndarray, cls: 
     )
     run_table.loc[run_table["groups"] < MIN_GROUPS, "log_factor"] = 0.0
     # unevenness: the spread of the kernel groups' deviations in that run, beyond the class's usual spread
-    usual = run_table["sd"].groupby(level=1).transform("median")
+    # on its GPU
+    usual = usual_spread(run_table["sd"], run_gpu)
     # counted only where the spread is clearly above usual: a MAD over G groups is itself uncertain by
     # about 1.15 / sqrt(G) of itself, so below usual x (1 + 3.5 / sqrt(G)) (three of those, the MAD's
     # tail being long) it is that uncertainty
@@ -532,24 +572,25 @@ def _spread_about_one(estimates: np.ndarray, variances: np.ndarray) -> float:
 
 
 def _loadings(
-    series: np.ndarray, cls: np.ndarray, x: np.ndarray, effect: np.ndarray, masked: np.ndarray | None
+    series: np.ndarray, pool: np.ndarray, x: np.ndarray, effect: np.ndarray, masked: np.ndarray | None
 ) -> np.ndarray:
     """Per observation, its series' loading on the run effects: the regression slope of the series' own
     two-sided deviations on the effect estimated for its runs (`shrunk_slopes`)."""
     d, _ = _deviations(series, x, masked)
-    return shrunk_slopes(series, cls, x, d, effect)
+    return shrunk_slopes(series, pool, x, d, effect)
 
 
 def shrunk_slopes(
     series: np.ndarray,
-    cls: np.ndarray,
+    pool: np.ndarray,
     x: np.ndarray,
     response: np.ndarray,
     effect: np.ndarray,
     min_points: int = 1,
 ) -> np.ndarray:
     """Per observation, its series' slope of `response` on `effect` (through 0, over the values where both
-    are known and the effect is not 0), shrunk (empirical Bayes, per class, `_spread_about_one`) towards
+    are known and the effect is not 0), shrunk (empirical Bayes, per `pool`: each value's GPU and latency
+    class, `gpu_class`; `_spread_about_one`) towards
     1, the typical slope by construction, by how well the series' own runs tell it (its noise: the MAD of
     the successive differences of `x`), and never below 0 (a slow host makes nothing faster). Series with
     fewer than `min_points` values to learn from take 1. Input sorted by series then time."""
@@ -561,7 +602,7 @@ def shrunk_slopes(
     )
     sums = frame.groupby("series")[["cd", "cc", "points"]].sum()
     first = np.flatnonzero(np.r_[True, series[1:] != series[:-1]])
-    series_ids, series_cls = series[first], cls[first]
+    series_ids, series_pool = series[first], pool[first]
     series_sd = np.maximum(sd[first], 1e-3)
     cc = sums["cc"].reindex(series_ids).fillna(0.0).to_numpy()
     points = sums["points"].reindex(series_ids).fillna(0).to_numpy()
@@ -569,8 +610,8 @@ def shrunk_slopes(
         own = sums["cd"].reindex(series_ids).fillna(0.0).to_numpy() / cc
         variance = series_sd**2 / cc
     slope = np.ones(len(series_ids))
-    for c in np.unique(series_cls):
-        members = (series_cls == c) & (cc > 0) & (points >= min_points)
+    for c in np.unique(series_pool):
+        members = (series_pool == c) & (cc > 0) & (points >= min_points)
         if not members.any():
             continue
         spread = _spread_about_one(own[members], variance[members])

@@ -802,7 +802,7 @@ def _against_host_speed(
     if not launch_bound.any():
         return correction
     chosen = np.flatnonzero(launch_bound)
-    speed = host_effects.common_levels(series[chosen], run[chosen], cls[chosen], group[chosen], x[chosen])
+    speed = host_effects.common_levels(series[chosen], run[chosen], cls[chosen], group[chosen], x[chosen], run_gpu)
     if speed.empty:
         return correction
     at = pd.MultiIndex.from_arrays([run[chosen], cls[chosen]])
@@ -828,7 +828,12 @@ def _against_host_speed(
     speed_moves = np.where(judged, np.diff(speed_centred, prepend=np.nan), np.nan)
     own_moves = np.where(judged, np.diff(x[chosen], prepend=np.nan), np.nan)
     slope = host_effects.shrunk_slopes(
-        chosen_series, cls[chosen], x[chosen], own_moves, speed_moves, min_points=MIN_HOST_MOVES
+        chosen_series,
+        host_effects.gpu_class(run_gpu, run[chosen], cls[chosen]),
+        x[chosen],
+        own_moves,
+        speed_moves,
+        min_points=MIN_HOST_MOVES,
     )
     out = correction.copy()
     out[chosen] = slope * speed_centred
