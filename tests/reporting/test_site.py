@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.support import FIXTURES, ROOT
+from tests.support.run_series import run_series
 from tests.support.ui_support import CHROMIUM, CHROMIUM_ARGS
 
 CSVS = sorted((FIXTURES / "liger-ci").glob("*.csv")) + sorted((FIXTURES / "liger-ci-report").glob("*.csv"))
@@ -82,27 +83,9 @@ def expected_cells(manifests) -> Counter:
     """(kernel, gpu, version) -> series measured there, straight from the runs' externalIds and labels."""
     seen = set()
     for m in manifests:
-        if m["kind"] != "BenchmarkRun":
-            continue
-        spec = m["spec"]
-        parts = spec["sourceNative"]["externalId"].split("/")
-        metric = parts.pop(2) if len(parts) == 7 else "speed"
-        kernel, mode, provider, gpu, case_key, _ = parts
-        seen.add(
-            (
-                kernel,
-                gpu,
-                m["metadata"]["labels"]["liger_version"],
-                mode,
-                metric,
-                provider,
-                case_key,
-                spec["implementationDigest"],
-                spec["workloadDigest"],
-                spec["protocolDigest"],
-                spec["environmentDigest"],
-            )
-        )
+        series = run_series(m)
+        if series is not None:
+            seen.add((series.kernel, series.gpu, m["metadata"]["labels"]["liger_version"], series))
     return Counter(key[:3] for key in seen)
 
 

@@ -15,6 +15,7 @@ from collections import Counter, defaultdict
 
 import pytest
 
+from tests.support.run_series import run_series
 from tests.support.ui_support import CHROMIUM, CHROMIUM_ARGS
 
 pytestmark = [pytest.mark.network, pytest.mark.browser]
@@ -34,28 +35,12 @@ def history_manifests(tmp_path_factory):
 
 def expected_series_by_kernel(manifests) -> dict[str, set]:
     """Series counted straight from the runs: kernel, mode, metric, provider, GPU, case key and the four
-    digests (an independent reading of the externalId: memory runs have a `memory` segment after the mode)."""
+    digests (`run_series`, an independent reading of the externalId)."""
     by_kernel: dict[str, set] = defaultdict(set)
     for m in manifests:
-        if m["kind"] != "BenchmarkRun":
-            continue
-        spec = m["spec"]
-        parts = spec["sourceNative"]["externalId"].split("/")
-        metric = parts.pop(2) if len(parts) == 7 else "speed"
-        kernel, mode, provider, gpu, case_key, _timestamp = parts
-        by_kernel[kernel].add(
-            (
-                mode,
-                metric,
-                provider,
-                gpu,
-                case_key,
-                spec["implementationDigest"],
-                spec["workloadDigest"],
-                spec["protocolDigest"],
-                spec["environmentDigest"],
-            )
-        )
+        series = run_series(m)
+        if series is not None:
+            by_kernel[series.kernel].add(series)
     return by_kernel
 
 
