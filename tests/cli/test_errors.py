@@ -11,7 +11,6 @@ import shutil
 import sqlite3
 import stat
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -22,18 +21,9 @@ from kernelindex_pipeline.cli import main
 from kernelindex_pipeline.liger import release
 from kernelindex_pipeline.liger.csv import UPSTREAM_COLUMNS
 from tests.support import FIXTURES
+from tests.support.cli_process import CLI, run_cli
 from tests.support.dagster_support import build_history_sdist
 from tests.support.liger_rows import BASE_ROW, csv_bytes
-
-
-def _cli(*args, env=None):
-    return subprocess.run(
-        [sys.executable, "-W", "ignore", "-m", "kernelindex_pipeline.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ, **(env or {})},
-    )
 
 
 def _run(argv, capsys):
@@ -134,7 +124,7 @@ def test_validate_names_the_file_once(tmp_path, capsys):
 )
 def test_bad_partitions_are_usage_errors_before_anything_happens(tmp_path, bad):
     home = tmp_path / "home"
-    completed = _cli(
+    completed = run_cli(
         "import-history",
         "--partition",
         "nvidia-h100-80gb-hbm3|0.6.0",
@@ -173,7 +163,7 @@ def test_a_partition_the_history_lacks_stops_before_any_partition_runs(tmp_path)
     cache = tmp_path / "cache"
     _cached_release(cache, build_history_sdist(tmp_path), "0.6.0")
     home = tmp_path / "home"
-    completed = _cli(
+    completed = run_cli(
         "import-history",
         "--partition",
         "nvidia-h100-80gb-hbm3|0.6.0",
@@ -231,18 +221,7 @@ def test_export_from_a_read_only_directory(published_catalogue, catalogue_record
         out.mkdir()
         for path, mode in ((shared, 0o755), (out, 0o777), (ro_dir / "catalogue.sqlite", 0o444), (ro_dir, 0o555)):
             path.chmod(mode)
-        command = [
-            sys.executable,
-            "-W",
-            "ignore",
-            "-m",
-            "kernelindex_pipeline.cli",
-            "export",
-            "--catalogue",
-            f"sqlite:///{ro_dir / 'catalogue.sqlite'}",
-            "--out",
-            str(out),
-        ]
+        command = [*CLI, "export", "--catalogue", f"sqlite:///{ro_dir / 'catalogue.sqlite'}", "--out", str(out)]
         if os.geteuid() == 0:
             if not shutil.which("setpriv"):
                 pytest.fail("running as root needs setpriv (util-linux) to drop to an unprivileged user")
@@ -267,7 +246,7 @@ def test_export_never_prints_a_query_string_password(tmp_path):
         f"postgresql+psycopg://user@127.0.0.1:1/db?connect_timeout=5&password={secret}",
         f"postgresql://user:{secret}@bad@127.0.0.1:1/db",
     ):
-        completed = _cli("export", "--catalogue", url, "--out", str(tmp_path / "out"))
+        completed = run_cli("export", "--catalogue", url, "--out", str(tmp_path / "out"))
         assert completed.returncode == 1 and len(completed.stderr.strip().splitlines()) == 1
         assert secret not in completed.stderr + completed.stdout and "Traceback" not in completed.stderr
 
@@ -314,7 +293,7 @@ def test_import_ci_of_a_malformed_locator_is_a_usage_error_before_anything_is_ma
 
 @pytest.mark.slow  # a CLI process that opens a Dagster instance: 9-17 s on two shared cores
 def test_import_ci_of_a_proc_file_is_one_line_naming_it(tmp_path):
-    completed = _cli("import-ci", "/proc/self/pagemap", env={"DAGSTER_HOME": str(tmp_path / "home")})
+    completed = run_cli("import-ci", "/proc/self/pagemap", env={"DAGSTER_HOME": str(tmp_path / "home")})
     assert completed.returncode == 1
     assert completed.stderr.strip().splitlines()[-1] == (  # after the DAGSTER_HOME it uses
         "kernelindex-pipeline import-ci: error: /proc/self/pagemap: holds more than the 0 bytes its size says "

@@ -3,24 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
 from kernelindex_pipeline.catalogue.store import CatalogueStore
-
-
-def _cli(*args, env=None, cwd=None):
-    return subprocess.run(
-        [sys.executable, "-W", "ignore", "-m", "kernelindex_pipeline.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ, **(env or {})},
-        cwd=cwd,
-    )
+from tests.support.cli_process import run_cli
 
 
 def test_export_writes_jsonl_manifest_and_a_bundle_that_validates(tmp_path, sqlite_url, catalogue_records):
@@ -28,17 +15,17 @@ def test_export_writes_jsonl_manifest_and_a_bundle_that_validates(tmp_path, sqli
     store.publish(catalogue_records, partition="seed|0.0.0")
     store.close()
     out = tmp_path / "export"
-    completed = _cli("export", "--catalogue", sqlite_url, "--out", str(out))
+    completed = run_cli("export", "--catalogue", sqlite_url, "--out", str(out))
     assert completed.returncode == 0, completed.stderr
     manifest = json.loads((out / "kernelindex-catalogue.jsonl.manifest.json").read_text())
     assert manifest["lineCount"] == len(catalogue_records)
     for name in ("kernelindex-catalogue.jsonl", "kernelindex-catalogue.bundle.yaml"):
-        validated = _cli("validate", str(out / name))
+        validated = run_cli("validate", str(out / name))
         assert validated.returncode == 0, validated.stdout + validated.stderr
 
 
 def test_export_names_an_unreachable_catalogue_in_one_line(tmp_path):
-    completed = _cli(
+    completed = run_cli(
         "export", "--catalogue", "postgresql+psycopg://user:hunter2@127.0.0.1:1/db", "--out", str(tmp_path)
     )
     assert completed.returncode == 1
@@ -46,7 +33,7 @@ def test_export_names_an_unreachable_catalogue_in_one_line(tmp_path):
 
 
 def test_import_history_usage_error_for_a_bad_partition(tmp_path):
-    completed = _cli("import-history", "--partition", "nvidia-h100-80gb-hbm3", env={"DAGSTER_HOME": str(tmp_path)})
+    completed = run_cli("import-history", "--partition", "nvidia-h100-80gb-hbm3", env={"DAGSTER_HOME": str(tmp_path)})
     assert completed.returncode == 2 and "GPU|VERSION" in completed.stderr
 
 
@@ -55,11 +42,11 @@ def test_import_history_usage_error_for_a_bad_partition(tmp_path):
 def test_import_history_runs_a_partition_through_dagster(tmp_path):
     home = tmp_path / "home"
     env = {"DAGSTER_HOME": str(home), "KERNELINDEX_HISTORY_RELEASE": "0.8.5"}
-    completed = _cli("import-history", "--wait", "--partition", "nvidia-b200|0.8.0", env=env)
+    completed = run_cli("import-history", "--wait", "--partition", "nvidia-b200|0.8.0", env=env)
     assert completed.returncode == 0, completed.stderr[-2000:]
     assert (home / "dagster.yaml").exists()
     assert "1 partitions in 1 run(s)" in completed.stdout and "BenchmarkRun 32" in completed.stdout
-    again = _cli("import-history", "--partition", "nvidia-b200|0.8.0", env=env)
+    again = run_cli("import-history", "--partition", "nvidia-b200|0.8.0", env=env)
     assert "publication: 0 new" in again.stdout
     # Nothing new: the catalogue's fingerprint is unchanged, no refresh comes, and none is awaited or called missing.
     assert again.returncode == 0, again.stdout[-2000:] + again.stderr[-2000:]
@@ -89,7 +76,7 @@ def test_export_for_kernelindex_from_the_catalogue(tmp_path, sqlite_url):
     store.publish(records, partition="ci|slice", source={"locator": csv.resolve().as_uri(), "sha256": "0" * 64})
     store.close()
     out = tmp_path / "export"
-    completed = _cli("export", "--catalogue", sqlite_url, "--out", str(out), "--kernelindex")
+    completed = run_cli("export", "--catalogue", sqlite_url, "--out", str(out), "--kernelindex")
     assert completed.returncode == 0, completed.stderr
     document = yaml.safe_load((out / "kernelindex-submission.yaml").read_text())
     bundle = json.loads((out / "kernelindex-import-bundle.json").read_text())
@@ -100,10 +87,10 @@ def test_export_for_kernelindex_from_the_catalogue(tmp_path, sqlite_url):
     assert not (out / "kernelindex-import-bundle.sweeps.json").exists()  # Liger's rows only
     stamps = [r["manifest"]["spec"]["observedAt"] for r in bundle["runs"]]
     assert stamps == sorted(stamps)  # time order: a catalogue lists runs by name
-    with_memory = _cli(
+    with_memory = run_cli(
         "export", "--catalogue", sqlite_url, "--out", str(tmp_path / "m"), "--kernelindex", "--kernelindex-memory"
     )
     assert with_memory.returncode == 0, with_memory.stderr
     assert len(yaml.safe_load((tmp_path / "m" / "kernelindex-submission.yaml").read_text())["runs"]) == speed + memory
-    alone = _cli("export", "--catalogue", sqlite_url, "--out", str(tmp_path / "x"), "--kernelindex-memory")
+    alone = run_cli("export", "--catalogue", sqlite_url, "--out", str(tmp_path / "x"), "--kernelindex-memory")
     assert alone.returncode == 2 and "--kernelindex-memory goes with --kernelindex" in alone.stderr

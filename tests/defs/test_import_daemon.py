@@ -47,6 +47,7 @@ from kernelindex_pipeline.defs.run_control import LaunchError, launch, wait_for_
 from kernelindex_pipeline.home import local_instance
 from kernelindex_pipeline.liger import import_csv
 from tests import support
+from tests.support.cli_process import CLI
 
 FIXTURES = support.FIXTURES / "liger-ci"
 H100_FILES = [FIXTURES / "7644a0f-v0.7.0.csv", FIXTURES / "7644a0f.csv"]  # partition nvidia-h100-80gb-hbm3|0.7.0
@@ -260,7 +261,7 @@ DEADLINE_S = 600  # generous: a loaded 2-core machine takes minutes to start Dag
 def _command(home: Path, *locators: Path) -> subprocess.Popen:
     return subprocess.Popen(
         # --wait: the daemon's owner stays while the catalogue refresh runs, as these tests of sharing it expect
-        [sys.executable, "-W", "ignore", "-m", "kernelindex_pipeline.cli", "import-ci", "--wait", *map(str, locators)],
+        [*CLI, "import-ci", "--wait", *map(str, locators)],
         env={**os.environ, "DAGSTER_HOME": str(home)},
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,

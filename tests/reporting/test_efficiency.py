@@ -23,6 +23,7 @@ from kernelindex_pipeline.reporting.efficiency import (
     write_sidecar,
 )
 from tests.support import FIXTURES
+from tests.support.cli_process import run_cli
 from tests.support.factories import SampleCatalogue
 
 H100 = "NVIDIA H100 80GB HBM3"
@@ -222,10 +223,6 @@ def test_sidecar_round_trips(tmp_path):
 
 @pytest.mark.slow
 def test_export_carries_the_figures_in_a_sidecar_not_in_the_records(tmp_path, sqlite_url):
-    import os
-    import subprocess
-    import sys
-
     from kernelindex_pipeline.catalogue.store import CatalogueStore
     from kernelindex_pipeline.records.io import load_manifests
 
@@ -233,24 +230,7 @@ def test_export_carries_the_figures_in_a_sidecar_not_in_the_records(tmp_path, sq
     with CatalogueStore.open(sqlite_url) as store:
         store.publish(manifests, partition="ci|0.7.0")
     out = tmp_path / "export"
-    completed = subprocess.run(
-        [
-            sys.executable,
-            "-W",
-            "ignore",
-            "-m",
-            "kernelindex_pipeline.cli",
-            "export",
-            "--catalogue",
-            sqlite_url,
-            "--out",
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=dict(os.environ),
-    )
+    completed = run_cli("export", "--catalogue", sqlite_url, "--out", str(out))
     assert completed.returncode == 0, completed.stderr
     exported = {digest_of(m) for _, m in load_manifests(out / "kernelindex-catalogue.jsonl")}
     assert exported == {digest_of(m) for m in manifests}
