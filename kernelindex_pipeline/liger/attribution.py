@@ -29,6 +29,7 @@ series; all answers are cached.
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 from collections import defaultdict
@@ -38,8 +39,11 @@ from datetime import datetime
 from typing import Any
 
 from kernelindex_pipeline.reporting import attribution as attr
+from kernelindex_pipeline.reporting import host_changes
+from kernelindex_pipeline.reporting.run_facts import PEAK_MEMORY
 
-from .kernel_sources import ENVIRONMENT_PATHS, KernelPaths, KernelSources
+from .harness import Checkout, HarnessReader
+from .kernel_sources import ENVIRONMENT_PATHS, MODAL_IMAGE, KernelPaths, KernelSources, code_of
 from .source_history import Commit, LigerSourceHistory, SourceHistoryError
 from .toolchain import ToolchainTimeline, requirements, unpinned_requirements
 
@@ -77,7 +81,8 @@ class _Boundary:
 
 
 class LigerAttributor:
-    """Ranks the causes of a report's changes (sets each change's `causes` and `cause`)."""
+    """Ranks the causes of a report's changes (sets each change's `causes` and `cause`), then folds the
+    changes a lasting host move explains into one entry each (`reporting.host_changes.fold`)."""
 
     def __init__(
         self,
@@ -87,6 +92,7 @@ class LigerAttributor:
     ) -> None:
         self.history = history
         self.sources = KernelSources(history) if history is not None else None
+        self.harness = HarnessReader(history) if history is not None else None
         self.timeline = timeline
         self.software_recorded = set(software_recorded)  # environment digests whose records name the software
         self.notes: list[str] = []
@@ -94,6 +100,9 @@ class LigerAttributor:
         self._resolved: dict[str, str | None] = {}
         self._unpinned: dict[str, tuple[str, ...] | None] = {}
         self._liger: dict[str, bool] = {}
+        self._checkouts: dict[int, Checkout | None] = {}
+        self._windows: dict[tuple[str, str], list[Commit]] = {}
+        self._environment: dict[tuple, dict[str, frozenset[str] | None]] = {}
 
     # ------------------------------------------------------------------------------ code refs
 
@@ -112,6 +121,22 @@ class LigerAttributor:
                 )
         return self._resolved[ref]
 
+    def checkout(self, source: Any) -> Checkout | None:
+        """What measured a source run: its commit, and the paths its workflow took from the default branch
+        at its measurement time (`harness.py`); None when its code is not known or not in the clone."""
+        key = id(source)
+        if key not in self._checkouts:
+            code = self.commit_of(self.code_ref(source), source.label)
+            found = None
+            if code is not None and self.harness is not None:
+                try:
+                    found = self.harness.checkout(code, _epoch(source.observed_at))
+                except SourceHistoryError as exc:
+                    self._note(str(exc))
+                    found = Checkout(code, code)
+            self._checkouts[key] = found
+        return self._checkouts[key]
+
     def _note(self, text: str) -> None:
         if text not in self.notes:
             self.notes.append(text)
@@ -126,7 +151,9 @@ class LigerAttributor:
             t, s = change.trend, change.split
             boundary = _Boundary(t.key.gpu, int(t.run_index[s.index - 1]), int(t.run_index[s.index]))
             sides = (t.environments[s.index - 1], t.environments[s.index])
-            evidence = {e.cause: e for e in self._candidates(report, boundary, t.key.kernel, sides)}
+            found = self._candidates(report, boundary, t.key.kernel, sides)
+            evidence = {e.cause: e for e in found if e.cause != attr.HOST}
+            host_commits = next((e.commits for e in found if e.cause == attr.HOST), ())
             if t.environments[s.index - 1] != t.environments[s.index]:
                 measured = {
                     "measured": f"environment {t.environments[s.index - 1][:15]}… → {t.environments[s.index][:15]}…"
@@ -135,15 +162,22 @@ class LigerAttributor:
                 evidence[attr.ENVIRONMENT] = attr.CauseEvidence(
                     attr.ENVIRONMENT, old.commits if old else (), (measured,)
                 )
-            if change.cause == attr.HOST:
-                evidence[attr.HOST] = attr.CauseEvidence(
-                    attr.HOST, note="most kernels of this latency class moved the same way at this run and stayed"
-                )
             if not self._is_liger(t.key.provider):
                 evidence.pop(attr.LIGER_KERNEL, None)  # Liger's code does not time a baseline
+            examined = self._code_examined(report, boundary)
+            wide = footprint.wide(change, boundary)
+            if (
+                t.key.metric != PEAK_MEMORY  # a host's speed does not change what a kernel allocates
+                and not any(c in evidence for c in (attr.LIGER_KERNEL, attr.BENCHMARK_SCRIPT, attr.ENVIRONMENT))
+                and (host_commits or (wide and examined) or (change.cause == attr.HOST and not examined))
+            ):
+                # nothing that reaches this series changed, and the run moved: its host did (a commit that
+                # changes the GPU request, or many unrelated scripts one way; where the code could not be
+                # examined, detection's whole latency class moving)
+                evidence[attr.HOST] = attr.CauseEvidence(attr.HOST, host_commits, note=_host_note(host_commits, wide))
             order = footprint.order(change, boundary)
             unknown = attr.CauseEvidence(attr.UNKNOWN, note=self._unknown_note(report, boundary))
-            if not self._code_examined(report, boundary):
+            if not examined:
                 # the code may differ but no commit could be listed: Liger's code is a cause not looked at,
                 # ranked where the kernel and the script would be, never skipped in favour of the next one
                 at = min(order.index(attr.LIGER_KERNEL), order.index(attr.BENCHMARK_SCRIPT))
@@ -154,7 +188,12 @@ class LigerAttributor:
             change.causes = ranked or [unknown]
             change.cause = change.causes[0].cause
         report.changes.sort(key=lambda c: (attr.CAUSES.index(c.cause), -abs(c.split.log_ratio), c.split.p_value))
+        if self.harness is not None:
+            for note in self.harness.notes:
+                self._note(note)
         report.attribution_notes = list(self.notes)
+        if hasattr(report, "host_changes"):
+            host_changes.fold(report)
 
     def _code_examined(self, report: Any, boundary: _Boundary) -> bool:
         """Whether the commits between the two runs could be listed (or the code is the same)."""
@@ -174,7 +213,10 @@ class LigerAttributor:
             return f"no Liger clone to list the commits {refs[0]}..{refs[1]} (--liger-git DIR)"
         if not self._code_examined(report, boundary):
             return f"the clone lacks a commit of {refs[0]}..{refs[1]} (fetch it)"
-        return f"no commit {refs[0]}..{refs[1]} touches this kernel, its script or the workflow; no toolchain change"
+        return (
+            f"no commit {refs[0]}..{refs[1]} (code) or between the harnesses that measured them touches what this "
+            "series times, and no release of a package it imports lies between the runs"
+        )
 
     def _is_liger(self, provider: str) -> bool:
         if provider not in self._liger:
@@ -190,32 +232,74 @@ class LigerAttributor:
     def _gather(
         self, report: Any, boundary: _Boundary, kernel: str, environments: tuple[str, str]
     ) -> list[attr.CauseEvidence]:
+        """Each cause's evidence for one kernel at one boundary: kernel files over the code window (the two
+        runs' commits), script files over the window of the commits they were read from (the harness, where
+        the workflow took them from the default branch), the environment over the code window, the
+        toolchain between the measurement times; only what reaches the code the series times."""
         before, after = report.sources[boundary.before], report.sources[boundary.after]
-        old = self.commit_of(self.code_ref(before), before.label)
-        new = self.commit_of(self.code_ref(after), after.label)
-        commits: list[Commit] = []
+        ends = (self.checkout(before), self.checkout(after))
         paths: KernelPaths | None = None
-        if old and new and old != new and self.history is not None and self.sources is not None:
+        out: list[attr.CauseEvidence] = []
+        host: tuple[attr.CommitSuspect, ...] = ()
+        environment_commits: tuple[attr.CommitSuspect, ...] = ()
+        if ends[0] and ends[1] and ends[0].key != ends[1].key and self.sources is not None:
             try:
-                commits = self.history.commits_between(old, new)
-                paths = self.sources.paths(old, kernel).between(self.sources.paths(new, kernel))
+                paths = self.sources.paths(ends[0], kernel).between(self.sources.paths(ends[1], kernel))
+                changes_code = self._changes_code(paths)
+                for cause, files in ((attr.LIGER_KERNEL, paths.kernel), (attr.BENCHMARK_SCRIPT, paths.script)):
+                    touching = self._touching(ends, files, paths, changes_code)
+                    if touching:
+                        diffstat = self._diffstat(ends, touching) if cause == attr.BENCHMARK_SCRIPT else ""
+                        out.append(attr.CauseEvidence(cause, touching, diffstat=diffstat))
+                reach = _reaching(paths.packages)
+                environment = self._environment_changed(ends, reach)
+                environment_commits = self._touching(
+                    ends, frozenset(p for p in environment if p != GPU_REQUEST), paths, self._changes_environment(reach)
+                )
+                if GPU_REQUEST in environment:
+                    host = self._touching(ends, frozenset({MODAL_IMAGE}), paths, self._changes_gpu_request)
+                    environment_commits = tuple(c for c in environment_commits if c.sha not in {h.sha for h in host})
             except SourceHistoryError as exc:
                 self._note(str(exc))
-                commits, paths = [], None
-        out = []
-        if paths is not None:
-            for cause, files in ((attr.LIGER_KERNEL, paths.kernel), (attr.BENCHMARK_SCRIPT, paths.script)):
-                touching = _touching(commits, files, paths, self._changes_code(paths))
-                if touching:
-                    diffstat = self._diffstat(old, new, files, touching) if cause == attr.BENCHMARK_SCRIPT else ""
-                    out.append(attr.CauseEvidence(cause, touching, diffstat=diffstat))
-        environment_commits = (
-            _touching(commits, self._environment_changed(old, new), paths) if paths is not None else ()
-        )
-        toolchain = self._toolchain(before, after, new, environments)
+                paths, out, host, environment_commits = None, [], (), ()
+        toolchain = self._toolchain(before, after, ends[1].code if ends[1] else None, environments, paths)
         if environment_commits or toolchain:
             out.append(attr.CauseEvidence(attr.ENVIRONMENT, environment_commits, tuple(toolchain)))
+        if host:
+            out.append(attr.CauseEvidence(attr.HOST, host))
         return out
+
+    def _window(self, a: str, b: str) -> list[Commit]:
+        """The commits between two commits either way (``git log a..b`` and ``b..a``): a harness read at a
+        later measurement time can be newer than the next run's."""
+        key = (a, b)
+        if key not in self._windows:
+            assert self.history is not None
+            self._windows[key] = self.history.commits_between(a, b) + self.history.commits_between(b, a)
+        return self._windows[key]
+
+    def _touching(
+        self,
+        ends: tuple[Checkout, Checkout],
+        files: frozenset[str],
+        paths: KernelPaths,
+        changes_code: Callable[[str, str], bool] | None = None,
+    ) -> tuple[attr.CommitSuspect, ...]:
+        """The commits that change `files`, each file over the window of the commits its two ends read it
+        from, the most direct first."""
+        by_window: dict[tuple[str, str], set[str]] = defaultdict(set)
+        for path in files:
+            a, b = ends[0].commit_for(path), ends[1].commit_for(path)
+            if a != b:
+                by_window[(a, b)].add(path)
+        found: dict[str, tuple] = {}
+        for (a, b), in_window in sorted(by_window.items()):
+            for item in _touching(self._window(a, b), frozenset(in_window), paths, changes_code):
+                known = found.get(item[2].sha)
+                if known is None or item[:2] < known[:2]:
+                    found[item[2].sha] = item
+        ordered = sorted(found.values(), key=lambda item: (item[0], item[1]))
+        return tuple(attr.CommitSuspect(c.sha, c.date, c.subject, c.url, hit) for _, _, c, hit in ordered)
 
     def _changes_code(self, paths: KernelPaths) -> Callable[[str, str], bool]:
         sources = self.sources
@@ -229,40 +313,76 @@ class LigerAttributor:
 
         return changes_code
 
-    def _environment_changed(self, old: str, new: str) -> frozenset[str]:
-        """The environment files whose content that matters differs between two commits: the workflow and
-        the image definition as text, setup.py as the requirements it states (a commit that edits setup.py
-        without changing a dependency changes no toolchain)."""
-        key = ("environment", old, new)
-        if key not in self._evidence:
-            texts = (
-                [self.history.read(sha, list(ENVIRONMENT_PATHS)) for sha in (old, new)] if self.history else [{}, {}]
-            )
-            changed = set()
-            for path in ENVIRONMENT_PATHS:
-                ends = [t.get(path) or "" for t in texts]
-                if path == "setup.py":
-                    ends = [sorted(str(r) for r in requirements(text)) for text in ends]
-                if ends[0] != ends[1]:
-                    changed.add(path)
-            self._evidence[key] = frozenset(changed)
-        return self._evidence[key]
+    def _changes_environment(self, reach: frozenset[str]) -> Callable[[str, str], bool]:
+        """A commit changes the environment of a series where it changes the Modal image's code, or the
+        requirement of a package the series' code imports."""
 
-    def _diffstat(self, old: str, new: str, files: frozenset[str], touching: tuple[attr.CommitSuspect, ...]) -> str:
-        touched = sorted({f for c in touching for f in c.files})
+        def changes(sha: str, path: str) -> bool:
+            before, after = self._text_at(f"{sha}^", path), self._text_at(sha, path)
+            return _environment_of(path, before, reach) != _environment_of(path, after, reach)
+
+        return changes
+
+    def _changes_gpu_request(self, sha: str, path: str) -> bool:
+        return _gpu_request(self._text_at(f"{sha}^", path)) != _gpu_request(self._text_at(sha, path))
+
+    def _text_at(self, ref: str, path: str) -> str:
+        assert self.history is not None
         try:
-            return self.history.diffstat(old, new, touched) if self.history is not None else ""
+            return self.history.read(ref, [path])[path] or ""
         except SourceHistoryError as exc:
             self._note(str(exc))
             return ""
 
-    def _toolchain(self, before: Any, after: Any, new_sha: str | None, environments: tuple[str, str]) -> list[dict]:
-        """Unpinned packages released between the runs, for runs whose environment records no software."""
+    def _environment_changed(self, ends: tuple[Checkout, Checkout], reach: frozenset[str]) -> frozenset[str]:
+        """The environment files whose content that matters to a series differs between the two ends: the
+        Modal image as code, its GPU request apart (`GPU_REQUEST`: a host pool), the requirement files as
+        the requirements of the packages the series reaches (a commit that edits setup.py without changing
+        such a dependency changes no toolchain of it)."""
+        key = (ends[0].key, ends[1].key, reach)
+        if key not in self._environment:
+            changed: set[str] = set()
+            for path in ENVIRONMENT_PATHS:
+                texts = [self._text_at(end.commit_for(path), path) for end in ends]
+                if _environment_of(path, texts[0], reach) != _environment_of(path, texts[1], reach):
+                    changed.add(path)
+                if path == MODAL_IMAGE and _gpu_request(texts[0]) != _gpu_request(texts[1]):
+                    changed.add(GPU_REQUEST)
+            self._environment[key] = frozenset(changed)
+        return self._environment[key]
+
+    def _diffstat(self, ends: tuple[Checkout, Checkout], touching: tuple[attr.CommitSuspect, ...]) -> str:
+        touched = sorted({f for c in touching for f in c.files})
+        if not touched or self.history is None:
+            return ""
+        a, b = ends[0].commit_for(touched[0]), ends[1].commit_for(touched[0])
+        try:
+            return self.history.diffstat(a, b, touched)
+        except SourceHistoryError as exc:
+            self._note(str(exc))
+            return ""
+
+    def _toolchain(
+        self,
+        before: Any,
+        after: Any,
+        new_sha: str | None,
+        environments: tuple[str, str],
+        paths: KernelPaths | None,
+    ) -> list[dict]:
+        """Unpinned packages released between the runs, for runs whose environment records no software,
+        that the series' code imports (torch and triton run everything); without the code's imports (no
+        clone), every unpinned package."""
         if self.timeline is None:
             return []
         if set(environments) & self.software_recorded:
             return []  # the runs say what they ran; a difference there shows as differing digests
         packages = self._unpinned_at(new_sha)
+        if paths is not None:
+            reach = _reaching(paths.packages)
+            packages = tuple(p for p in (packages or self.timeline.packages) if _normal(p) in reach)
+            if not packages:
+                return []
         steps = self.timeline.difference(_epoch(before.observed_at), _epoch(after.observed_at), packages)
         return [s.to_dict() for s in steps]
 
@@ -277,22 +397,88 @@ class LigerAttributor:
         return self._unpinned[sha]
 
 
+GPU_REQUEST = "gpu request"  # the Modal function's `gpu=` (a host pool): its change is a host change
+ALWAYS_REACHED = frozenset({"torch", "triton"})  # they run every kernel, baseline and harness
+_GPU_KEYWORD = re.compile(r"""\bgpu\s*=\s*(\[[^\]]*\]|"[^"]*"|'[^']*')""")
+
+
+def _normal(name: str) -> str:
+    """A distribution name as its import name is usually spelled (``liger-kernel`` -> ``liger_kernel``)."""
+    return name.lower().replace("-", "_")
+
+
+def _reaching(packages: frozenset[str]) -> frozenset[str]:
+    return frozenset(_normal(p) for p in packages) | ALWAYS_REACHED
+
+
+def _environment_of(path: str, text: str, reach: frozenset[str]) -> Any:
+    """What of an environment file can move a series: the Modal image's code without its GPU request
+    (that is the host, `_gpu_request`); a requirement file's requirements of the packages it reaches."""
+    if path == MODAL_IMAGE:
+        return code_of(_GPU_KEYWORD.sub("gpu=None", text))
+    setup, pyproject = (_for_platform(text), "") if path == "setup.py" else ("", text)
+    return sorted(str(r) for r in requirements(setup, pyproject) if _normal(r.name) in reach)
+
+
+def _for_platform(setup_py: str, platform: str = "cuda") -> str:
+    """setup.py without its branches for other platforms (``elif platform == "npu": return [...]``): an
+    NVIDIA host installs none of their requirements. A branch counts as another platform's when its test
+    compares to string constants only and none is `platform`."""
+    try:
+        tree = ast.parse(setup_py)
+    except (SyntaxError, ValueError):
+        return setup_py
+
+    class _Strip(ast.NodeTransformer):
+        def visit_If(self, node: ast.If) -> Any:
+            self.generic_visit(node)
+            test = node.test
+            if isinstance(test, ast.Compare):
+                named = [
+                    c.value
+                    for side in test.comparators
+                    for c in ast.walk(side)
+                    if isinstance(c, ast.Constant) and isinstance(c.value, str)
+                ]
+                if named and platform not in named:
+                    return node.orelse  # the body is another platform's
+            return node
+
+    return ast.unparse(ast.fix_missing_locations(_Strip().visit(tree)))
+
+
+def _gpu_request(text: str) -> str:
+    """The GPU the Modal image's functions ask for (``gpu="H100!"``, ``gpu=["H100"]``), as written."""
+    return ";".join(m.group(1).replace("'", '"') for m in _GPU_KEYWORD.finditer(text or ""))
+
+
+def _host_note(commits: tuple[attr.CommitSuspect, ...], wide: bool) -> str:
+    if commits:
+        return "the benchmark's GPU request changed between the runs (another host pool)"
+    if wide:
+        return (
+            "most benchmark scripts judged at this run moved the same way, and nothing that reaches them "
+            "(their code, their scripts, a package they import) changed: the run moved to another host"
+        )
+    return "most kernels of this latency class moved the same way at this run and stayed"
+
+
 def _touching(
     commits: list[Commit],
     files: frozenset[str],
     paths: KernelPaths,
     changes_code: Callable[[str, str], bool] | None = None,
-) -> tuple[attr.CommitSuspect, ...]:
-    """Commits that change any of `files` (where `changes_code(sha, file)` says the change is to code the
-    benchmark uses), the most direct first (fewest import steps from the script to a file they change),
-    then newest first."""
+) -> list[tuple[int, int, Commit, tuple[str, ...]]]:
+    """(import steps, position, commit, files hit) of the commits that change any of `files` (where
+    `changes_code(sha, file)` says the change is to code the benchmark uses), the most direct first (fewest
+    import steps from the script to a file they change), then newest first."""
     found = []
     for position, commit in enumerate(commits):
         hit = tuple(f for f in commit.files if f in files and (changes_code is None or changes_code(commit.sha, f)))
         if hit:
             found.append((min(paths.distance(f) for f in hit), position, commit, hit))
     found.sort(key=lambda item: (item[0], item[1]))
-    return tuple(attr.CommitSuspect(c.sha, c.date, c.subject, c.url, hit) for _, _, c, hit in found)
+    return found
 
 
 class _Footprint:
@@ -313,11 +499,15 @@ class _Footprint:
             for r in trend.run_index[1:]:
                 self.judged[(trend.key.gpu, int(r))].add(trend.key.kernel)
 
-    def order(self, change: Any, boundary: _Boundary) -> list[str]:
-        t = change.trend
+    def wide(self, change: Any, boundary: _Boundary) -> bool:
+        """Most benchmark scripts judged at the boundary's later run moved the way this change did."""
         moved = self.moved[(boundary.gpu, boundary.after, change.direction)]
         judged = self.judged[(boundary.gpu, boundary.after)]
-        if len(moved) >= WIDE_MIN_SCRIPTS and len(moved) >= WIDE_SHARE * len(judged):
+        return len(moved) >= WIDE_MIN_SCRIPTS and len(moved) >= WIDE_SHARE * len(judged)
+
+    def order(self, change: Any, boundary: _Boundary) -> list[str]:
+        t = change.trend
+        if self.wide(change, boundary):
             return [attr.ENVIRONMENT, attr.HOST, attr.BENCHMARK_SCRIPT, attr.LIGER_KERNEL]
         baselines = (boundary.gpu, boundary.after, t.key.kernel, change.direction) in self.baseline_moved
         if self.is_liger(t.key.provider) and not baselines:

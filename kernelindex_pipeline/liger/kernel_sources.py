@@ -9,8 +9,16 @@ For a kernel (the ``kernel_name`` a benchmark script writes) at a commit:
 - **kernel**: the ``liger_kernel`` modules the script imports (its module wrapper under
   ``transformers/`` or ``chunked_loss/``) and, transitively, every package module those import (the op
   module under ``ops/``, ``ops/utils.py``, ...), resolved to files under ``src/liger_kernel/``;
-- **environment**: the benchmark workflow, the Modal image definition it runs and ``setup.py`` (which
-  names the unpinned torch/triton/transformers the image installs).
+- **environment**: the Modal image definition the workflow runs (the image, the GPU request, the
+  command) and the requirements (``setup.py``, ``pyproject.toml``: the unpinned torch/transformers the
+  image installs). The workflow file itself is not one: it runs on GitHub's runner, and what it decides
+  for the GPU host (which code and which benchmark scripts) is the run's checkout (`harness.py`);
+- **packages**: the third-party modules that the script, its utilities, the harness modules and the
+  kernel files import (``torch``, ``transformers``): a package release can move a series only if the code
+  it times imports that package.
+
+A commit is read as a `harness.Checkout` (the run's commit, with the paths its workflow took from the
+default branch at measurement time) or a plain sha.
 
 Parsing imports with `ast` (never a hand-kept list) follows Liger's code as it changes; a package's
 ``__init__`` is not followed (it re-exports every kernel), only the modules named.
@@ -23,12 +31,15 @@ import copy
 import hashlib
 from dataclasses import dataclass
 
+from .harness import Checkout
 from .source_history import LigerSourceHistory
 
 SCRIPTS_DIR = "benchmark/scripts/"
 PACKAGE_ROOT = "src/"
 PACKAGE = "liger_kernel"
-ENVIRONMENT_PATHS = (".github/workflows/benchmark.yml", "dev/modal/benchmarks.py", "setup.py")
+MODAL_IMAGE = "dev/modal/benchmarks.py"
+REQUIREMENT_FILES = ("setup.py", "pyproject.toml")
+ENVIRONMENT_PATHS = (MODAL_IMAGE, *REQUIREMENT_FILES)
 MAX_MODULES = 400  # a closure larger than this is a sign of a parse gone wrong, not of a kernel
 
 
@@ -40,6 +51,7 @@ class KernelPaths:
     depth: tuple[tuple[str, int], ...] = ()  # import steps from the script to each file (0: imported by it)
     used: tuple[tuple[str, str], ...] = ()  # per file, a digest of the parts the benchmark uses
     names: tuple[tuple[str, tuple[str, ...]], ...] = ()  # per file, the names followed ("" = the whole file)
+    packages: frozenset[str] = frozenset()  # top-level third-party modules the timed code imports
 
     def between(self, later: KernelPaths) -> KernelPaths:
         """Both ends of a boundary: the files of either end whose used parts differ between the two (a
@@ -59,6 +71,7 @@ class KernelPaths:
             self.environment | later.environment,
             tuple(sorted(steps.items())),
             names=tuple(sorted((f, tuple(sorted(n))) for f, n in names.items())),
+            packages=self.packages | later.packages,
         )
 
     def names_in(self, path: str) -> tuple[str, ...]:
@@ -83,21 +96,23 @@ class KernelSources:
         self._imports: dict[tuple, tuple[tuple[str, ...], str]] = {}  # (package, text, name) -> (refs, source)
         self._kernel_names: dict[str, tuple[set[str], set[str]]] = {}
         self._commit_changes: dict[tuple, bool] = {}
+        self._third_party: dict[str, set[str]] = {}  # file text -> top-level modules it imports
 
-    def paths(self, sha: str, kernel: str) -> KernelPaths:
-        key = (sha, kernel)
+    def paths(self, sha: str | Checkout, kernel: str) -> KernelPaths:
+        checkout = sha if isinstance(sha, Checkout) else Checkout(sha, sha)
+        key = (checkout.key, kernel)
         if key not in self._paths:
-            script = self.script_for(sha, kernel)
-            text = self._script_texts(sha).get(script) if script else None
+            script = self.script_for(checkout, kernel)
+            text = self._script_texts(checkout).get(script) if script else None
             imported, local_modules = _imports_of(text or "", "")
-            tree = set(self.history.tree(sha))
+            tree = self._tree(checkout)
             shared = {f"{SCRIPTS_DIR}{m}.py" for m in local_modules if f"{SCRIPTS_DIR}{m}.py" in tree}
-            depth, used, followed = self._closure(sha, imported, tree)
+            depth, used, followed, external = self._closure(checkout, imported, tree)
             found = set(depth)
             kernel_files = {f for f in found if f.startswith(PACKAGE_ROOT)}
             harness = found - kernel_files  # e.g. test/transformers/test_dyt.py, whose modules the script times
-            whole = self.history.read(sha, sorted(shared | ({script} if script else set())))
-            used.update({path: [_code_of(text or "")] for path, text in whole.items()})
+            whole = self._read(checkout, sorted(shared | ({script} if script else set())))
+            used.update({path: [code_of(text or "")] for path, text in whole.items()})
             followed.update({path: {""} for path in whole})
             self._paths[key] = KernelPaths(
                 frozenset(kernel_files),
@@ -105,12 +120,45 @@ class KernelSources:
                 depth=tuple(sorted(depth.items())),
                 used=tuple(sorted((f, _digest(parts)) for f, parts in used.items())),
                 names=tuple(sorted((f, tuple(sorted(n))) for f, n in followed.items())),
+                packages=frozenset(external | {p for t in whole.values() for p in self._packages(t or "", tree)}),
             )
         return self._paths[key]
 
-    def script_for(self, sha: str, kernel: str) -> str | None:
+    def _read(self, checkout: Checkout, paths: list[str]) -> dict[str, str | None]:
+        """Files of a checkout, each from the commit it came from."""
+        by_commit: dict[str, list[str]] = {}
+        for path in paths:
+            by_commit.setdefault(checkout.commit_for(path), []).append(path)
+        out: dict[str, str | None] = {}
+        for sha, wanted in by_commit.items():
+            out.update(self.history.read(sha, wanted))
+        return out
+
+    def _tree(self, checkout: Checkout) -> set[str]:
+        if not checkout.mixed:
+            return set(self.history.tree(checkout.code))
+        code = {p for p in self.history.tree(checkout.code) if checkout.commit_for(p) == checkout.code}
+        return code | {p for p in self.history.tree(checkout.harness) if checkout.commit_for(p) == checkout.harness}
+
+    def _packages(self, text: str, tree: set[str]) -> set[str]:
+        """Top-level modules a script file imports anywhere (its functions are what is timed) that are not
+        the repository's own (torch, transformers, ...)."""
+        if text not in self._third_party:
+            imported, _ = _imports_of(text, "")
+            self._third_party[text] = {ref.split(".")[0] for ref in imported if ref}
+        own = {PACKAGE, "test", "benchmark"}
+        return {
+            p
+            for p in self._third_party[text]
+            if p not in own
+            and f"{SCRIPTS_DIR}{p}.py" not in tree
+            and f"{p}.py" not in tree
+            and f"{p}/__init__.py" not in tree
+        }
+
+    def script_for(self, sha: str | Checkout, kernel: str) -> str | None:
         """The benchmark script that writes `kernel` as its kernel_name at a commit."""
-        texts = self._script_texts(sha)
+        texts = self._script_texts(sha if isinstance(sha, Checkout) else Checkout(sha, sha))
         exact = f"{SCRIPTS_DIR}benchmark_{kernel}.py"
         written = {path: self._names(text) for path, text in texts.items()}
         for path, (names, _) in written.items():
@@ -127,7 +175,8 @@ class KernelSources:
             self._kernel_names[text] = _kernel_names(text)
         return self._kernel_names[text]
 
-    def _script_texts(self, sha: str) -> dict[str, str]:
+    def _script_texts(self, checkout: Checkout) -> dict[str, str]:
+        sha = checkout.commit_for(SCRIPTS_DIR)
         if sha not in self._scripts:
             names = [
                 p
@@ -141,8 +190,8 @@ class KernelSources:
         return self._scripts[sha]
 
     def _closure(
-        self, sha: str, modules: set[str], tree: set[str]
-    ) -> tuple[dict[str, int], dict[str, list[str]], dict[str, set[str]]]:
+        self, checkout: Checkout, modules: set[str], tree: set[str]
+    ) -> tuple[dict[str, int], dict[str, list[str]], dict[str, set[str]], set[str]]:
         """Files of the repository's code the names imported depend on (liger_kernel under src/, harness
         modules such as ``test.transformers.test_dyt`` at the top), with the import steps to reach each.
 
@@ -151,24 +200,27 @@ class KernelSources:
         of ``kto_loss``), not every loss ``functional`` imports; a package ``__init__`` is passed through
         (the module a name comes from counts, not the package re-exporting it). A name that is not found
         (built dynamically) falls back to every import of its module. Third-party modules (torch, triton)
-        are not in the tree and end the walk."""
+        are not in the tree and end the walk: they are returned, as top-level module names, with the rest."""
         files: dict[str, int] = {}  # file -> import steps from the script
         used: dict[str, list[str]] = {}  # file -> the source of the parts followed
         followed: dict[str, set[str]] = {}  # file -> the names followed in it ("": all of it)
         frontier = set(modules)
+        external: set[str] = set()  # third-party modules the names followed depend on
         seen: set[tuple[str, str | None]] = set()
         steps = 0
         while frontier and len(seen) < MAX_MODULES:
             level = []
             for ref in sorted(frontier):
                 found = self._module_file(ref, tree)
+                if found is None:
+                    external.add(ref.split(".")[0])
                 if found is None or found in seen:
                     continue
                 seen.add(found)
                 if not found[0].endswith("/__init__.py"):
                     files.setdefault(found[0], steps)
                 level.append(found)
-            texts = self.history.read(sha, sorted({path for path, _ in level}))
+            texts = self._read(checkout, sorted({path for path, _ in level}))
             frontier = set()
             for path, name in level:
                 refs, part = self._dependencies(path, texts.get(path) or "", name)
@@ -177,7 +229,7 @@ class KernelSources:
                     used.setdefault(path, []).append(part)
                     followed.setdefault(path, set()).add(name or "")
             steps += 1
-        return files, used, followed
+        return files, used, followed, external - {PACKAGE}
 
     def commit_changes_code(self, sha: str, path: str, names: tuple[str, ...]) -> bool:
         """Whether a commit changes what the benchmark uses of a file (the names followed, "" the whole
@@ -202,9 +254,9 @@ class KernelSources:
 
     def _code_used(self, text: str, package: str, name: str) -> str:
         if not name:
-            return _code_of(text)
+            return code_of(text)
         found = _name_dependencies(text, package, name)
-        return found[1] if found is not None else _code_of(text)
+        return found[1] if found is not None else code_of(text)
 
     def _dependencies(self, path: str, text: str, name: str | None) -> tuple[tuple[str, ...], str]:
         """What a module (name None) or one name of it imports, as dotted references, and the source of
@@ -215,7 +267,7 @@ class KernelSources:
         if key not in self._imports:
             found = _name_dependencies(text, package, name) if name else None
             if found is None:
-                refs, part = _imports_of(text, package)[0], _code_of(text)
+                refs, part = _imports_of(text, package)[0], code_of(text)
             else:
                 refs, part = found
             self._imports[key] = (tuple(sorted(refs)), part)
@@ -300,10 +352,10 @@ def _name_dependencies(text: str, package: str, name: str) -> tuple[set[str], st
         for stmt in definitions.get(current, []):
             followed[id(stmt)] = stmt
             stack += [n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and n.id != current]
-    return refs, "\n".join(_code_of(stmt) for stmt in sorted(followed.values(), key=lambda s: s.lineno))
+    return refs, "\n".join(code_of(stmt) for stmt in sorted(followed.values(), key=lambda s: s.lineno))
 
 
-def _code_of(source: str | ast.AST) -> str:
+def code_of(source: str | ast.AST) -> str:
     """What a piece of Python does, as text to compare: its syntax tree without positions, comments,
     formatting or docstrings (a commit that only reformats or documents a function changes no timing).
     Text that does not parse is compared as it is."""

@@ -18,6 +18,9 @@ from .builders import LIGER_REPOSITORY, series_implementation_digest
 from .runs import CODE_REF_LABEL
 
 VERSION_LABEL = "liger_version"
+# where a Liger run was measured (RunFacts.origin): the rows Liger committed to its repository (developers'
+# machines), Liger's CI (a run that names its commit), our own sweeps (a pinned release)
+HISTORY, CI, SWEEP = "history", "ci", "sweep"
 
 
 class LigerRunFacts:
@@ -77,13 +80,16 @@ class LigerRunFacts:
         if isinstance(facts, str):
             return facts
         labelled = ((manifest.get("metadata") or {}).get("labels") or {}).get(CODE_REF_LABEL)
+        pinned = self.release_of.get(facts.implementation_digest)
+        origin = SWEEP if pinned else CI if (self._code_ref or labelled) else HISTORY
         if self._code_ref is not None:
-            facts = facts._replace(code_ref=self._code_ref, order=self._order)
+            facts = facts._replace(code_ref=self._code_ref, order=self._order, origin=origin)
         elif isinstance(labelled, str) and labelled:  # a CI run in a catalogue: the commit its file named
-            facts = facts._replace(code_ref=labelled, order=self._order_of(labelled))
-        elif facts.implementation_digest in self.release_of:
-            tag = self.release_of[facts.implementation_digest]
-            facts = facts._replace(code_ref=tag, order=self._order_of(tag))
+            facts = facts._replace(code_ref=labelled, order=self._order_of(labelled), origin=origin)
+        elif pinned:
+            facts = facts._replace(code_ref=pinned, order=self._order_of(pinned), origin=origin)
+        else:
+            facts = facts._replace(origin=origin)
         if facts.implementation_digest not in self.series_implementation:
             return facts
         return facts._replace(implementation_digest=self.series_implementation[facts.implementation_digest])

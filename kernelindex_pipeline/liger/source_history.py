@@ -89,6 +89,7 @@ class LigerSourceHistory:
         self._trees: dict[str, tuple[str, ...]] = {}
         self._times: dict[str, int] = {}
         self._stats: dict[tuple, str] = {}
+        self._tips: dict[tuple | str, str] = {}  # the default branch, and its tip at a time
 
     # -------------------------------------------------------------------------------- plumbing
 
@@ -215,3 +216,34 @@ class LigerSourceHistory:
             else:
                 self._files[(sha, path)] = None
                 at = end + 1 if end >= 0 else len(out)
+
+    # ------------------------------------------------------------------- the default branch over time
+
+    def default_branch(self) -> str | None:
+        """The clone's default branch as a ref (``refs/heads/main`` in a bare clone, the remote's HEAD in a
+        working clone); None when neither names one (a detached HEAD)."""
+        if "default" not in self._tips:
+            found = None
+            for ref in ("refs/remotes/origin/HEAD", "HEAD"):
+                try:
+                    found = self._run("symbolic-ref", "--quiet", ref).strip() or None
+                except SourceHistoryError:
+                    found = None
+                if found:
+                    break
+            self._tips["default"] = found or ""
+        return self._tips["default"] or None
+
+    def tip_at(self, ref: str, epoch: float) -> str | None:
+        """The commit a branch held at a time: the newest commit of its first-parent line committed at or
+        before `epoch` (Liger merges by squash, so its main branch's committer times follow the merges)."""
+        key = (ref, int(epoch))
+        if key not in self._tips:
+            found = ""
+            if _REF.match(ref) and ".." not in ref:
+                try:
+                    found = self._run("rev-list", "-1", "--first-parent", f"--before=@{int(epoch)}", ref, "--").strip()
+                except SourceHistoryError:
+                    found = ""
+            self._tips[key] = found
+        return self._tips[key] or None

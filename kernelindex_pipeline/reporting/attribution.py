@@ -33,6 +33,7 @@ ENVIRONMENT = "environment"
 HOST = "host"
 UNKNOWN = "unknown"
 CAUSES = (LIGER_KERNEL, BENCHMARK_SCRIPT, ENVIRONMENT, HOST, UNKNOWN)
+SOURCE = "source"  # a step where a series changes source: listed apart from the changes, never one of them
 COMMIT_CAUSES = (LIGER_KERNEL, BENCHMARK_SCRIPT)
 
 

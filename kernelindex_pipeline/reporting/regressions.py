@@ -29,11 +29,12 @@ the noise is the MAD of successive differences shrunk to the pooled noise of its
 come from `changepoints.py` (significance level ``alpha``, minimum effect ``min_effect``, two runs on
 each side). Series with fewer than ``2 * min_segment`` runs are *insufficient*, never "no change".
 
-**Cause** of a change between the last run before and the first run after: ``liger`` when their Liger
-version labels differ, else ``environment`` when their environment digests differ (software), else
-``host`` when at least half of the kernel groups of that latency class changed the same way at the
-same run (a lasting move of the whole run, e.g. another host type under the same GPU name), else
-``unknown`` (rows of one Liger version are often different commits of its main branch).
+**Cause**: detection alone names ``environment`` (the two runs' environment digests differ), ``host``
+(most kernel groups of the class moved the same way at that run) or ``unknown``; a source's attributor
+ranks the causes with their evidence (Liger's: `liger/attribution.py`). A step across two origins of
+runs (history rows, CI runs, our sweeps) is a source step, listed apart (`source_steps`); lasting host
+moves are folded into one entry each (`host_changes.py`). The README ("Regression detection",
+"Attribution") is the one explanation of the causes.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import attribution, host_effects
+from . import attribution, host_changes, host_effects
 from .changepoints import (
     MAD_EFFICIENCY,
     DetectionSettings,
@@ -102,6 +103,9 @@ class SourceRun:
     observed_at: str  # its first run's observedAt
     versions: Counter = field(default_factory=Counter)
     code_refs: Counter = field(default_factory=Counter)  # the code measured (commit or tag), where the adapter knows it
+    origin: str | None = (
+        None  # where it was measured (RunFacts.origin): a step between two origins is a source boundary
+    )
 
     @property
     def code_ref(self) -> str | None:
@@ -238,6 +242,10 @@ class RegressionReport:
     attribution_notes: list[str] = field(default_factory=list)  # what the attributor could not use (a clone, a commit)
     # steps at a series' newest run: one run after, not the two a change needs; judged again with the next
     pending: list[Change] = field(default_factory=list)
+    # steps where a series changes source (history rows, CI runs, our sweeps): listed apart, never a change
+    source_steps: list[Change] = field(default_factory=list)
+    # lasting moves of a run's host, each one entry for the series it moved (`host_changes.py`)
+    host_changes: list[host_changes.HostChange] = field(default_factory=list)
     # series judged afresh and reused from the judgement store (how the result was computed, not part of it:
     # not in to_dict, which is the same with or without a store)
     judgements: JudgementReuse = field(default_factory=JudgementReuse)
@@ -274,7 +282,9 @@ class RegressionReport:
             "slowdowns": len(self.slowdowns),
             "speedups": len(self.speedups),
             "pending": len(self.pending),
+            "sourceSteps": len(self.source_steps),
             "hostEffects": len(self.host_effects),
+            "hostChanges": len(self.host_changes),
             "byCause": {cause: len(items) for cause, items in self.by_cause().items()},
         }
 
@@ -285,7 +295,9 @@ class RegressionReport:
             f"{c['slowdowns']} slowdowns and {c['speedups']} speed-ups ({causes or 'none'}) in {c['series']} judged "
             f"series over {c['sources']} source runs; {c['pending']} steps at the newest run pending a second run; "
             f"{len(self.host_effects)} host effects taken out; "
-            f"{c['insufficient']} series with insufficient data (fewer than {self.settings.min_runs} runs)"
+            + (f"{len(self.host_changes)} host changes; " if self.host_changes else "")
+            + (f"{len(self.source_steps)} steps across a source boundary; " if self.source_steps else "")
+            + f"{c['insufficient']} series with insufficient data (fewer than {self.settings.min_runs} runs)"
         )
         if not self.trends:
             text += "; NOTHING could be judged, so this is not evidence of 'no regression'"
@@ -334,6 +346,8 @@ class RegressionReport:
             "groups": [g.to_dict() for g in attribution.group_changes(self.changes)],
             "attributionNotes": list(self.attribution_notes),
             "pending": [c.to_dict() for c in self.pending],
+            "sourceSteps": [c.to_dict() for c in self.source_steps],
+            "hostChanges": [h.to_dict() for h in self.host_changes],
             "insufficientSeries": _insufficient_summary(self.insufficient),
             "skippedRuns": dict(self.skipped),
         }
@@ -363,6 +377,7 @@ class _Observations:
         self.version: list[str] = []
         self.code_ref: list[str | None] = []
         self.environment: list[str] = []
+        self.origin: list[str | None] = []
         self.source: list[str | None] = []
         self.skipped: Counter = Counter()
 
@@ -409,6 +424,7 @@ class _Observations:
             version(facts.version)
             code_ref(facts.code_ref)
             environment(facts.environment_digest)
+            self.origin.append(facts.origin)
             sources(source)
 
 
@@ -435,9 +451,9 @@ def _source_runs(obs: _Observations, keys: list[GpuSeriesKey], t: np.ndarray) ->
     labels: list[tuple[str, str]] = []
     run_of = np.empty(len(sid), dtype=np.int64)
     if any(s is None for s in obs.source):
-        current: dict[str, tuple[int, float, str]] = {}  # gpu -> (run, last time, environment)
+        current: dict[str, tuple[int, float, tuple]] = {}  # gpu -> (run, last time, (environment, origin))
         for i in order:
-            gpu, env = gpu_of[obs.sid[i]], obs.environment[i]
+            gpu, env = gpu_of[obs.sid[i]], (obs.environment[i], obs.origin[i])
             state = current.get(gpu)
             if state is None or t[i] - state[1] > SESSION_GAP_S or env != state[2]:
                 labels.append((gpu, ""))
@@ -475,6 +491,8 @@ def _source_runs(obs: _Observations, keys: list[GpuSeriesKey], t: np.ndarray) ->
         runs[r].versions[obs.version[i]] += 1
         if obs.code_ref[i] is not None:
             runs[r].code_refs[obs.code_ref[i]] += 1
+        if obs.origin[i] is not None:
+            runs[r].origin = obs.origin[i]
     return run_of, runs
 
 
@@ -551,7 +569,8 @@ def _detect(
         found += [(trend, split) for split in splits]
         if pending_step is not None:
             newest.append((trend, pending_step))
-    changes, pending = _with_causes(found, trends), _with_causes(newest, trends)
+    changes, source_steps = _with_causes(found, trends, sources)
+    pending, pending_across = _with_causes(newest, trends, sources)
     reported, every = _host_effect_entries(fit, sources, settings, panel.scripts)
     store.save()
     return RegressionReport(
@@ -565,6 +584,7 @@ def _detect(
         changes=changes,
         skipped=obs.skipped,
         pending=pending,
+        source_steps=source_steps + pending_across,
         judgements=store.reuse,
     )
 
@@ -742,19 +762,27 @@ def _trend(
     )
 
 
-def _with_causes(found: list[tuple[Trend, Split]], trends: list[Trend]) -> list[Change]:
-    """Changes with their cause, sorted by cause, then magnitude, then p-value."""
+def _with_causes(
+    found: list[tuple[Trend, Split]], trends: list[Trend], sources: list[SourceRun]
+) -> tuple[list[Change], list[Change]]:
+    """(changes with their cause, sorted by cause, then magnitude, then p-value; the steps across a source
+    boundary, which are no change: machine, toolchain and code differ at once there)."""
     changes: list[Change] = []
+    across: list[Change] = []
     undecided: list[tuple[Trend, Split]] = []  # without a version or environment difference
     for trend, split in found:
         before, after = split.index - 1, split.index
-        if trend.environments[before] != trend.environments[after]:
+        origins = (sources[int(trend.run_index[before])].origin, sources[int(trend.run_index[after])].origin)
+        if origins[0] != origins[1]:
+            across.append(Change(trend, split, attribution.SOURCE))
+        elif trend.environments[before] != trend.environments[after]:
             changes.append(Change(trend, split, "environment"))
         else:
             undecided.append((trend, split))
     changes += _host_or_unknown(undecided, trends)
     changes.sort(key=lambda c: (CAUSES.index(c.cause), -abs(c.split.log_ratio), c.split.p_value))
-    return changes
+    across.sort(key=lambda c: (-abs(c.split.log_ratio), c.split.p_value))
+    return changes, across
 
 
 def _launch_bound(

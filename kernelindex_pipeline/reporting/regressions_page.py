@@ -42,10 +42,10 @@ PAGE_FORMAT = 1  # site.js reads `format`: bump when the layout of data/regressi
 _CAUSE_TEXT = {
     "liger_kernel": "commits between the two runs' code touch the kernel (its op module, the modules it imports, its wrapper)",
     "benchmark_script": "commits between the two runs' code touch its benchmark script or the shared benchmark utilities",
-    "environment": "the toolchain differs: measured (environment digests), or unpinned torch/triton/transformers "
-    "released between the runs, or the benchmark workflow / its image changed",
-    "host": "most kernels of that latency class moved the same way at the same run, and stayed",
-    "unknown": "nothing recorded or found changes there",
+    "environment": "the toolchain differs: measured (environment digests), or an unpinned package the series' code "
+    "imports (torch and triton for everything) released between the runs, or the Modal image changed",
+    "host": "without a Liger clone, most kernels of that latency class moved the same way at the same run, and stayed",
+    "unknown": "nothing recorded or found that reaches the series changes there",
 }
 
 
@@ -195,6 +195,8 @@ def render_page(
     )
     out.append(_groups_section(report))
     out.append(_pending_section(report))
+    out.append(_host_changes_section(report))
+    out.append(_source_steps_section(report))
     out.append(_host_section(report))
     for cause in CAUSES:
         out.append(_cause_section(cause, by_cause[cause], trends, efficiency))
@@ -238,6 +240,56 @@ def _pending_section(report: RegressionReport) -> str:
                 f'<td class="num">{d["ci95"][0]:.3g}–{d["ci95"][1]:.3g}</td><td class="num">{d["pValue"]:.1g}</td>'
                 f"<td>{_e(d['before']['source'])} · {_e(d['before']['observedAt'][:10])}</td>"
                 f"<td>{_e(d['after']['source'])} · {_e(d['after']['observedAt'][:10])}</td><td>{_e(d['cause'])}</td></tr>"
+            )
+        out.append("</table>")
+    out.append("</section>")
+    return "\n".join(out)
+
+
+def _host_changes_section(report: RegressionReport) -> str:
+    """Lasting moves of a run's host (`host_changes.py`): one entry each, with its factor per latency
+    class and the series it moved, none of which is also a change."""
+    entries = report.host_changes
+    out = [
+        f'<section id="host-changes" data-host-change-count="{len(entries)}"><h2>Host changes</h2>',
+        f'<p class="note">{len(entries)} lasting moves of a run\'s host: nothing that reaches their series changed '
+        "(code, scripts, a package they import), and the run moved. Their series are not changes.</p>",
+    ]
+    for entry in entries:
+        d = entry.to_dict()
+        factors = "; ".join(
+            f"{_e(f['latencyClass'])} ×{f['factor']:.3g} ({f['ci95'][0]:.3g}–{f['ci95'][1]:.3g}, {f['series']} series)"
+            for f in d["factors"]
+        )
+        commits = "".join(f' <a href="{_e(c["url"])}">{_e(c["sha"][:8])}</a> {_e(c["subject"])}' for c in d["commits"])
+        out.append(
+            f'<p class="host-change">{_e(d["before"]["source"])} → {_e(d["after"]["source"])} '
+            f'({_e(d["gpu"])}, {_e(d["direction"])}): {factors}.{commits} <span class="note">{_e(d["note"])}</span></p>'
+        )
+    out.append("</section>")
+    return "\n".join(out)
+
+
+def _source_steps_section(report: RegressionReport) -> str:
+    """Steps where a series changes source (history rows, CI runs, our sweeps): listed apart."""
+    steps = report.source_steps
+    out = [
+        f'<section id="source-steps" data-source-step-count="{len(steps)}"><h2>Source boundaries</h2>',
+        f'<p class="note">{len(steps)} steps where a series changes source: machine, toolchain and code differ '
+        "at once there, so none is a change.</p>",
+    ]
+    if steps:
+        out.append(
+            "<table><tr><th>kernel</th><th>pass</th><th>provider</th><th>workload</th><th>metric</th>"
+            "<th>step</th><th>before</th><th>after</th></tr>"
+        )
+        for change in steps:
+            d = change.to_dict()
+            out.append(
+                f"<tr><td>{_e(d['kernel'])}</td><td>{_e(d['mode'])}</td><td>{_e(d['provider'])}</td>"
+                f"<td>{_e(d['caseKey'])}</td><td>{_e(d['metric'])}</td>"
+                f'<td class="num {d["direction"]}">×{d["magnitude"]:.3g}</td>'
+                f"<td>{_e(d['before']['source'])}</td><td>{_e(d['after']['source'])}</td></tr>"
             )
         out.append("</table>")
     out.append("</section>")

@@ -60,6 +60,10 @@ class RunFacts(NamedTuple):
     # time. A source that knows the code's commit can give the commit's time, so a manual run of an
     # older commit, measured later, is placed where its code belongs.
     order: float | None = None
+    # Where the measurement was made, when the source tells its kinds apart (Liger: committed history
+    # rows, Liger's CI runs, our sweeps): machine, toolchain and code differ at once across two origins, so
+    # a step there is a source boundary, never a change (`regressions.py`). None: one origin.
+    origin: str | None = None
 
 
 class RunFactsAdapter(Protocol):

@@ -202,13 +202,14 @@ def test_changes_are_attributed_to_the_commits_that_touch_them(liger, tmp_path):
     # only documents the op (#109: a docstring and a comment)
     late = subjects[("rms_norm", "liger", "e")]
     assert set(late) == {"rms_norm uses helper (#106)", "helper scale (#107)"} and "softmax (#105)" not in late
-    # a baseline moved where torch had a release and the workflow changed: environment, with both
+    # a baseline moved where torch had a release: environment, named by torch; the workflow commit beside it
+    # is no suspect (the workflow runs on GitHub's runner: what it decides for the GPU host is the checkout)
     baseline = by_case[("softmax", "torch", "a")]
     assert baseline.cause == attr.ENVIRONMENT
     assert baseline.causes[0].toolchain == (
         {"package": "torch", "before": "2.5.1", "after": "2.6.0", "released": "2025-02-14T00:00:00Z"},
     )
-    assert [c.subject for c in baseline.causes[0].commits] == ["workflow (#104)"]
+    assert baseline.causes[0].commits == ()
     assert attributor.notes == []
 
     groups = attr.group_changes(report.changes)
@@ -305,12 +306,14 @@ def test_cli_names_the_commits_and_a_missing_clone_is_a_note(liger, tmp_path, ca
     out = tmp_path / "with-git"
     assert main(["regressions", "--records", *files, "--liger-git", str(liger.path), "--out", str(out)]) == 0
     saved = json.loads((out / "regressions.json").read_text())
+    # softmax's torch baseline moved at the workflow commit, where no torch was released (the packaged
+    # timeline): the workflow is no environment suspect, so nothing reaches it: unknown, never a guess
     assert saved["counts"]["byCause"] == {
         "liger_kernel": 3,
         "benchmark_script": 4,
-        "environment": 2,
+        "environment": 0,
         "host": 0,
-        "unknown": 0,
+        "unknown": 2,
     }
     [op] = [
         g
