@@ -1,30 +1,17 @@
 """Why a Liger series changed: causes ranked with their evidence, from Liger's git history, the
 benchmark scripts' imports and the toolchain timeline.
 
-For each change, at its boundary (last run before, first run after; each run knows its code, a commit
-or a release tag), the candidates are:
+At each change's boundary (last run before, first run after), each run is read as a `harness.Checkout`
+(its commit, and the paths its workflow took from the default branch at its measurement time). The
+candidates: ``liger_kernel`` (commits in the code window touching the kernel files, `kernel_sources`),
+``benchmark_script`` (commits in the harness window touching the script, its utilities, the test modules it
+times), ``environment`` (the measured toolchain difference; else releases of unpinned packages the series'
+code imports, and commits to the Modal image or to reached requirements), ``host`` (a commit changing the
+GPU request, or many unrelated scripts moving with nothing reaching them), else ``unknown``. The ranking
+follows the boundary's footprint; the host changes are folded into one entry each
+(`reporting.host_changes`). The one explanation of these rules is the README ("Attribution").
 
-- ``liger_kernel``: commits between the two commits that touch the kernel's files (`kernel_sources`:
-  its module wrapper and every package module it imports, computed with `ast` at both ends);
-- ``benchmark_script``: commits that touch its benchmark script, the shared utilities or the test
-  modules the script times;
-- ``environment``: the measured toolchain difference (environment digests differ), else, for runs
-  whose environment records no software, the unpinned packages (setup.py at the later commit) with a
-  release between the two runs (`toolchain`), plus commits to the benchmark workflow / Modal image;
-- ``host``: detection found the whole class of the run moved the same way and stay there.
-
-**Ranking by footprint.** Which candidate comes first follows from which series moved together at that
-boundary, not from constants tuned to a data set:
-
-- many benchmark scripts moved the same way at that run (at least half of those judged there, and at
-  least three): something every script shares changed, so ``environment`` (then ``host``) first;
-- only Liger's own providers of the script moved (its baselines, e.g. torch or Transformers, stayed):
-  Liger's code is what differs, so ``liger_kernel`` first, then ``benchmark_script``;
-- the baselines moved too (or the change is on a baseline): the measurement changed for every provider,
-  so ``benchmark_script`` first, then ``environment``, then ``liger_kernel``.
-
-Git is queried per boundary (one ``git log`` per pair of commits) and per commit (imports), never per
-series; all answers are cached.
+Git is queried per boundary and per commit, never per series; all answers are cached.
 """
 
 from __future__ import annotations

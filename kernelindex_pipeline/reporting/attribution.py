@@ -1,21 +1,13 @@
 """What changed a series, with its evidence, and the changes grouped by what changed them.
 
 Detection (`regressions.py`) finds a change between the last run before and the first run after (a
-*boundary*). A source's attributor (Liger's: `liger/attribution.py`, from Liger's git history and the
-toolchain timeline) then ranks the causes that may apply, each with the evidence that names it:
+*boundary*); a source's attributor (Liger's: `liger/attribution.py`) ranks the causes ``liger_kernel``,
+``benchmark_script``, ``environment``, ``host`` and ``unknown``, each with the evidence that names it
+(the README, "Attribution", explains them once). The first ranked cause is the change's ``cause``;
+``source`` marks a step across two origins of runs, which is listed apart and never a change.
 
-- ``liger_kernel``: commits between the two runs' code that touch the kernel (its op module, the package
-  modules it imports, its module wrapper);
-- ``benchmark_script``: commits that touch its benchmark script or the shared benchmark utilities;
-- ``environment``: the toolchain difference, measured (environment digests differ) or, for sources that
-  record none, unpinned packages with a release between the two runs, and commits to the benchmark
-  workflow or its image;
-- ``host``: the whole run moved with most kernels of that latency class and stayed;
-- ``unknown``: nothing recorded or found changes there.
-
-The first ranked cause is the change's ``cause``. This module holds the source-independent part: the
-evidence types, the grouping of changes by (boundary, suspect) for the page, the JSON and the check
-message. It imports nothing of any source.
+This module holds the source-independent part: the evidence types, the grouping of changes by
+(boundary, suspect) for the page, the JSON and the check message. It imports nothing of any source.
 """
 
 from __future__ import annotations
