@@ -100,19 +100,10 @@ def _day(n: int) -> datetime:
     return datetime(2025, 1, 1, 14, tzinfo=UTC) + timedelta(days=n)
 
 
-def test_the_workflow_says_which_paths_come_from_the_default_branch():
-    assert replaced_paths(WORKFLOW_791, "main") == ("benchmark/",)
-    assert replaced_paths(WORKFLOW_791, "master") == ()
-    assert replaced_paths("name: Benchmarks\njobs: {}\n", "main") == ()
-    assert replaced_paths("{not yaml", "main") == ()
-
-
-def test_a_harness_commit_between_an_older_commit_and_its_later_measurement_is_the_scripts_suspect(tmp_path):
-    """(a) Four runs of `base` measured at once; then four manual runs of `op` (an rms_norm commit) measured
-    after `bench` (softmax's script) landed: the workflow of that time took benchmark/ from main, so softmax's
-    step is its script, named with `bench`, though `bench` is not between the two runs' commits."""
+def _script_change_repo(tmp_path: Path) -> dict[str, str]:
+    """base; `op` (an rms_norm helper, day 2); `bench` (softmax's script, day 20)."""
     slower = BASE_FILES["benchmark/scripts/benchmark_softmax.py"].replace("def run(beta):", "def run(beta, n=2):")
-    shas = _repo(
+    return _repo(
         tmp_path,
         [
             ("op", {"src/liger_kernel/ops/helper.py": "SCALE = 3\n"}, "helper (#200)", "2025-01-02T12:00:00+00:00"),
@@ -124,6 +115,20 @@ def test_a_harness_commit_between_an_older_commit_and_its_later_measurement_is_t
             ),
         ],
     )
+
+
+def test_the_workflow_says_which_paths_come_from_the_default_branch():
+    assert replaced_paths(WORKFLOW_791, "main") == ("benchmark/",)
+    assert replaced_paths(WORKFLOW_791, "master") == ()
+    assert replaced_paths("name: Benchmarks\njobs: {}\n", "main") == ()
+    assert replaced_paths("{not yaml", "main") == ()
+
+
+def test_a_harness_commit_between_an_older_commit_and_its_later_measurement_is_the_scripts_suspect(tmp_path):
+    """(a) Four runs of `base` measured at once; then four manual runs of `op` (an rms_norm commit) measured
+    after `bench` (softmax's script) landed: the workflow of that time took benchmark/ from main, so softmax's
+    step is its script, named with `bench`, though `bench` is not between the two runs' commits."""
+    shas = _script_change_repo(tmp_path)
     runs = [(f"{shas['base'][:12]}-v0.1.{j}", _day(j), _values(j, set(), 1.0)) for j in range(4)]
     runs += [(f"{shas['op'][:12]}-v0.2.{j}", _day(20 + j), _values(j, {"softmax_beta=True"}, 1.4)) for j in range(4)]
     liger = LigerAttribution(shas["path"])
@@ -140,19 +145,7 @@ def test_a_harness_commit_between_an_older_commit_and_its_later_measurement_is_t
 def test_without_the_harness_window_the_same_step_has_no_suspect(tmp_path):
     """The control of (a): the same runs, all measured right after their commits (the default branch's tip
     is the run's commit, so the harness is the code): nothing between the commits touches softmax."""
-    slower = BASE_FILES["benchmark/scripts/benchmark_softmax.py"].replace("def run(beta):", "def run(beta, n=2):")
-    shas = _repo(
-        tmp_path,
-        [
-            ("op", {"src/liger_kernel/ops/helper.py": "SCALE = 3\n"}, "helper (#200)", "2025-01-02T12:00:00+00:00"),
-            (
-                "bench",
-                {"benchmark/scripts/benchmark_softmax.py": slower},
-                "bench softmax (#201)",
-                "2025-01-20T12:00:00+00:00",
-            ),
-        ],
-    )
+    shas = _script_change_repo(tmp_path)
     runs = [(f"{shas['base'][:12]}-v0.1.{j}", _day(0) + timedelta(hours=j), _values(j, set(), 1.0)) for j in range(4)]
     runs += [
         (f"{shas['op'][:12]}-v0.2.{j}", _day(1) + timedelta(hours=j), _values(j, {"softmax_beta=True"}, 1.4))
