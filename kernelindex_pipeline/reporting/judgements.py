@@ -97,7 +97,7 @@ class JudgementStore:
         self._code = _code_digest(judge)
         self.reuse = JudgementReuse(store=str(self.path) if self.path else None)
         # the stored lines, undecoded: the file's bytes, and per entry its key (sorted) and where its line is
-        self._buf = b""
+        self._buf = bytearray()
         self._keys = np.empty(0, dtype="S32")
         self._starts = self._ends = np.empty(0, dtype=np.int64)
         self._lines = 0  # entry lines in the file, well-formed or not
@@ -178,7 +178,7 @@ class JudgementStore:
         at = int(np.searchsorted(self._keys, wanted))
         if at == len(self._keys) or self._keys[at] != wanted:
             return None
-        return self._buf[self._starts[at] : self._ends[at]]
+        return bytes(self._buf[self._starts[at] : self._ends[at]])
 
     def _load(self) -> None:
         assert self.path is not None
@@ -230,7 +230,7 @@ class JudgementStore:
             if header.get("version") != JUDGEMENT_VERSION:
                 return  # written by another version of detection: its judgements are not ours to reuse
             try:
-                self._buf = head + _read_up_to(handle, min(mode.st_size, MAX_STORE_BYTES) + 1 - len(head))
+                self._buf = _read_all(handle, head, min(mode.st_size, MAX_STORE_BYTES))
             except OSError as exc:
                 self._damaged = True
                 self._note(f"unreadable ({exc.strerror or exc}); every series is judged afresh and the store rewritten")
@@ -306,12 +306,16 @@ class JudgementStore:
         return h.hexdigest()
 
 
-def _read_up_to(handle: Any, size: int) -> bytes:
-    parts, left = [], size
-    while left > 0 and (part := handle.read(min(left, 1 << 26))):
-        parts.append(part)
-        left -= len(part)
-    return b"".join(parts)
+def _read_all(handle: Any, head: bytes, size: int) -> bytearray:
+    """The file's bytes in one buffer read into in place (no copy of the whole: a store may be 512 MiB)."""
+    buf = bytearray(max(size, len(head)))
+    buf[: len(head)] = head
+    view, got = memoryview(buf), len(head)
+    while got < len(buf) and (n := handle.readinto(view[got:])):
+        got += n
+    view.release()
+    del buf[got:]
+    return buf
 
 
 def _kind(mode: int) -> str:
