@@ -242,7 +242,7 @@ def _read_state(out_dir: Path) -> dict[str, Any]:
     """The previous build's fingerprints; an unreadable or foreign file counts as no previous build."""
     try:
         state = json.loads((out_dir / STATE_NAME).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # RecursionError: nested deeper than the decoder goes
         return {}
     return state if isinstance(state, dict) and state.get("format") == SITE_FORMAT else {}
 

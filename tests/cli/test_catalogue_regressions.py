@@ -4,6 +4,7 @@ the option every series is judged (nothing is written)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 
@@ -44,7 +45,27 @@ def test_a_damaged_store_is_a_note_on_stderr(tmp_path, capsys):
     store.write_text("{half a file", encoding="utf-8")
     assert main(["regressions", "--records", *files, "--judgement-store", str(store), "--out", str(tmp_path)]) == 0
     printed = capsys.readouterr()
-    assert "24 series judged afresh" in printed.out and f"note: judgement store {store}: unreadable" in printed.err
+    assert (
+        "24 series judged afresh" in printed.out
+        and f"note: judgement store {store}: not a judgement store" in printed.err
+    )
+    assert store.read_text(encoding="utf-8") == "{half a file"  # not ours: left as it is
+
+
+def test_a_records_file_given_as_the_store_is_left_as_it_is(tmp_path, capsys):
+    """Issue 31 item 2: `--judgement-store b/records.jsonl` replaced the records file with 730 bytes of
+    judgements. It is read as records and left whole; one line says why nothing was stored."""
+    files = _sweep_files(tmp_path)
+    records = Path(files[0])
+    before = records.read_bytes()
+    assert main(["regressions", "--records", *files, "--judgement-store", str(records), "--out", str(tmp_path)]) == 0
+    notes = [line for line in capsys.readouterr().err.splitlines() if "judgement store" in line]
+    assert notes == [
+        f"note: judgement store {records}: not a judgement store (it does not begin with "
+        '{"format": "kernelindex-pipeline/series-judgements"); it is left as it is, every series is judged afresh '
+        "and nothing is stored (choose another path, or delete the file)"
+    ]
+    assert records.read_bytes() == before
 
 
 def test_without_a_store_nothing_is_kept(tmp_path, capsys):

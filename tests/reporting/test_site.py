@@ -424,3 +424,12 @@ def test_the_site_links_the_regressions_page_by_its_own_name():
     from kernelindex_pipeline.reporting import regressions_page, site
 
     assert site.REGRESSIONS_PAGE == regressions_page.PAGE_NAME
+
+
+@pytest.mark.parametrize("content", [b"[" * 200_000, b'{"format": ' * 200_000], ids=["arrays", "objects"])
+def test_a_site_state_nested_200k_levels_counts_as_no_previous_build(tmp_path, content):
+    """Issue 31 item 12: a `site-state.json` nested 200,000 levels was a RecursionError."""
+    from kernelindex_pipeline.reporting import site
+
+    (tmp_path / site.STATE_NAME).write_bytes(content)
+    assert site._read_state(tmp_path) == {}
