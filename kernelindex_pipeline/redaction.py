@@ -155,3 +155,38 @@ def redact_locator(locator: str) -> str:
         f"{pair.split('=', 1)[0]}={HIDDEN}" if "=" in pair else HIDDEN for pair in parts.query.split("&") if pair
     )
     return urlunsplit((parts.scheme, host, parts.path, query, ""))
+
+
+_CHAIN = re.compile(r"::(?=[A-Za-z][A-Za-z0-9+.\-]*(?:://|::|$))")  # not the "::" of an IPv6 address
+
+
+def chained_urls(location: str) -> list[str]:
+    """The links of a chained fsspec URL (`simplecache::s3://bucket/x` gives two), or [location]."""
+    return _CHAIN.split(location)
+
+
+def redact_storage_url(location: str) -> str:
+    """An object-storage location (an fsspec URL such as `s3://bucket/prefix`, or a local path) as it may
+    be shown, on one line: without user info (`***@host`) and with every query value and a fragment as
+    ``***`` (a signed URL's signature is a secret whatever its name). A local path is shown as it is; a URL that does not parse, as its scheme only. Each URL of a
+    chained fsspec URL (`simplecache::s3://...`) is redacted so."""
+    links = chained_urls(location)
+    if len(links) > 1:
+        return "::".join(map(redact_storage_url, links))
+    one_line = _CONTROL.sub(lambda match: f"\\x{ord(match.group()):02x}", location)
+    if not scheme_of(location):
+        return one_line
+    if one_line != location:
+        return _hidden_form(one_line)
+    try:
+        parts = urlsplit(location)
+        parts.port  # noqa: B018 - raises ValueError for a port out of range
+    except ValueError:
+        return _hidden_form(location)
+    host = parts.netloc.rsplit("@", 1)[-1]
+    if "@" in parts.netloc:
+        host = f"{HIDDEN}@{host}"
+    query = "&".join(
+        f"{pair.split('=', 1)[0]}={HIDDEN}" if "=" in pair else HIDDEN for pair in parts.query.split("&") if pair
+    )
+    return urlunsplit((parts.scheme, host, parts.path, query, HIDDEN if parts.fragment else ""))

@@ -13,20 +13,24 @@ with another host, e.g. through a backslash before an `@`, is refused) is resolv
   redirect may only go to the first hop's host or to a host whose addresses are all public;
 - a redirect may not change the scheme.
 The addresses are checked when resolved; a name that resolves differently a moment later (DNS
-rebinding) is not caught. The transfer has a per-read timeout and a whole-transfer deadline
-(DOWNLOAD_DEADLINE_S), so a server that trickles bytes cannot hold an import.
+rebinding) is not caught. The transfer has a per-read timeout and one whole-transfer deadline
+(DOWNLOAD_DEADLINE_S) from the first connect to the last byte, redirects, TLS handshakes and response
+headers included: when it passes, the download's sockets are shut down (requests' own timeouts are per
+socket operation, so a server trickling its headers one byte at a time would never meet one).
 
 A locator holding a control character (a newline would split a list of locators) is refused.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import ipaddress
 import os
 import re
 import socket
 import stat
+import threading
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -34,6 +38,8 @@ from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
 import requests
+import urllib3.exceptions
+from requests.adapters import HTTPAdapter
 from urllib3.exceptions import LocationParseError
 from urllib3.util import parse_url
 
@@ -147,7 +153,6 @@ def fetch(
     locator: str,
     *,
     max_bytes: int = MAX_FILE_BYTES,
-    session: requests.Session | None = None,
     deadline_s: float = DOWNLOAD_DEADLINE_S,
 ) -> FetchedFile:
     """The bytes of one file (https URL, loopback http URL, or local path), at most `max_bytes`."""
@@ -160,11 +165,23 @@ def fetch(
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")[:-4] + "Z"
     if scheme in ("http", "https"):
         check_hop(locator, shown)
-        return FetchedFile(shown, _download(locator, shown, max_bytes, session, deadline_s), now)
+        return FetchedFile(shown, _download(locator, shown, max_bytes, deadline_s), now)
     if scheme and len(scheme) > 1:  # "C:\\..." has a one-letter scheme
         raise FetchError(f"{shown}: unsupported locator scheme {scheme!r}; give an https URL or a local path")
     path = Path(locator).expanduser()
-    return FetchedFile(str(path.resolve()), _read_local(path, shown, max_bytes), now)
+    data = _read_local(path, shown, max_bytes)  # first: it names a missing file or a symlink loop in one line
+    return FetchedFile(str(absolute_path(locator)), data, now)
+
+
+def absolute_path(locator: str) -> Path:
+    """A local locator as an absolute path with its symlinks resolved, or FetchError for a symlink loop
+    (Path.resolve raises RuntimeError for one, which would end as an internal error)."""
+    try:
+        return Path(locator).expanduser().resolve()
+    except (RuntimeError, OSError):
+        raise FetchError(
+            f"{redact_locator(locator)}: a symbolic link loop (or a link chain too long to follow); give the file itself"
+        ) from None
 
 
 def _read_local(path: Path, shown: str, max_bytes: int) -> bytes:
@@ -174,6 +191,8 @@ def _read_local(path: Path, shown: str, max_bytes: int) -> bytes:
     except FileNotFoundError:
         raise FetchError(f"{shown}: no such file") from None
     except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise FetchError(f"{shown}: a symbolic link loop; give the file itself") from None
         raise FetchError(f"{shown}: cannot be opened ({error.strerror})") from None
     with os.fdopen(fd, "rb") as handle:
         info = os.fstat(fd)
@@ -192,31 +211,122 @@ def _read_local(path: Path, shown: str, max_bytes: int) -> bytes:
     return data
 
 
-def _download(url: str, shown: str, max_bytes: int, session: requests.Session | None, deadline_s: float) -> bytes:
-    http = session or requests.Session()
-    deadline = time.monotonic() + deadline_s
+class _Deadline:
+    """One download's deadline over all its connections: at `seconds` it shuts down every socket it
+    was given (a blocked connect-less read, a TLS handshake or a header line then fails at once)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds, self.at = seconds, time.monotonic() + seconds
+        self.passed = threading.Event()
+        self._lock = threading.Lock()
+        self._sockets: list[socket.socket] = []
+        self._timer = threading.Timer(seconds, self._expire)
+        self._timer.daemon = True
+
+    def remaining(self) -> float:
+        return max(self.at - time.monotonic(), 0.0)
+
+    def watch(self, sock: socket.socket) -> None:
+        # A duplicate of the descriptor: shutdown(2) acts on the connection behind every descriptor of it,
+        # and ours stays valid when TLS takes the original over (wrap_socket detaches it).
+        with self._lock:
+            self._sockets.append(sock.dup())
+            if self.passed.is_set():
+                self._shut(self._sockets[-1])
+
+    def _expire(self) -> None:
+        with self._lock:
+            self.passed.set()
+            for sock in self._sockets:
+                self._shut(sock)
+
+    @staticmethod
+    def _shut(sock: socket.socket) -> None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass  # already closed by the peer
+
+    def __enter__(self) -> _Deadline:
+        self._timer.start()
+        return self
+
+    def __exit__(self, *_) -> None:
+        self._timer.cancel()
+        with self._lock:
+            for sock in self._sockets:
+                sock.close()
+            self._sockets.clear()
+
+
+class _WatchedAdapter(HTTPAdapter):
+    """requests' adapter whose connections hand their sockets to a _Deadline as they connect."""
+
+    def __init__(self, deadline: _Deadline) -> None:
+        self._deadline = deadline
+        super().__init__(max_retries=0)
+
+    def init_poolmanager(self, *args, **kwargs) -> None:
+        super().init_poolmanager(*args, **kwargs)
+        deadline = self._deadline
+
+        def watched(pool_class):
+            def _new_conn(connection):
+                sock = pool_class.ConnectionCls._new_conn(connection)
+                deadline.watch(sock)
+                return sock
+
+            connection_class = type(
+                f"Watched{pool_class.ConnectionCls.__name__}", (pool_class.ConnectionCls,), {"_new_conn": _new_conn}
+            )
+            return type(f"Watched{pool_class.__name__}", (pool_class,), {"ConnectionCls": connection_class})
+
+        self.poolmanager.pool_classes_by_scheme = {
+            scheme: watched(pool_class) for scheme, pool_class in self.poolmanager.pool_classes_by_scheme.items()
+        }
+
+
+# What a transfer cut off or stalled raises: requests' own errors, and urllib3's from reading the raw body.
+_TRANSFER_ERRORS = (requests.RequestException, urllib3.exceptions.HTTPError, OSError)
+
+
+def _download(url: str, shown: str, max_bytes: int, deadline_s: float) -> bytes:
     first = _host_of(url, shown)[:2]
-    try:
-        for _ in range(MAX_REDIRECTS + 1):
-            with http.get(
-                url, stream=True, timeout=(CONNECT_TIMEOUT_S, READ_TIMEOUT_S), allow_redirects=False
-            ) as response:
-                if response.status_code in _REDIRECTS and response.headers.get("Location"):
-                    url = urljoin(url, response.headers["Location"])
-                    check_locator_text(url)
-                    check_hop(url, shown, first)
-                    continue
-                return _body(response, shown, max_bytes, deadline, deadline_s)
-        raise FetchError(f"{shown}: more than {MAX_REDIRECTS} redirects")
-    except requests.RequestException as error:
-        # The exception text may carry the full URL: name the redacted locator and the error class only.
-        raise FetchError(f"{shown}: download failed ({type(error).__name__})") from None
-    finally:
-        if session is None:
-            http.close()
+    with _Deadline(deadline_s) as deadline, requests.Session() as http:
+        adapter = _WatchedAdapter(deadline)
+        http.mount("http://", adapter)
+        http.mount("https://", adapter)
+        try:
+            for _ in range(MAX_REDIRECTS + 1):
+                connect_s = min(CONNECT_TIMEOUT_S, max(deadline.remaining(), 0.001))
+                with http.get(url, stream=True, timeout=(connect_s, READ_TIMEOUT_S), allow_redirects=False) as response:
+                    if response.status_code in _REDIRECTS and response.headers.get("Location"):
+                        url = urljoin(url, response.headers["Location"])
+                        check_locator_text(url)
+                        check_hop(url, shown, first)
+                        continue
+                    return _body(response, shown, max_bytes, deadline)
+            raise FetchError(f"{shown}: more than {MAX_REDIRECTS} redirects")
+        except _TRANSFER_ERRORS as error:
+            if deadline.passed.is_set() or deadline.remaining() == 0:
+                raise _late(shown, deadline, None) from None
+            # The exception text may carry the full URL: name the redacted locator and the error class only.
+            why = "the server closed the connection before the whole body came" if _cut_off(error) else None
+            raise FetchError(f"{shown}: download failed ({type(error).__name__}{': ' + why if why else ''})") from None
 
 
-def _body(response: requests.Response, shown: str, max_bytes: int, deadline: float, deadline_s: float) -> bytes:
+def _cut_off(error: BaseException) -> bool:
+    return isinstance(error, (urllib3.exceptions.ProtocolError, requests.exceptions.ChunkedEncodingError))
+
+
+def _late(shown: str, deadline: _Deadline, received: int | None) -> FetchError:
+    got = f" ({received} bytes received)" if received is not None else ""
+    return FetchError(
+        f"{shown}: the download did not finish within {deadline.seconds:g} s{got}; is the server stalling?"
+    )
+
+
+def _body(response: requests.Response, shown: str, max_bytes: int, deadline: _Deadline) -> bytes:
     if response.status_code != 200:
         raise FetchError(f"{shown}: HTTP {response.status_code} {response.reason or ''}".rstrip())
     declared = response.headers.get("Content-Length")
@@ -224,12 +334,16 @@ def _body(response: requests.Response, shown: str, max_bytes: int, deadline: flo
         raise FetchError(f"{shown}: {declared} bytes is more than the {max_bytes}-byte limit for a CI file")
     body = bytearray()
     while True:
-        if time.monotonic() > deadline:
-            raise FetchError(
-                f"{shown}: the download did not finish within {deadline_s:g} s ({len(body)} bytes received); is the server stalling?"
-            )
-        # read1: what one read of the socket gives (within READ_TIMEOUT_S), so the deadline is checked often.
-        chunk = response.raw.read1(_CHUNK, decode_content=True)
+        if deadline.passed.is_set() or deadline.remaining() == 0:
+            raise _late(shown, deadline, len(body))
+        # read1: what one read of the socket gives (within READ_TIMEOUT_S); a read blocked at the deadline
+        # fails then (_Deadline shuts the socket down).
+        try:
+            chunk = response.raw.read1(_CHUNK, decode_content=True)
+        except _TRANSFER_ERRORS:
+            if deadline.passed.is_set():
+                raise _late(shown, deadline, len(body)) from None
+            raise
         if not chunk:
             return bytes(body)
         body += chunk

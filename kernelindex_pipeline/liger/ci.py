@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from urllib.parse import urlsplit
 
-from kernelindex_pipeline.imports.fetch import FetchedFile, FetchError, check_locator_text
+from kernelindex_pipeline.imports.fetch import FetchedFile, FetchError, absolute_path, check_locator_text
 from kernelindex_pipeline.liger.partition import PartitionCsv, parts_digest, slice_history
 from kernelindex_pipeline.redaction import scheme_of
 
@@ -59,7 +59,7 @@ def add_to_locator_list(path: Path, locators: Iterable[str]) -> list[str]:
     added = []
     for locator in locators:
         check_locator_text(locator)
-        normal = locator if urlsplit(locator).scheme in ("http", "https") else str(Path(locator).expanduser().resolve())
+        normal = locator if urlsplit(locator).scheme in ("http", "https") else str(absolute_path(locator))
         if normal not in present:
             present.add(normal)
             added.append(normal)

@@ -85,12 +85,33 @@ def test_the_locator_list_keeps_each_locator_once(tmp_path):
 
 # --- issue 22: download deadline, every hop checked, one-line errors, the locator list -------------------
 class _Hostile(http.server.BaseHTTPRequestHandler):
-    """/trickle: 1 byte at a time, never finishing in time; /to?url=U: a redirect to U; /ok: a small file."""
+    """/trickle: 1 byte at a time, never finishing in time; /headers: the response headers 1 byte at a time
+    for HEADER_TRICKLE_S, then a small body; /cut: 10 of the 1000 bytes it announces, then the connection
+    closes; /to?url=U: a redirect to U; /ok: a small file."""
 
     release = threading.Event()  # set when the test is over: the trickle stops
+    HEADER_TRICKLE_S = 30  # far past the test's deadline, far below READ_TIMEOUT_S between two bytes
 
     def do_GET(self):  # noqa: N802 - the standard library's name
-        if self.path == "/trickle":
+        if self.path == "/headers":
+            self.wfile.write(b"HTTP/1.1 200 OK\r\nX-Slow: ")
+            ends = time.monotonic() + self.HEADER_TRICKLE_S
+            while time.monotonic() < ends and not self.release.wait(0.05):
+                try:
+                    self.wfile.write(b"x")
+                    self.wfile.flush()
+                except OSError:
+                    return
+            self.wfile.write(b"\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+            self.close_connection = True
+        elif self.path.startswith("/cut"):
+            self.send_response(200)
+            self.send_header("Content-Length", "1000")
+            self.end_headers()
+            self.wfile.write(b"x" * 10)
+            self.wfile.flush()
+            self.close_connection = True
+        elif self.path == "/trickle":
             self.send_response(200)
             self.send_header("Content-Length", "1000")
             self.end_headers()
@@ -135,6 +156,41 @@ def test_a_trickling_server_meets_the_whole_transfer_deadline(hostile):
         fetching.fetch(f"{hostile}/trickle", deadline_s=1.0)
     assert time.monotonic() - started < fetching.READ_TIMEOUT_S  # the deadline ended it, not a read timeout
     assert fetching.DOWNLOAD_DEADLINE_S <= 600
+
+
+def test_the_deadline_covers_response_headers_trickled_a_byte_at_a_time(hostile):
+    # Issue 31 item 18: the deadline was checked only while reading the body, so a server trickling its
+    # headers held the download (480 s against a 300 s deadline); now it runs from connect to the last byte.
+    started = time.monotonic()
+    with pytest.raises(
+        fetching.FetchError,
+        match=r"/headers: the download did not finish within 1 s( \(0 bytes received\))?; is the server",
+    ):
+        fetching.fetch(f"{hostile}/headers", deadline_s=1.0)
+    elapsed = time.monotonic() - started
+    assert elapsed < _Hostile.HEADER_TRICKLE_S / 2, f"the deadline ended the download after {elapsed:.1f} s, not ~1 s"
+
+
+def test_a_download_cut_off_mid_body_is_one_line_naming_it(hostile):
+    # Issue 31 item 17: urllib3's ProtocolError from reading the body ended as `internal error (ProtocolError)`.
+    with pytest.raises(fetching.FetchError) as cut:
+        fetching.fetch(f"{hostile}/cut?token=s3cret")
+    assert str(cut.value) == (
+        f"{hostile}/cut?token=***: download failed (ProtocolError: the server closed the connection before "
+        "the whole body came)"
+    )
+
+
+def test_a_symlink_loop_as_a_locator_is_one_line_naming_it(tmp_path):
+    # Issue 31 item 17: Path.resolve's RuntimeError("Symlink loop") ended as `internal error (RuntimeError)`.
+    (tmp_path / "a.csv").symlink_to(tmp_path / "b.csv")
+    (tmp_path / "b.csv").symlink_to(tmp_path / "a.csv")
+    loop = str(tmp_path / "a.csv")
+    with pytest.raises(fetching.FetchError, match=rf"^{re.escape(loop)}: a symbolic link loop; give the file itself$"):
+        fetching.fetch(loop)
+    with pytest.raises(fetching.FetchError, match=rf"^{re.escape(loop)}: a symbolic link loop"):
+        ci.add_to_locator_list(tmp_path / "ci-files.txt", [loop])
+    assert not (tmp_path / "ci-files.txt").exists()
 
 
 @pytest.mark.parametrize(

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
+import os
+import re
+import socket
+import threading
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 
 from kernelindex_pipeline.sweep.artifact_store import ArtifactStore, ArtifactStoreError, ni_uri, publish_evidence
-from kernelindex_pipeline.sweep.outcomes import ConfigurationError
+from kernelindex_pipeline.sweep.outcomes import ConfigurationError, SweepError
 
 
 def _ref(data: bytes) -> str:
@@ -107,3 +113,169 @@ def test_a_missing_host_file_is_named(tmp_path):
     ref = {"uri": (tmp_path / "gone.log").as_uri(), "digest": _ref(b"")}
     with pytest.raises(ArtifactStoreError, match="gone.log: cannot be read"):
         ArtifactStore(tmp_path / "store").put_file(ref)
+
+
+# --- issue 31: credentials in the store's URLs (item 3), what is already at a content address (item 10),
+# failures named as the store's (items 15, 20) -----------------------------------------------------------
+SECRET = "hunter2"
+
+
+def _closed_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.mark.parametrize(
+    ("location", "base_url", "names"),
+    [
+        (f"http://user:{SECRET}@127.0.0.1:9/store", None, "holds a user name or password"),
+        (f"https://127.0.0.1:9/store?token={SECRET}", None, "holds a secret query parameter (token)"),
+        (f"s3://bucket/prefix?x={SECRET}", None, "holds a query string or fragment"),
+        (f"simplecache::s3://key:{SECRET}@bucket/prefix", None, "holds a user name or password"),
+        ("memory://evidence", f"https://user:{SECRET}@evidence.example.org/k", "holds a user name or password"),
+        ("memory://evidence", f"https://evidence.example.org/k?auth_token={SECRET}", "secret query parameter"),
+        ("memory://evidence", f"https://evidence.example.org/k?v={SECRET}", "holds a query string or fragment"),
+    ],
+)
+def test_credentials_in_a_url_that_reaches_records_are_refused_and_never_shown(location, base_url, names):
+    with pytest.raises(ConfigurationError, match=re.escape(names)) as refused:
+        ArtifactStore(location, base_url)
+    assert SECRET not in str(refused.value) and "\n" not in str(refused.value)
+
+
+def test_the_environment_is_checked_and_named_as_the_artifact_store(monkeypatch, tmp_path):
+    monkeypatch.setenv("KERNELINDEX_ARTIFACT_BASE_URL", f"https://user:{SECRET}@evidence.example.org")
+    with pytest.raises(ConfigurationError, match="KERNELINDEX_ARTIFACT_BASE_URL https://\\*\\*\\*@evidence") as refused:
+        ArtifactStore.from_environment(str(tmp_path / "store"))
+    assert SECRET not in str(refused.value)
+    monkeypatch.delenv("KERNELINDEX_ARTIFACT_BASE_URL")
+    monkeypatch.setenv("KERNELINDEX_ARTIFACT_STORE", f"http://user:{SECRET}@127.0.0.1:9/store")
+    with pytest.raises(
+        ConfigurationError, match=r"http://\*\*\*@127.0.0.1:9/store \(from \$KERNELINDEX_ARTIFACT_STORE\)"
+    ):
+        ArtifactStore.from_environment()
+
+
+def test_an_http_store_names_its_objects_with_one_scheme():
+    # fsspec's http paths keep their scheme: the protocol prefixed again gave http://http://127.0.0.1:9/...
+    hexdigest = _ref(b"x")[7:]
+    assert ArtifactStore("http://127.0.0.1:9/store").uri(hexdigest) == (
+        f"http://127.0.0.1:9/store/sha256/{hexdigest[:2]}/{hexdigest}"
+    )
+
+
+def test_a_location_with_credentials_behind_a_public_base_url_is_used_and_redacted():
+    # The location reaches no record here (the base URL names the objects), so its user info may stay,
+    # but nothing shows it: not the store's repr, not an error, not a URI.
+    store = ArtifactStore(
+        f"http://user:{SECRET}@127.0.0.1:{_closed_port()}/store", "https://evidence.example.org/kernelindex"
+    )
+    assert SECRET not in repr(store) and SECRET not in store.uri(_ref(b"x")[7:])
+    with pytest.raises(ArtifactStoreError) as failed:
+        store.put(b"x", _ref(b"x"))
+    assert str(failed.value).startswith("the artifact store http://***@127.0.0.1:") and SECRET not in str(failed.value)
+
+
+def _place(store: ArtifactStore, data: bytes) -> Path:
+    path = Path(store.path_of(_ref(data)[7:]))
+    path.parent.mkdir(parents=True)
+    return path
+
+
+@pytest.mark.timeout(60)  # a FIFO was opened and waited on for a writer that never comes
+@pytest.mark.parametrize(
+    ("make", "held"),
+    [
+        (lambda path: path.symlink_to("/dev/zero"), "a symbolic link"),  # read until memory ran out
+        (lambda path: os.mkfifo(path), "a FIFO"),  # hung
+        (lambda path: os.truncate(path.touch() or path, 3 * 2**30), "other bytes"),  # 3 GiB read whole
+        (lambda path: path.mkdir(), "a directory"),  # fsspec's IsADirectoryError
+    ],
+    ids=["link-to-dev-zero", "fifo", "sparse-3gib", "directory"],
+)
+def test_what_is_already_at_a_content_address_is_checked_before_it_is_read(tmp_path, make, held):
+    store = ArtifactStore(tmp_path / "store")
+    data = b"evidence"
+    path = _place(store, data)
+    make(path)
+    with pytest.raises(ArtifactStoreError, match=re.escape(held)) as refused:
+        store.put(data, _ref(data))
+    assert "never" in str(refused.value) and not refused.value.retryable
+    assert path.is_symlink() or not path.is_file() or path.stat().st_size == 3 * 2**30  # left as it was
+
+
+def test_an_object_of_another_size_in_object_storage_is_refused_unread(monkeypatch):
+    store = ArtifactStore("memory://kernelindex-evidence/sized")
+    data = b"evidence"
+    store.fs.pipe_file(store.path_of(_ref(data)[7:]), b"\0" * 2**20)
+    monkeypatch.setattr(store.fs, "open", lambda *a, **k: pytest.fail("read an object of the wrong size"))
+    monkeypatch.setattr(store.fs, "cat_file", lambda *a, **k: pytest.fail("read an object of the wrong size"))
+    with pytest.raises(
+        ArtifactStoreError,
+        match=r"other bytes under memory://kernelindex-evidence/sized/sha256/.* \(1048576 bytes, not 8\)",
+    ):
+        store.put(data, _ref(data))
+
+
+@pytest.fixture
+def disconnecting_server():
+    """A loopback server that reads a request and closes the connection without an answer."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    server.settimeout(30)  # the accept loop's bound: the test is over long before
+
+    def serve() -> None:
+        for _ in range(20):  # fsspec makes a few requests per put; bounded in count
+            try:
+                connection, _ = server.accept()
+            except OSError:
+                return
+            with connection:
+                connection.recv(65536)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.getsockname()[1]}/store"
+    server.shutdown(socket.SHUT_RDWR)  # wakes the accept (close alone does not, on Linux)
+    server.close()
+    thread.join(timeout=35)
+
+
+def test_an_unreachable_store_is_one_error_naming_it_and_the_fix(disconnecting_server):
+    for location, why in (
+        (f"http://127.0.0.1:{_closed_port()}/store", "Connect call failed"),  # was a raw ConnectionRefusedError
+        (disconnecting_server, "ServerDisconnectedError"),  # was aiohttp's, raw
+    ):
+        with pytest.raises(ArtifactStoreError) as failed:
+            ArtifactStore(location).put(b"x", _ref(b"x"))
+        message = str(failed.value)
+        assert message.startswith(f"the artifact store {location} (from the given location): cannot write sha256/")
+        assert why in message and message.endswith("check its location and the network, then retry")
+        assert isinstance(failed.value, SweepError) and failed.value.retryable  # the sweep process reports it
+
+
+def test_a_read_only_store_is_named_as_the_artifact_store(tmp_path, monkeypatch):
+    from kernelindex_pipeline.sweep import artifact_store
+
+    def read_only(*args, **kwargs):
+        raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(args[0]))
+
+    store = ArtifactStore(tmp_path / "store")
+    monkeypatch.setattr(artifact_store, "open", read_only, raising=False)  # the object's temporary file
+    with pytest.raises(ArtifactStoreError) as failed:
+        store.put(b"x", _ref(b"x"))
+    assert str(failed.value) == (
+        f"the artifact store {tmp_path / 'store'} (from the given location): cannot write sha256/{_ref(b'x')[7:9]}/"
+        f"{_ref(b'x')[7:]} (Read-only file system); it is on a read-only file system; set $KERNELINDEX_ARTIFACT_STORE "
+        "or the sweep request's artifact_store to a writable location"
+    )
+    assert not failed.value.retryable
+    monkeypatch.setattr(Path, "mkdir", read_only)  # a store that does not exist yet, on a read-only disk
+    with pytest.raises(
+        ArtifactStoreError,
+        match=r"/new \(from the given location\): cannot create its directory \(Read-only file system\); it is on a read-only",
+    ):
+        ArtifactStore(tmp_path / "new")
