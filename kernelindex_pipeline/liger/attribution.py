@@ -154,6 +154,8 @@ class LigerAttributor:
             change.causes = ranked or [unknown]
             change.cause = change.causes[0].cause
         report.changes.sort(key=lambda c: (attr.CAUSES.index(c.cause), -abs(c.split.log_ratio), c.split.p_value))
+        for note in self.history.notes if self.history is not None else ():
+            self._note(note)  # e.g. a range over MAX_COMMITS
         report.attribution_notes = list(self.notes)
 
     def _code_examined(self, report: Any, boundary: _Boundary) -> bool:
@@ -197,8 +199,9 @@ class LigerAttributor:
         paths: KernelPaths | None = None
         if old and new and old != new and self.history is not None and self.sources is not None:
             try:
-                commits = self.history.commits_between(old, new)
                 paths = self.sources.paths(old, kernel).between(self.sources.paths(new, kernel))
+                # the files that matter: over MAX_COMMITS in the range, those commits are listed, not the newest
+                commits = self.history.commits_between(old, new, paths.kernel | paths.script | paths.environment)
             except SourceHistoryError as exc:
                 self._note(str(exc))
                 commits, paths = [], None
@@ -370,5 +373,12 @@ class LigerAttribution:
 
         attributor = LigerAttributor(self.history, packaged_timeline(), self.adapter.software_recorded)
         attributor.notes.extend(self.notes)
+        if self.history is not None and self.adapter.unplaced:
+            refs = sorted(self.adapter.unplaced)
+            named = ", ".join(refs[:5]) + (f" and {len(refs) - 5} more" if len(refs) > 5 else "")
+            attributor.notes.append(
+                f"runs of {len(refs)} commit(s) the clone {self.history.path} lacks ({named}) keep their measured "
+                f"place among the runs placed by commit time (refresh it: git -C {self.history.path} fetch origin)"
+            )
         attributor.attribute(report)
         return report.attribution_notes
