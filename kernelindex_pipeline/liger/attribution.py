@@ -88,7 +88,7 @@ class LigerAttributor:
         self._unpinned: dict[str, tuple[str, ...] | None] = {}
         self._liger: dict[str, bool] = {}
         self._checkouts: dict[int, Checkout | None] = {}
-        self._windows: dict[tuple[str, str], list[Commit]] = {}
+        self._windows: dict[tuple[str, str, frozenset[str]], list[Commit]] = {}
         self._environment: dict[tuple, dict[str, frozenset[str] | None]] = {}
 
     # ------------------------------------------------------------------------------ code refs
@@ -178,6 +178,8 @@ class LigerAttributor:
         if self.harness is not None:
             for note in self.harness.notes:
                 self._note(note)
+        for note in self.history.notes if self.history is not None else ():
+            self._note(note)  # e.g. a range over MAX_COMMITS
         report.attribution_notes = list(self.notes)
         if hasattr(report, "host_changes"):
             host_changes.fold(report)
@@ -256,13 +258,14 @@ class LigerAttributor:
             out.append(attr.CauseEvidence(attr.HOST, host))
         return out
 
-    def _window(self, a: str, b: str) -> list[Commit]:
+    def _window(self, a: str, b: str, files: frozenset[str]) -> list[Commit]:
         """The commits between two commits either way (``git log a..b`` and ``b..a``): a harness read at a
-        later measurement time can be newer than the next run's."""
-        key = (a, b)
+        later measurement time can be newer than the next run's. `files` are what matter there, for a
+        range over MAX_COMMITS (`LigerSourceHistory.commits_between`)."""
+        key = (a, b, files)
         if key not in self._windows:
             assert self.history is not None
-            self._windows[key] = self.history.commits_between(a, b) + self.history.commits_between(b, a)
+            self._windows[key] = self.history.commits_between(a, b, files) + self.history.commits_between(b, a, files)
         return self._windows[key]
 
     def _touching(
@@ -281,7 +284,8 @@ class LigerAttributor:
                 by_window[(a, b)].add(path)
         found: dict[str, tuple] = {}
         for (a, b), in_window in sorted(by_window.items()):
-            for item in _touching(self._window(a, b), frozenset(in_window), paths, changes_code):
+            window = self._window(a, b, frozenset(in_window))
+            for item in _touching(window, frozenset(in_window), paths, changes_code):
                 known = found.get(item[2].sha)
                 if known is None or item[:2] < known[:2]:
                     found[item[2].sha] = item
@@ -547,5 +551,12 @@ class LigerAttribution:
 
         attributor = LigerAttributor(self.history, packaged_timeline(), self.adapter.software_recorded)
         attributor.notes.extend(self.notes)
+        if self.history is not None and self.adapter.unplaced:
+            refs = sorted(self.adapter.unplaced)
+            named = ", ".join(refs[:5]) + (f" and {len(refs) - 5} more" if len(refs) > 5 else "")
+            attributor.notes.append(
+                f"runs of {len(refs)} commit(s) the clone {self.history.path} lacks ({named}) keep their measured "
+                f"place among the runs placed by commit time (refresh it: git -C {self.history.path} fetch origin)"
+            )
         attributor.attribute(report)
         return report.attribution_notes

@@ -34,8 +34,9 @@ class LigerRunFacts:
     sweep's run: the release its pinned ImplementationRevision names (``projectRevision.version``); a run of
     Liger's CI in a catalogue: its label `runs.CODE_REF_LABEL`, set from the file's run directory. With
     Liger's clone (`history`) a run's place on the run timeline (`order`) is its commit's time, so a manual
-    CI run of an older commit, measured later, sits where its code belongs; a commit the clone lacks keeps
-    the measurement time."""
+    CI run of an older commit, measured later, sits where its code belongs; a run whose commit the clone
+    lacks (or whose code is not known) keeps its measured place among them (detection places it after the
+    latest-placed run measured before it), and `unplaced` names those refs for a note."""
 
     def __init__(self, history: Any = None) -> None:
         self.series_implementation: dict[str, str] = {}
@@ -45,6 +46,7 @@ class LigerRunFacts:
         self._order: float | None = None
         self._orders: dict[str, float | None] = {}
         self.release_of: dict[str, str] = {}  # pinned implementation digest -> the release tag it measured
+        self.unplaced: set[str] = set()  # code refs the clone cannot place (its runs keep their measured place)
 
     def enter_source(self, label: str | None) -> None:
         from .attribution import code_ref_of_label
@@ -59,6 +61,8 @@ class LigerRunFacts:
         if ref not in self._orders:
             sha = self.history.resolve(ref)
             self._orders[ref] = float(self.history.commit_time(sha)) if sha else None
+            if sha is None:
+                self.unplaced.add(ref)
         return self._orders[ref]
 
     def see(self, manifest: dict[str, Any]) -> None:

@@ -443,7 +443,8 @@ def _epoch_seconds(stamps: list[str]) -> np.ndarray:
 
 def _source_runs(obs: _Observations, keys: list[GpuSeriesKey], t: np.ndarray) -> tuple[np.ndarray, list[SourceRun]]:
     """Source run index of every observation, runs ordered by GPU then on the run timeline (the adapters'
-    order key, else the measurement time). Source runs are cut by measurement time."""
+    order key; a run without one keeps its measured place among the others). Source runs are cut by
+    measurement time."""
     timeline = np.array(obs.order, dtype=float)
     gpu_of = [k.gpu for k in keys]
     sid = np.array(obs.sid)
@@ -470,10 +471,21 @@ def _source_runs(obs: _Observations, keys: list[GpuSeriesKey], t: np.ndarray) ->
             run_of[i] = index[k]
     first_time = np.full(len(labels), np.inf)
     np.minimum.at(first_time, run_of, t)
-    # the run timeline: the adapter's order where it gives one (e.g. the code's commit time), else the time
-    # the run was measured
+    # the run timeline: the adapter's order where it gives one (e.g. the code's commit time); a run without
+    # one keeps its measured place among those that have one: right after the latest-placed run of its GPU
+    # measured before it (its first measurement decides among equals), so a run the adapter cannot place
+    # never moves the runs it can, nor is moved past them (orders and measurement times are not one scale)
     placed = np.full(len(labels), np.inf)
-    np.minimum.at(placed, run_of, np.where(np.isnan(timeline), t, timeline))
+    known = ~np.isnan(timeline)
+    np.minimum.at(placed, run_of[known], timeline[known])
+    if not np.isfinite(placed).all():
+        latest: dict[str, float] = {}
+        for r in sorted(range(len(labels)), key=lambda r: first_time[r]):
+            gpu = labels[r][0]
+            if np.isfinite(placed[r]):
+                latest[gpu] = max(latest.get(gpu, -np.inf), placed[r])
+            else:
+                placed[r] = latest.get(gpu, -np.inf)
     first_obs: dict[int, int] = {}
     for i in order:
         first_obs.setdefault(int(run_of[i]), int(i))

@@ -503,3 +503,67 @@ def test_ranking_follows_the_footprint_of_a_boundary(liger):
     [rms] = alone.changes
     assert [e.cause for e in rms.causes] == [attr.LIGER_KERNEL, attr.ENVIRONMENT]
     assert [c.subject for c in rms.causes[0].commits] == ["rms_norm: slower op (#101)"]
+
+
+# ----------------------------------------------------------------------------- hostile clones (issue 31)
+
+
+def test_runs_the_clone_lacks_keep_their_measured_place_and_no_change_is_lost(liger, tmp_path):
+    """Every other run names a commit the clone lacks: those keep their measured place among the runs
+    placed by commit time, so the series is the one without a clone and its changes are the same."""
+    from kernelindex_pipeline.liger.attribution import LigerAttribution
+
+    known = ["base", "op", "script", "uses-import"]
+    runs = []
+    for j in range(8):
+        values = {
+            ("rms_norm", "liger", c): 100_000.0 * (1.5 if j >= 4 else 1.0) * (1.01 if j % 2 else 0.99) for c in "abcd"
+        }
+        runs.append((liger.shas[known[j // 2]] if j % 2 == 0 else f"{j:07d}abcdef", values))
+    files = _record_files(tmp_path, runs)
+    plain = detect_in_record_files(files)
+    attribution = LigerAttribution(liger.path)
+    placed = detect_in_record_files(files, adapters=attribution.adapters)
+    assert [s.label for s in placed.sources] == [s.label for s in plain.sources] == [label for label, _ in runs]
+    key = lambda r: sorted((c.key.kernel, c.trend.case_key, c.split.index) for c in r.changes)  # noqa: E731
+    assert key(placed) == key(plain) and len(plain.changes) == 4
+    notes = attribution.attribute(placed)
+    assert any("lack" in n and "keep their measured place" in n for n in notes)
+
+
+def test_over_max_commits_the_culprit_of_a_long_range_is_still_named(liger, tmp_path, monkeypatch):
+    from kernelindex_pipeline.liger import source_history
+
+    monkeypatch.setattr(source_history, "MAX_COMMITS", 8)
+    runs = [
+        (
+            liger.shas["base" if j < 4 else "uses-import"],
+            {("rms_norm", "liger", c): 100_000.0 * (1.5 if j >= 4 else 1.0) * (1.01 if j % 2 else 0.99) for c in "ab"},
+        )
+        for j in range(8)
+    ]
+    runs = [(label if j in (0, 4) else f"{label[: 8 + j]}-v0.1.{j}", v) for j, (label, v) in enumerate(runs)]
+    report = detect_in_record_files(_record_files(tmp_path, runs))
+    attributor = LigerAttributor(LigerSourceHistory(liger.path), None)
+    attributor.attribute(report)
+    assert report.changes
+    for change in report.changes:
+        assert "rms_norm: slower op (#101)" in [s.subject for s in change.causes[0].commits]
+    assert any("over 8 commits" in n for n in attributor.notes)
+
+
+def test_cli_with_a_hostile_blobless_clone_names_the_commits_and_runs_nothing(liger, tmp_path, monkeypatch):
+    """`regressions` through KERNELINDEX_LIGER_GIT on a blob-less bare clone whose uploadpack would run a
+    command: the commits are named (blobs fetched through our path), the marker never appears."""
+    from kernelindex_pipeline.cli import main
+    from tests.support.liger_git import blobless_clone
+
+    marker = tmp_path / "M"
+    clone = blobless_clone(liger, tmp_path)
+    git(clone, "config", "remote.origin.uploadpack", f"touch {marker}; git-upload-pack")
+    (tmp_path / "runs").mkdir()
+    files = [str(p) for p in _record_files(tmp_path / "runs", _synthetic_runs(liger.shas))]
+    monkeypatch.setenv("KERNELINDEX_LIGER_GIT", str(clone))
+    assert main(["regressions", "--records", *files, "--out", str(tmp_path / "out")]) == 0
+    saved = json.loads((tmp_path / "out" / "regressions.json").read_text())
+    assert saved["counts"]["byCause"]["liger_kernel"] == 3 and not marker.exists()

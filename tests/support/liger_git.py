@@ -146,3 +146,12 @@ def build(root: Path) -> SyntheticLiger:
     for day, (name, files, subject) in enumerate(steps, start=2):
         shas[name] = _commit(repo, files, subject, day)
     return SyntheticLiger(repo, shas)
+
+
+def blobless_clone(source: SyntheticLiger, root: Path, name: str = "clone", *, bare: bool = True) -> Path:
+    """A ``--filter=blob:none`` clone of the synthetic repository over file:// (as production clones Liger's
+    over https): its blobs are fetched on first use from the source, which allows the filter."""
+    git(source.path, "config", "uploadpack.allowFilter", "true")
+    target = root / name
+    git(root, "clone", "-q", "--filter=blob:none", *(["--bare"] if bare else []), f"file://{source.path}", str(target))
+    return target
