@@ -243,6 +243,21 @@ def _passes(split: Split, settings: DetectionSettings) -> bool:
     return split.p_value < settings.alpha and abs(split.log_ratio) >= settings.min_log_effect
 
 
+def _at_its_boundary(x: np.ndarray, w: np.ndarray, split: Split) -> bool:
+    """Whether the values move between the change's two boundary runs: the last run before lies on the
+    before side of the midpoint of the two segments' means, the first run after on the after side (the
+    values as measured: `guarded` pulls a run that stands alone towards its neighbours, which is what this
+    asks about). A
+    change is reported between those two runs (its attribution reads their commits), so a cut between two
+    runs that agree is no change there: it is what a series stepping at two consecutive runs leaves when
+    a segment of one run is shorter than ``min_segment`` (the two real steps each get a cut of their own
+    or none, never one halfway)."""
+    before = np.average(x[split.start : split.index], weights=w[split.start : split.index])
+    after = np.average(x[split.index : split.stop], weights=w[split.index : split.stop])
+    middle, direction = (before + after) / 2.0, np.sign(after - before)
+    return bool(direction * (x[split.index - 1] - middle) < 0 < direction * (x[split.index] - middle))
+
+
 def find_changes(
     x: np.ndarray,
     sigma: float,
@@ -282,7 +297,7 @@ def find_changes(
     while cuts:
         bounds = [0, *cuts, len(x)]
         judged = [_judge(y, w, bounds[i - 1], c, bounds[i + 1], settings) for i, c in enumerate(cuts, start=1)]
-        failing = [s for s in judged if not _passes(s, settings)]
+        failing = [s for s in judged if not _passes(s, settings) or not _at_its_boundary(x, w, s)]
         if not failing:
             return judged
         weakest = max(failing, key=lambda s: (s.p_value, -abs(s.log_ratio)))

@@ -53,7 +53,7 @@ from .changepoints import DetectionSettings, Split
 # changepoints.py, the inputs handed to them) or what is stored must bump it, so stored judgements of the
 # old code are never reused. The key also carries a digest of changepoints.py and of the judging function's
 # source (`_code_digest`), which catches most such changes even when nobody bumps this.
-JUDGEMENT_VERSION = 1
+JUDGEMENT_VERSION = 2  # 2: a change must be at its boundary (changepoints._at_its_boundary)
 STORE_FORMAT = "kernelindex-pipeline/series-judgements"
 STORE_LAYOUT = 2  # 1: one JSON document (no per-entry check); 2: JSON lines, each entry bound to its key
 # What every store this code wrote begins with (json.dumps of a dict whose first key is "format"): a file

@@ -133,6 +133,20 @@ def test_a_one_run_excursion_in_the_middle_is_not_a_change():
     assert detect_regressions(panel(values)).changes == []
 
 
+def test_a_series_stepping_at_two_consecutive_runs_gets_no_change_between_two_runs_that_agree():
+    # Liger's layer_norm at 16384 on the CI runs: 5.0 5.0 | 0.97 | 1.24 1.24 | 1.03 | 0.89 x4. A segment
+    # of one run is shorter than min_segment, so the best cuts leave one between the two runs at 1.24;
+    # a change is reported between its two boundary runs, and those agree: no change there
+    x = np.log([5.0, 5.0, 0.974, 1.242, 1.238, 1.026, 0.889, 0.894, 0.894, 0.89])
+    splits = find_changes(x, 0.0125, DetectionSettings())
+    assert 4 not in [s.index for s in splits]
+    assert [s.index for s in splits] == [2, 6]  # 5.0 -> the rest, and the last step down to 0.89
+    for s in splits:  # every boundary run sits with its own side
+        before, after = x[s.start : s.index].mean(), x[s.index : s.stop].mean()
+        assert abs(x[s.index - 1] - before) < abs(x[s.index - 1] - after)
+        assert abs(x[s.index] - after) < abs(x[s.index] - before)
+
+
 def test_student_t_tail_and_quantile():
     # reference values of Student's t distribution
     assert t_sf2(2.0, 10) == pytest.approx(0.07339, abs=1e-5)
