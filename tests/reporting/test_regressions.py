@@ -171,7 +171,7 @@ def test_min_effect_and_alpha_are_honoured():
 # -------------------------------------------------------------------------------------------- causes
 
 
-def test_causes_liger_environment_unknown_and_host():
+def test_detection_alone_names_environment_or_unknown_never_a_version_label():
     n = 8
     levels = np.full((24, n), 100_000.0) * np.exp(np.tile([0.01, -0.01], (24, n // 2)))
     versions = ["0.8.0"] * 4 + ["0.9.0"] * 4
@@ -191,6 +191,9 @@ def test_causes_liger_environment_unknown_and_host():
     [labelled] = [c.to_dict() for c in report.changes if c.key.kernel == "kernel0" and c.trend.case_key == "case0"]
     assert (labelled["before"]["ligerVersion"], labelled["after"]["ligerVersion"]) == ("0.8.0", "0.9.0")
 
+
+def test_every_kernel_of_a_class_moving_at_one_run_and_staying_is_the_host():
+    n = 8
     # every kernel of the class moves at run 5 and stays: the whole host moved, not 24 regressions of Liger
     # (kernels whose time grows with the size: a flat kernel is launch-bound and judged against the host's
     # speed, where such a move is no change at all, see test_a_launch_bound_series_is_judged_against_the_hosts_speed)
