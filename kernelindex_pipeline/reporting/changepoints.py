@@ -243,18 +243,39 @@ def _passes(split: Split, settings: DetectionSettings) -> bool:
     return split.p_value < settings.alpha and abs(split.log_ratio) >= settings.min_log_effect
 
 
+def _levels(x: np.ndarray, w: np.ndarray, split: Split) -> tuple[float, float]:
+    """(midpoint of the two segments' weighted means, the change's direction)."""
+    before = np.average(x[split.start : split.index], weights=w[split.start : split.index])
+    after = np.average(x[split.index : split.stop], weights=w[split.index : split.stop])
+    return float((before + after) / 2.0), float(np.sign(after - before))
+
+
+def _held_where_settled(x: np.ndarray, w: np.ndarray, split: Split, settled: np.ndarray | None) -> bool:
+    """Whether runs whose host is not in doubt show both levels: on each side, the median of those runs
+    lies on that side of the midpoint (and there is one). A run with a host effect taken out (some class
+    or script of it moved) is a session whose other kernels may have moved below what its effects
+    caught: the two runs of one commit on a slow host, say, that hold a level the next run does not. A
+    change held by such runs alone is no change (issue 26: a slow host run stays a host effect)."""
+    if settled is None:
+        return True
+    middle, direction = _levels(x, w, split)
+    for side, sign in ((slice(split.start, split.index), -1.0), (slice(split.index, split.stop), 1.0)):
+        clean = x[side][settled[side]]
+        if len(clean) == 0 or not sign * direction * (np.median(clean) - middle) > 0:
+            return False
+    return True
+
+
 def _at_its_boundary(x: np.ndarray, w: np.ndarray, split: Split) -> bool:
     """Whether the values move between the change's two boundary runs: the last run before lies on the
     before side of the midpoint of the two segments' means, the first run after on the after side (the
-    values as measured: `guarded` pulls a run that stands alone towards its neighbours, which is what this
-    asks about). A
+    values handed to detection, not `guarded`: that pulls a run standing alone towards its neighbours,
+    which is what this asks about). A
     change is reported between those two runs (its attribution reads their commits), so a cut between two
     runs that agree is no change there: it is what a series stepping at two consecutive runs leaves when
     a segment of one run is shorter than ``min_segment`` (the two real steps each get a cut of their own
     or none, never one halfway)."""
-    before = np.average(x[split.start : split.index], weights=w[split.start : split.index])
-    after = np.average(x[split.index : split.stop], weights=w[split.index : split.stop])
-    middle, direction = (before + after) / 2.0, np.sign(after - before)
+    middle, direction = _levels(x, w, split)
     return bool(direction * (x[split.index - 1] - middle) < 0 < direction * (x[split.index] - middle))
 
 
@@ -264,11 +285,14 @@ def find_changes(
     settings: DetectionSettings,
     extra: np.ndarray | None = None,
     refine: Callable[[list[int]], float] | None = None,
+    settled: np.ndarray | None = None,
 ) -> list[Split]:
     """Accepted change points of `x` (log values in time order), in time order. `sigma` is the series'
     noise; `extra` an additional standard deviation per value (the uncertainty of the host effect taken
     out of that run), so values of a run whose host moved every kernel differently weigh less.
     `refine(cuts)` gives the noise again once the split step has proposed cuts (see `within_noise`).
+    `settled` marks the values of runs whose host is not in doubt (no host effect taken out of that run):
+    a change's levels must be shown by such runs (`_held_where_settled`).
 
     Split, then merge (the two steps of Hunter/Otava): binary segmentation with the model variance and a
     ten times looser level proposes cuts; then, repeatedly, each cut is judged between its neighbouring
@@ -297,7 +321,11 @@ def find_changes(
     while cuts:
         bounds = [0, *cuts, len(x)]
         judged = [_judge(y, w, bounds[i - 1], c, bounds[i + 1], settings) for i, c in enumerate(cuts, start=1)]
-        failing = [s for s in judged if not _passes(s, settings) or not _at_its_boundary(x, w, s)]
+        failing = [
+            s
+            for s in judged
+            if not _passes(s, settings) or not _at_its_boundary(x, w, s) or not _held_where_settled(x, w, s, settled)
+        ]
         if not failing:
             return judged
         weakest = max(failing, key=lambda s: (s.p_value, -abs(s.log_ratio)))

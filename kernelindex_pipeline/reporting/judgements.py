@@ -53,7 +53,7 @@ from .changepoints import DetectionSettings, Split
 # changepoints.py, the inputs handed to them) or what is stored must bump it, so stored judgements of the
 # old code are never reused. The key also carries a digest of changepoints.py and of the judging function's
 # source (`_code_digest`), which catches most such changes even when nobody bumps this.
-JUDGEMENT_VERSION = 2  # 2: a change must be at its boundary (changepoints._at_its_boundary)
+JUDGEMENT_VERSION = 3  # 2: a change at its boundary; 3: its levels shown by settled runs (changepoints)
 STORE_FORMAT = "kernelindex-pipeline/series-judgements"
 STORE_LAYOUT = 2  # 1: one JSON document (no per-entry check); 2: JSON lines, each entry bound to its key
 # What every store this code wrote begins with (json.dumps of a dict whose first key is "format"): a file
@@ -66,7 +66,7 @@ _HEAD = 36  # '["' + 32 hex digits of the key + '",': where a line's key is, rea
 _SCAN = 1 << 24  # the newline scan's block: its temporary mask is this big, not the file's size
 
 Judgement = tuple[list[Split], Split | None, float]  # (changes, pending step or None, noise judged with)
-Judge = Callable[[np.ndarray, np.ndarray, float, float, float, DetectionSettings], Judgement]
+Judge = Callable[[np.ndarray, np.ndarray, float, float, float, DetectionSettings, np.ndarray], Judgement]
 
 
 class _Unusable(ValueError):
@@ -118,8 +118,9 @@ class JudgementStore:
         prior: float,
         weight: float,
         settings: DetectionSettings,
+        settled: np.ndarray,
     ) -> Judgement:
-        key = self._key(values, extra, sigma, prior, weight, settings)
+        key = self._key(values, extra, sigma, prior, weight, settings, settled)
         line = self._stored(key)
         if line is not None:
             try:
@@ -130,7 +131,7 @@ class JudgementStore:
                 self.reuse.reused += 1
                 self._used[key] = line
                 return judgement
-        judgement = self._judge(values, extra, sigma, prior, weight, settings)
+        judgement = self._judge(values, extra, sigma, prior, weight, settings, settled)
         self.reuse.rejudged += 1
         self._used[key] = _line(key, judgement)
         self._fresh = True
@@ -294,6 +295,7 @@ class JudgementStore:
         prior: float,
         weight: float,
         settings: DetectionSettings,
+        settled: np.ndarray,
     ) -> str:
         h = hashlib.blake2b(digest_size=16)
         h.update(self._code)
@@ -303,6 +305,7 @@ class JudgementStore:
         h.update(struct.pack("<q", len(values)))
         h.update(np.ascontiguousarray(values, dtype="<f8").tobytes())
         h.update(np.ascontiguousarray(extra, dtype="<f8").tobytes())
+        h.update(np.ascontiguousarray(settled, dtype=np.uint8).tobytes())
         return h.hexdigest()
 
 

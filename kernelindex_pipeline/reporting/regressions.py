@@ -563,6 +563,8 @@ def _detect(
     panel = _panel(obs, run_of, len(sources))
     fit, corrected = _host_corrected(panel, obs.keys, sources, settings)
     priors, own_noise, own_used = _noise_priors(panel, obs.keys, corrected, settings)
+    unsettled = np.zeros(len(sources), dtype=bool)  # runs with a host effect taken out (`_held_where_settled`)
+    unsettled[[*_significant_class_effects(fit, settings), *(int(run) for run, _ in fit.scripts.index)]] = True
     store = JudgementStore(judgement_store, _judge_series)
     trends: list[Trend] = []
     insufficient: list[Insufficient] = []
@@ -575,7 +577,10 @@ def _detect(
         a, b = panel.bounds[i], panel.bounds[i + 1]
         prior, weight = priors[i]
         sigma = shrunk_noise(own_noise[i], MAD_EFFICIENCY * own_used[i], prior, weight)
-        splits, pending_step, sigma = store.judged(corrected[a:b], fit.extra[a:b], sigma, prior, weight, settings)
+        settled = ~unsettled[panel.run[a:b]]
+        splits, pending_step, sigma = store.judged(
+            corrected[a:b], fit.extra[a:b], sigma, prior, weight, settings, settled
+        )
         trend = _trend(obs, panel, i, sources, corrected, sigma, splits)
         trends.append(trend)
         found += [(trend, split) for split in splits]
@@ -724,7 +729,13 @@ def _noise_priors(
 
 
 def _judge_series(
-    values: np.ndarray, extra: np.ndarray, sigma: float, prior: float, weight: float, settings: DetectionSettings
+    values: np.ndarray,
+    extra: np.ndarray,
+    sigma: float,
+    prior: float,
+    weight: float,
+    settings: DetectionSettings,
+    settled: np.ndarray,
 ) -> tuple[list[Split], Split | None, float]:
     """(changes, the pending step at the newest run or None, the noise they were judged with) of one
     series' corrected values. A pure function of its arguments: `judgements.JudgementStore` reuses its
@@ -737,7 +748,7 @@ def _judge_series(
         refined.append(shrunk_noise(own, MAD_EFFICIENCY * used, prior, weight) if used else sigma)
         return refined[-1]
 
-    splits = find_changes(values, sigma, settings, extra, refine)
+    splits = find_changes(values, sigma, settings, extra, refine, settled)
     sigma = refined[-1] if refined else sigma
     splits, pending_step = newest_step(values, sigma, settings, splits, extra)
     return splits, pending_step, sigma
@@ -928,18 +939,11 @@ def _host_effect_entries(
 ):
     """Significant effects (|z| >= the settings' level and at least min_effect), adjacent latency classes
     of one run with agreeing factors merged into one entry."""
-    z_needed = _z_for(settings.alpha)
-    every = []
-    per_run: dict[int, list[tuple[int, float, float, int]]] = defaultdict(list)
-    for (run, cls), row in fit.effects.iterrows():
-        lf, se, groups = float(row["log_factor"]), float(row["se"]), int(row["groups"])
-        every.append((sources[int(run)], int(cls), lf, se, groups))
-        if (
-            groups >= host_effects.MIN_GROUPS
-            and abs(lf) >= settings.min_log_effect
-            and abs(lf) >= z_needed * max(se, 1e-12)
-        ):
-            per_run[int(run)].append((int(cls), lf, se, groups))
+    every = [
+        (sources[int(run)], int(cls), float(row["log_factor"]), float(row["se"]), int(row["groups"]))
+        for (run, cls), row in fit.effects.iterrows()
+    ]
+    per_run = _significant_class_effects(fit, settings)
     entries = []
     tolerance = settings.min_log_effect
     for run, items in sorted(per_run.items()):
@@ -990,6 +994,24 @@ def _host_effect_entries(
         )
     entries.sort(key=lambda h: (h.gpu, h.observed_at, h.kernel or "", h.latency_class))
     return entries, every
+
+
+def _significant_class_effects(
+    fit: host_effects.HostFit, settings: DetectionSettings
+) -> dict[int, list[tuple[int, float, float, int]]]:
+    """Per run, its (class, log factor, se, kernel groups) effects that are reported: at least MIN_GROUPS
+    groups, the minimum effect and the settings' significance."""
+    z_needed = _z_for(settings.alpha)
+    per_run: dict[int, list[tuple[int, float, float, int]]] = defaultdict(list)
+    for (run, cls), row in fit.effects.iterrows():
+        lf, se, groups = float(row["log_factor"]), float(row["se"]), int(row["groups"])
+        if (
+            groups >= host_effects.MIN_GROUPS
+            and abs(lf) >= settings.min_log_effect
+            and abs(lf) >= z_needed * max(se, 1e-12)
+        ):
+            per_run[int(run)].append((int(cls), lf, se, groups))
+    return per_run
 
 
 def _z_for(alpha: float) -> float:
