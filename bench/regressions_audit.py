@@ -15,7 +15,8 @@ longer reports counts against recall when it was real, and a change the audit la
 unlabelled (label it: ``draft``). The figures, as issue 26 defines them:
 
 - precision: real / reported; groups (boundary, cause, as the page groups them) that hold only noise;
-- recall: real changes reported / real changes in the audit;
+- recall: real changes reported / real changes in the audit, and the share of series with a real change
+  that have a change reported (at any boundary);
 - cause right: a real change's cause is its true cause; commit named: for kernel and script changes, a
   true commit is among the suspects of that cause;
 - same-code pairs: changes between two runs of one commit, per judged series.
@@ -106,6 +107,9 @@ def score(report: dict, labelled: dict[str, dict]) -> dict:
             named_right.append(key)
     audit_real = [k for k, v in labelled.items() if v["verdict"] == "real"]
     missed = [k for k in audit_real if k not in reported]
+    series_of = lambda key: key.rsplit(" ", 1)[0]  # noqa: E731 - the key without its boundary
+    real_series = {series_of(k) for k in audit_real}
+    series_found = real_series & {series_of(k) for k in reported}
     code = {s["source"]: s.get("codeRef") for s in report["sources"]}
     same_code = [
         k
@@ -123,6 +127,7 @@ def score(report: dict, labelled: dict[str, dict]) -> dict:
         "groups_mixed": sorted(" ".join(g) for g, v in by_group.items() if v["real"] and v["noise"]),
         "recall": (len(audit_real) - len(missed)) / max(1, len(audit_real)),
         "missed": missed,
+        "series_recall": len(series_found) / max(1, len(real_series)),
         "cause_right": len(cause_right) / max(1, len(real)),
         "cause_wrong": sorted(set(real) - set(cause_right)),
         "commit_named": len(named_right) / max(1, len(named)),
@@ -148,7 +153,10 @@ def print_score(figures: dict) -> None:
         print(f"  only noise: {title}")
     for title in figures["groups_mixed"]:
         print(f"  mixed: {title}")
-    print(f"recall {figures['recall']:.1%} of the audit's real changes ({len(figures['missed'])} missed)")
+    print(
+        f"recall {figures['recall']:.1%} of the audit's real changes ({len(figures['missed'])} missed); "
+        f"{figures['series_recall']:.1%} of the series with a real change have one reported"
+    )
     print(
         f"cause right {figures['cause_right']:.1%} of real changes; true commit among the suspects "
         f"{figures['commit_named']:.1%} of kernel and script changes"
