@@ -50,6 +50,7 @@ MAX_FILE_BYTES = 2 * 1024 * 1024  # a Python source file we parse for imports
 MAX_COMMITS = 5000  # commits listed between two runs (Liger's whole history is ~1,000)
 MAX_SUBJECT_CHARS = 500  # a commit subject as git writes it (longer ones end in ".."): Liger's are < 100
 MAX_ERROR_BYTES = 64 * 1024  # git's stderr kept for the error message (its tail)
+MAX_ARCHIVE_BYTES = 1024 * 1024 * 1024  # a commit's tree as tar, for a build (Liger's is ~40 MB)
 COMMIT_URL = "https://github.com/linkedin/Liger-Kernel/commit/{sha}"
 FETCH_PROTOCOLS = ("https", "file")  # the only transports a blob fetch may use (never ssh, ext, git)
 _REF = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,199}$")  # a sha, a tag or a branch; never an option
@@ -470,6 +471,41 @@ class LigerSourceHistory:
             )
         for path, text in zip(paths, reader.texts, strict=True):
             self._files[(sha, path)] = text
+
+    def archive(self, sha: str, dest: Path, paths: Iterable[str] = ()) -> Path:
+        """The tree of a commit, or only its `paths` that exist there (directories or files), as an
+        uncompressed tar file at `dest` (``git archive``): what a build of Liger at that commit, or its
+        benchmark harness, is made from. A blob-less clone first fetches the blobs of those files it lacks
+        (`_fetch_blobs`, the one way objects come in); a clone that cannot fetch them is a
+        `SourceHistoryError` naming the files and the fix. At most MAX_ARCHIVE_BYTES are written."""
+        if not _OID.match(sha):
+            raise SourceHistoryError(f"--liger-git {self.path}: an archive needs a full commit id, not {sha[:50]!r}")
+        entries = self._tree_entries(sha)
+        asked = [p.strip("/") for p in paths]
+        present = [p for p in asked if p in entries or any(e.startswith(p + "/") for e in entries)]
+        if asked and not present:
+            raise SourceHistoryError(f"--liger-git {self.path}: {sha[:12]} has none of {', '.join(asked)}")
+        blobs = [
+            p
+            for p, (kind, _) in entries.items()
+            if kind == "blob" and (not present or any(p == q or p.startswith(q + "/") for q in present))
+        ]
+        if self._promisor:
+            self._fetch_blobs(sha, blobs)
+        written = 0
+        with open(dest, "wb") as out:
+
+            def write(chunk: bytes) -> None:
+                nonlocal written
+                written += len(chunk)
+                if written > MAX_ARCHIVE_BYTES:
+                    raise SourceHistoryError(
+                        f"--liger-git {self.path}: the tree of {sha[:12]} is over {MAX_ARCHIVE_BYTES} bytes as tar (stopped there)"
+                    )
+                out.write(chunk)
+
+            self._run("archive", "--format=tar", sha, "--", *present, sink=write)
+        return dest
 
     # ------------------------------------------------------------------------------ blob fetch
 

@@ -218,3 +218,19 @@ def test_a_clone_owned_by_another_user_is_named_with_the_fix(liger, tmp_path, mo
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.delenv("GIT_CONFIG_GLOBAL", raising=False)
     assert LigerSourceHistory(clone).resolve(liger.shas["op"]) == liger.shas["op"]  # the operator trusts it
+
+
+def test_an_archive_is_the_commits_tree_and_refuses_what_is_not_a_full_sha(tmp_path):
+    import tarfile
+
+    from tests.support.liger_bisection import OP, build_repository
+
+    repo = build_repository(tmp_path, commits=3, slow_from=2, broken=frozenset({3}))
+    history = LigerSourceHistory(repo.path)
+    tar = history.archive(repo.commits[3], tmp_path / "tree.tar")
+    with tarfile.open(tar) as archive:
+        assert "from liger_kernel.ops.gone import SCALE" in archive.extractfile(OP).read().decode()
+    with pytest.raises(SourceHistoryError, match="full commit id"):
+        history.archive(repo.commits[3][:12], tmp_path / "short.tar")
+    with pytest.raises(SourceHistoryError, match="has none of"):
+        history.archive(repo.commits[3], tmp_path / "none.tar", ["no-such-dir"])
