@@ -12,6 +12,8 @@ This module holds the source-independent part: the evidence types, the grouping 
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -87,9 +89,24 @@ class ChangeGroup:
     def cause(self) -> str:
         return self.evidence.cause
 
+    @property
+    def gpu(self) -> str:
+        return self.changes[0].key.gpu
+
+    @property
+    def id(self) -> str:
+        """A stable name of the group: its GPU, boundary, cause and suspects, digested (``g-`` and 12 hex);
+        what a bisection is launched with (`kernelindex-pipeline bisect --group`, the Dagster job's config)."""
+        material = json.dumps(
+            [self.gpu, self.before, self.after, self.cause, list(self.evidence.suspect_key)], separators=(",", ":")
+        )
+        return "g-" + hashlib.sha256(material.encode()).hexdigest()[:12]
+
     def to_dict(self) -> dict[str, Any]:
         first = self.changes[0].to_dict()
         return {
+            "id": self.id,
+            "gpu": self.gpu,
             "before": {**first["before"], "codeRef": self.before_code},
             "after": {**first["after"], "codeRef": self.after_code},
             "cause": self.cause,

@@ -303,10 +303,16 @@ def _wheel_listing(wheel_dir: Path) -> list[str]:
 
 
 def _key(
-    liger_version: str, base: dict, wheel_dir: Path | None, requirements: dict[str, str], extras: tuple[str, ...] = ()
+    liger_version: str,
+    base: dict,
+    wheel_dir: Path | None,
+    requirements: dict[str, str],
+    extras: tuple[str, ...] = (),
+    liger_wheel_digest: str | None = None,
 ) -> str:
     material = {
         **({"liger_extras": list(extras)} if extras else {}),  # (absent: the keys of environments built before extras)
+        **({"liger_wheel": liger_wheel_digest} if liger_wheel_digest else {}),  # a build of one commit
         "liger_version": liger_version,
         "base_python": os.path.realpath(base["executable"]),
         "base_version": base["version"],
@@ -368,11 +374,16 @@ def prepare_environment(
     wheel_dir: Path | str | None = None,
     before_build: Callable[[], None] | None = None,
     liger_extras: Iterable[str] = (),
+    liger_wheel: Path | str | None = None,
 ) -> ScriptEnvironment:
     """Find or build the environment for `liger-kernel==liger_version` and the scripts in `scripts_dir`.
 
     `liger_extras` (e.g. ["cutedsl"]): Liger's optional implementations, installed as
     `liger-kernel[<extras>]==<version>` with the host's torch/triton pinned (its own environment key).
+
+    `liger_wheel`: a wheel of Liger built at one commit (liger/commit_build.py), installed instead of the
+    release; its sha256 is part of the key, so each commit gets its own environment, reused by the next
+    bisection over it. Its version must be `liger_version`.
 
     `before_build` runs only when a build is needed, before it starts (the runner checks the GPU there).
     """
@@ -392,7 +403,11 @@ def prepare_environment(
         raise ConfigurationError(
             f"liger extras {bad} are not extra names (lowercase letters, digits, '-', '_'; e.g. cutedsl)"
         )
-    key = _key(liger_version, base, wheel_dir, requirements, extras)
+    wheel = Path(liger_wheel).resolve() if liger_wheel else None
+    if wheel is not None and not wheel.is_file():
+        raise ConfigurationError(f"liger wheel {wheel} does not exist (build it with liger/commit_build.py)")
+    wheel_digest = "sha256:" + hashlib.sha256(wheel.read_bytes()).hexdigest() if wheel else None
+    key = _key(liger_version, base, wheel_dir, requirements, extras, wheel_digest)
     venv = cache_dir / f"liger-{liger_version}-py{base['version']}-{key}"
 
     def environment(reused: bool, installed: list) -> ScriptEnvironment:
@@ -417,7 +432,7 @@ def prepare_environment(
             before_build()
         if venv.exists():
             shutil.rmtree(venv)  # an interrupted build
-        installed = _build(venv, liger_version, base, base_python, wheel_dir, requirements, extras)
+        installed = _build(venv, liger_version, base, base_python, wheel_dir, requirements, extras, wheel)
         marker.write_text(
             json.dumps(
                 {
@@ -442,6 +457,7 @@ def _build(
     wheel_dir: Path | None,
     requirements: dict[str, str],
     extras: tuple[str, ...] = (),
+    liger_wheel: Path | None = None,
 ) -> list[str]:
     pip = _create_venv(venv, base_python, base)
     python = _venv_python(venv)
@@ -462,10 +478,18 @@ def _build(
         constraints = venv / "host-constraints.txt"
         constraints.write_text("\n".join(pins) + "\n")
 
-    installed = [f"liger-kernel=={liger_version}"]
-    _pip(pip, wheel_dir, ["--no-deps", installed[0]], None)
+    if liger_wheel is not None:
+        installed = [f"liger-kernel=={liger_version} from {liger_wheel.name}"]
+        _pip(pip, wheel_dir, ["--no-deps", str(liger_wheel)], None)
+    else:
+        installed = [f"liger-kernel=={liger_version}"]
+        _pip(pip, wheel_dir, ["--no-deps", installed[0]], None)
     if extras:  # the extras' own requirements only (liger-kernel itself is in place), host torch/triton pinned
-        with_extras = f"liger-kernel[{','.join(extras)}]=={liger_version}"
+        with_extras = (
+            f"{liger_wheel}[{','.join(extras)}]"
+            if liger_wheel is not None
+            else f"liger-kernel[{','.join(extras)}]=={liger_version}"
+        )
         _pip(pip, wheel_dir, [with_extras], constraints)
         installed.append(with_extras)
 
@@ -589,11 +613,12 @@ def release_tag(version: str | None) -> str | None:
     return f"v{parsed.public}"
 
 
-def measured_project_versions(liger_version: str, capture) -> dict[str, str]:
+def measured_project_versions(liger_version: str, capture, liger_commit: str | None = None) -> dict[str, str]:
     """Project slug (the provider catalogue's) -> the exact revision a sweep measured: the Liger release
-    it ran, and the torch and transformers releases its baselines ran on."""
+    it ran (the commit, for a build of one: a bisection step), and the torch and transformers releases its
+    baselines ran on."""
     versions = {
-        "liger-kernel": release_tag(liger_version),
+        "liger-kernel": liger_commit or release_tag(liger_version),
         "pytorch": release_tag(capture.torch),
         "transformers": release_tag(capture.transformers),
     }

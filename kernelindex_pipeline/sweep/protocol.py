@@ -9,6 +9,7 @@ two sides may run different interpreters, hosts or releases of this package.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -68,6 +69,12 @@ class SweepRequest:
     # The sentinel band (sweep/sentinel.py sentinel_band): this host's earlier sweeps' sentinel
     # measurements ({"operation", "median_ms"}), oldest first.
     sentinel_history: list[dict] = field(default_factory=list)
+    # A bisection step (liger/commit_build.py, sweep/bisection.py): the wheel of Liger built at one commit,
+    # installed instead of `liger-kernel==liger_version` (its own environment, keyed by the wheel's digest;
+    # liger_version is the wheel's version), and that commit (40 hex), which the runs' ImplementationRevision
+    # names instead of the release tag.
+    liger_wheel: str | None = None
+    liger_commit: str | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -93,6 +100,12 @@ class SweepRequest:
                 f"rounds must be a whole number from 1 to {MAX_ROUNDS} (3 is the default); got {self.rounds!r}"
             )
         backend_variants(self.backends)
+        if self.liger_commit is not None and not re.fullmatch(r"[0-9a-f]{40}", str(self.liger_commit)):
+            raise ConfigurationError(
+                f"liger_commit must be a full commit id (40 hex digits); got {self.liger_commit!r}"
+            )
+        if self.liger_commit is not None and not self.liger_wheel:
+            raise ConfigurationError("liger_commit names the commit of liger_wheel: give the wheel built at it too")
         consts = self.flce_chunk_mem_consts
         if consts is not None:
             known = tp.chunk_budgets()

@@ -512,6 +512,7 @@ def prepare_sweep(request: SweepRequest, timings: dict[str, float]) -> PreparedS
         wheel_dir=request.wheel_dir,
         before_build=refuse_wrong_host_before_building,
         liger_extras=request.liger_extras,
+        liger_wheel=request.liger_wheel,
     )
     timings["environment_s"] = time.monotonic() - mark
 
@@ -594,7 +595,7 @@ def _run_sweep(request: SweepRequest, progress: Progress | None) -> SweepResult:
             software=capture.software(),
             settings=capture.settings(),
             labels=capture.labels(socket.gethostname()),
-            project_versions=measured_project_versions(request.liger_version, capture),
+            project_versions=measured_project_versions(request.liger_version, capture, request.liger_commit),
             logs_by_kernel=logs_by_kernel(outcomes),
             environment=prepared.environment.to_dict(),
             timings={k: round(v, 3) for k, v in timings.items()},

@@ -223,7 +223,12 @@ def test_changes_are_attributed_to_the_commits_that_touch_them(liger, tmp_path):
     assert message.endswith("Without a commit: 2 environment (toolchain: torch 2.5.1 → 2.6.0)")
     as_json = groups[0].to_dict()
     assert as_json["suspects"]["commits"][0]["url"].startswith("https://github.com/linkedin/Liger-Kernel/commit/")
-    assert {"before", "after", "cause", "suspects", "otherCauses", "changes", "series"} <= set(as_json)
+    assert {"id", "gpu", "before", "after", "cause", "suspects", "otherCauses", "changes", "series"} <= set(as_json)
+    # a group's id (what a bisection is launched with) is its own: stable, and another for every group
+    ids = [g.to_dict()["id"] for g in groups]
+    assert ids == [g.to_dict()["id"] for g in attr.group_changes(report.changes)]
+    assert len(set(ids)) == len(ids) and all(i.startswith("g-") and len(i) == 14 for i in ids)
+    assert as_json["gpu"] == report.changes[0].key.gpu
 
 
 # ------------------------------------------------------------------------------------- hostile
