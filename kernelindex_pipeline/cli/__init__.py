@@ -5,7 +5,7 @@ traceback (set KERNELINDEX_DEBUG=1 to see the traceback of an unexpected error).
 
 One module per command group, each with its COMMANDS (name -> (help, add_arguments, run)): `records`
 (transform, validate, schema), `imports` (import-history, import-ci), `catalogue` (export, report, site,
-regressions). Adding a command is adding an entry there. Every heavy import (pandas, Dagster, the schema
+regressions), `bisect` (bisect). Adding a command is adding an entry there. Every heavy import (pandas, Dagster, the schema
 validator) is made inside the command that needs it, so `--help` stays light (tests/cli/test_records.py).
 """
 
@@ -15,14 +15,14 @@ import argparse
 import os
 import sys
 
-from kernelindex_pipeline.cli import catalogue, imports, records
+from kernelindex_pipeline.cli import bisect, catalogue, imports, records
 from kernelindex_pipeline.cli.errors import Command, CommandError, UsageError
 from kernelindex_pipeline.home import CATALOGUE_URL_ENV
 
 __all__ = ["COMMANDS", "PROG", "CommandError", "UsageError", "build_parser", "main"]
 
 PROG = "kernelindex-pipeline"
-COMMANDS: dict[str, Command] = {**records.COMMANDS, **imports.COMMANDS, **catalogue.COMMANDS}
+COMMANDS: dict[str, Command] = {**records.COMMANDS, **imports.COMMANDS, **catalogue.COMMANDS, **bisect.COMMANDS}
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -34,7 +34,7 @@ from kernelindex_pipeline.liger.run_facts import run_facts
 from kernelindex_pipeline.liger.source_history import LigerSourceHistory, SourceHistoryError
 from kernelindex_pipeline.records.metrics import LATENCY
 
-from .outcomes import ConfigurationError
+from .outcomes import ConfigurationError, EnvironmentBuildError
 from .protocol import DEFAULT_ROUNDS, SweepRequest
 
 MIN_ROUNDS = 2  # a single round has no interval over rounds
@@ -281,7 +281,10 @@ class StepSweeper:
             liger_commit=build.commit,
             **self.request_fields,
         )
-        result = run_sweep(request)
+        try:
+            result = run_sweep(request)
+        except EnvironmentBuildError as error:  # this commit's wheel does not install (a host fault skips every step)
+            return Skipped(f"does not install: {str(error).splitlines()[0]}")
         seconds = float(result.timings.get("total_s", 0.0))
         detail = {
             "workDir": result.work_dir,

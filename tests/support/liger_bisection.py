@@ -19,6 +19,7 @@ import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
+from kernelindex_pipeline.records.metrics import LATENCY
 from tests.support.liger_git import git
 from tests.support.standin_release import HEADER, UTILS, build_fake_nvidia_smi, build_fake_torch
 
@@ -29,6 +30,7 @@ FAST_MS = 1.0
 SLOW_MS = 1.6  # with the clock's ~1 ms jitter: 2.0 -> 2.6 ms, a 1.3x slowdown
 BASELINE_MS = 1.2  # the huggingface provider's cost (never changes)
 OP = "src/liger_kernel/ops/rms_norm.py"
+CASE_KEY = "hidden1024-rows2048-bf16"  # the case the benchmark script measures, as the catalogue names it
 
 PYPROJECT = f"""[build-system]
 requires = ["setuptools>=42", "wheel"]
@@ -154,3 +156,43 @@ def build_host(root: Path) -> dict:
     """The stand-in host: timed torch/triton for PYTHONPATH and a PATH with the stand-in nvidia-smi."""
     build_fake_nvidia_smi(root / "bin")
     return {"torch": build_timed_torch(root / "torch"), "path": f"{root / 'bin'}{os.pathsep}{os.environ['PATH']}"}
+
+
+def report_of(commits, *, before_ref, after_ref):
+    """A regressions.json as `regressions` writes it, cut to what a bisection reads: one group (id
+    g-0123456789ab) between `before_ref` and `after_ref` with suspects c6, c3, c8 and a 1.3x step of rms_norm
+    forward (and smaller or non-Liger steps beside it), and that step's change with its interval."""
+    series = [
+        {
+            "kernel": "rms_norm",
+            "mode": "forward",
+            "provider": "liger",
+            "caseKey": CASE_KEY,
+            "metric": LATENCY,
+            "magnitude": 1.3,
+        },
+        {
+            "kernel": "rms_norm",
+            "mode": "backward",
+            "provider": "liger",
+            "caseKey": CASE_KEY,
+            "metric": LATENCY,
+            "magnitude": 1.1,
+        },
+        {
+            "kernel": "rms_norm",
+            "mode": "forward",
+            "provider": "huggingface",
+            "caseKey": CASE_KEY,
+            "metric": LATENCY,
+            "magnitude": 2.0,
+        },
+    ]
+    boundary = {
+        "before": {"source": "run-a", "codeRef": before_ref},
+        "after": {"source": "run-b", "codeRef": after_ref},
+    }
+    change = {**series[0], "gpu": H100, "ci95": [1.25, 1.35], **boundary}
+    suspects = {"cause": "liger_kernel", "commits": [{"sha": commits[6]}, {"sha": commits[3]}, {"sha": commits[8]}]}
+    group = {"id": "g-0123456789ab", "gpu": H100, **boundary, "suspects": suspects, "series": series}
+    return {"groups": [group], "changes": [change]}

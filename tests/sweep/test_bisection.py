@@ -14,7 +14,6 @@ import pytest
 from kernelindex_pipeline.liger.bisection import AFTER, BEFORE, CONFIRMED, NOT_REPRODUCED, SKIPPED, ExpectedStep
 from kernelindex_pipeline.liger.source_history import LigerSourceHistory, SourceHistoryError
 from kernelindex_pipeline.records.io import load_manifests
-from kernelindex_pipeline.records.metrics import LATENCY
 from kernelindex_pipeline.sweep.bisection import (
     BisectionInputError,
     BisectionPlan,
@@ -26,7 +25,7 @@ from kernelindex_pipeline.sweep.bisection import (
     run_bisection,
 )
 from kernelindex_pipeline.sweep.outcomes import ConfigurationError
-from tests.support.liger_bisection import H100, build_host, build_repository
+from tests.support.liger_bisection import CASE_KEY, H100, build_host, build_repository, report_of
 
 SERIES = SeriesSelector("rms_norm", "forward")
 # 2.0 -> 2.6 ms with the stand-in clock (tests/support/liger_bisection.py); a change seen at 1.3x
@@ -125,19 +124,23 @@ def test_a_second_bisection_builds_nothing_and_finds_the_culprit_over_other_comm
     step = sweeper(bench, plan, "second")
     verdict = run_bisection(plan, step)
     assert (verdict.kind, verdict.culprit) == (CONFIRMED, commits[6])
-    assert verdict.measurements <= math.ceil(math.log2(2 + 1)) + 2
+    assert verdict.measurements == 3 <= math.ceil(math.log2(2 + 1)) + 2
     assert step.builds and all(b["reused"] for b in step.builds.values())
     measured = [s for s in verdict.steps if s.outcome != SKIPPED]
     assert measured and all(s.detail["environmentReused"] for s in measured)  # each commit's environment too
 
 
 @pytest.mark.slow  # after the first bisection: six sweeps, two commits to build
-@pytest.mark.parametrize(("good", "bad"), [(5, 6), (2, 7)])  # n = 0, the culprit the bad end; n = 4, c4 skipped
-def test_other_ranges_find_the_culprit_within_the_bound(bench, first, good, bad):
+@pytest.mark.parametrize(
+    ("good", "bad", "measured", "skipped"),
+    [(5, 6, 2, 0), (2, 7, 4, 1)],  # n = 0: the culprit is the bad end; n = 4: c4 (the middle) skipped
+)
+def test_other_ranges_find_the_culprit_within_the_bound(bench, first, good, bad, measured, skipped):
     plan = hand_plan(bench, good, bad)
     verdict = run_bisection(plan, sweeper(bench, plan, f"range-{good}-{bad}"))
     n = bad - good - 1
     assert (verdict.kind, verdict.culprit) == (CONFIRMED, bench["repo"].commits[6]), verdict.summary_lines()
+    assert (verdict.measurements, len(verdict.skipped)) == (measured, skipped)
     assert verdict.measurements <= math.ceil(math.log2(n + 1)) + 2
 
 
@@ -158,44 +161,6 @@ def test_the_verdict_document(first):
     assert json.loads(json.dumps(document)) == document
 
 
-def report_of(commits, *, before_ref, after_ref):
-    """A regressions.json as `regressions` writes it, cut to what a bisection reads: one group, its changes."""
-    series = [
-        {
-            "kernel": "rms_norm",
-            "mode": "forward",
-            "provider": "liger",
-            "caseKey": "h1024",
-            "metric": LATENCY,
-            "magnitude": 1.3,
-        },
-        {
-            "kernel": "rms_norm",
-            "mode": "backward",
-            "provider": "liger",
-            "caseKey": "h1024",
-            "metric": LATENCY,
-            "magnitude": 1.1,
-        },
-        {
-            "kernel": "rms_norm",
-            "mode": "forward",
-            "provider": "huggingface",
-            "caseKey": "h1024",
-            "metric": LATENCY,
-            "magnitude": 2.0,
-        },
-    ]
-    boundary = {
-        "before": {"source": "run-a", "codeRef": before_ref},
-        "after": {"source": "run-b", "codeRef": after_ref},
-    }
-    change = {**series[0], "gpu": H100, "ci95": [1.25, 1.35], **boundary}
-    suspects = {"cause": "liger_kernel", "commits": [{"sha": commits[6]}, {"sha": commits[3]}, {"sha": commits[8]}]}
-    group = {"id": "g-0123456789ab", "gpu": H100, **boundary, "suspects": suspects, "series": series}
-    return {"groups": [group], "changes": [change]}
-
-
 def test_a_groups_plan_is_its_boundary_its_suspects_oldest_first_and_its_largest_liger_step(bench):
     commits = bench["repo"].commits
     history = LigerSourceHistory(bench["repo"].path)
@@ -204,7 +169,7 @@ def test_a_groups_plan_is_its_boundary_its_suspects_oldest_first_and_its_largest
     assert (plan.good, plan.bad, plan.harness) == (commits[0], commits[8], commits[8])
     assert plan.candidates == (commits[3], commits[6])  # oldest first; the bad end is no candidate
     assert plan.series == SeriesSelector(
-        "rms_norm", "forward", "liger", "h1024"
+        "rms_norm", "forward", "liger", CASE_KEY
     )  # the huggingface step is no Liger code
     assert plan.expected == ExpectedStep(1.3, 1.25, 1.35) and plan.gpu == H100 and plan.group == "g-0123456789ab"
     assert plan_of_group(history, report, "1") == plan  # by its place on the page too
