@@ -10,7 +10,7 @@ from dagster import (
     in_process_executor,
 )
 
-from kernelindex_pipeline.defs import catalogue_assets, ci_chain, history_chain, sweep_chain
+from kernelindex_pipeline.defs import bisection_job, catalogue_assets, ci_chain, history_chain, sweep_chain
 from kernelindex_pipeline.defs.environment_resources import resources_from_environment
 from kernelindex_pipeline.defs.partitions_registered import chain_partitions_sensor
 from kernelindex_pipeline.defs.sources import CHAINS
@@ -38,6 +38,7 @@ def build_definitions() -> Definitions:
         history_chain.defs(),
         ci_chain.defs(),
         sweep_chain.defs(),
+        bisection_job.defs(),
         Definitions(
             assets=catalogue_assets.ALL,
             asset_checks=catalogue_assets.CHECKS,

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 import yaml
-from dagster import instance_for_test
+from dagster import AssetKey, instance_for_test
 
 from kernelindex_pipeline.definitions import build_definitions
 from kernelindex_pipeline.defs.chain import STAGES
@@ -67,6 +67,8 @@ def test_asset_graph_snapshot(defs):
         # the report shows the regressions asset's stored result (detected once)
         "catalogue_report": {"deps": sorted([*publications, "benchmark_regressions"]), "partitioned": False},
         "efficiency_table": {"deps": publications, "partitioned": False},
+        # what bisection_job records (its steps are runs of the sweep chain): observed, never refreshed
+        "bisection_verdict": {"deps": [], "partitioned": False},
     }
 
 
@@ -82,8 +84,13 @@ def test_each_chain_has_its_own_partitions_group_and_backfill_policy(defs):
 
 def test_catalogue_wide_assets_refresh_by_automation_on_by_default(defs):
     graph = defs.resolve_asset_graph()
-    wide = [key for key in graph.get_all_asset_keys() if graph.get(key).partitions_def is None]
+    wide = [
+        key
+        for key in graph.get_all_asset_keys()
+        if graph.get(key).partitions_def is None and graph.get(key).is_materializable
+    ]
     assert wide and all(graph.get(key).automation_condition is not None for key in wide)
+    assert not graph.get(AssetKey("bisection_verdict")).is_materializable  # a bisection's verdict: bisection_job's
     (sensor,) = [s for s in defs.sensors if s.name == "catalogue_automation"]
     assert sensor.default_status.value == "RUNNING"
 
@@ -134,7 +141,12 @@ def test_record_checks_are_blocking_and_the_sweep_check_is_not(defs):
 
 
 def test_jobs_sensors_schedules(defs):
-    assert sorted(job.name for job in defs.jobs) == ["ci_import_job", "gpu_sweep_job", "history_import_job"]
+    assert sorted(job.name for job in defs.jobs) == [
+        "bisection_job",
+        "ci_import_job",
+        "gpu_sweep_job",
+        "history_import_job",
+    ]
     assert sorted(sensor.name for sensor in defs.sensors) == [
         "catalogue_automation",
         "chain_partitions_sensor",

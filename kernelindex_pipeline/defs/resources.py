@@ -154,6 +154,11 @@ class BenchmarkRunnerResource(ConfigurableResource):
         description="Directories prepended to the scripts' PYTHONPATH (e.g. a host's own torch build).",
     )
     extra_env: dict[str, str] = Field(default_factory=dict, description="Extra environment variables for the scripts.")
+    build_cache_dir: str = Field(
+        default="",
+        description="Wheels of Liger built at commits, for a bisection's steps (liger/commit_build.py); empty: "
+        "<cache>/liger-builds.",
+    )
     image: str = Field(default="", description="Container image of the sweep pod (runner=k8s).")
     namespace: str = Field(default="kernelindex", description="Kubernetes namespace of sweep pods (runner=k8s).")
     cache_volume_claim: str = Field(
@@ -166,6 +171,11 @@ class BenchmarkRunnerResource(ConfigurableResource):
 
     def env_cache(self) -> Path:
         return Path(self.env_cache_dir) if self.env_cache_dir else dagster_home() / "script-envs"
+
+    def build_cache(self) -> Path:
+        from kernelindex_pipeline.liger.commit_build import default_build_cache_dir
+
+        return Path(self.build_cache_dir) if self.build_cache_dir else default_build_cache_dir()
 
     def pipes_client(self):
         if self.runner == "k8s":

@@ -13,7 +13,7 @@ import sys
 
 from dagster import AssetExecutionContext, Failure, MetadataValue
 
-from kernelindex_pipeline.defs.resources import BenchmarkRunnerResource, LigerReleaseResource
+from kernelindex_pipeline.defs.resources import BenchmarkRunnerResource, LigerGitResource, LigerReleaseResource
 from kernelindex_pipeline.liger.normalize import MeasuredContext
 from kernelindex_pipeline.liger.partition import PartitionCsv
 from kernelindex_pipeline.liger.release import snapshot_of_bytes
@@ -76,6 +76,53 @@ def run_sweep_through_pipes(
     release_path = str(releases.fetch(version).path) if runner.runner == "subprocess" else None
     request = _sweep_request(context, gpu, version, kernels, release_path, runner)
     context.log.info(f"sweeping liger-kernel {version} on {gpu} via {runner.runner} (kernels: {kernels or 'all'})")
+    return _sweep_reply(context, gpu, version, request, runner)
+
+
+def run_commit_sweep_through_pipes(
+    context: AssetExecutionContext,
+    gpu: str,
+    commit: str,
+    kernels: list[str],
+    harness: str,
+    liger_git: LigerGitResource,
+    runner: BenchmarkRunnerResource,
+) -> PartitionCsv:
+    """A sweep of Liger built at `commit` (a bisection step, README "Bisection"): the wheel from the clone
+    (cached by commit), the benchmark scripts of the `harness` commit (empty: the commit's own). Only the
+    subprocess runner: the build and the harness are files of this host. A commit that does not build is a
+    Failure that is not retried."""
+    from kernelindex_pipeline.liger.commit_build import CommitBuildError, build_liger, harness_at
+    from kernelindex_pipeline.liger.source_history import LigerSourceHistory, SourceHistoryError
+
+    if runner.runner != "subprocess":
+        raise Failure(
+            description="a sweep of a commit (a bisection step) runs with runner: subprocess only", allow_retries=False
+        )
+    if not liger_git.path:
+        raise Failure(
+            description="a sweep of a commit needs the liger_git resource (KERNELINDEX_LIGER_GIT)", allow_retries=False
+        )
+    try:
+        history = LigerSourceHistory(liger_git.path)
+        build = build_liger(history, commit, runner.build_cache())
+        harness_commit = harness or build.commit
+        tree = runner.work_dir_root() / f"harness-{harness_commit[:12]}-{context.run.run_id[:8]}"
+        release_path = str(harness_at(history, harness_commit, tree))
+    except (CommitBuildError, SourceHistoryError, ValueError) as error:
+        raise Failure(description=f"Liger at {commit}: {error}", allow_retries=False) from None
+    request = _sweep_request(context, gpu, build.version, kernels, release_path, runner)
+    request.update(liger_wheel=str(build.wheel), liger_commit=build.commit)
+    context.log.info(
+        f"sweeping liger-kernel {build.version} at {build.commit[:12]} ({'cached' if build.reused else 'built'}) on {gpu}, "
+        f"harness {harness_commit[:12]} (kernels: {kernels or 'all'})"
+    )
+    return _sweep_reply(context, gpu, build.version, request, runner)
+
+
+def _sweep_reply(
+    context: AssetExecutionContext, gpu: str, version: str, request: dict, runner: BenchmarkRunnerResource
+) -> PartitionCsv:
     invocation = _launch(context, gpu, request, runner)
     try:
         reply = reply_from_messages(invocation.get_custom_messages())

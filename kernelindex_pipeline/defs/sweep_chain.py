@@ -4,6 +4,8 @@ pool measures the newest Liger release at 02:00 UTC."""
 
 from __future__ import annotations
 
+import re
+
 from dagster import (
     AssetCheckResult,
     AssetCheckSeverity,
@@ -22,15 +24,46 @@ from kernelindex_pipeline.defs.partitions import benchmark_partition_key, regist
 from kernelindex_pipeline.defs.resources import GpuFleetResource, LigerReleaseResource
 
 GPU_POOL_TAG = "kernelindex/gpu_pool"
+# A partition of Liger at one commit (a bisection step): GPU|git-<12 hex>, so the partition list shows what
+# was swept at which commit beside the releases (the version part sorts after every release).
+COMMIT_PREFIX = "git-"
+COMMIT_KEY_HEX = 12
+
+
+def commit_partition_key(gpu: str, commit: str) -> str:
+    """The sweep partition of Liger built at `commit` (a full or short sha) on `gpu`."""
+    return benchmark_partition_key(gpu, COMMIT_PREFIX + commit[:COMMIT_KEY_HEX].lower())
+
+
+def commit_of_version(version: str) -> str | None:
+    """The short sha a partition's version part names (`git-<hex>`), None for a release."""
+    if version.startswith(COMMIT_PREFIX) and re.fullmatch(r"[0-9a-f]{7,40}", version[len(COMMIT_PREFIX) :]):
+        return version[len(COMMIT_PREFIX) :]
+    return None
 
 
 def _read_sweep(context: AssetExecutionContext, partitions: list[str]) -> SourceRead:
-    from kernelindex_pipeline.defs.sweep import run_sweep_through_pipes, sweep_metadata
+    from kernelindex_pipeline.defs.sweep import run_commit_sweep_through_pipes, run_sweep_through_pipes, sweep_metadata
 
     (key,) = partitions  # one partition per sweep run (no single-run backfill policy)
     gpu, version = split_partition_key(key)
-    kernels = list(context.op_execution_context.op_config.get("kernels") or [])
-    part = run_sweep_through_pipes(context, gpu, version, kernels, context.resources.releases, context.resources.runner)
+    config = context.op_execution_context.op_config
+    kernels = list(config.get("kernels") or [])
+    commit = commit_of_version(version)
+    if commit is not None:
+        part = run_commit_sweep_through_pipes(
+            context,
+            gpu,
+            commit,
+            kernels,
+            config.get("harness") or "",
+            context.resources.liger_git,
+            context.resources.runner,
+        )
+    else:
+        part = run_sweep_through_pipes(
+            context, gpu, version, kernels, context.resources.releases, context.resources.runner
+        )
     failed = part.sweep.failed
     check = AssetCheckResult(
         check_name="sweep_scripts_succeeded",
@@ -51,7 +84,7 @@ SWEEP = build_chain(
         read=_read_sweep,
         job_name="gpu_sweep_job",
         job_description="Run the release's benchmark scripts on a GPU of the partition's type and publish what was measured.",
-        resources=frozenset({"releases", "runner"}),
+        resources=frozenset({"releases", "runner", "liger_git"}),
         single_run=False,
         how_to_import=(
             "Set KERNELINDEX_GPU_POOLS and turn on the nightly_gpu_sweep schedule, or add a partition (GPU|VERSION) "
@@ -64,7 +97,13 @@ SWEEP = build_chain(
             ),
         ),
         config_schema={
-            "kernels": Field([str], default_value=[], description="Kernels to sweep (empty: every script).")
+            "kernels": Field([str], default_value=[], description="Kernels to sweep (empty: every script)."),
+            "harness": Field(
+                str,
+                default_value="",
+                description="A partition of a commit (GPU|git-<sha>): the commit whose benchmark scripts run "
+                "(a bisection holds it fixed); empty: the partition's own commit.",
+            ),
         },
     )
 )

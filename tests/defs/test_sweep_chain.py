@@ -12,7 +12,7 @@ from kernelindex_pipeline.catalogue.store import CatalogueStore
 from kernelindex_pipeline.defs.chain_values import IO_MANAGER_KEY, ChainValuesIOManager
 from kernelindex_pipeline.defs.history_chain import HISTORY
 from kernelindex_pipeline.defs.partitions import benchmark_partition_key, register_partitions
-from kernelindex_pipeline.defs.resources import BenchmarkRunnerResource, CatalogueResource
+from kernelindex_pipeline.defs.resources import BenchmarkRunnerResource, CatalogueResource, LigerGitResource
 from kernelindex_pipeline.defs.sweep_chain import SWEEP
 from tests.support.dagster_support import LocalReleases, build_history_sdist
 from tests.support.standin_release import build_fake_torch, build_site
@@ -33,6 +33,7 @@ def _run(site, tmp_path, sqlite_url, device_name, instance=None):
         IO_MANAGER_KEY: ChainValuesIOManager(base_dir=str(tmp_path / "values")),
         "catalogue": CatalogueResource(url=sqlite_url),
         "releases": LocalReleases(sdist_path=str(site["tarball"]), version=VERSION),
+        "liger_git": LigerGitResource(),  # a release's partition builds nothing from the clone
         "runner": BenchmarkRunnerResource(
             work_root=str(tmp_path / "sweeps"),
             env_cache_dir=str(site["root"] / "envs"),
@@ -132,3 +133,14 @@ def test_a_host_without_cuda_fails_without_retry_and_leaves_history_alone(site, 
         assert instance.get_materialized_partitions(history_key) == {KEY}
         assert instance.get_latest_materialization_event(history_key).run_id == history.run_id
         assert {event.asset_key.path[0] for event in result.get_asset_materialization_events()} <= {"sweep"}
+
+
+def test_a_commits_partition_key_names_the_commit_and_parses_as_any_sweep_key():
+    from kernelindex_pipeline.defs.partitions import split_partition_key
+    from kernelindex_pipeline.defs.sweep_chain import commit_of_version, commit_partition_key
+
+    key = commit_partition_key(GPU, "E98D0CD81C14DBB4082D8E005013CA5765BAA170")
+    assert key == f"{GPU}|git-e98d0cd81c14"
+    gpu, version = split_partition_key(key)
+    assert (gpu, commit_of_version(version)) == (GPU, "e98d0cd81c14")
+    assert commit_of_version(VERSION) is None and commit_of_version("git-notahex") is None

@@ -1,0 +1,96 @@
+"""The bisection job through Dagster, launched with a group's id as config: each step a run of the sweep
+chain on the commit's partition (real sweep subprocesses behind Pipes, stand-in torch/triton), published
+like any sweep; the verdict read back from the materializations."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from dagster import DagsterInstance, DagsterRunStatus, RunsFilter
+
+from kernelindex_pipeline.catalogue.store import CatalogueStore
+from kernelindex_pipeline.defs.bisection_job import VERDICT_KEY, bisection_job
+from kernelindex_pipeline.defs.chain_values import IO_MANAGER_KEY, ChainValuesIOManager
+from kernelindex_pipeline.defs.partitions import registered_keys
+from kernelindex_pipeline.defs.resources import (
+    BenchmarkRunnerResource,
+    CatalogueResource,
+    LigerGitResource,
+    LigerReleaseResource,
+)
+from kernelindex_pipeline.defs.sweep_chain import commit_partition_key
+from tests.support.liger_bisection import H100, build_host, build_repository, report_of
+
+GROUP = "g-0123456789ab"
+
+
+@pytest.fixture(scope="module")
+def bench(tmp_path_factory):
+    root = tmp_path_factory.mktemp("bisection-job")
+    repo = build_repository(root, commits=8, slow_from=6, broken=frozenset({4}))
+    host = build_host(root / "host")
+    (root / "wheels").mkdir()
+    report = root / "regressions.json"
+    report.write_text(
+        json.dumps(report_of(repo.commits, before_ref=repo.commits[0][:7], after_ref=repo.commits[8][:7]))
+    )
+    return {"root": root, "repo": repo, "host": host, "report": report}
+
+
+def resources(bench, sqlite_url):
+    root = bench["root"]
+    return {
+        IO_MANAGER_KEY: ChainValuesIOManager(base_dir=str(root / "values")),
+        "catalogue": CatalogueResource(url=sqlite_url),
+        "releases": LigerReleaseResource(cache_dir=str(root / "releases")),  # a commit's partition fetches no release
+        "liger_git": LigerGitResource(path=str(bench["repo"].path)),
+        "runner": BenchmarkRunnerResource(
+            work_root=str(root / "sweeps"),
+            env_cache_dir=str(root / "envs"),
+            build_cache_dir=str(root / "builds"),
+            wheel_dir=str(root / "wheels"),
+            script_timeout_s=120,
+            rounds=2,
+            extra_pythonpath=[str(bench["host"]["torch"])],
+            extra_env={"PATH": bench["host"]["path"]},
+        ),
+    }
+
+
+@pytest.mark.slow  # four sweep runs through Pipes, each building a commit: about 40 s
+def test_the_job_bisects_a_group_each_step_a_sweep_run_of_the_commits_partition(bench, sqlite_url):
+    commits = bench["repo"].commits
+    with DagsterInstance.ephemeral() as instance:
+        result = bisection_job.execute_in_process(
+            run_config={
+                "ops": {"bisect_group": {"config": {"group": GROUP, "regressions_file": str(bench["report"])}}}
+            },
+            instance=instance,
+            resources=resources(bench, sqlite_url),
+        )
+        assert result.success
+        event = instance.get_latest_materialization_event(VERDICT_KEY)
+        metadata = event.asset_materialization.metadata
+        assert metadata["verdict"].value == "confirmed" and metadata["culprit"].value == commits[6]
+        assert metadata["group"].value == GROUP and metadata["measurements"].value == 4
+        document = metadata["bisection"].value
+        assert [s["commit"] for s in document["steps"]] == [commits[0], commits[8], commits[3], commits[6]]
+        # every step a run of the sweep chain on its commit's partition, listed as the sweep's partitions
+        keys = [commit_partition_key(H100, c) for c in (commits[0], commits[8], commits[3], commits[6])]
+        assert set(keys) <= set(registered_keys(instance, "sweep"))
+        runs = instance.get_runs(RunsFilter(tags={"kernelindex/bisection": GROUP}))
+        assert sorted(r.tags.get("dagster/partition") for r in runs) == sorted(keys)
+        assert all(r.status == DagsterRunStatus.SUCCESS for r in runs)
+        assert "| 4 | " in metadata["steps"].value and "| after |" in metadata["steps"].value
+    # ...published as ordinary measured runs, their ImplementationRevision naming the commit
+    store = CatalogueStore.open(sqlite_url)
+    try:
+        revisions = {
+            (m["spec"].get("projectRevision") or {}).get("commit")
+            for m in store.manifests()
+            if m["kind"] == "ImplementationRevision"
+        }
+    finally:
+        store.close()
+    assert {commits[0], commits[8], commits[3], commits[6]} <= revisions
