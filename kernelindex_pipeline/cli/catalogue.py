@@ -211,6 +211,14 @@ def _regressions_arguments(p: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="writes DIR/regressions.json and the page DIR/regressions.html",
     )
+    p.add_argument(
+        "--bisection",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a verdict `bisect` wrote (repeatable): shown with its group on the page and in the JSON",
+    )
     _detection_arguments(p)
 
 
@@ -269,6 +277,21 @@ def _detection_settings(args: argparse.Namespace):
         raise UsageError(str(exc)) from None
 
 
+def _bisections(files: list[Path]) -> dict[str, dict]:
+    """Group id -> a bisection's JSON (the later file wins for one group)."""
+    found = {}
+    for path in files:
+        try:
+            document = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise CommandError(f"--bisection {path}: {exc}") from None
+        group = (document.get("plan") or {}).get("group") if isinstance(document, dict) else None
+        if not group:
+            raise CommandError(f"--bisection {path}: not a bisection of a regressions group (its plan names no group)")
+        found[str(group)] = document
+    return found
+
+
 def _regressions(args: argparse.Namespace) -> int:
     from kernelindex_pipeline.reporting.regressions import RegressionInputError
     from kernelindex_pipeline.reporting.regressions_page import write_regressions
@@ -284,6 +307,7 @@ def _regressions(args: argparse.Namespace) -> int:
                 report = _detect_and_attribute(args, settings, manifests=store.manifests())
     except (RegressionInputError, ValueError) as exc:
         raise CommandError(str(exc)) from None
+    report.bisections = _bisections(args.bisection)
     paths = write_regressions(report, args.out)
     print(report.summary())
     print(f"wrote {paths.json} and {paths.page}")

@@ -188,6 +188,24 @@ def bisection_job():
     bisect_group()
 
 
+MAX_VERDICTS_READ = 1000  # the newest verdict materializations the report reads (one per bisection)
+
+
+def latest_verdicts(instance) -> dict[str, dict]:
+    """Group id -> the JSON of its newest bisection, from the materializations of bisection_verdict (what
+    catalogue_report shows with each group)."""
+    found: dict[str, dict] = {}
+    for record in instance.fetch_materializations(VERDICT_KEY, limit=MAX_VERDICTS_READ).records:
+        materialization = record.asset_materialization
+        if materialization is None:
+            continue
+        group = materialization.metadata.get("group")
+        document = materialization.metadata.get("bisection")
+        if group is not None and document is not None and str(group.value) not in found:
+            found[str(group.value)] = dict(document.value)
+    return found
+
+
 def defs() -> Definitions:
     """The bisection job and the asset its verdicts materialize."""
     return Definitions(assets=[bisection_verdict], jobs=[bisection_job])

@@ -2,6 +2,7 @@
 regressions. They refresh by themselves (declarative automation, CATALOGUE_AUTOMATION) once any
 chain has published, and never wait for a partition that has not run."""
 
+import dataclasses
 from pathlib import Path
 
 from dagster import (
@@ -205,10 +206,14 @@ def catalogue_report(
     previous build, the coverage pivot of the latest import of every partition and file, efficiency, the
     regressions), a page per kernel drawn in the browser from that kernel's data, the regressions page (the
     `benchmark_regressions` result, as stored). Only kernels whose data changed are rewritten."""
+    from kernelindex_pipeline.defs.bisection_job import latest_verdicts
+
     out = _out(config, "report")
+    # the groups' bisections (bisection_job's verdicts) are shown with them; detection itself is the stored one
+    regressions = dataclasses.replace(benchmark_regressions, bisections=latest_verdicts(context.instance))
     with catalogue.open() as store:
         coverage = CoverageTable.of(r for reports in _latest_reports(store.publications()).values() for r in reports)
-        site = build_site(store.manifests(), out, coverage=coverage.cells, regressions=benchmark_regressions)
+        site = build_site(store.manifests(), out, coverage=coverage.cells, regressions=regressions)
     c = site.counts
     changed = ", ".join(f"{k} ({v})" for k, v in sorted(site.changed.items())) or "nothing"
     context.log.info(

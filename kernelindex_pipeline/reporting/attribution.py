@@ -122,6 +122,35 @@ class ChangeGroup:
         }
 
 
+def bisection_summary(document: dict[str, Any]) -> dict[str, Any]:
+    """What a group shows of the bisection of it: the verdict and every step of a bisection's JSON (README,
+    "Bisection"; written by `kernelindex-pipeline bisect` and bisection_job), read by its documented keys."""
+    return {
+        "verdict": document.get("verdict"),
+        "label": document.get("label"),
+        "culprit": document.get("culprit"),
+        "culpritUrl": document.get("culpritUrl"),
+        "parent": document.get("parent"),
+        "reason": document.get("reason"),
+        "inQuestion": list(document.get("inQuestion") or []),
+        "measurements": document.get("measurements"),
+        "maxMeasurements": document.get("maxMeasurements"),
+        "gpuSeconds": document.get("gpuSeconds"),
+        "harness": (document.get("plan") or {}).get("harness"),
+        "series": (document.get("plan") or {}).get("series"),
+        "steps": [
+            {k: step.get(k) for k in ("step", "commit", "role", "outcome", "value", "interval", "reason")}
+            for step in document.get("steps") or []
+        ],
+    }
+
+
+def with_bisection(group: dict[str, Any], bisections: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """A group's JSON with its bisection's verdict (`bisection`, null when none was made)."""
+    document = bisections.get(group["id"])
+    return {**group, "bisection": bisection_summary(document) if document else None}
+
+
 def group_changes(changes: list[Change]) -> list[ChangeGroup]:
     """Changes grouped by (boundary, cause, suspects): one commit that moved 40 series is one group."""
     groups: dict[tuple, ChangeGroup] = {}
@@ -168,13 +197,35 @@ def leading_commits(
     return found
 
 
-def check_message(groups: list[ChangeGroup], direction: str = "slowdown", limit: int = 5) -> str:
+def check_message(
+    groups: list[ChangeGroup],
+    direction: str = "slowdown",
+    limit: int = 5,
+    bisections: dict[str, dict[str, Any]] | None = None,
+) -> str:
     """ "N slowdowns from M commits" naming them (the leading suspect of each group), then the changes
-    without a commit by cause."""
+    without a commit by cause. With `bisections` (group id -> bisection JSON) the culprits a bisection
+    confirmed come first: "confirmed by bisection: <sha> (N slowdowns)"."""
     commits = leading_commits(groups, direction)
     named = sorted(commits.values(), key=lambda item: -item[1])
     total = sum(n for _, n, _ in named)
     text = f"{total} {direction}{'' if total == 1 else 's'} from {len(named)} commit{'' if len(named) == 1 else 's'}"
+    confirmed: dict[str, int] = defaultdict(int)
+    for group in groups:
+        document = (bisections or {}).get(group.id) or {}
+        n = sum(1 for c in group.changes if c.direction == direction)
+        if document.get("verdict") == "confirmed" and document.get("culprit") and n:
+            confirmed[str(document["culprit"])] += n
+    if confirmed:
+        text = (
+            "confirmed by bisection: "
+            + "; ".join(
+                f"{sha[:8]} ({n} {direction}{'' if n == 1 else 's'})"
+                for sha, n in sorted(confirmed.items(), key=lambda i: -i[1])
+            )
+            + ". "
+            + text
+        )
     if named:
         text += ": " + "; ".join(
             f"{c.sha[:8]} {c.subject[:70]} ({n}{f', +{o} other suspects' if o else ''})" for c, n, o in named[:limit]

@@ -246,6 +246,9 @@ class RegressionReport:
     source_steps: list[Change] = field(default_factory=list)
     # lasting moves of a run's host, each one entry for the series it moved (`host_changes.py`)
     host_changes: list[host_changes.HostChange] = field(default_factory=list)
+    # verdicts of bisections of its groups, by group id (the bisection JSON, README "Bisection"): shown with
+    # their group (page, JSON `groups[].bisection`); what was measured afterwards, never part of detection
+    bisections: dict[str, dict[str, Any]] = field(default_factory=dict)
     # series judged afresh and reused from the judgement store (how the result was computed, not part of it:
     # not in to_dict, which is the same with or without a store)
     judgements: JudgementReuse = field(default_factory=JudgementReuse)
@@ -343,7 +346,10 @@ class RegressionReport:
             ],
             "hostEffects": [h.to_dict() for h in self.host_effects],
             "changes": [c.to_dict() for c in self.changes],
-            "groups": [g.to_dict() for g in attribution.group_changes(self.changes)],
+            "groups": [
+                attribution.with_bisection(g.to_dict(), self.bisections)
+                for g in attribution.group_changes(self.changes)
+            ],
             "attributionNotes": list(self.attribution_notes),
             "pending": [c.to_dict() for c in self.pending],
             "sourceSteps": [c.to_dict() for c in self.source_steps],

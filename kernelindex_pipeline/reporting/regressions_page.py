@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .attribution import CauseEvidence, check_message, group_changes
+from .attribution import CauseEvidence, check_message, group_changes, with_bisection
 from .efficiency import EfficiencyReport, change_efficiency, format_pct
 from .host_effects import CLASS_LABELS, MIN_GROUPS
 from .regressions import CAUSES, PEAK_MEMORY, Change, RegressionReport, Trend
@@ -301,11 +301,11 @@ def _groups_section(report: RegressionReport) -> str:
     groups = group_changes(report.changes)
     out = [
         f'<section id="by-commit" data-group-count="{len(groups)}"><h2>What changed it</h2>',
-        f'<p class="summary">{_e(check_message(groups))}.</p>',
+        f'<p class="summary">{_e(check_message(groups, bisections=report.bisections))}.</p>',
     ]
     out += [f'<p class="note">{_e(note)}</p>' for note in report.attribution_notes]
     for i, group in enumerate(groups):
-        d = group.to_dict()
+        d = with_bisection(group.to_dict(), report.bisections)
         shas = ",".join(c.sha for c in group.evidence.commits)
         before, after = d["before"], d["after"]
         out.append(
@@ -315,6 +315,7 @@ def _groups_section(report: RegressionReport) -> str:
             f"{_e(before['source'])} ({_e(before['observedAt'][:10])}) and {_e(after['source'])} "
             f"({_e(after['observedAt'][:10])})</summary>"
         )
+        out.append(_bisection_html(d["id"], d["bisection"]))
         out.append(_evidence_html(group.evidence))
         if group.others:
             out.append('<p class="note">Also possible: ' + "; ".join(_evidence_text(e) for e in group.others) + "</p>")
@@ -330,6 +331,40 @@ def _groups_section(report: RegressionReport) -> str:
         )
     out.append("</section>")
     return "\n".join(out)
+
+
+def _bisection_html(group_id: str, bisection: dict[str, Any] | None) -> str:
+    """The group's id (what a bisection is launched with) and, once one ran, its verdict, the commits it
+    tried with their values, and a link to the confirmed commit."""
+    if not bisection:
+        return f'<p class="note bisection-none">Group <code>{_e(group_id)}</code>: not bisected (kernelindex-pipeline bisect --group {_e(group_id)}, or bisection_job).</p>'
+    culprit = bisection.get("culprit")
+    link = (
+        f' <a class="culprit" href="{_e(bisection.get("culpritUrl") or "")}"><code>{_e(str(culprit)[:8])}</code></a>'
+        if culprit
+        else ""
+    )
+    rows = "".join(_bisection_step_row(step) for step in bisection.get("steps") or [])
+    return (
+        f'<div class="bisection" data-verdict="{_e(bisection.get("verdict"))}" data-culprit="{_e(culprit or "")}">'
+        f"<p>Group <code>{_e(group_id)}</code>, bisected: <b>{_e(bisection.get('verdict'))}</b>{link} "
+        f"({_e(bisection.get('measurements'))} of at most {_e(bisection.get('maxMeasurements'))} measurements, "
+        f"{_e(bisection.get('gpuSeconds'))} GPU-s): {_e(bisection.get('reason'))}</p>"
+        "<table><tr><th>step</th><th>commit</th><th>role</th><th>level</th><th>value</th><th>95 % interval</th>"
+        f"<th>note</th></tr>{rows}</table></div>"
+    )
+
+
+def _bisection_step_row(step: dict[str, Any]) -> str:
+    value, interval = step.get("value"), step.get("interval")
+    shown = "" if value is None else f"{value / 1e3:,.1f} µs"
+    band = "" if not interval else f"{interval[0] / 1e3:,.1f} – {interval[1] / 1e3:,.1f}"
+    return (
+        f'<tr class="{_e(step.get("outcome"))}"><td class="num">{_e(step.get("step"))}</td>'
+        f"<td><code>{_e(str(step.get('commit'))[:8])}</code></td><td>{_e(step.get('role'))}</td>"
+        f'<td>{_e(step.get("outcome"))}</td><td class="num">{shown}</td><td class="num">{band}</td>'
+        f"<td>{_e(step.get('reason') or '')}</td></tr>"
+    )
 
 
 def _evidence_html(evidence: CauseEvidence) -> str:

@@ -31,7 +31,7 @@ from kernelindex_pipeline.liger import bisection
 from kernelindex_pipeline.liger.bisection import ExpectedStep, Measurement, Skipped, Verdict
 from kernelindex_pipeline.liger.commit_build import CommitBuildError, build_liger, harness_at, resolve_commit
 from kernelindex_pipeline.liger.run_facts import run_facts
-from kernelindex_pipeline.liger.source_history import LigerSourceHistory, SourceHistoryError
+from kernelindex_pipeline.liger.source_history import COMMIT_URL, LigerSourceHistory, SourceHistoryError
 from kernelindex_pipeline.records.metrics import LATENCY
 
 from .outcomes import ConfigurationError, EnvironmentBuildError
@@ -328,6 +328,7 @@ def bisection_document(plan: BisectionPlan, verdict: Verdict, builds: dict[str, 
         "format": "kernelindex-pipeline/bisection/v1",
         "plan": plan.to_dict(),
         **verdict.to_dict(),
+        "culpritUrl": COMMIT_URL.format(sha=verdict.culprit) if verdict.culprit else None,
         "builds": builds or {},
     }
 

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from kernelindex_pipeline.cli import main
 from tests.reporting.test_regressions import panel
@@ -73,3 +74,16 @@ def test_without_a_store_nothing_is_kept(tmp_path, capsys):
     assert main(["regressions", "--records", *files, "--out", str(tmp_path / "out")]) == 0
     assert "detection: 24 series judged afresh, 0 reused (no judgement store)" in capsys.readouterr().out
     assert not [p for p in tmp_path.rglob("*") if "judgement" in p.name]
+
+
+def test_bisection_files_are_keyed_by_their_group_and_other_json_is_refused(tmp_path):
+    from kernelindex_pipeline.cli.catalogue import _bisections
+    from kernelindex_pipeline.cli.errors import CommandError
+
+    first, later, other = tmp_path / "a.json", tmp_path / "b.json", tmp_path / "c.json"
+    first.write_text(json.dumps({"plan": {"group": "g-1"}, "verdict": "ambiguous"}))
+    later.write_text(json.dumps({"plan": {"group": "g-1"}, "verdict": "confirmed"}))
+    other.write_text(json.dumps({"series": 3}))
+    assert _bisections([first, later]) == {"g-1": {"plan": {"group": "g-1"}, "verdict": "confirmed"}}
+    with pytest.raises(CommandError, match="its plan names no group"):
+        _bisections([other])

@@ -94,3 +94,18 @@ def test_the_job_bisects_a_group_each_step_a_sweep_run_of_the_commits_partition(
     finally:
         store.close()
     assert {commits[0], commits[8], commits[3], commits[6]} <= revisions
+
+
+def test_the_report_reads_each_groups_newest_verdict():
+    from dagster import AssetMaterialization, MetadataValue
+
+    from kernelindex_pipeline.defs.bisection_job import latest_verdicts
+
+    with DagsterInstance.ephemeral() as instance:
+        for group, label in (("g-a", "ambiguous"), ("g-b", "not reproduced"), ("g-a", "confirmed abc")):
+            instance.report_runless_asset_event(
+                AssetMaterialization(
+                    VERDICT_KEY, metadata={"group": group, "bisection": MetadataValue.json({"label": label})}
+                )
+            )
+        assert latest_verdicts(instance) == {"g-a": {"label": "confirmed abc"}, "g-b": {"label": "not reproduced"}}
