@@ -62,6 +62,19 @@ def default_regressions_file() -> Path:
     return dagster_home() / "report" / "regressions.json"
 
 
+def _failure_text(result) -> str:
+    """Why a step's run failed: its first failed step's Failure description (a commit that does not build,
+    a host without the GPU), else its error."""
+    for event in result.all_events:
+        if event.is_step_failure:
+            data = event.step_failure_data
+            if data.user_failure_data is not None and data.user_failure_data.description:
+                return data.user_failure_data.description
+            if data.error is not None:
+                return data.error.message.strip()
+    return "no step failed (the run itself did)"
+
+
 def _steps_table(verdict) -> str:
     lines = [
         "| step | commit | role | outcome | value (ns) | interval | seconds | reason |",
@@ -94,6 +107,12 @@ def bisect_group(context: OpExecutionContext, config: BisectionConfig) -> None:
     )
 
     path = Path(config.regressions_file) if config.regressions_file else default_regressions_file()
+    if context.resources.runner.rounds < 2:
+        raise Failure(
+            description=f"a bisection step needs 2 rounds or more for its interval; the runner resource has rounds "
+            f"{context.resources.runner.rounds}",
+            allow_retries=False,
+        )
     try:
         report = json.loads(path.read_text(encoding="utf-8"))
         history = LigerSourceHistory(context.resources.liger_git.path or "")
@@ -131,8 +150,7 @@ def bisect_group(context: OpExecutionContext, config: BisectionConfig) -> None:
         )
         step_runs[commit] = result.run_id
         if not result.success:
-            failures = [e.message for e in result.all_events if e.is_failure and e.message]
-            return Skipped(f"its sweep run {result.run_id[:8]} failed: {(failures or ['no message'])[0][:300]}")
+            return Skipped(f"its sweep run {result.run_id[:8]} failed: {_failure_text(result)[:500]}")
         (part,) = result.output_for_node("sweep__benchmark_csv")[key]
         sweep = part.sweep
         seconds = float(sweep.timings.get("total_s", 0.0))

@@ -109,3 +109,49 @@ def test_the_report_reads_each_groups_newest_verdict():
                 )
             )
         assert latest_verdicts(instance) == {"g-a": {"label": "confirmed abc"}, "g-b": {"label": "not reproduced"}}
+
+
+def test_a_step_whose_commit_does_not_build_is_skipped_and_said(bench, sqlite_url):
+    from tests.support.liger_git import git
+
+    repo, commits = bench["repo"].path, bench["repo"].commits
+    # a commit beside the history whose setup.py fails, as the good end of a group
+    git(repo, "checkout", "-q", "-b", "broken-build", commits[0])
+    (repo / "setup.py").write_text("raise RuntimeError('stand-in: setup.py cannot compute the dependencies')\n")
+    git(repo, "add", "setup.py")
+    git(repo, "commit", "-q", "-m", "a build that fails")
+    broken = git(repo, "rev-parse", "HEAD").strip()
+    git(repo, "checkout", "-q", "main")
+    report = bench["root"] / "broken.json"
+    report.write_text(json.dumps(report_of(commits, before_ref=broken, after_ref=commits[8])))
+    with DagsterInstance.ephemeral() as instance:
+        result = bisection_job.execute_in_process(
+            run_config={"ops": {"bisect_group": {"config": {"group": GROUP, "regressions_file": str(report)}}}},
+            instance=instance,
+            resources=resources(bench, sqlite_url),
+        )
+        assert result.success  # the bisection ran; its verdict says what happened
+        metadata = instance.get_latest_materialization_event(VERDICT_KEY).asset_materialization.metadata
+        assert metadata["verdict"].value == "not reproduced"
+        (step,) = metadata["bisection"].value["steps"]
+        assert step["outcome"] == "skipped" and "does not build" in step["reason"]
+        assert "stand-in: setup.py cannot compute the dependencies" in step["reason"]
+        (run,) = instance.get_runs(RunsFilter(tags={"kernelindex/bisection": GROUP}))
+        assert run.status == DagsterRunStatus.FAILURE and run.tags["dagster/partition"] == commit_partition_key(
+            H100, broken
+        )
+
+
+def test_a_bisection_needs_two_rounds(bench, sqlite_url):
+    with DagsterInstance.ephemeral() as instance:
+        result = bisection_job.execute_in_process(
+            run_config={
+                "ops": {"bisect_group": {"config": {"group": GROUP, "regressions_file": str(bench["report"])}}}
+            },
+            instance=instance,
+            resources={**resources(bench, sqlite_url), "runner": BenchmarkRunnerResource(rounds=1)},
+            raise_on_error=False,
+        )
+        assert not result.success
+        (failure,) = [e for e in result.all_events if e.is_step_failure]
+        assert "needs 2 rounds or more" in str(failure.step_failure_data.user_failure_data.description)
