@@ -31,6 +31,7 @@ matter (a speed-up is bisected as a slowdown is).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -324,7 +325,7 @@ class _Search:
         return UNPLACED
 
     def relabel(self, index: int, outcome: str) -> None:
-        self.steps[index] = Step(**{**self.steps[index].__dict__, "outcome": outcome})
+        self.steps[index] = dataclasses.replace(self.steps[index], outcome=outcome)
 
     # ------------------------------------------------------------------------------- the search
     def run(self) -> Verdict:

@@ -90,6 +90,10 @@ def resolve_commit(history: LigerSourceHistory, ref: str) -> str:
 def _extract(archive: Path, dest: Path) -> None:
     """Our own git archive, extracted with the standard library's `data` filter all the same (no absolute
     names, no links out of `dest`, no devices): the tree's content is the clone's, hostile input."""
+    if not hasattr(tarfile, "data_filter"):  # Python 3.11.4+ (and 3.12+) have it
+        raise CommitBuildError(
+            f"extracting a commit's tree safely needs Python 3.11.4 or later (this is {sys.version.split()[0]})"
+        )
     with tarfile.open(archive) as tar:
         tar.extractall(dest, filter="data")
 
