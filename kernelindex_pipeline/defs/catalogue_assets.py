@@ -179,13 +179,26 @@ def benchmark_regressions(
 
 @asset_check(asset=benchmark_regressions, description="Warns when any comparable series got slower.")
 def no_regressions(benchmark_regressions: RegressionReport) -> AssetCheckResult:
-    """Reads the asset's stored result: never a second detection."""
+    """Reads the asset's stored result: never a second detection. Nothing judged is no pass: it fails
+    (as a warning) saying why, so a catalogue without runs enough never shows a green "Passed"."""
     result = benchmark_regressions
-    return AssetCheckResult(
-        passed=not result.slowdowns,
-        severity=AssetCheckSeverity.WARN,
+    if not result.trends:
+        why = (
+            f"{len(result.insufficient)} series have fewer than {2 * result.settings.min_segment} runs"
+            if result.insufficient
+            else "the catalogue has no runs"
+        )
+        description = (
+            f"Nothing judged: {why}. Import more runs of the same series (Liger's CI results: "
+            "`kernelindex-pipeline import-ci`, README: Operating it) and refresh."
+        )
+    else:
         # "N slowdowns from M commits: <sha> <subject> (n); ..." then the rest by cause
-        description=check_message(group_changes(result.changes)) + ". " + result.summary(),
+        description = check_message(group_changes(result.changes), markdown=True) + ". " + result.summary()
+    return AssetCheckResult(
+        passed=bool(result.trends) and not result.slowdowns,
+        severity=AssetCheckSeverity.WARN,
+        description=description,
         metadata={
             "regressions": len(result.slowdowns),
             "pending": len(result.pending),

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .attribution import CauseEvidence, check_message, group_changes
+from .attribution import CauseEvidence, check_message, group_changes, short_subject
 from .efficiency import EfficiencyReport, change_efficiency, format_pct
 from .host_effects import CLASS_LABELS, MIN_GROUPS
 from .regressions import CAUSES, PEAK_MEMORY, Change, RegressionReport, Trend
@@ -365,7 +365,7 @@ def _evidence_text(evidence: CauseEvidence) -> str:
     parts = [evidence.cause]
     if evidence.commits:
         parts.append(
-            ", ".join(f"{c.sha[:8]} {c.subject[:60]}" for c in evidence.commits[:3])
+            ", ".join(f"{c.sha[:8]} {short_subject(c.subject, 60)}" for c in evidence.commits[:3])
             + (f" (+{len(evidence.commits) - 3})" if len(evidence.commits) > 3 else "")
         )
     if evidence.toolchain:
@@ -480,7 +480,8 @@ def _suspect_caption(d: dict[str, Any]) -> str:
     return (
         "<br>suspects: "
         + ", ".join(
-            f'<a href="{_e(c["url"])}"><code>{_e(c["sha"][:8])}</code></a> {_e(c["subject"][:50])}' for c in commits[:2]
+            f'<a href="{_e(c["url"])}"><code>{_e(c["sha"][:8])}</code></a> {_e(short_subject(c["subject"], 50))}'
+            for c in commits[:2]
         )
         + (f" (+{len(commits) - 2})" if len(commits) > 2 else "")
     )
