@@ -191,6 +191,43 @@ def _site(args: argparse.Namespace) -> int:
     return 0
 
 
+def _serve_arguments(p: argparse.ArgumentParser) -> None:
+    from kernelindex_pipeline.home import SITE_DIR, SITE_HOST, SITE_PORT
+
+    p.add_argument(
+        "--dir",
+        type=Path,
+        metavar="DIR",
+        help=f"the site to serve (default: DAGSTER_HOME/{SITE_DIR}, where catalogue_report writes it)",
+    )
+    p.add_argument("--host", default=SITE_HOST, help=f"address to listen on (default {SITE_HOST}: this machine only)")
+    p.add_argument("--port", type=int, default=SITE_PORT, help=f"port (default {SITE_PORT}; 0: any free one)")
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from kernelindex_pipeline.home import SITE_DIR, SITE_URL_ENV, dagster_home, site_url
+    from kernelindex_pipeline.reporting.site_server import SiteServerError, is_loopback, serve
+
+    if not 0 <= args.port <= 65535:
+        raise UsageError(f"--port {args.port}: a port is 0-65535")
+    directory = args.dir or dagster_home() / SITE_DIR
+    if not is_loopback(args.host):
+        print(f"note: --host {args.host} is not loopback: anyone who can reach it sees the site", file=sys.stderr)
+
+    def ready(url: str) -> None:
+        print(f"serving {directory} at {url} (Ctrl-C stops)", flush=True)
+        if url != site_url():
+            print(
+                f"note: the Dagster UI links the site at {site_url()} (set {SITE_URL_ENV}={url} to match)", flush=True
+            )
+
+    try:
+        serve(directory, args.host, args.port, ready)
+    except SiteServerError as exc:
+        raise CommandError(str(exc)) from None
+    return 0
+
+
 # ------------------------------------------------------------------------------------- regressions
 
 
@@ -306,6 +343,11 @@ COMMANDS: dict[str, Command] = {
         "the same as `site` (the static report became the interactive site): builds the site in DIR",
         _site_arguments,
         _site,
+    ),
+    "serve": (
+        "serve the catalogue's site over HTTP on this machine (what the Dagster UI links to)",
+        _serve_arguments,
+        _serve,
     ),
     "regressions": (
         "change points over every run, host effects taken out: regressions.json + a page",

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from kernelindex_pipeline.cli.errors import Command, CommandError, UsageError
-from kernelindex_pipeline.home import local_instance, prepared_dagster_home
+from kernelindex_pipeline.home import SITE_DIR, local_instance, prepared_dagster_home
 
 
 def _import_options(p: argparse.ArgumentParser) -> None:
@@ -105,6 +105,17 @@ def _run_import(args: argparse.Namespace, run) -> int:
             f"{command} did not finish within {error.timeout:g}s (the machine may be overloaded); run the command again"
         ) from None
     print(f"open the UI on it: {ui_hint(home)}", file=sys.stderr)
+    site = home / SITE_DIR
+    if (site / "index.html").is_file():
+        print(
+            f"the site: {site / 'index.html'} (over HTTP: DAGSTER_HOME={home} kernelindex-pipeline serve)",
+            file=sys.stderr,
+        )
+    else:  # the refresh that writes it runs on the daemon; without --wait it may come later
+        print(
+            f"the site will be in {site} once the catalogue refresh ran (then: kernelindex-pipeline serve)",
+            file=sys.stderr,
+        )
     return 0 if summary.ok else 1
 
 

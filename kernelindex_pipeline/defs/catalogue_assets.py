@@ -28,7 +28,7 @@ from kernelindex_pipeline.defs.resources import (
     RegressionSettingsResource,
 )
 from kernelindex_pipeline.defs.sources import CHAINS
-from kernelindex_pipeline.home import dagster_home
+from kernelindex_pipeline.home import SITE_DIR, dagster_home, site_url
 from kernelindex_pipeline.imports.coverage import CoverageTable
 from kernelindex_pipeline.reporting import RegressionReport, detect_regressions
 from kernelindex_pipeline.reporting.attribution import check_message, group_changes
@@ -218,7 +218,7 @@ def catalogue_report(
     previous build, the coverage pivot of the latest import of every partition and file, efficiency, the
     regressions), a page per kernel drawn in the browser from that kernel's data, the regressions page (the
     `benchmark_regressions` result, as stored). Only kernels whose data changed are rewritten."""
-    out = _out(config, "report")
+    out = _out(config, SITE_DIR)
     with catalogue.open() as store:
         coverage = CoverageTable.of(r for reports in _latest_reports(store.publications()).values() for r in reports)
         site = build_site(store.manifests(), out, coverage=coverage.cells, regressions=benchmark_regressions)
@@ -236,7 +236,8 @@ def catalogue_report(
     )
     return MaterializeResult(
         metadata={
-            "report": MetadataValue.url(site.path.resolve().as_uri()),
+            # over HTTP (`kernelindex-pipeline serve`): browsers refuse the UI's file:// links
+            "report": MetadataValue.url(site_url() if not config.out_dir else site.path.resolve().as_uri()),
             "path": MetadataValue.path(str(site.path)),
             "summary": MetadataValue.md(summary),
             "kernels_rewritten": c["rewritten"],
