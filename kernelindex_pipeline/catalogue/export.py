@@ -27,6 +27,7 @@ from typing import Any
 
 import yaml
 
+from kernelindex_pipeline.records import yaml12
 from kernelindex_pipeline.records.canonical import API_VERSION, canonical_json
 from kernelindex_pipeline.records.io import BUNDLE_GROUPS as KIND_OF_BUNDLE_GROUP
 from kernelindex_pipeline.records.schema import KINDS
@@ -42,9 +43,10 @@ BUNDLE_NAME = "kernelindex-catalogue.bundle.yaml"
 BUNDLE_GROUPS: dict[str, str] = {kind: group for group, kind in KIND_OF_BUNDLE_GROUP.items()}
 assert tuple(BUNDLE_GROUPS) == tuple(KINDS), "bundle groups must follow records.schema.KINDS"
 
-# libyaml's emitter when PyYAML has it (several times faster); it writes the same bytes as the
-# pure-Python one for these documents (tests/catalogue/test_export.py checks it).
-_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+# libyaml's emitter when PyYAML has it (several times faster; the same bytes as the pure-Python one,
+# tests/catalogue/test_export.py checks it), quoting every string a YAML 1.2 reader would read as a
+# number, boolean or null (records/yaml12.py): KernelIndex reads YAML 1.2.
+_DUMPER = yaml12.SafeDumper
 
 
 @dataclass(frozen=True)

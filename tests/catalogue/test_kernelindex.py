@@ -41,11 +41,24 @@ def _check_entries(entries: list, type_text: str, where: str) -> None:
         assert required <= set(entry) <= required | optional, (where, sorted(entry))
 
 
+def yaml12_load(text: str):
+    """The document as a YAML 1.2 (core schema) parser reads it, as KernelIndex does (ruamel.yaml)."""
+    from ruamel.yaml import YAML
+
+    return YAML(typ="safe", pure=True).load(text)
+
+
 def _export(tmp_path, records, snapshots, include_memory=False):
+    from kernelindex_pipeline.catalogue.kernelindex import group_for_kernelindex, submission_document
+    from kernelindex_pipeline.liger.catalogue import default_catalogue
+
     files = export_kernelindex(records, tmp_path, snapshots=snapshots, include_memory=include_memory)
     text = files.submission.path.read_text("utf-8")
     documents = list(yaml.safe_load_all(text))
     assert len(documents) == 1  # KernelIndex reads one document ("Source contains multiple documents")
+    # a YAML 1.2 parser reads back the values written (a commit such as 49e6353 stays a string)
+    written = submission_document(group_for_kernelindex(records, default_catalogue(), include_memory=include_memory))
+    assert yaml12_load(text) == documents[0] == written
     assert "&id" not in text and "*id" not in text  # no YAML aliases (KernelIndex allows 100)
     (bundle,) = files.bundles  # each scenario is Liger's rows or our sweep, never both
     return documents[0], json.loads(bundle.path.read_text("utf-8"))
@@ -55,6 +68,7 @@ SCENARIOS = {
     "seeds": lambda: (*scenarios.seeds(), False),
     "ci-slice": lambda: (*scenarios.ci_slice("full"), False),
     "ci-slice-memory": lambda: (*scenarios.ci_slice("full"), True),
+    "ci-files": lambda: (*scenarios.ci_files("full"), False),
     "standin-sweep": lambda: (*scenarios.standin_sweep(), False),
 }
 

@@ -58,6 +58,30 @@ def ci_slice(profile: str = "full") -> tuple[list[dict], list[dict]]:
     ]
 
 
+CI_FILES = (
+    *sorted((FIXTURES / "liger-ci").glob("*.csv")),
+    FIXTURES / "liger-ci-49e6353" / "49e6353.csv",  # a commit YAML 1.2 reads as a float
+)
+CI_FILE_URL = "https://raw.githubusercontent.com/linkedin/Liger-Kernel/gh-pages/benchmarks/{run}/benchmark.csv"
+
+
+def ci_files(profile: str = "full") -> tuple[list[dict], list[dict]]:
+    """Slices of four real CI files, each imported as `import-ci` does: its runs labelled with the commit its
+    run directory names (`liger_code_ref`), one snapshot per file at its gh-pages URL."""
+    from kernelindex_pipeline.liger import import_csv
+    from kernelindex_pipeline.liger.ci import code_ref_of_locator
+
+    records: dict[str, dict] = {}
+    snapshots = []
+    for path in CI_FILES:
+        locator = CI_FILE_URL.format(run=path.stem)
+        data = path.read_bytes()
+        result = import_csv(data, profile=profile, code_ref=code_ref_of_locator(locator))
+        records.update(result.manifests)
+        snapshots.append(_snapshot(locator, data))
+    return list(records.values()), snapshots
+
+
 class _StandinHost:
     """sweep.host.HostCapture's identity and label facts of one host."""
 
