@@ -217,6 +217,7 @@ def group_for_kernelindex(
         runs_in_order = publication_order([by_digest[digest] for digest in run_digests])
         run_digests = [digest_of(run) for run in runs_in_order]
     used = _add_runs(out, catalogue, by_digest, run_digests, include_memory=include_memory, runs_from=runs_from)
+    _named_provider_first(out, by_digest)
     _add_used_records(out, catalogue, by_digest, seen, used, source_commit)
     out.projects = _projects_of_implementations(out, catalogue, by_digest)
     return out
@@ -357,6 +358,39 @@ def _link_run(
     out.add_external_id(operation_digest, found.kernel)
     out.add_external_id(spec["workloadDigest"], f"{found.kernel}/{found.case_key}")
     out.add_external_id(spec["implementationDigest"], implementation_id)
+
+
+def _named_provider_first(out: KernelIndexExport, by_digest: dict[str, dict[str, Any]]) -> None:
+    """An implementation two providers share (one digest: `megatron_rms_norm`'s `torch` and `megatron`, of
+    projects pytorch and megatron-lm) is filed under the provider its own name names, whatever the order of
+    the runs: KernelIndex's importer files it under the provider of the first CSV row that makes it (the
+    first bundle entry of a digest makes the row), and our record's name is that row's
+    (`liger-bench-<kernel>-<provider>`, first name wins). That entry goes first; the others still link."""
+    for digest, external_ids in out.external_ids.items():
+        manifest = by_digest.get(digest)
+        if manifest is None or manifest["kind"] != "ImplementationRevision" or len(external_ids) < 2:
+            continue
+        named = _external_id_named_by(manifest["metadata"]["name"], external_ids)
+        if named is None or named == external_ids[0]:
+            continue
+        out.external_ids[digest] = [named, *(i for i in external_ids if i != named)]
+        projects = out.project_of.get(digest, {})
+        if named in projects:
+            out.project_of[digest] = {named: projects[named], **projects}
+
+
+def _external_id_named_by(name: str, external_ids: list[str]) -> str | None:
+    """The `<kernel>/<provider>` whose `liger-bench-<kernel>-<provider>` is the name (or, for a name that goes
+    on, e.g. with a revision, its longest such start); None when none is."""
+    best: tuple[int, str] | None = None
+    for external_id in external_ids:
+        kernel, _, provider = external_id.partition("/")
+        stem = kebab(f"liger-bench-{kernel}-{provider}")
+        if name == stem:
+            return external_id
+        if name.startswith(stem + "-") and (best is None or len(stem) > best[0]):
+            best = (len(stem), external_id)
+    return best[1] if best else None
 
 
 def _project_by_name(implementation: dict[str, Any], catalogue: Catalogue) -> str:

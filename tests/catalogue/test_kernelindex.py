@@ -326,3 +326,31 @@ def test_liger_rows_and_our_sweeps_go_to_bundles_of_their_own_sources(tmp_path):
     # an export without sweeps leaves no sweeps bundle of an earlier export behind
     export_kernelindex(ci, tmp_path, snapshots=ci_snapshots)
     assert not (tmp_path / "kernelindex-import-bundle.sweeps.json").exists()
+
+
+def test_an_implementation_two_projects_share_goes_to_the_provider_of_its_first_row(tmp_path):
+    """megatron_rms_norm's `torch` (pytorch) and `megatron` (megatron-lm) make one ImplementationRevision. KernelIndex's
+    importer files it under the provider of the first CSV row that makes it (its first bundle entry of a digest
+    makes the row): here `torch`, though the `megatron` run was observed first, so a catalogue's export in time
+    order (or any run order) must still say pytorch."""
+    from kernelindex_pipeline.liger import import_csv
+    from tests.support.liger_rows import csv_bytes, row
+
+    shared = {"kernel_name": "megatron_rms_norm", "extra_benchmark_config_str": '{"S": 4096, "B": 1}'}
+    rows = [
+        row(**shared, kernel_provider="torch", timestamp="2026-06-10 21:03:38", liger_version="0.8.0"),
+        row(**shared, kernel_provider="megatron", timestamp="2026-06-10 21:03:37", liger_version="0.8.0"),
+    ]
+    records = list(import_csv(csv_bytes(rows), profile="reference").manifests.values())
+    runs = [m for m in records if m["kind"] == "BenchmarkRun"]
+    assert len({r["spec"]["implementationDigest"] for r in runs}) == 1  # one record, two providers
+    for order, given in (("given", records), ("time", records), ("given-reversed", records[::-1])):
+        files = export_kernelindex(given, tmp_path / order, order="time" if order == "time" else "given")
+        document = yaml.safe_load(files.submission.path.read_text("utf-8"))
+        assert [i["projectSlug"] for i in document["implementations"]] == ["pytorch"], order
+        (bundle,) = files.bundles
+        entries = json.loads(bundle.path.read_text("utf-8"))["implementations"]
+        assert [(e["externalId"], e["projectSlug"]) for e in entries] == [
+            ("megatron_rms_norm/torch", "pytorch"),
+            ("megatron_rms_norm/megatron", "megatron-lm"),
+        ], order
