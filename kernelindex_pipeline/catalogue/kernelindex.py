@@ -42,6 +42,7 @@ largest footprint as worst-is-best. They stay in our catalogue and other exports
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from importlib import resources
@@ -507,6 +508,36 @@ def snapshot_of_bytes(locator: str, data: bytes, fetched_at: str, media_type: st
         "observedAt": fetched_at,
         "fetchedAt": fetched_at,
     }
+
+
+SOURCE_REF = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")  # a commit sha or a tag: one URL path segment
+
+
+def check_source_ref(ref: str) -> str:
+    """`ref` if it can stand for a Liger commit or tag in a URL path (a sha, `v0.8.5`), else ValueError."""
+    if not SOURCE_REF.fullmatch(ref):
+        raise ValueError(f"{ref!r} is not a commit or tag (letters, digits, '.', '_', '-'; at most 100)")
+    return ref
+
+
+def source_commit_of_publications(publications: Iterable[dict[str, Any]]) -> str | None:
+    """The revision of Liger's history a catalogue was imported from: the release tag (`v<version>`) of the
+    newest sdist whose history CSV it published (the history chain's snapshots name `<sdist>#<release
+    root>/benchmark/data/all_benchmark_data.csv` and the release's version). None without a history."""
+    from packaging.version import InvalidVersion, Version
+
+    from kernelindex_pipeline.liger.release import HISTORY_CSV
+
+    versions = []
+    for publication in publications:
+        snapshot = publication.get("snapshot") or {}
+        locator, version = str(snapshot.get("locator") or ""), snapshot.get("resolvedVersion")
+        if isinstance(version, str) and locator.partition("#")[2].endswith("/" + HISTORY_CSV):
+            try:
+                versions.append((Version(version), version))
+            except InvalidVersion:
+                continue
+    return f"v{max(versions)[1]}" if versions else None
 
 
 def snapshots_of_publications(publications: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
