@@ -395,8 +395,12 @@ def _external_id_named_by(name: str, external_ids: list[str]) -> str | None:
 
 
 def _project_by_name(implementation: dict[str, Any], catalogue: Catalogue) -> str:
-    """The project of an implementation none of whose runs name a provider: from its name's provider."""
+    """The project of an implementation none of whose runs name a provider: from its name's provider (a
+    pinned revision's name ends in its revision, `-v0-8-5`, which is not the provider's)."""
     name = implementation["metadata"]["name"]
+    pinned = identity.revision_label(implementation["spec"].get("projectRevision"))
+    if pinned and name.endswith("-" + kebab(pinned)):
+        name = name[: -len(kebab(pinned)) - 1]
     matches = [
         (len(provider_name), provider.project)
         for provider_name, provider in catalogue.providers.items()

@@ -354,3 +354,36 @@ def test_an_implementation_two_projects_share_goes_to_the_provider_of_its_first_
             ("megatron_rms_norm/torch", "pytorch"),
             ("megatron_rms_norm/megatron", "megatron-lm"),
         ], order
+
+
+def test_no_two_exported_manifests_of_one_kind_share_a_name(tmp_path):
+    """A mixed catalogue (Liger's CI rows and history seeds, our sweep of 0.8.5 on two hosts): where identities
+    differ, names differ, so KernelIndex's pages (found by slug) show each. The sweep's implementations are
+    pinned to the release measured, the history's are not: the pinned ones say their revision
+    (liger-bench-rms-norm-liger-v0-8-5 beside liger-bench-rms-norm-liger). Runs have no slug in KernelIndex and
+    keep its importer's names, cut at 100 characters (README: Publishing in KernelIndex), so they are not held
+    to this."""
+    from collections import defaultdict
+
+    host_a, snaps_a = scenarios.standin_sweep("host-a")
+    host_b, snaps_b = scenarios.standin_sweep("host-b", kernel="5.15.0-122-generic", driver="550.90.07")
+    (ci, ci_snaps), (seeds, seed_snaps) = scenarios.ci_slice("reference"), scenarios.seeds()
+    files = export_kernelindex(
+        ci + seeds + host_a + host_b, tmp_path, snapshots=ci_snaps + seed_snaps + snaps_a + snaps_b
+    )
+    document = yaml.safe_load(files.submission.path.read_text("utf-8"))
+    manifests = [*document["projects"], *document["operations"], *document["workloads"]]
+    manifests += [i["manifest"] for i in document["implementations"]]
+    manifests += [m for e in document["runs"] for m in (e["protocol"], e["environment"])]
+    digests_by_name = defaultdict(set)
+    for manifest in manifests:
+        digests_by_name[manifest["kind"], manifest["metadata"]["name"]].add(digest_of(manifest))
+    assert {name: digests for name, digests in digests_by_name.items() if len(digests) > 1} == {}
+    liger_pinned = [
+        i["manifest"]
+        for i in document["implementations"]
+        if i["manifest"]["spec"]["projectRevision"].get("version") == "v0.8.5"
+    ]
+    assert liger_pinned and all(m["metadata"]["name"].endswith("-v0-8-5") for m in liger_pinned)
+    slugs = {e["slug"] for b in files.bundles for e in json.loads(b.path.read_text("utf-8"))["implementations"]}
+    assert {"liger-bench-rms-norm-liger", "liger-bench-rms-norm-liger-v0-8-5"} <= slugs
