@@ -81,7 +81,9 @@ PARSER = {"parserName": "kernelindex-pipeline", "parserVersion": "1"}
 SUBMISSION_GROUPS = ("projects", "operations", "workloads", "implementations", "runs")
 LIGER_SCRIPT_URL = "https://github.com/linkedin/Liger-Kernel/blob/{commit}/benchmark/scripts/benchmark_{kernel}.py"
 SENTINEL_PREFIX = "sentinel_"  # liger/sentinel.py benchmarks: sentinel_<operation>/<position>
-SENTINEL_PROJECT = "pytorch"
+# Evidence KernelIndex can fetch: an https URL (an artifact store with a public base URL) or object storage.
+# A local store's content names (ni:///sha-256;...) name bytes no one else can fetch: left out of the bundle.
+FETCHABLE_SCHEMES = ("https", "s3", "gs", "gcs", "az", "abfs")
 
 
 class KernelIndexExportError(ValueError):
@@ -112,6 +114,9 @@ class KernelIndexExport:
         return next(iter(self.project_of[digest].values()))
 
     memory_runs_left_out: int = 0
+    # the sweep's sentinel runs: calibration of a sweep's environment, not kernels to rank (KernelIndex's ADR
+    # 0003 keeps calibration apart from catalogue operations); they stay in our catalogue
+    sentinel_runs_left_out: int = 0
 
 
 @functools.cache
@@ -145,6 +150,10 @@ def _with_editorial(manifest: dict[str, Any], external_id: str | None, source_co
 def _origin(environment: dict[str, Any] | None) -> str:
     """ "measured" for a run on an environment with software facts (our sweeps), else "upstream"."""
     return "measured" if environment is not None and (environment["spec"].get("software") or {}) else "upstream"
+
+
+def _is_sentinel_run(run: dict[str, Any]) -> bool:
+    return str((run["spec"].get("sourceNative") or {}).get("benchmark", "")).startswith(SENTINEL_PREFIX)
 
 
 def _is_memory_run(run: dict[str, Any]) -> bool:
@@ -257,6 +266,9 @@ def _add_runs(
         spec = run["spec"]
         if runs_from is not None and _origin(by_digest.get(spec.get("environmentDigest", ""))) != runs_from:
             continue
+        if _is_sentinel_run(run):
+            out.sentinel_runs_left_out += 1
+            continue
         if _is_memory_run(run) and not include_memory:
             out.memory_runs_left_out += 1
             continue
@@ -349,13 +361,10 @@ def _link_run(
     found = identity.parse_external_id(external_id)
     if found is None:
         return
-    sentinel = found.kernel.startswith(SENTINEL_PREFIX)
-    project = SENTINEL_PROJECT if sentinel else _project_of_provider(catalogue, found.provider)
-    implementation_id = None if sentinel else f"{found.kernel}/{found.provider}"
+    project = _project_of_provider(catalogue, found.provider)
+    implementation_id = f"{found.kernel}/{found.provider}"
     if project is not None:
         out.project_of.setdefault(spec["implementationDigest"], {}).setdefault(implementation_id, project)
-    if sentinel:
-        return  # its operation and case are ours, not Liger's: no Liger external ids
     out.add_external_id(operation_digest, found.kernel)
     out.add_external_id(spec["workloadDigest"], f"{found.kernel}/{found.case_key}")
     out.add_external_id(spec["implementationDigest"], implementation_id)
@@ -428,8 +437,27 @@ def submission_document(grouped: KernelIndexExport) -> dict[str, Any]:
     }
 
 
+def _is_fetchable(uri: str) -> bool:
+    from urllib.parse import urlsplit
+
+    return urlsplit(uri).scheme in FETCHABLE_SCHEMES
+
+
+def unfetchable_evidence(grouped: KernelIndexExport) -> int:
+    """How many evidence references of the grouped runs `import_bundle` leaves out (no fetchable URI)."""
+    return sum(not _is_fetchable(ref["uri"]) for entry in grouped.runs for ref in _evidence_refs(entry["manifest"]))
+
+
+def _evidence_refs(run: dict[str, Any]) -> list[dict[str, Any]]:
+    spec = run["spec"]
+    evidence = spec.get("evidence") or {}
+    refs = [evidence.get("rawSamples") or (spec.get("timing") or {}).get("rawSamples"), evidence.get("logs")]
+    return [ref for ref in refs if ref]
+
+
 def _artifacts(run: dict[str, Any]) -> list[dict[str, Any]]:
-    """BundleArtifacts of a run's evidence (raw samples, logs), content-addressed by their digests."""
+    """BundleArtifacts of a run's evidence (raw samples, logs), content-addressed by their digests; only those
+    KernelIndex can fetch (`FETCHABLE_SCHEMES`). The run's manifest keeps every reference (its digest)."""
     spec = run["spec"]
     evidence = spec.get("evidence") or {}
     found = []
@@ -442,7 +470,7 @@ def _artifacts(run: dict[str, Any]) -> list[dict[str, Any]]:
         ),
         ("logs", "log", "text/plain", evidence.get("logs")),
     ):
-        if ref:
+        if ref and _is_fetchable(ref["uri"]):
             found.append(
                 {
                     "role": role,

@@ -100,6 +100,8 @@ def _export(args: argparse.Namespace) -> int:
         )
         for bundle in kernelindex.bundles:
             print(f"{bundle.path}: {bundle.records_by_kind['BenchmarkRun']} runs")
+        for note in kernelindex.notes:
+            print(f"KernelIndex export: {note}")
     return 0
 
 

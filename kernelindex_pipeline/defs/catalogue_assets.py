@@ -140,6 +140,7 @@ def catalogue_export(
             "kernelindex_submission": MetadataValue.path(str(kernelindex.submission.path)),
             "kernelindex_import_bundles": MetadataValue.json([str(bundle.path) for bundle in kernelindex.bundles]),
             "kernelindex_runs": kernelindex.submission.records_by_kind["BenchmarkRun"],
+            "kernelindex_notes": MetadataValue.json(kernelindex.notes),
         }
     )
 

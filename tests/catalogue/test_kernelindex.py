@@ -70,6 +70,7 @@ SCENARIOS = {
     "ci-slice-memory": lambda: (*scenarios.ci_slice("full"), True),
     "ci-files": lambda: (*scenarios.ci_files("full"), False),
     "standin-sweep": lambda: (*scenarios.standin_sweep(), False),
+    "standin-sweep-public": lambda: (*scenarios.standin_sweep(public_base_url=scenarios.PUBLIC_EVIDENCE), False),
 }
 
 
@@ -142,16 +143,16 @@ def test_tensors_follow_the_operations_inputs(exported):
 def test_importer_bundle_links_sources_like_kernelindexs_importer(exported):
     name, _, _, bundle = exported
     # Liger's rows under KernelIndex's Liger source; our sweeps under ours
-    assert bundle["source"]["slug"] == (
-        "kernelindex-pipeline-sweeps" if name == "standin-sweep" else "liger-kernel-bench"
-    )
+    sweep = name.startswith("standin-sweep")
+    assert bundle["source"]["slug"] == ("kernelindex-pipeline-sweeps" if sweep else "liger-kernel-bench")
     assert bundle["snapshots"]
     assert all(s["contentDigest"].startswith("sha256:") for s in bundle["snapshots"])
-    liger_runs = [
-        r for r in bundle["runs"] if not r["manifest"]["spec"]["sourceNative"]["benchmark"].startswith("sentinel_")
-    ]
+    liger_runs = bundle["runs"]
+    # the sweep's sentinel runs calibrate its environment: not exported as catalogue operations
+    assert not any(r["manifest"]["spec"]["sourceNative"]["benchmark"].startswith("sentinel_") for r in liger_runs)
+    assert not any(o["manifest"]["metadata"]["name"].startswith("kernelindex-sentinel") for o in bundle["operations"])
     assert all(r["externalId"] == r["manifest"]["spec"]["sourceNative"]["externalId"] for r in bundle["runs"])
-    assert all("externalId" in w for w in bundle["workloads"]) or name == "standin-sweep"
+    assert all("externalId" in w for w in bundle["workloads"]) or sweep
     # every source name is linked, also where two kernels share one case, operation or implementation
     from kernelindex_pipeline.liger.identity import parse_external_id
 
@@ -163,12 +164,17 @@ def test_importer_bundle_links_sources_like_kernelindexs_importer(exported):
         f"{i.kernel}/{i.provider}" for i in found
     }
     assert {e["externalId"] for e in bundle["operations"] if "externalId" in e} == {i.kernel for i in found}
-    if name == "standin-sweep":  # raw samples and logs travel as artifacts; pinned revisions
+    if name == "standin-sweep-public":  # raw samples and logs in a fetchable store travel as artifacts
         assert all(
             {a["role"] for a in r["artifacts"]} >= {"raw_samples"}
+            and all(a["uri"].startswith(scenarios.PUBLIC_EVIDENCE + "/") for a in r["artifacts"])
             for r in bundle["runs"]
             if "timing" in r["manifest"]["spec"]
         )
+    if name == "standin-sweep":  # a local store's references (ni:///) no one can fetch: no artifacts
+        assert not any("artifacts" in r for r in bundle["runs"])
+        assert all(r["manifest"]["spec"]["evidence"]["rawSamples"]["uri"].startswith("ni:///") for r in bundle["runs"])
+    if sweep:  # pinned revisions
         liger = [i for i in bundle["implementations"] if i["projectSlug"] == "liger-kernel"]
         assert liger and all(i["manifest"]["spec"]["projectRevision"]["version"] == "v0.8.5" for i in liger)
         assert all("file://" not in json.dumps(r) for r in liger_runs)  # no host paths
@@ -387,3 +393,27 @@ def test_no_two_exported_manifests_of_one_kind_share_a_name(tmp_path):
     assert liger_pinned and all(m["metadata"]["name"].endswith("-v0-8-5") for m in liger_pinned)
     slugs = {e["slug"] for b in files.bundles for e in json.loads(b.path.read_text("utf-8"))["implementations"]}
     assert {"liger-bench-rms-norm-liger", "liger-bench-rms-norm-liger-v0-8-5"} <= slugs
+
+
+def test_what_a_kernelindex_export_leaves_out_is_noted(tmp_path):
+    """The export's notes (KernelIndexFiles.notes, the submission's header, printed by `export --kernelindex`) say
+    what stayed in our catalogue: the sentinel's runs, and evidence of a local store KernelIndex cannot fetch."""
+    records, snapshots = scenarios.standin_sweep()
+    files = export_kernelindex(records, tmp_path / "local", snapshots=snapshots, include_memory=True)
+    sentinel = sum(
+        m["kind"] == "BenchmarkRun" and m["metadata"]["name"].startswith("kernelindex-sentinel") for m in records
+    )
+    (bundle,) = files.bundles
+    runs = json.loads(bundle.path.read_text("utf-8"))["runs"]
+    references = sum(len(r["manifest"]["spec"]["evidence"]) for r in runs)
+    assert sentinel and references
+    assert files.notes == [
+        f"{sentinel} sentinel runs left out (calibration of a sweep, not kernels to rank)",
+        f"{references} evidence references of a local artifact store (ni:///) not registered as artifacts: KernelIndex "
+        "cannot fetch them (set an https base URL or use object storage); the runs still name them",
+    ]
+    header = files.submission.path.read_text("utf-8").split("\n---", 1)[0]
+    assert all(f"# {note}" in header for note in files.notes)
+    public_records = scenarios.standin_sweep(public_base_url=scenarios.PUBLIC_EVIDENCE)[0]
+    public = export_kernelindex(public_records, tmp_path / "public", snapshots=snapshots, include_memory=True)
+    assert public.notes == [files.notes[0]]
