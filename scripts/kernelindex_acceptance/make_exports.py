@@ -4,7 +4,7 @@
 
 Scenarios (tests/support/kernelindex_scenarios.py): the seeds, the CI slice (reference profile; full profile
 without and with memory runs), slices of four CI files with their commits (49e6353 among them), and a stand-in sweep of Liger 0.8.5 on two hosts of one GPU type
-(host-a, host-b) exported together, and the CI slice with one host's sweep (two importer bundles, two
+(host-a, host-b) exported together (evidence in a local store, and under a public https base URL), and the CI slice with one host's sweep (two importer bundles, two
 sources, one database).
 """
 
@@ -73,6 +73,9 @@ def wide_exports(out: Path, csv: Path, commit: str) -> None:
 def main(out: Path) -> None:
     host_a, snaps_a = scenarios.standin_sweep("host-a")
     host_b, snaps_b = scenarios.standin_sweep("host-b", kernel="5.15.0-122-generic", driver="550.90.07")
+    public = {"public_base_url": scenarios.PUBLIC_EVIDENCE}  # evidence KernelIndex can fetch: Reproducible runs
+    public_a, _ = scenarios.standin_sweep("host-a", **public)
+    public_b, _ = scenarios.standin_sweep("host-b", kernel="5.15.0-122-generic", driver="550.90.07", **public)
     made = {
         "seeds": (*scenarios.seeds(), False),
         "ci-reference": (*scenarios.ci_slice("reference"), False),
@@ -80,6 +83,7 @@ def main(out: Path) -> None:
         "ci-full-memory": (*scenarios.ci_slice("full"), True),
         "ci-files": (*scenarios.ci_files("full"), False),
         "sweep-two-hosts": (host_a + host_b, snaps_a + snaps_b, False),
+        "sweep-two-hosts-public": (public_a + public_b, snaps_a + snaps_b, False),
         "ci-and-sweep": (
             scenarios.ci_slice("reference")[0] + host_a,
             scenarios.ci_slice("reference")[1] + snaps_a,
