@@ -45,6 +45,12 @@ def _export_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="with --kernelindex: include peak-memory runs (KernelIndex ranks them as latencies)",
     )
+    p.add_argument(
+        "--source-commit",
+        metavar="REF",
+        help="with --kernelindex: the Liger commit (or tag) the operations link their benchmark script at, as "
+        "KernelIndex's importer does (default: v<version> of the newest history release in the catalogue)",
+    )
 
 
 def _export(args: argparse.Namespace) -> int:
@@ -56,6 +62,15 @@ def _export(args: argparse.Namespace) -> int:
 
     if args.kernelindex_memory and not args.kernelindex:
         raise UsageError("--kernelindex-memory goes with --kernelindex")
+    if args.source_commit is not None:
+        from kernelindex_pipeline.catalogue.kernelindex import check_source_ref
+
+        if not args.kernelindex:
+            raise UsageError("--source-commit goes with --kernelindex")
+        try:
+            check_source_ref(args.source_commit)
+        except ValueError as error:
+            raise UsageError(f"--source-commit: {error}") from None
     store = CatalogueStore.open(catalogue_url(args.catalogue), read_only=True)
     try:
         jsonl = export_jsonl(store, args.out)  # checks the catalogue's integrity first
@@ -85,20 +100,28 @@ def _export(args: argparse.Namespace) -> int:
         )
         for bundle in kernelindex.bundles:
             print(f"{bundle.path}: {bundle.records_by_kind['BenchmarkRun']} runs")
+        for note in kernelindex.notes:
+            print(f"KernelIndex export: {note}")
     return 0
 
 
 def _kernelindex_export(store, args: argparse.Namespace):
     from kernelindex_pipeline.catalogue.export import export_kernelindex
-    from kernelindex_pipeline.catalogue.kernelindex import KernelIndexExportError, snapshots_of_publications
+    from kernelindex_pipeline.catalogue.kernelindex import (
+        KernelIndexExportError,
+        snapshots_of_publications,
+        source_commit_of_publications,
+    )
 
+    publications = store.publications()
     try:
         return export_kernelindex(
             store.manifests(),
             args.out,
-            snapshots=snapshots_of_publications(store.publications()),
+            snapshots=snapshots_of_publications(publications),
             include_memory=args.kernelindex_memory,
             order="time",
+            source_commit=args.source_commit or source_commit_of_publications(publications),
         )
     except KernelIndexExportError as error:
         raise CommandError(f"KernelIndex export: {error}") from None

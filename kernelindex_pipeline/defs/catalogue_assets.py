@@ -19,7 +19,11 @@ from dagster import (
 from pydantic import Field
 
 from kernelindex_pipeline.catalogue.export import export_bundle, export_jsonl, export_kernelindex
-from kernelindex_pipeline.catalogue.kernelindex import snapshots_of_publications
+from kernelindex_pipeline.catalogue.kernelindex import (
+    check_source_ref,
+    snapshots_of_publications,
+    source_commit_of_publications,
+)
 from kernelindex_pipeline.catalogue.tables import export_tables
 from kernelindex_pipeline.defs.import_plan import FINGERPRINT
 from kernelindex_pipeline.defs.resources import (
@@ -54,6 +58,11 @@ class CatalogueExportConfig(OutputDirConfig):
         default=False,
         description="Include peak-memory runs in the KernelIndex files. Off: KernelIndex ranks every primary value "
         "as a latency (README: Publishing in KernelIndex).",
+    )
+    kernelindex_source_commit: str = Field(
+        default="",
+        description="The Liger commit (or tag) the KernelIndex files' operations link their benchmark script at. "
+        "Empty: v<version> of the newest history release the catalogue holds (none without a history).",
     )
 
 
@@ -106,12 +115,16 @@ def catalogue_export(
         bundle = export_bundle(store, out)
         tables = export_tables(store, out)
         sidecar = export_sidecar(store.manifests(), out)
+        publications = store.publications()
         kernelindex = export_kernelindex(
             store.manifests(),
             out,
-            snapshots=snapshots_of_publications(store.publications()),
+            snapshots=snapshots_of_publications(publications),
             include_memory=config.kernelindex_memory_runs,
             order="time",
+            source_commit=check_source_ref(config.kernelindex_source_commit)
+            if config.kernelindex_source_commit
+            else source_commit_of_publications(publications),
         )
     context.log.info(f"exported {jsonl.records} records to {out}")
     return MaterializeResult(
@@ -127,6 +140,7 @@ def catalogue_export(
             "kernelindex_submission": MetadataValue.path(str(kernelindex.submission.path)),
             "kernelindex_import_bundles": MetadataValue.json([str(bundle.path) for bundle in kernelindex.bundles]),
             "kernelindex_runs": kernelindex.submission.records_by_kind["BenchmarkRun"],
+            "kernelindex_notes": MetadataValue.json(kernelindex.notes),
         }
     )
 

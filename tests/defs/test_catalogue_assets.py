@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 from dagster import DagsterInstance, materialize
 
 from kernelindex_pipeline.defs.catalogue_assets import (
@@ -55,6 +56,11 @@ def test_export_regressions_and_report_over_the_published_history(instance, reso
     runs = [m for m in map(json.loads, jsonl.read_text().splitlines()) if m["kind"] == "BenchmarkRun"]
     assert export.metadata["kernelindex_runs"].value == sum("timing" in r["spec"] for r in runs) < len(runs)
     assert Path(export.metadata["kernelindex_submission"].value).is_file()
+    # operations link their benchmark script at the revision of the history's sdist (liger-kernel 0.6.0: v0.6.0)
+    submission = yaml.safe_load(Path(export.metadata["kernelindex_submission"].value).read_text("utf-8"))
+    script_urls = [ref["url"] for op in submission["operations"] for ref in op["metadata"].get("sourceRefs", [])]
+    assert submission["operations"] and len(script_urls) == len(submission["operations"])
+    assert all(url.startswith("https://github.com/linkedin/Liger-Kernel/blob/v0.6.0/benchmark/") for url in script_urls)
 
     # rms_norm on the H100 at 0.5.0 and 0.6.0 and on the A100 at 0.6.0: one or two runs per series, so every
     # series is insufficient (a change needs two runs on each side): reported as such, not as "no regression".
