@@ -196,6 +196,17 @@ class Change:
         }
 
 
+def run_name(side: dict[str, Any]) -> str:
+    """A run as a maintainer names it, from a change's `side`: its Liger version and the commit measured,
+    then the date (``0.6.1 (2845fe8) 2025-08-01``); a run whose code is a release tag, or unknown, is its
+    version and date. The source label (a GPU and a timestamp for a catalogue's runs) is its identity in
+    the JSON, never its name."""
+    version, code, day = side.get("ligerVersion") or "", side.get("codeRef") or "", str(side.get("observedAt"))[:10]
+    if code and not code.lstrip("v").startswith(version or "\0") and code != version:
+        return f"{version} ({code[:7]}) {day}".strip()
+    return f"{version} {day}".strip() if version else f"{side.get('source')} {day}"
+
+
 @dataclass(frozen=True)
 class HostEffect:
     source: str

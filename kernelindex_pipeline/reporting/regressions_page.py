@@ -31,7 +31,7 @@ from typing import Any
 from .attribution import CauseEvidence, check_message, group_changes, short_subject
 from .efficiency import EfficiencyReport, change_efficiency, format_pct
 from .host_effects import CLASS_LABELS, MIN_GROUPS
-from .regressions import CAUSES, PEAK_MEMORY, Change, RegressionReport, Trend
+from .regressions import CAUSES, PEAK_MEMORY, Change, RegressionReport, Trend, run_name
 from .site_files import DATA_DIR, copy_assets, js_payload, script_tags, write_text
 
 PAGE_NAME = "regressions.html"
@@ -238,8 +238,7 @@ def _pending_section(report: RegressionReport) -> str:
                 f"<td>{_e(d['caseKey'])}</td><td>{_e(d['metric'])}</td>"
                 f'<td class="num {d["direction"]}">×{d["magnitude"]:.3g}</td>'
                 f'<td class="num">{d["ci95"][0]:.3g}–{d["ci95"][1]:.3g}</td><td class="num">{d["pValue"]:.1g}</td>'
-                f"<td>{_e(d['before']['source'])} · {_e(d['before']['observedAt'][:10])}</td>"
-                f"<td>{_e(d['after']['source'])} · {_e(d['after']['observedAt'][:10])}</td><td>{_e(d['cause'])}</td></tr>"
+                f"<td>{_e(run_name(d['before']))}</td><td>{_e(run_name(d['after']))}</td><td>{_e(d['cause'])}</td></tr>"
             )
         out.append("</table>")
     out.append("</section>")
@@ -261,9 +260,11 @@ def _host_changes_section(report: RegressionReport) -> str:
             f"{_e(f['latencyClass'])} ×{f['factor']:.3g} ({f['ci95'][0]:.3g}–{f['ci95'][1]:.3g}, {f['series']} series)"
             for f in d["factors"]
         )
-        commits = "".join(f' <a href="{_e(c["url"])}">{_e(c["sha"][:8])}</a> {_e(c["subject"])}' for c in d["commits"])
+        commits = "".join(
+            f' <a href="{_e(c["url"])}">{_e(c["sha"][:8])}</a> {_e(short_subject(c["subject"]))}' for c in d["commits"]
+        )
         out.append(
-            f'<p class="host-change">{_e(d["before"]["source"])} → {_e(d["after"]["source"])} '
+            f'<p class="host-change">{_e(run_name(d["before"]))} → {_e(run_name(d["after"]))} '
             f'({_e(d["gpu"])}, {_e(d["direction"])}): {factors}.{commits} <span class="note">{_e(d["note"])}</span></p>'
         )
     out.append("</section>")
@@ -289,7 +290,7 @@ def _source_steps_section(report: RegressionReport) -> str:
                 f"<tr><td>{_e(d['kernel'])}</td><td>{_e(d['mode'])}</td><td>{_e(d['provider'])}</td>"
                 f"<td>{_e(d['caseKey'])}</td><td>{_e(d['metric'])}</td>"
                 f'<td class="num {d["direction"]}">×{d["magnitude"]:.3g}</td>'
-                f"<td>{_e(d['before']['source'])}</td><td>{_e(d['after']['source'])}</td></tr>"
+                f"<td>{_e(run_name(d['before']))}</td><td>{_e(run_name(d['after']))}</td></tr>"
             )
         out.append("</table>")
     out.append("</section>")
@@ -312,8 +313,7 @@ def _groups_section(report: RegressionReport) -> str:
             f'<details class="change-group" data-cause="{group.cause}" data-change-count="{len(group.changes)}" '
             f'data-commits="{shas}"{" open" if i < 8 else ""}><summary><b>{_e(group.cause)}</b>: '
             f"{len(group.changes)} changes ({d['slowdowns']} slower, {d['speedups']} faster) between "
-            f"{_e(before['source'])} ({_e(before['observedAt'][:10])}) and {_e(after['source'])} "
-            f"({_e(after['observedAt'][:10])})</summary>"
+            f"{_e(run_name(before))} and {_e(run_name(after))}</summary>"
         )
         out.append(_evidence_html(group.evidence))
         if group.others:
@@ -452,8 +452,7 @@ def _cause_section(
             f'<td>{_e(d["metric"])}</td><td class="num {d["direction"]}">×{d["magnitude"]:.3g}</td>'
             f'<td class="num">{d["ci95"][0]:.3g}–{d["ci95"][1]:.3g}</td><td class="num">{d["pValue"]:.1g}</td>'
             f"<td>{_e(_efficiency_moved(change, efficiency))}</td>"
-            f"<td>{_e(d['before']['ligerVersion'])} · {_e(d['before']['observedAt'][:10])}</td>"
-            f"<td>{_e(d['after']['ligerVersion'])} · {_e(d['after']['observedAt'][:10])}</td></tr>"
+            f"<td>{_e(run_name(d['before']))}</td><td>{_e(run_name(d['after']))}</td></tr>"
         )
     out.append("</table></section>")
     return "\n".join(out)
