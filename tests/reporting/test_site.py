@@ -433,3 +433,25 @@ def test_a_site_state_nested_200k_levels_counts_as_no_previous_build(tmp_path, c
 
     (tmp_path / site.STATE_NAME).write_bytes(content)
     assert site._read_state(tmp_path) == {}
+
+
+def test_the_landing_page_opens_with_the_latest_runs_and_their_worst_slowdowns(tmp_path):
+    """Issue 30: the headline first (per GPU its newest run and the slowdowns, worst first), then the rest."""
+    import numpy as np
+
+    from kernelindex_pipeline.reporting.regressions import detect_regressions
+    from kernelindex_pipeline.reporting.site import build_site
+    from tests.reporting.test_regressions import panel
+
+    rng = np.random.default_rng(5)
+    base = 200_000 * np.exp(np.clip(rng.normal(0, 0.01, size=(24, 8)), -0.025, 0.025))
+    base[0, 4:] *= 1.5  # kernel0 case0: x1.5 from the fifth run on
+    base[5, 4:] *= 1.2  # kernel1 case1: x1.2
+    regressions = detect_regressions(panel(base))
+    html = build_site([], tmp_path / "site", regressions=regressions).path.read_text()
+    assert html.index('id="headline"') < html.index('id="changed"') < html.index('id="regressions"')
+    section = html[html.index('id="headline"') : html.index("</section>", html.index('id="headline"'))]
+    assert 'data-slowdowns="2"' in section and "2 slowdowns from 0 commits" in section
+    worst = [part.split('"')[0] for part in section.split('class="worst" data-kernel="')[1:]]
+    assert worst == ["kernel0", "kernel1"]  # the worst first
+    assert "×1.5" in section and "at 0.8.0 " in section
