@@ -58,7 +58,15 @@ from sqlalchemy.exc import SQLAlchemyError
 from kernelindex_pipeline.home import default_catalogue_path
 from kernelindex_pipeline.records.canonical import canonical_json, digest_of
 from kernelindex_pipeline.records.schema import KINDS
-from kernelindex_pipeline.redaction import MalformedUrl, is_secret_parameter, parse_url, redact_url, scrub, url_secrets
+from kernelindex_pipeline.redaction import (
+    CATALOGUE_URL_FORMS,
+    MalformedUrl,
+    is_secret_parameter,
+    parse_url,
+    redact_url,
+    scrub,
+    url_secrets,
+)
 
 log = logging.getLogger(__name__)
 STREAM_BATCH = 2000  # rows per fetch when streaming manifests
@@ -197,10 +205,7 @@ def _normalise_url(url: str | URL) -> URL:
     try:
         parsed = parse_url(url)
     except MalformedUrl as exc:
-        raise CatalogueError(
-            f"catalogue URL {exc}; use sqlite:///path/to/catalogue.sqlite or "
-            "postgresql+psycopg://user:password@host:port/database"
-        ) from None
+        raise CatalogueError(f"catalogue URL {exc}; use {CATALOGUE_URL_FORMS}") from None
     backend = parsed.get_backend_name()
     if backend in ("postgresql", "postgres"):
         return parsed.set(drivername="postgresql+psycopg")

@@ -330,3 +330,23 @@ def test_regressions_of_records_with_a_subnormal_median_skip_those_runs(tmp_path
     report = json.loads((tmp_path / "out" / "regressions.json").read_text())
     assert report["skippedRuns"] == {"no positive latency median or peak memory": 2066}
     assert all(change["magnitude"] < 1e6 for change in report["changes"])
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://user:p@ss@127.0.0.1:1/db",
+        "postgresql://user:p@ss:w@127.0.0.1:1/db",
+        "postgresql://host:s3cr@t@x/db",
+    ],
+)
+def test_a_catalogue_url_with_a_raw_at_gets_a_readable_hint_and_no_secret(url, capsys, tmp_path):
+    """Issue 30: every piece of a malformed URL counts as secret, and a user called `user` (or `host`) turned
+    the hint itself into 'the *** name' and 'postgresql+psycopg://***:password@...'."""
+    code, _, err = _run(["export", "--catalogue", url, "--out", str(tmp_path)], capsys)
+    assert code == 1
+    assert "postgresql+psycopg://user:password@host:port/database" in err
+    if "well-formed" in err:
+        assert "in the user name and password (@ %40" in err
+    for secret in ("p@ss", "s3cr", "127.0.0.1", "ss:w"):
+        assert secret not in err
