@@ -17,7 +17,7 @@ partition), never the run's totals.
 import json
 import re
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,6 +32,7 @@ from dagster import (
     BetaWarning,
     DataVersion,
     DefaultSensorStatus,
+    Failure,
     MaterializeResult,
     MetadataValue,
     Output,
@@ -104,6 +105,22 @@ class SourceRead:
     parts: dict[str, list[PartitionCsv]]
     metadata: dict = field(default_factory=dict)
     checks: list[AssetCheckResult] = field(default_factory=list)
+
+
+def absent_partitions(source: str, missing: list[str], known: Iterable[str]) -> Failure:
+    """The failure of a run asked for partitions its source does not hold (a pair added by hand in the
+    UI's "Add a partition"): raised before anything is read further, so nothing is published and no
+    catalogue refresh follows. Not retried: another try reads the same source."""
+    shown = sorted(known)
+    return Failure(
+        description=(
+            f"{', '.join(map(repr, missing))}: not in {source} ({len(shown)} partitions there"
+            + (f", e.g. {', '.join(shown[:3])}" if shown else "")
+            + "). Nothing was published. Remove the partition (the asset's Partitions tab) or import what the "
+            "source holds."
+        ),
+        allow_retries=False,
+    )
 
 
 @dataclass(frozen=True)
