@@ -37,6 +37,7 @@ from .store import CatalogueStore
 JSONL_NAME = "kernelindex-catalogue.jsonl"
 JSONL_MANIFEST_NAME = "kernelindex-catalogue.jsonl.manifest.json"
 BUNDLE_NAME = "kernelindex-catalogue.bundle.yaml"
+ACKNOWLEDGEMENTS_NAME = "kernelindex-acknowledgements.jsonl"  # regressions marked known (reporting/acknowledgements)
 
 # The submission bundle's group of each kind, in the dependency order of KINDS: the reader's table
 # (records.io, the one home of the group names) read the other way, so what we write it parses back.
@@ -100,6 +101,10 @@ def export_jsonl(
         "recordsByKind": _by_kind(counts),
         "nameCollisions": collisions.to_dict(),
     }
+    marks = sorted(store.acknowledgements(), key=lambda row: (row["at"], row["change_id"]))
+    if marks:  # beside the records, not among them: they are the catalogue's own notes, not KernelIndex kinds
+        _write_atomically(out / ACKNOWLEDGEMENTS_NAME, (json.dumps(m, sort_keys=True).encode() + b"\n" for m in marks))
+        description["acknowledgements"] = {"file": ACKNOWLEDGEMENTS_NAME, "lineCount": len(marks)}
     manifest_path = out / JSONL_MANIFEST_NAME
     _write_atomically(manifest_path, [json.dumps(description, indent=2, ensure_ascii=False).encode("utf-8") + b"\n"])
     return ExportResult(path, sha256, records, _by_kind(counts), manifest_path)

@@ -128,6 +128,19 @@ objects = Table(
     Column("first_publication_id", Integer, ForeignKey("publications.id"), nullable=False),
 )
 
+# Regressions marked as known (reporting/acknowledgements.py): one row per change, the latest mark wins.
+# Added to an existing catalogue by create_all like any new table (no column of an old table changes).
+acknowledgements = Table(
+    "acknowledgements",
+    metadata,
+    Column("change_id", String(64), primary_key=True),
+    Column("status", String(16), nullable=False),
+    Column("fixed_in", String(64), nullable=False, default=""),
+    Column("note", Text, nullable=False, default=""),
+    Column("by", String(255), nullable=False),
+    Column("at", String(32), nullable=False),
+)
+
 runs = Table(
     "runs",
     metadata,
@@ -567,6 +580,29 @@ class CatalogueStore:
                 yield from rows
         finally:
             conn.close()
+
+    def acknowledge(self, marks: Iterable[Any]) -> int:
+        """Keep each `reporting.acknowledgements.Acknowledgement` (replacing an earlier mark of its
+        change) in one transaction; how many."""
+        rows = [
+            {"change_id": m.change, "status": m.status, "fixed_in": m.fixed_in, "note": m.note, "by": m.by, "at": m.at}
+            for m in marks
+        ]
+
+        def run() -> int:
+            with self._write_engine.begin() as conn:
+                if rows:
+                    ids = [r["change_id"] for r in rows]
+                    conn.execute(acknowledgements.delete().where(acknowledgements.c.change_id.in_(ids)))
+                    conn.execute(acknowledgements.insert(), rows)
+            return len(rows)
+
+        return _guarded(self._url, f"writing acknowledgements to {self.safe_url} failed", run)
+
+    def acknowledgements(self) -> list[dict[str, str]]:
+        """Every acknowledgement kept, as rows (`reporting.acknowledgements.from_rows` reads them)."""
+        rows = self._read(lambda conn: conn.execute(select(acknowledgements)).mappings().all())
+        return [dict(r) for r in rows]
 
     def content_fingerprint(self) -> str:
         """A fingerprint of the catalogue's content, cheap at any size: objects are insert-only and each

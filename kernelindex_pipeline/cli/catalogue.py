@@ -186,7 +186,7 @@ def _report_inputs(args: argparse.Namespace) -> Iterator[tuple[Iterable[dict], l
 
     store = CatalogueStore.open(catalogue_url(args.catalogue), read_only=True)
     try:
-        regressions = _detect_and_attribute(args, settings, manifests=store.manifests())
+        regressions = _detect_and_attribute(args, settings, manifests=store.manifests(), marks=store.acknowledgements())
         yield store.manifests(), None, regressions
     finally:
         store.close()
@@ -251,6 +251,71 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _acknowledge_arguments(p: argparse.ArgumentParser) -> None:
+    from kernelindex_pipeline.home import SITE_DIR
+    from kernelindex_pipeline.reporting.acknowledgements import STATUSES
+
+    p.add_argument("id", nargs="?", help="a group (grp-...) or change (chg-...) id of regressions.json / the page")
+    _catalogue_argument(p)
+    p.add_argument(
+        "--regressions",
+        type=Path,
+        metavar="FILE",
+        help=f"the regressions.json that names the id (default: DAGSTER_HOME/{SITE_DIR}/regressions.json)",
+    )
+    p.add_argument("--status", choices=STATUSES, default="acknowledged", help="default: acknowledged")
+    p.add_argument("--fixed-in", default="", metavar="COMMIT", help="the commit that fixed it (--status fixed)")
+    p.add_argument("--note", default="", help="why (shown on the page)")
+    p.add_argument("--by", default="", help="who (default: the login name)")
+    p.add_argument("--list", action="store_true", help="list the acknowledgements the catalogue keeps")
+
+
+def _acknowledge(args: argparse.Namespace) -> int:
+    import getpass
+    from datetime import UTC, datetime
+
+    from kernelindex_pipeline.catalogue.store import CatalogueStore
+    from kernelindex_pipeline.home import SITE_DIR, dagster_home
+    from kernelindex_pipeline.reporting.acknowledgements import Acknowledgement, from_rows
+
+    with CatalogueStore.open(catalogue_url(args.catalogue)) as store:
+        if args.list:
+            for mark in sorted(from_rows(store.acknowledgements()).values(), key=lambda m: m.at):
+                print(f"{mark.change} {mark.text}")
+            return 0
+        if not args.id:
+            raise UsageError("give the id of a group or change (regressions.json, or the page), or --list")
+        path = args.regressions or dagster_home() / SITE_DIR / "regressions.json"
+        try:
+            report = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            raise CommandError(f"{path}: cannot read the regressions that name {args.id} ({exc})") from None
+        changes = _changes_of(report, args.id)
+        if not changes:
+            raise CommandError(f"{args.id}: no group or change of that id in {path} (ids change when a group does)")
+        stamp = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+        try:
+            marks = [
+                Acknowledgement(c, args.status, args.note, args.by or getpass.getuser(), stamp, args.fixed_in)
+                for c in changes
+            ]
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        store.acknowledge(marks)
+    print(f"{args.id}: {len(marks)} changes {marks[0].text}")
+    return 0
+
+
+def _changes_of(report: dict, wanted: str) -> list[str]:
+    """The change ids a group or change id of a regressions.json stands for."""
+    if any(c.get("id") == wanted for c in report.get("changes") or ()):
+        return [wanted]
+    for group in report.get("groups") or ():
+        if group.get("id") == wanted:
+            return list(group.get("changeIds") or ())
+    return []
+
+
 # ------------------------------------------------------------------------------------- regressions
 
 
@@ -299,7 +364,12 @@ def _detection_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _detect_and_attribute(
-    args: argparse.Namespace, settings, *, records: list[Path] | None = None, manifests: Iterable[dict] | None = None
+    args: argparse.Namespace,
+    settings,
+    *,
+    records: list[Path] | None = None,
+    manifests: Iterable[dict] | None = None,
+    marks: list[dict] | None = None,
 ):
     """Detection (each records file one source run, or the runs of a catalogue) with Liger's attribution;
     what the attribution could not use (the clone, a commit) is printed as a note, detection goes on. With
@@ -315,6 +385,10 @@ def _detect_and_attribute(
         report = detect_regressions(manifests or [], settings, liger.adapters, judgement_store=store)
     for note in [*report.judgements.notes, *liger.attribute(report)]:
         print(f"note: {note}", file=sys.stderr)
+    if marks is not None:
+        from kernelindex_pipeline.reporting import acknowledgements
+
+        acknowledgements.apply(report, acknowledgements.from_rows(marks))
     print(f"detection: {report.judgements.line()}")
     return report
 
@@ -341,7 +415,9 @@ def _regressions(args: argparse.Namespace) -> int:
             from kernelindex_pipeline.catalogue.store import CatalogueStore
 
             with CatalogueStore.open(catalogue_url(args.catalogue)) as store:
-                report = _detect_and_attribute(args, settings, manifests=store.manifests())
+                report = _detect_and_attribute(
+                    args, settings, manifests=store.manifests(), marks=store.acknowledgements()
+                )
     except (RegressionInputError, ValueError) as exc:
         raise CommandError(str(exc)) from None
     paths = write_regressions(report, args.out)
@@ -371,6 +447,11 @@ COMMANDS: dict[str, Command] = {
         "serve the catalogue's site over HTTP on this machine (what the Dagster UI links to)",
         _serve_arguments,
         _serve,
+    ),
+    "acknowledge": (
+        "mark a regression group (or change) as acknowledged, expected or fixed in a commit",
+        _acknowledge_arguments,
+        _acknowledge,
     ),
     "regressions": (
         "change points over every run, host effects taken out: regressions.json + a page",

@@ -34,7 +34,7 @@ from kernelindex_pipeline.defs.resources import (
 from kernelindex_pipeline.defs.sources import CHAINS
 from kernelindex_pipeline.home import SITE_DIR, dagster_home, site_url
 from kernelindex_pipeline.imports.coverage import CoverageTable
-from kernelindex_pipeline.reporting import RegressionReport, detect_regressions
+from kernelindex_pipeline.reporting import RegressionReport, acknowledgements, detect_regressions
 from kernelindex_pipeline.reporting.attribution import check_message, group_changes
 from kernelindex_pipeline.reporting.efficiency import (
     DEFAULT_LOW_THRESHOLD,
@@ -168,7 +168,10 @@ def benchmark_regressions(
             liger.adapters,
             judgement_store=regression_settings.judgement_store_path(),
         )
-    for note in [*result.judgements.notes, *liger.attribute(result)]:
+        marks = acknowledgements.from_rows(store.acknowledgements())
+    notes = [*result.judgements.notes, *liger.attribute(result)]
+    acknowledgements.apply(result, marks)  # after attribution: its host folding decides which changes remain
+    for note in notes:
         context.log.warning(note)
     context.log.info(result.summary())
     context.log.info(result.judgements.line())
@@ -209,12 +212,16 @@ def no_regressions(benchmark_regressions: RegressionReport) -> AssetCheckResult:
     else:
         # "N slowdowns from M commits: <sha> <subject> (n); ..." then the rest by cause
         description = check_message(group_changes(result.changes), markdown=True) + ". " + result.summary()
+    open_slowdowns = acknowledgements.unacknowledged(result, result.slowdowns)
+    if result.trends and len(open_slowdowns) < len(result.slowdowns):
+        description += f" {len(result.slowdowns) - len(open_slowdowns)} slowdowns acknowledged, not counted."
     return AssetCheckResult(
-        passed=bool(result.trends) and not result.slowdowns,
+        passed=bool(result.trends) and not open_slowdowns,
         severity=AssetCheckSeverity.WARN,
         description=description,
         metadata={
-            "regressions": len(result.slowdowns),
+            "regressions": len(open_slowdowns),
+            "acknowledged": len(result.slowdowns) - len(open_slowdowns),
             "pending": len(result.pending),
             "insufficient_data": len(result.insufficient),
         },

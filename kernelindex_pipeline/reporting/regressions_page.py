@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import acknowledgements
 from .attribution import CauseEvidence, check_message, group_changes, short_subject
 from .efficiency import EfficiencyReport, change_efficiency, format_pct
 from .host_effects import CLASS_LABELS, MIN_GROUPS
@@ -297,6 +298,18 @@ def _source_steps_section(report: RegressionReport) -> str:
     return "\n".join(out)
 
 
+def _acknowledgement_html(report: RegressionReport, group) -> str:
+    """The group's acknowledgement, or the command that acknowledges it (copyable)."""
+    marked = acknowledgements.group_acknowledgement(report, group.changes)
+    if marked is not None:
+        return f'<p class="acknowledged">{_e(marked.status.capitalize())}: {_e(marked.text)}</p>'
+    command = f"kernelindex-pipeline acknowledge {acknowledgements.group_of(group.changes)} --note '...'"
+    return (
+        '<p class="note">Known and expected? Mark it (add <code>--status expected</code> or <code>--status fixed '
+        f'--fixed-in COMMIT</code>): <code class="acknowledge">{_e(command)}</code></p>'
+    )
+
+
 def _groups_section(report: RegressionReport) -> str:
     """One entry per (boundary, cause, suspects): what changed, what changed it, and its series."""
     groups = group_changes(report.changes)
@@ -309,13 +322,17 @@ def _groups_section(report: RegressionReport) -> str:
         d = group.to_dict()
         shas = ",".join(c.sha for c in group.evidence.commits)
         before, after = d["before"], d["after"]
+        marked = acknowledgements.group_acknowledgement(report, group.changes)
         out.append(
-            f'<details class="change-group" data-cause="{group.cause}" data-change-count="{len(group.changes)}" '
+            f'<details class="change-group" data-group-id="{_e(acknowledgements.group_of(group.changes))}" '
+            f'data-acknowledged="{_e(marked.status if marked else "")}" '
+            f'data-cause="{group.cause}" data-change-count="{len(group.changes)}" '
             f'data-commits="{shas}"{" open" if i < 8 else ""}><summary><b>{_e(group.cause)}</b>: '
             f"{len(group.changes)} changes ({d['slowdowns']} slower, {d['speedups']} faster) between "
             f"{_e(run_name(before))} and {_e(run_name(after))}</summary>"
         )
         out.append(_evidence_html(group.evidence))
+        out.append(_acknowledgement_html(report, group))
         if group.others:
             out.append('<p class="note">Also possible: ' + "; ".join(_evidence_text(e) for e in group.others) + "</p>")
         out.append(

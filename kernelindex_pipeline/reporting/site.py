@@ -43,6 +43,7 @@ from kernelindex_pipeline.imports.coverage import CoverageCell
 from kernelindex_pipeline.liger import identity
 from kernelindex_pipeline.records.names import kebab
 
+from . import acknowledgements
 from .attribution import short_subject
 from .efficiency import (
     FLAG_LOW,
@@ -650,7 +651,9 @@ def headline(regressions: RegressionReport) -> str:
     for gpu in sorted(newest):
         run = newest[gpu]
         side = {"ligerVersion": ", ".join(sorted(run.versions)), "codeRef": run.code_ref, "observedAt": run.observed_at}
-        slow = sorted((c for c in regressions.slowdowns if c.key.gpu == gpu), key=lambda c: -c.magnitude)
+        on_gpu = [c for c in regressions.slowdowns if c.key.gpu == gpu]
+        slow = sorted(acknowledgements.unacknowledged(regressions, on_gpu), key=lambda c: -c.magnitude)
+        known = len(on_gpu) - len(slow)
         commits = {c.causes[0].commits[0].sha for c in slow if c.causes and c.causes[0].commits}
         if not regressions.trends:
             verdict = '<span class="caution">nothing judged yet (too few runs per series)</span>'
@@ -673,6 +676,8 @@ def headline(regressions: RegressionReport) -> str:
             + "</li>"
             for c in slow[:HEADLINE_WORST]
         )
+        if known:
+            verdict += f' <span class="note">({known} acknowledged)</span>'
         items.append(
             f'<li class="gpu-headline" data-gpu="{_e(gpu)}" data-slowdowns="{len(slow)}"><b>{_e(gpu)}</b>: newest run '
             f"{_e(run_name(side))}; {verdict}" + (f"<ol>{worst}</ol>" if worst else "") + "</li>"

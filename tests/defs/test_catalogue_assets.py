@@ -216,3 +216,81 @@ def test_efficiency_table_asset_over_the_published_history(instance, resources, 
     assert "| rms_norm |" in table.metadata["least_efficient"].value
     with CatalogueStore.open(sqlite_url) as store:
         assert sorted(digest_of(m) for m in store.manifests()) == before
+
+
+def test_an_acknowledged_regression_stays_off_the_check_until_its_series_changes_again(tmp_path, sqlite_url):
+    """Issue 30: a group marked known (`acknowledge`) is shown as such on the page and in the JSON, carried
+    by the export, and left out of no_regressions' count; a new change of the series is not marked."""
+    from kernelindex_pipeline.catalogue.store import CatalogueStore
+    from kernelindex_pipeline.cli import main
+
+    with CatalogueStore.open(sqlite_url) as store:
+        store.publish(_sweeps_with_a_slowdown().manifests(), partition="samples")
+
+    def check():
+        with DagsterInstance.ephemeral() as fresh:
+            result = materialize(
+                [benchmark_regressions, no_regressions],
+                instance=fresh,
+                resources={
+                    "catalogue": CatalogueResource(url=sqlite_url),
+                    "regression_settings": RegressionSettingsResource(),
+                    "liger_git": LigerGitResource(path=str(tmp_path / "no-clone")),
+                },
+            )
+        (evaluation,) = result.get_asset_check_evaluations()
+        return evaluation
+
+    assert not check().passed
+    out = tmp_path / "regressions"
+    assert main(["regressions", "--catalogue", sqlite_url, "--out", str(out)]) == 0
+    (group,) = json.loads((out / "regressions.json").read_text())["groups"]
+    assert group["id"].startswith("grp-") and len(group["changeIds"]) == 1
+    page = (out / "regressions.html").read_text()
+    assert f"kernelindex-pipeline acknowledge {group['id']}" in page  # the copyable command
+    assert (
+        main(
+            [
+                "acknowledge",
+                group["id"],
+                "--catalogue",
+                sqlite_url,
+                "--regressions",
+                str(out / "regressions.json"),
+                "--status",
+                "expected",
+                "--note",
+                "accum_dtype costs time",
+                "--by",
+                "maintainer",
+            ]
+        )
+        == 0
+    )
+
+    evaluation = check()
+    assert evaluation.passed and evaluation.metadata["acknowledged"].value == 1
+    assert "1 slowdowns acknowledged, not counted" in evaluation.description
+    assert main(["regressions", "--catalogue", sqlite_url, "--out", str(out)]) == 0
+    saved = json.loads((out / "regressions.json").read_text())
+    assert saved["groups"][0]["acknowledgement"]["status"] == "expected" and saved["counts"]["acknowledged"] == 1
+    page = (out / "regressions.html").read_text()
+    assert 'data-acknowledged="expected"' in page and "expected by maintainer on " in page
+    assert main(["export", "--catalogue", sqlite_url, "--out", str(tmp_path / "export")]) == 0
+    [mark] = [json.loads(line) for line in (tmp_path / "export" / "kernelindex-acknowledgements.jsonl").open()]
+    assert mark["status"] == "expected" and mark["note"] == "accum_dtype costs time"
+
+    # the series gets slower again at a later run: a new change, not acknowledged
+    later = SampleCatalogue()
+    for sweep in range(6, 9):
+        later.run(
+            provider="liger",
+            gpu=SAMPLE_GPU,
+            median_ns=int(1_300_000 * 1.4),
+            version="0.8.2",
+            timestamp=f"2025-0{sweep + 1}-01 00:00:00",
+        )
+    with CatalogueStore.open(sqlite_url) as store:
+        store.publish(later.manifests(), partition="later")
+    evaluation = check()
+    assert not evaluation.passed and evaluation.metadata["regressions"].value == 1
