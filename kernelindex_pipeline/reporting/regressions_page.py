@@ -76,6 +76,36 @@ def write_regressions(
     return WrittenRegressions(json=json_path, page=page, data=data, rewritten=sum(rewritten))
 
 
+def answer_lines(json_path: Path, limit: int = 5) -> list[str]:
+    """The morning's answer from a regressions.json this module wrote: slowdowns by commit, the worst first,
+    each at the run after its boundary (what an import command prints once the refresh ran)."""
+    try:
+        saved = json.loads(json_path.read_text())
+    except (OSError, ValueError):
+        return []
+    groups = [g for g in saved.get("groups") or () if g.get("slowdowns") and "acknowledgement" not in g]
+    counts = saved.get("counts") or {}
+    if not saved.get("series"):
+        return [f"regressions: nothing judged yet ({saved.get('insufficient', 0)} series have too few runs)"]
+    head = f"regressions: {sum(g['slowdowns'] for g in groups)} slowdowns in {len(groups)} group{'' if len(groups) == 1 else 's'}"
+    if counts.get("acknowledged"):
+        head += f" ({counts['acknowledged']} acknowledged changes left out)"
+    lines = [head + (", the worst first:" if groups else "")]
+
+    def worst(group: dict) -> float:
+        return max(s["magnitude"] for s in group["series"] if s["direction"] == "slowdown")
+
+    for group in sorted(groups, key=worst, reverse=True)[:limit]:
+        commits = group["suspects"].get("commits") or []
+        why = f"{commits[0]['sha'][:8]} {short_subject(commits[0]['subject'], 60)}" if commits else group["cause"]
+        series = max((s for s in group["series"] if s["direction"] == "slowdown"), key=lambda s: s["magnitude"])
+        lines.append(
+            f"  ×{series['magnitude']:.2f} {series['kernel']} {series['mode']} {series['provider']} "
+            f"(+{group['slowdowns'] - 1} more) at {run_name(group['after'])}: {why}"
+        )
+    return lines
+
+
 def _charted_trends(report: RegressionReport) -> dict[int, int]:
     """id(trend) -> its index in the data's ``trends``: every trend with a change, in the page's order."""
     found: dict[int, int] = {}

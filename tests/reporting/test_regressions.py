@@ -597,6 +597,21 @@ def test_runs_are_named_by_version_and_commit_then_date_never_by_gpu_and_timesta
     assert "T00:" not in page.split('id="groups"')[-1].split("</section>")[0]
 
 
+def test_the_answer_an_import_prints_names_the_worst_slowdowns_first(tmp_path):
+    from kernelindex_pipeline.reporting.regressions_page import JSON_NAME, answer_lines, write_regressions
+
+    rng = np.random.default_rng(5)
+    base = 200_000 * np.exp(np.clip(rng.normal(0, 0.01, size=(24, 8)), -0.025, 0.025))
+    base[0, 4:] *= 1.2
+    base[4:8, 4:] *= 1.6  # kernel1, its four cases: one group, the worst
+    write_regressions(detect_regressions(panel(base, versions=["0.8.0"] * 4 + ["0.9.0"] * 4)), tmp_path)
+    lines = answer_lines(tmp_path / JSON_NAME)
+    assert lines[0] == "regressions: 5 slowdowns in 1 group, the worst first:"
+    assert lines[1].startswith("  ×1.6") and " kernel1 forward liger (+4 more) at 0.9.0 " in lines[1]
+    assert lines[1].endswith(": unknown")
+    assert answer_lines(tmp_path / "missing.json") == []
+
+
 def test_a_launch_bound_series_is_judged_against_the_hosts_speed():
     """Six kernels take 140 us at every size (launch-bound: the time is the host's), six grow with the
     size (GPU-bound). From run 5 on the host's CPU is 25 % slower for good: the launch-bound kernels follow
