@@ -467,7 +467,8 @@ def kernel_page(kernel: str, slug: str, kernel_title: str, site_title: str) -> s
             )
             + "</form>",
             '<section id="compare"><h2>Compare</h2><p class="note">One series (pass, provider, metric) at two Liger '
-            "versions on one GPU, or on two GPUs at one version: the values side by side and B / A per workload.</p>"
+            "versions on one GPU, at two runs (commits) on one GPU, or on two GPUs at one version: the values side by "
+            "side and B / A per workload.</p>"
             '<form id="compare-form" class="filters" onsubmit="return false">'
             + "".join(
                 f'<label>{label} <select id="c-{key}"></select></label>'

@@ -344,6 +344,16 @@ def test_kernel_page_filters_tooltips_and_compare(site, browser, manifests):
             "#compare-table tr.compare-row", "rs => rs.map(r => Number(r.dataset.ratio))"
         )
         assert len(ratios) == 6 and all(abs(r - 1.25) < 0.01 for r in ratios)  # the relabelled copy: 1.25x slower
+        # two runs on one GPU (issue 30): the sides are runs, named by version (and commit) and date
+        page.select_option("#c-by", "run")
+        page.select_option("#c-fixed", "nvidia-h200")
+        page.wait_for_selector("#compare-ratio[data-rendered='1'] svg", timeout=30_000)
+        labels = page.eval_on_selector_all("#c-a option", "os => os.map(o => o.textContent)")
+        assert len(labels) == 2 and labels[0].startswith("0.5.10 ") and labels[1].startswith("0.6.0 "), labels
+        ratios = page.eval_on_selector_all(
+            "#compare-table tr.compare-row", "rs => rs.map(r => Number(r.dataset.ratio))"
+        )
+        assert len(ratios) == 6 and all(abs(r - 1.25) < 0.01 for r in ratios)  # the same two runs
         page.select_option("#c-by", "gpu")
         page.select_option("#c-fixed", "0.5.10")
         page.wait_for_selector("#compare-ratio[data-rendered='1'] svg", timeout=30_000)
