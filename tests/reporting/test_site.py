@@ -329,6 +329,7 @@ def test_kernel_page_filters_tooltips_and_compare(site, browser, manifests):
         for field in ("huggingface", "date", "source", "commit", "run digest", "median (raw)", "p20–p80 (raw)"):
             assert field in text, (field, text)
         assert re.search(r"sha256:[0-9a-f]{64}", text) and "liger-kernel-bench" in text
+        assert re.search(r"median \(raw\)\s*\d+ ns", text), text  # every value with its unit (issue 30)
         _shot(page, "site-kernel-tooltip.png")
 
         # compare, checked against the runs themselves: two versions on one GPU (the default where a GPU has two),

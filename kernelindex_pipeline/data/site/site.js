@@ -35,6 +35,8 @@
       .catch((err) => { el.dataset.rendered = "error"; console.error("chart failed:", el.id || el.className, err); });
   }
 
+  // the records' own units (latencyNs, peak memory in bytes): what a tooltip's raw value is in
+  const RAW_UNIT = { latency: "ns", peak_memory: "bytes" };
   const RUN_TOOLTIP = [
     { field: "provider" }, { field: "version", title: "Liger" }, { field: "case", title: "workload" },
     { field: "shown", title: "value" }, { field: "raw", title: "median (raw)" }, { field: "band", title: "p20–p80 (raw)" },
@@ -174,8 +176,8 @@
       sid: s.id, line: `${s.provider}|${s.env}`, provider: d.providers[s.provider].name, role: d.providers[s.provider].role, x,
       case: workloadLabel(d, s.workload), version: d.versions[p[P.version]], value: round(p[P.median] / f),
       lo: p[P.p20] == null ? null : round(p[P.p20] / f), hi: p[P.p80] == null ? null : round(p[P.p80] / f),
-      shown: `${round(p[P.median] / f)} ${name}`, raw: String(p[P.median]),
-      band: p[P.p20] == null ? "–" : `${p[P.p20]}–${p[P.p80]}`, date: p[P.date], source: p[P.source] || "–",
+      shown: `${round(p[P.median] / f)} ${name}`, raw: `${p[P.median]} ${RAW_UNIT[s.metric] || ""}`.trim(),
+      band: p[P.p20] == null ? "–" : `${p[P.p20]}–${p[P.p80]} ${RAW_UNIT[s.metric] || ""}`.trim(), date: p[P.date], source: p[P.source] || "–",
       commit: p[P.commit] || "not recorded", run: p[P.run], pct: p[P.pct],
     };
   }
