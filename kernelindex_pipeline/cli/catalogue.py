@@ -345,6 +345,7 @@ def _detection_arguments(p: argparse.ArgumentParser) -> None:
     tests/cli/test_records.py checks these texts against DetectionSettings)."""
     p.add_argument("--alpha", type=float, help="significance level per series (default 0.001)")
     p.add_argument("--min-effect", type=float, help="smallest change reported, as a fraction (default 0.05 = 5%%)")
+    p.add_argument("--min-segment", type=int, help="runs needed on each side of a change (default 2)")
     p.add_argument(
         "--liger-git",
         metavar="DIR",
@@ -396,7 +397,7 @@ def _detect_and_attribute(
 def _detection_settings(args: argparse.Namespace):
     from kernelindex_pipeline.reporting.changepoints import DetectionSettings
 
-    given = {"alpha": args.alpha, "min_effect": args.min_effect}
+    given = {"alpha": args.alpha, "min_effect": args.min_effect, "min_segment": args.min_segment}
     try:
         return DetectionSettings(**{name: value for name, value in given.items() if value is not None})
     except ValueError as exc:
