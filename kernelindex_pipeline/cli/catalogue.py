@@ -372,24 +372,22 @@ def _detect_and_attribute(
     manifests: Iterable[dict] | None = None,
     marks: list[dict] | None = None,
 ):
-    """Detection (each records file one source run, or the runs of a catalogue) with Liger's attribution;
-    what the attribution could not use (the clone, a commit) is printed as a note, detection goes on. With
-    --judgement-store, series whose inputs are unchanged since the stored detection are not judged again."""
-    from kernelindex_pipeline.liger.attribution import LigerAttribution
-    from kernelindex_pipeline.reporting.regressions import detect_in_record_files, detect_regressions
+    """Detection (each records file one source run, or the runs of a catalogue) with Liger's attribution and
+    the catalogue's acknowledgements (`liger.attribution.detect_and_attribute`); what the attribution could not
+    use (the clone, a commit) is printed as a note, detection goes on. With --judgement-store, series whose
+    inputs are unchanged since the stored detection are not judged again."""
+    from kernelindex_pipeline.liger.attribution import detect_and_attribute
 
-    liger = LigerAttribution(args.liger_git)
-    store = args.judgement_store
-    if records is not None:
-        report = detect_in_record_files(records, settings, liger.adapters, judgement_store=store)
-    else:
-        report = detect_regressions(manifests or [], settings, liger.adapters, judgement_store=store)
-    for note in [*report.judgements.notes, *liger.attribute(report)]:
+    report, notes = detect_and_attribute(
+        records if records is not None else (manifests or []),
+        settings,
+        args.liger_git,
+        from_files=records is not None,
+        judgement_store=args.judgement_store,
+        marks=marks,
+    )
+    for note in notes:
         print(f"note: {note}", file=sys.stderr)
-    if marks is not None:
-        from kernelindex_pipeline.reporting import acknowledgements
-
-        acknowledgements.apply(report, acknowledgements.from_rows(marks))
     print(f"detection: {report.judgements.line()}")
     return report
 

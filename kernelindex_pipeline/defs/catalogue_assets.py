@@ -34,7 +34,8 @@ from kernelindex_pipeline.defs.resources import (
 from kernelindex_pipeline.defs.sources import CHAINS
 from kernelindex_pipeline.home import SITE_DIR, dagster_home, site_url
 from kernelindex_pipeline.imports.coverage import CoverageTable
-from kernelindex_pipeline.reporting import RegressionReport, acknowledgements, detect_regressions
+from kernelindex_pipeline.liger.attribution import detect_and_attribute
+from kernelindex_pipeline.reporting import RegressionReport, acknowledgements
 from kernelindex_pipeline.reporting.attribution import check_message, group_changes
 from kernelindex_pipeline.reporting.efficiency import (
     DEFAULT_LOW_THRESHOLD,
@@ -160,17 +161,14 @@ def benchmark_regressions(
     the report read, so the alert, the check and the page always show one judgement with one settings. A
     refresh judges afresh only the series whose inputs changed since the last one (the judgement store of
     `regression_settings`; metadata `series_rejudged` / `series_reused`)."""
-    liger = liger_git.attribution()  # each run's code and commit order; causes with their commits
     with catalogue.open() as store:
-        result = detect_regressions(
+        result, notes = detect_and_attribute(
             store.manifests(),
             regression_settings.settings(),
-            liger.adapters,
+            liger_git.path or None,
             judgement_store=regression_settings.judgement_store_path(),
+            marks=store.acknowledgements(),
         )
-        marks = acknowledgements.from_rows(store.acknowledgements())
-    notes = [*result.judgements.notes, *liger.attribute(result)]
-    acknowledgements.apply(result, marks)  # after attribution: its host folding decides which changes remain
     for note in notes:
         context.log.warning(note)
     context.log.info(result.summary())
