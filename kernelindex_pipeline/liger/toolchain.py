@@ -7,7 +7,9 @@ the set of unpinned packages with a release between them: the newest final relea
 
 The timeline is a versioned file in the project (``data/toolchain-timeline.yaml``) so results do not
 depend on the network; `refresh` rebuilds it from PyPI's JSON API
-(``scripts/refresh_toolchain_timeline``). This module writes the file and parses it back.
+(``scripts/refresh_toolchain_timeline``). This module writes the file and parses it back, checking it
+against a schema on load (`_TimelineFile`): every detection reads it, so a damaged file is one
+ToolchainTimelineError naming the file and the entry, never an error from deep inside attribution.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any
 import yaml
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import InvalidVersion, Version
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 TIMELINE_FILE = "toolchain-timeline.yaml"
 # What the benchmark image installs unpinned and what moves a benchmark's numbers: torch (eager
@@ -34,6 +37,71 @@ TIMELINE_FILE = "toolchain-timeline.yaml"
 TRACKED_PACKAGES = ("torch", "transformers")
 PYPI_JSON = "https://pypi.org/pypi/{name}/json"
 MAX_RESPONSE_BYTES = 64 * 1024 * 1024  # torch's JSON document is ~20 MB
+MAX_FILE_BYTES = 4 * 1024 * 1024  # the packaged file is ~20 KB for two packages
+REBUILD = "rebuild it: bash scripts/refresh_toolchain_timeline"
+
+
+class ToolchainTimelineError(ValueError):
+    """The toolchain timeline file is damaged; the message (one line) names the file and the entry."""
+
+
+def _utc_epoch(stamp: str) -> float:
+    """Seconds since the epoch of an ISO 8601 time with its offset (`Z` or `+hh:mm`): a time without one
+    would be read in the local zone of whoever runs the detection."""
+    moment = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    if moment.tzinfo is None:
+        raise ValueError(f"{stamp!r} has no UTC offset (write it as YYYY-MM-DDTHH:MM:SSZ)")
+    return moment.timestamp()
+
+
+class _Release(BaseModel):
+    # strict: an unquoted `version: 2.10` is the float 2.1 to YAML, so only strings are versions
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    version: str
+    released: str
+
+    @field_validator("version")
+    @classmethod
+    def _a_version(cls, value: str) -> str:
+        try:
+            Version(value)
+        except InvalidVersion:
+            raise ValueError(f"{value!r} is not a version (PEP 440)") from None
+        return value
+
+    @field_validator("released")
+    @classmethod
+    def _a_time(cls, value: str) -> str:
+        try:
+            _utc_epoch(value)
+        except ValueError as error:
+            raise ValueError(f"{value!r} is not an ISO 8601 time: {error}") from None
+        return value
+
+
+class _TimelineFile(BaseModel):
+    """The file as `ToolchainTimeline.to_yaml` writes it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    refreshed: str = ""
+    source: str = ""
+    refresh: str = ""
+    packages: dict[str, list[_Release]]
+
+
+def _where(data: Any, loc: tuple[Any, ...]) -> tuple[str, str]:
+    """(`packages.torch[3] (torch 2.5.1)`, `released`): the entry a pydantic location falls in, named by
+    its version where it has one, and the key in it (empty for the entry itself)."""
+    last_index = max((i for i, step in enumerate(loc) if isinstance(step, int)), default=len(loc) - 1)
+    entry, key = loc[: last_index + 1], loc[last_index + 1 :]
+    where, node = "", data
+    for step in entry:
+        where += f"[{step}]" if isinstance(step, int) else (f".{step}" if where else str(step))
+        found = (step in node) if isinstance(node, dict) else isinstance(node, list) and 0 <= step < len(node)
+        node = node[step] if found else None
+    if isinstance(node, dict) and isinstance(node.get("version"), str) and len(entry) == 3:
+        where += f" ({entry[1]} {node['version']})"
+    return where, ".".join(str(step) for step in key)
 
 
 @dataclass(frozen=True)
@@ -56,7 +124,7 @@ class ToolchainTimeline:
     def __init__(self, releases: dict[str, list[tuple[str, str]]], refreshed: str = "") -> None:
         self.refreshed = refreshed
         self._releases = {name: sorted(items, key=lambda item: item[1]) for name, items in releases.items()}
-        self._times = {name: [_epoch(date) for _, date in items] for name, items in self._releases.items()}
+        self._times = {name: [_utc_epoch(date) for _, date in items] for name, items in self._releases.items()}
 
     @property
     def packages(self) -> tuple[str, ...]:
@@ -90,27 +158,64 @@ class ToolchainTimeline:
         return yaml.safe_dump(body, sort_keys=False)
 
     @classmethod
-    def from_yaml(cls, text: str) -> ToolchainTimeline:
-        data = yaml.safe_load(text) or {}
-        packages = data.get("packages") or {}
-        if not isinstance(packages, dict):
-            raise ValueError(
-                f"{TIMELINE_FILE}: `packages` is not a mapping (rebuild it: scripts/refresh_toolchain_timeline)"
+    def from_yaml(cls, text: str | bytes, label: str = TIMELINE_FILE) -> ToolchainTimeline:
+        """Parse a timeline file, checked against its schema; ToolchainTimelineError (one line, starting
+        with `label`) names what is wrong and where."""
+        if len(text) > MAX_FILE_BYTES:
+            raise ToolchainTimelineError(
+                f"{label}: {len(text)} bytes, over the {MAX_FILE_BYTES} a timeline may have; {REBUILD}"
             )
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as error:
+            problem = getattr(error, "problem", None) or type(error).__name__
+            mark = getattr(error, "problem_mark", None)
+            at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+            raise ToolchainTimelineError(f"{label}: not YAML ({problem}{at}); {REBUILD}") from None
+        if not isinstance(data, dict):
+            raise ToolchainTimelineError(f"{label}: not a timeline (a YAML mapping with `packages`); {REBUILD}")
+        try:
+            parsed = _TimelineFile.model_validate(data)
+        except ValidationError as error:
+            first = error.errors()[0]
+            loc = tuple(first["loc"])
+            if first["type"] in ("missing", "extra_forbidden"):  # about a key: name the mapping it is (not) in
+                where, _ = _where(data, loc[:-1])
+                message = (
+                    f"no `{loc[-1]}`" if first["type"] == "missing" else f"`{loc[-1]}` is not a key of the timeline"
+                )
+            else:
+                where, key = _where(data, loc)
+                message = (f"{key}: " if key else "") + first["msg"].removeprefix("Value error, ")
+            more = len(error.errors()) - 1
+            also = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
+            raise ToolchainTimelineError(f"{label}: {where or 'the timeline'}: {message}{also}; {REBUILD}") from None
+        for name, items in parsed.packages.items():
+            seen: set[str] = set()
+            for index, item in enumerate(items):
+                if item.version in seen:
+                    raise ToolchainTimelineError(
+                        f"{label}: packages.{name}[{index}] ({name} {item.version}): listed twice; {REBUILD}"
+                    )
+                seen.add(item.version)
         return cls(
-            {
-                str(name): [(str(r["version"]), str(r["released"])) for r in items or []]
-                for name, items in packages.items()
-            },
-            refreshed=str(data.get("refreshed") or ""),
+            {name: [(item.version, item.released) for item in items] for name, items in parsed.packages.items()},
+            refreshed=parsed.refreshed,
         )
+
+
+def load_timeline(path: str | Path | Any) -> ToolchainTimeline:
+    """A timeline file (a path, or a package resource), checked on load."""
+    try:
+        text = path.read_bytes()
+    except OSError as error:
+        raise ToolchainTimelineError(f"{path}: cannot be read ({error.strerror or error}); {REBUILD}") from None
+    return ToolchainTimeline.from_yaml(text, label=str(path))
 
 
 def packaged_timeline() -> ToolchainTimeline:
     """The timeline shipped with the project (package data)."""
-    return ToolchainTimeline.from_yaml(
-        resources.files("kernelindex_pipeline.data").joinpath(TIMELINE_FILE).read_text("utf-8")
-    )
+    return load_timeline(resources.files("kernelindex_pipeline.data").joinpath(TIMELINE_FILE))
 
 
 def refresh(packages: tuple[str, ...] = TRACKED_PACKAGES, *, timeout_s: float = 60.0) -> ToolchainTimeline:
@@ -177,10 +282,6 @@ def requirements(setup_py: str, pyproject: str = "") -> list[Requirement]:
         if requirement.specifier or requirement.name.lower() in TRACKED_PACKAGES:
             found.append(requirement)
     return found
-
-
-def _epoch(stamp: str) -> float:
-    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
 
 
 def write_timeline(timeline: ToolchainTimeline, path: str | Path) -> None:
