@@ -17,6 +17,8 @@ from __future__ import annotations
 import ast
 import bisect
 import json
+import os
+import tempfile
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import resources
@@ -37,6 +39,7 @@ TIMELINE_FILE = "toolchain-timeline.yaml"
 TRACKED_PACKAGES = ("torch", "transformers")
 PYPI_JSON = "https://pypi.org/pypi/{name}/json"
 MAX_RESPONSE_BYTES = 64 * 1024 * 1024  # torch's JSON document is ~20 MB
+REFRESH_DEADLINE_S = 300.0  # the whole refresh, every package: torch's document takes a few seconds
 MAX_FILE_BYTES = 4 * 1024 * 1024  # the packaged file is ~20 KB for two packages
 REBUILD = "rebuild it: bash scripts/refresh_toolchain_timeline"
 
@@ -218,34 +221,93 @@ def packaged_timeline() -> ToolchainTimeline:
     return load_timeline(resources.files("kernelindex_pipeline.data").joinpath(TIMELINE_FILE))
 
 
-def refresh(packages: tuple[str, ...] = TRACKED_PACKAGES, *, timeout_s: float = 60.0) -> ToolchainTimeline:
-    """A timeline from PyPI's JSON API: each final release and the time of its first uploaded file."""
-    import requests
+class ToolchainRefreshError(ValueError):
+    """A refresh that cannot build a timeline (the index unreachable, slow, or not PyPI's JSON API):
+    one line naming the URL; nothing is written."""
+
+
+class _PypiFile(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+    upload_time_iso_8601: str | None = None
+    yanked: bool = False
+
+    @field_validator("upload_time_iso_8601")
+    @classmethod
+    def _a_time(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                _utc_epoch(value)
+            except ValueError as error:
+                raise ValueError(f"{value!r} is not an ISO 8601 time: {error}") from None
+        return value
+
+
+class _PypiDocument(BaseModel):
+    """The part of PyPI's JSON API document (https://docs.pypi.org/api/json/) a refresh reads."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+    releases: dict[str, list[_PypiFile]]
+
+
+def refresh(
+    packages: tuple[str, ...] = TRACKED_PACKAGES,
+    *,
+    index: str = PYPI_JSON,
+    deadline_s: float = REFRESH_DEADLINE_S,
+) -> ToolchainTimeline:
+    """A timeline from PyPI's JSON API (`index`, with `{name}` for the package): each final release and
+    the time of its first uploaded file. One deadline for the whole refresh, every download under it
+    (imports.fetch.Deadline); ToolchainRefreshError for anything that keeps it from a whole, valid
+    timeline, which it then checks as the loader will."""
+    from kernelindex_pipeline.imports.fetch import Deadline, FetchError, fetch
 
     releases: dict[str, list[tuple[str, str]]] = {}
-    for name in packages:
-        response = requests.get(PYPI_JSON.format(name=name), timeout=timeout_s, stream=True)
-        response.raise_for_status()
-        body = response.raw.read(MAX_RESPONSE_BYTES + 1, decode_content=True)
-        if len(body) > MAX_RESPONSE_BYTES:
-            raise ValueError(f"{PYPI_JSON.format(name=name)}: over {MAX_RESPONSE_BYTES} bytes")
-        releases[name] = _final_releases(json.loads(body))
-    return ToolchainTimeline(releases, refreshed=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
+    with Deadline(deadline_s, what="the refresh") as deadline:
+        for name in packages:
+            url = index.format(name=name)
+            try:
+                body = fetch(url, max_bytes=MAX_RESPONSE_BYTES, deadline=deadline, what="a PyPI JSON document").data
+            except FetchError as error:
+                raise ToolchainRefreshError(str(error)) from None
+            releases[name] = _final_releases(_pypi_document(body, url), url)
+    timeline = ToolchainTimeline(releases, refreshed=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
+    ToolchainTimeline.from_yaml(timeline.to_yaml(), label="the refreshed timeline")  # what is written loads
+    return timeline
 
 
-def _final_releases(document: dict[str, Any]) -> list[tuple[str, str]]:
+def _pypi_document(body: bytes, url: str) -> _PypiDocument:
+    try:
+        document = json.loads(body)
+    except (ValueError, RecursionError) as error:  # RecursionError: nested deeper than the decoder goes
+        problem = str(error) if isinstance(error, ValueError) else "nested too deeply"
+        raise ToolchainRefreshError(f"{url}: not JSON ({problem}); is it PyPI's JSON API?") from None
+    if not isinstance(document, dict):
+        raise ToolchainRefreshError(f"{url}: not PyPI's JSON API (a JSON object with `releases` expected)")
+    try:
+        return _PypiDocument.model_validate(document)
+    except ValidationError as error:
+        first = error.errors()[0]
+        path = "".join(f"[{step!r}]" if i else str(step) for i, step in enumerate(first["loc"]))
+        message = "missing" if first["type"] == "missing" else first["msg"].removeprefix("Value error, ")
+        raise ToolchainRefreshError(f"{url}: not PyPI's JSON API ({path}: {message})") from None
+
+
+def _final_releases(document: _PypiDocument, url: str) -> list[tuple[str, str]]:
+    """(version, time of its first file, UTC) of each final release that has an unyanked file."""
     out = []
-    for version, files in (document.get("releases") or {}).items():
+    for version, files in document.releases.items():
         try:
             parsed = Version(version)
         except InvalidVersion:
-            continue
-        times = [
-            f.get("upload_time_iso_8601") for f in files or [] if f.get("upload_time_iso_8601") and not f.get("yanked")
-        ]
+            continue  # a legacy version string of an old release: no install resolves to it
+        times = [_utc_epoch(f.upload_time_iso_8601) for f in files if f.upload_time_iso_8601 and not f.yanked]
         if parsed.is_prerelease or parsed.is_devrelease or not times:
             continue
-        out.append((version, min(times)[:19] + "Z"))
+        out.append((version, datetime.fromtimestamp(min(times), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")))
+    if not out:
+        raise ToolchainRefreshError(
+            f"{url}: no final release with an uploaded file; is it the package's JSON document?"
+        )
     return sorted(out, key=lambda item: item[1])
 
 
@@ -285,4 +347,13 @@ def requirements(setup_py: str, pyproject: str = "") -> list[Requirement]:
 
 
 def write_timeline(timeline: ToolchainTimeline, path: str | Path) -> None:
-    Path(path).write_text(timeline.to_yaml(), encoding="utf-8")
+    """Replace the file at `path` whole: a write that fails part way leaves the old file as it was."""
+    path = Path(path)
+    handle = tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent, prefix=f".{path.name}.", delete=False)
+    try:
+        with handle:
+            handle.write(timeline.to_yaml())
+        os.replace(handle.name, path)
+    except BaseException:
+        Path(handle.name).unlink(missing_ok=True)
+        raise

@@ -1,14 +1,21 @@
 """The toolchain timeline file (data/toolchain-timeline.yaml) as input: checked on load, a damaged file is
-one line naming the file and the entry (issue 31 item 13)."""
+one line naming the file and the entry (issue 31 item 13); its refresh against a bad package index: one
+deadline, one line, nothing written (item 14)."""
 
 from __future__ import annotations
 
+import http.server
+import json
+import os
+import subprocess
+import threading
 import types
 from importlib import resources
 
 import pytest
 
 from kernelindex_pipeline.liger import toolchain
+from tests.support import ROOT
 
 SHIPPED = resources.files("kernelindex_pipeline.data").joinpath(toolchain.TIMELINE_FILE).read_text("utf-8")
 TORCH_101 = "  - version: 1.0.1\n    released: '2019-02-05T00:38:13Z'\n"  # the second torch entry
@@ -96,3 +103,164 @@ def test_a_damaged_timeline_is_one_line_naming_the_file_and_the_entry(damage, sh
     with pytest.raises(ValueError) as raised:  # at load: not later, deep in a detection
         toolchain.packaged_timeline()
     assert str(raised.value) == f"{shipped_file}: {problem}{REBUILD}"
+
+
+# --- issue 31 item 14: scripts/refresh_toolchain_timeline against a bad index ------------------------------
+PYPI_DOCUMENT = json.dumps(
+    {
+        "info": {"name": "torch"},
+        "releases": {
+            "2.5.1": [{"upload_time_iso_8601": "2024-10-29T17:29:05.593133Z", "yanked": False}],
+            "2.6.0": [{"upload_time_iso_8601": "2025-01-29T17:24:51.123456Z", "yanked": False}],
+            "2.7.0rc1": [{"upload_time_iso_8601": "2025-03-01T00:00:00.000000Z", "yanked": False}],
+        },
+    }
+).encode()
+
+
+class _Index(http.server.BaseHTTPRequestHandler):
+    """A package index at its worst, by the first part of the path."""
+
+    release: threading.Event  # set when the test is done: a trickle stops
+
+    def do_GET(self):
+        kind = self.path.split("/")[1]
+        bodies = {
+            "ok": PYPI_DOCUMENT,
+            "html": b"<!doctype html><html><body>Service Unavailable</body></html>",
+            "month13": PYPI_DOCUMENT.replace(b"2025-01-29T", b"2025-13-29T"),
+            "list": json.dumps({"releases": [{"version": "2.5.1"}]}).encode(),
+        }
+        if kind == "500":
+            self.send_error(500)
+        elif kind in bodies:
+            self._send(bodies[kind])
+        elif kind == "trickle":  # a body of a byte every 2 s
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(PYPI_DOCUMENT)))
+            self.end_headers()
+            for byte in PYPI_DOCUMENT:
+                if self.release.wait(2.0) or not self._write(bytes([byte])):
+                    return
+        elif kind == "slow":  # a whole document, its first six bytes a quarter of a second apart (1.5 s)
+            body = b"      " + PYPI_DOCUMENT
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            for byte in body[:6]:
+                if self.release.wait(0.25) or not self._write(bytes([byte])):
+                    return
+            self._write(body[6:])
+
+    def _send(self, body: bytes) -> None:
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _write(self, data: bytes) -> bool:
+        try:
+            self.wfile.write(data)
+            self.wfile.flush()
+            return True
+        except OSError:
+            return False
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def index():
+    _Index.release = threading.Event()
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Index)
+    httpd.daemon_threads = True
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    _Index.release.set()
+    httpd.shutdown()
+    httpd.server_close()
+
+
+WAIT_S = 60.0  # generous: what a refresh that ends at its deadline (1-2 s here) must end within
+
+
+def _refresh(packages, index_url, deadline_s):
+    """refresh() in a thread, awaited at most WAIT_S: (the timeline or the exception it raised)."""
+    outcome = []
+    worker = threading.Thread(
+        target=lambda: outcome.append(_outcome(toolchain.refresh, packages, index=index_url, deadline_s=deadline_s)),
+        daemon=True,
+    )
+    worker.start()
+    worker.join(WAIT_S)
+    assert outcome, f"the refresh was still running {WAIT_S:g} s after it started (deadline {deadline_s} s)"
+    return outcome[0]
+
+
+def _outcome(function, *args, **kwargs):
+    try:
+        return function(*args, **kwargs)
+    except Exception as error:  # noqa: BLE001 - the test looks at what it is
+        return error
+
+
+BAD_INDEXES = {
+    "500": "{url}: HTTP 500 Internal Server Error",
+    "html": "{url}: not JSON (Expecting value: line 1 column 1 (char 0)); is it PyPI's JSON API?",
+    "month13": "{url}: not PyPI's JSON API (releases['2.6.0'][0]['upload_time_iso_8601']: "
+    "'2025-13-29T17:24:51.123456Z' is not an ISO 8601 time: month must be in 1..12)",
+    "list": "{url}: not PyPI's JSON API (releases: Input should be a valid dictionary)",
+    "trickle": "{url}: the refresh did not finish within 1 s (0 bytes received); is the server stalling?",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(BAD_INDEXES))
+def test_a_bad_index_is_one_line_naming_the_url(kind, index):
+    error = _refresh(("torch",), f"{index}/{kind}/pypi/{{name}}/json", deadline_s=1.0)
+    assert isinstance(error, toolchain.ToolchainRefreshError), error
+    assert str(error) == BAD_INDEXES[kind].format(url=f"{index}/{kind}/pypi/torch/json")
+
+
+def test_one_deadline_covers_the_whole_refresh(index):
+    # Each package's document takes the server 1.5 s: under a deadline per download both would come in
+    # 2 s; under one for the refresh the second cannot.
+    error = _refresh(("torch", "transformers"), f"{index}/slow/pypi/{{name}}/json", deadline_s=2.0)
+    assert isinstance(error, toolchain.ToolchainRefreshError), error
+    assert str(error).startswith(f"{index}/slow/pypi/transformers/json: the refresh did not finish within 2 s")
+
+
+def test_a_refresh_gives_the_final_releases_and_a_timeline_the_loader_reads(index):
+    timeline = _refresh(("torch",), f"{index}/ok/pypi/{{name}}/json", deadline_s=WAIT_S)
+    assert not isinstance(timeline, Exception), timeline
+    assert timeline._releases == {"torch": [("2.5.1", "2024-10-29T17:29:05Z"), ("2.6.0", "2025-01-29T17:24:51Z")]}
+    assert toolchain.ToolchainTimeline.from_yaml(timeline.to_yaml())._releases == timeline._releases
+
+
+@pytest.mark.parametrize("kind", ["500", "month13", "trickle"])
+def test_the_script_against_a_bad_index_prints_one_line_and_writes_nothing(kind, index, tmp_path):
+    out = tmp_path / toolchain.TIMELINE_FILE
+    out.write_text("the timeline as it was\n")
+    url = f"{index}/{kind}/pypi/{{name}}/json"
+    completed = _script("torch", "--index", url, "--deadline", "1", "--out", str(out))
+    assert completed.returncode == 1 and completed.stdout == ""
+    expected = BAD_INDEXES[kind].format(url=url.format(name="torch"))
+    assert completed.stderr == f"refresh_toolchain_timeline: error: {expected}; {out} is unchanged\n"
+    assert out.read_text() == "the timeline as it was\n" and os.listdir(tmp_path) == [out.name]
+
+
+def test_the_script_writes_a_timeline_the_loader_reads(index, tmp_path):
+    out = tmp_path / toolchain.TIMELINE_FILE
+    completed = _script("torch", "--index", f"{index}/ok/pypi/{{name}}/json", "--out", str(out))
+    assert (completed.returncode, completed.stderr) == (0, "")
+    assert completed.stdout == f"{out}: torch 2 releases\n"
+    assert toolchain.load_timeline(out).newest_at("torch", 1.75e9) == ("2.6.0", "2025-01-29T17:24:51Z")
+
+
+def _script(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        ["bash", str(ROOT / "scripts" / "refresh_toolchain_timeline"), *args],
+        capture_output=True,
+        text=True,
+        timeout=WAIT_S,
+    )
