@@ -75,11 +75,16 @@ class _Release(BaseModel):
     @field_validator("released")
     @classmethod
     def _a_time(cls, value: str) -> str:
-        try:
-            _utc_epoch(value)
-        except ValueError as error:
-            raise ValueError(f"{value!r} is not an ISO 8601 time: {error}") from None
-        return value
+        return _iso_time(value)
+
+
+def _iso_time(value: str) -> str:
+    """`value`, checked to be an ISO 8601 time with an offset (pydantic validators' shared rule)."""
+    try:
+        _utc_epoch(value)
+    except ValueError as error:
+        raise ValueError(f"{value!r} is not an ISO 8601 time: {error}") from None
+    return value
 
 
 class _TimelineFile(BaseModel):
@@ -234,12 +239,7 @@ class _PypiFile(BaseModel):
     @field_validator("upload_time_iso_8601")
     @classmethod
     def _a_time(cls, value: str | None) -> str | None:
-        if value is not None:
-            try:
-                _utc_epoch(value)
-            except ValueError as error:
-                raise ValueError(f"{value!r} is not an ISO 8601 time: {error}") from None
-        return value
+        return value if value is None else _iso_time(value)
 
 
 class _PypiDocument(BaseModel):

@@ -6,9 +6,6 @@ from __future__ import annotations
 import pytest
 
 from kernelindex_pipeline.liger import ci_snapshot
-from tests.support import ROOT
-
-SHARED = ROOT.parent / "shared" / "data" / "liger-ci"
 
 
 def test_the_snapshot_unpacks_into_a_folder_that_says_it_is_one(tmp_path):
@@ -20,11 +17,11 @@ def test_the_snapshot_unpacks_into_a_folder_that_says_it_is_one(tmp_path):
     assert ci_snapshot.extract_snapshot(tmp_path) == files  # again: kept, nothing rewritten
 
 
-def test_the_snapshot_is_the_shared_ci_files_byte_for_byte(tmp_path):
-    if not SHARED.is_dir():
-        pytest.skip(f"{SHARED} is absent (it is beside the clone on CI): the snapshot is not compared with it")
-    for path in ci_snapshot.extract_snapshot(tmp_path):
-        assert path.read_bytes() == (SHARED / path.name).read_bytes(), path.name
+def test_an_unpacked_snapshot_that_was_changed_is_refused_not_imported(tmp_path):
+    files = ci_snapshot.extract_snapshot(tmp_path)
+    files[0].write_bytes(files[0].read_bytes().replace(b"liger", b"ligre", 1))  # same size: kept, then checked
+    with pytest.raises(ci_snapshot.SnapshotError, match=f"not the shipped one \\({files[0].name}\\)"):
+        ci_snapshot.extract_snapshot(tmp_path)
 
 
 def test_commits_txt_lists_the_run_directories_as_benchmark_urls():
