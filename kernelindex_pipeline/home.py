@@ -23,6 +23,14 @@ EMBEDDED_CATALOGUE = (
 # the per-series judgements regression detection reuses across refreshes (reporting/judgements.py), under
 # DAGSTER_HOME's storage folder like the other values the assets keep
 REGRESSION_JUDGEMENTS = Path("storage") / "regression-judgements.json"
+SITE_DIR = "report"  # the catalogue_report asset's site, under DAGSTER_HOME
+SITE_URL_ENV = "KERNELINDEX_SITE_URL"  # where `kernelindex-pipeline serve` (or your own server) shows the site
+SITE_HOST, SITE_PORT = "127.0.0.1", 8765  # `serve`'s defaults: loopback only
+
+
+def site_url() -> str:
+    """The address the UI links the site at: $KERNELINDEX_SITE_URL, else `serve`'s default."""
+    return os.environ.get(SITE_URL_ENV) or f"http://{SITE_HOST}:{SITE_PORT}/"
 
 
 def dagster_home() -> Path:

@@ -75,10 +75,7 @@ def parse_url(url: str | URL) -> URL:
     if problem is None and parsed.password is not None and "@" not in before_query:
         problem = "a password outside the user part (a raw '?' in it?)"
     if problem:
-        raise MalformedUrl(
-            f"{_hidden_form(text)} is not a well-formed URL ({problem}); percent-encode special characters "
-            "in the user name and password (@ %40, : %3A, / %2F, # %23, ? %3F)"
-        )
+        raise MalformedUrl(f"{_hidden_form(text)} is not a well-formed URL ({problem}); {PERCENT_ENCODE_HINT}")
     return parsed
 
 
@@ -119,11 +116,24 @@ def url_secrets(url: str | URL | None) -> list[str]:
     return sorted(spellings, key=len, reverse=True)
 
 
+# The fixed hints our URL errors end with: never secrets, so never scrubbed (a malformed URL's every piece
+# is treated as secret, and a user called "user" would otherwise garble "the user name" in the hint itself)
+PERCENT_ENCODE_HINT = (
+    "percent-encode special characters in the user name and password (@ %40, : %3A, / %2F, # %23, ? %3F)"
+)
+CATALOGUE_URL_FORMS = "sqlite:///path/to/catalogue.sqlite or postgresql+psycopg://user:password@host:port/database"
+_KEPT = (PERCENT_ENCODE_HINT, CATALOGUE_URL_FORMS)
+
+
 def scrub(text: str, secrets: Iterable[str]) -> str:
-    """`text` with every occurrence of every secret replaced by ``***``."""
+    """`text` with every occurrence of every secret replaced by ``***``, except inside our own fixed hints
+    (`_KEPT`), which hold no secret."""
+    secrets = [secret for secret in secrets if secret]
+    for kept in _KEPT:
+        if kept in text:
+            return kept.join(scrub(part, secrets) for part in text.split(kept))
     for secret in secrets:
-        if secret:
-            text = text.replace(secret, HIDDEN)
+        text = text.replace(secret, HIDDEN)
     return text
 
 

@@ -27,6 +27,7 @@ from typing import Any
 
 import yaml
 
+from kernelindex_pipeline.records import yaml12
 from kernelindex_pipeline.records.canonical import API_VERSION, canonical_json
 from kernelindex_pipeline.records.io import BUNDLE_GROUPS as KIND_OF_BUNDLE_GROUP
 from kernelindex_pipeline.records.schema import KINDS
@@ -36,15 +37,17 @@ from .store import CatalogueStore
 JSONL_NAME = "kernelindex-catalogue.jsonl"
 JSONL_MANIFEST_NAME = "kernelindex-catalogue.jsonl.manifest.json"
 BUNDLE_NAME = "kernelindex-catalogue.bundle.yaml"
+ACKNOWLEDGEMENTS_NAME = "kernelindex-acknowledgements.jsonl"  # regressions marked known (reporting/acknowledgements)
 
 # The submission bundle's group of each kind, in the dependency order of KINDS: the reader's table
 # (records.io, the one home of the group names) read the other way, so what we write it parses back.
 BUNDLE_GROUPS: dict[str, str] = {kind: group for group, kind in KIND_OF_BUNDLE_GROUP.items()}
 assert tuple(BUNDLE_GROUPS) == tuple(KINDS), "bundle groups must follow records.schema.KINDS"
 
-# libyaml's emitter when PyYAML has it (several times faster); it writes the same bytes as the
-# pure-Python one for these documents (tests/catalogue/test_export.py checks it).
-_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+# libyaml's emitter when PyYAML has it (several times faster; the same bytes as the pure-Python one,
+# tests/catalogue/test_export.py checks it), quoting every string a YAML 1.2 reader would read as a
+# number, boolean or null (records/yaml12.py): KernelIndex reads YAML 1.2.
+_DUMPER = yaml12.SafeDumper
 
 
 @dataclass(frozen=True)
@@ -98,6 +101,10 @@ def export_jsonl(
         "recordsByKind": _by_kind(counts),
         "nameCollisions": collisions.to_dict(),
     }
+    marks = sorted(store.acknowledgements(), key=lambda row: (row["at"], row["change_id"]))
+    if marks:  # beside the records, not among them: they are the catalogue's own notes, not KernelIndex kinds
+        _write_atomically(out / ACKNOWLEDGEMENTS_NAME, (json.dumps(m, sort_keys=True).encode() + b"\n" for m in marks))
+        description["acknowledgements"] = {"file": ACKNOWLEDGEMENTS_NAME, "lineCount": len(marks)}
     manifest_path = out / JSONL_MANIFEST_NAME
     _write_atomically(manifest_path, [json.dumps(description, indent=2, ensure_ascii=False).encode("utf-8") + b"\n"])
     return ExportResult(path, sha256, records, _by_kind(counts), manifest_path)
@@ -237,6 +244,7 @@ class KernelIndexFiles:
 
     submission: ExportResult
     bundles: list[ExportResult]  # kernelindex-import-bundle.json (Liger's rows), ...sweeps.json (ours)
+    notes: list[str] = field(default_factory=list)  # what the export left out and why (also in the header)
 
 
 def export_kernelindex(
@@ -261,7 +269,14 @@ def export_kernelindex(
 
     from kernelindex_pipeline.liger.catalogue import default_catalogue
 
-    from .kernelindex import LIGER_SOURCE, PIPELINE_SOURCE, group_for_kernelindex, import_bundle, submission_document
+    from .kernelindex import (
+        LIGER_SOURCE,
+        PIPELINE_SOURCE,
+        group_for_kernelindex,
+        import_bundle,
+        submission_document,
+        unfetchable_evidence,
+    )
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -270,9 +285,24 @@ def export_kernelindex(
     options = {"include_memory": include_memory, "order": order, "source_commit": source_commit}
     catalogue = catalogue or default_catalogue()
     grouped = group_for_kernelindex(manifests, catalogue, **options)
+    notes = []
+    if grouped.memory_runs_left_out:
+        notes.append(
+            f"{grouped.memory_runs_left_out} peak-memory runs left out (include_memory: KernelIndex ranks latencies)"
+        )
+    if grouped.sentinel_runs_left_out:
+        notes.append(
+            f"{grouped.sentinel_runs_left_out} sentinel runs left out (calibration of a sweep, not kernels to rank)"
+        )
+    unfetchable = unfetchable_evidence(grouped)
+    if unfetchable:
+        notes.append(
+            f"{unfetchable} evidence references of a local artifact store (ni:///) not registered as artifacts: "
+            "KernelIndex cannot fetch them (set an https base URL or use object storage); the runs still name them"
+        )
     header = (
         f"# KernelIndex submission: one document in bundleFromSubmission's shape ({API_VERSION}); "
-        f"{len(grouped.runs)} runs, {grouped.memory_runs_left_out} peak-memory runs left out\n"
+        f"{len(grouped.runs)} runs\n" + "".join(f"# {note}\n" for note in notes)
     ).encode()
     text = yaml.dump(
         submission_document(grouped),
@@ -302,7 +332,7 @@ def export_kernelindex(
         bundles.append(
             ExportResult(stale, _write_atomically(stale, [body.encode("utf-8"), b"\n"]), *_kernelindex_counts(part))
         )
-    return KernelIndexFiles(submission, bundles)
+    return KernelIndexFiles(submission, bundles, notes)
 
 
 def _kernelindex_counts(grouped: Any) -> tuple[int, dict[str, int]]:

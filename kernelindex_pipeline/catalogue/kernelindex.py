@@ -42,6 +42,7 @@ largest footprint as worst-is-best. They stay in our catalogue and other exports
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from importlib import resources
@@ -80,7 +81,9 @@ PARSER = {"parserName": "kernelindex-pipeline", "parserVersion": "1"}
 SUBMISSION_GROUPS = ("projects", "operations", "workloads", "implementations", "runs")
 LIGER_SCRIPT_URL = "https://github.com/linkedin/Liger-Kernel/blob/{commit}/benchmark/scripts/benchmark_{kernel}.py"
 SENTINEL_PREFIX = "sentinel_"  # liger/sentinel.py benchmarks: sentinel_<operation>/<position>
-SENTINEL_PROJECT = "pytorch"
+# Evidence KernelIndex can fetch: an https URL (an artifact store with a public base URL) or object storage.
+# A local store's content names (ni:///sha-256;...) name bytes no one else can fetch: left out of the bundle.
+FETCHABLE_SCHEMES = ("https", "s3", "gs", "gcs", "az", "abfs")
 
 
 class KernelIndexExportError(ValueError):
@@ -111,6 +114,9 @@ class KernelIndexExport:
         return next(iter(self.project_of[digest].values()))
 
     memory_runs_left_out: int = 0
+    # the sweep's sentinel runs: calibration of a sweep's environment, not kernels to rank (KernelIndex's ADR
+    # 0003 keeps calibration apart from catalogue operations); they stay in our catalogue
+    sentinel_runs_left_out: int = 0
 
 
 @functools.cache
@@ -144,6 +150,10 @@ def _with_editorial(manifest: dict[str, Any], external_id: str | None, source_co
 def _origin(environment: dict[str, Any] | None) -> str:
     """ "measured" for a run on an environment with software facts (our sweeps), else "upstream"."""
     return "measured" if environment is not None and (environment["spec"].get("software") or {}) else "upstream"
+
+
+def _is_sentinel_run(run: dict[str, Any]) -> bool:
+    return str((run["spec"].get("sourceNative") or {}).get("benchmark", "")).startswith(SENTINEL_PREFIX)
 
 
 def _is_memory_run(run: dict[str, Any]) -> bool:
@@ -217,6 +227,7 @@ def group_for_kernelindex(
         runs_in_order = publication_order([by_digest[digest] for digest in run_digests])
         run_digests = [digest_of(run) for run in runs_in_order]
     used = _add_runs(out, catalogue, by_digest, run_digests, include_memory=include_memory, runs_from=runs_from)
+    _named_provider_first(out, by_digest)
     _add_used_records(out, catalogue, by_digest, seen, used, source_commit)
     out.projects = _projects_of_implementations(out, catalogue, by_digest)
     return out
@@ -254,6 +265,9 @@ def _add_runs(
         run = by_digest[digest]
         spec = run["spec"]
         if runs_from is not None and _origin(by_digest.get(spec.get("environmentDigest", ""))) != runs_from:
+            continue
+        if _is_sentinel_run(run):
+            out.sentinel_runs_left_out += 1
             continue
         if _is_memory_run(run) and not include_memory:
             out.memory_runs_left_out += 1
@@ -347,21 +361,55 @@ def _link_run(
     found = identity.parse_external_id(external_id)
     if found is None:
         return
-    sentinel = found.kernel.startswith(SENTINEL_PREFIX)
-    project = SENTINEL_PROJECT if sentinel else _project_of_provider(catalogue, found.provider)
-    implementation_id = None if sentinel else f"{found.kernel}/{found.provider}"
+    project = _project_of_provider(catalogue, found.provider)
+    implementation_id = f"{found.kernel}/{found.provider}"
     if project is not None:
         out.project_of.setdefault(spec["implementationDigest"], {}).setdefault(implementation_id, project)
-    if sentinel:
-        return  # its operation and case are ours, not Liger's: no Liger external ids
     out.add_external_id(operation_digest, found.kernel)
     out.add_external_id(spec["workloadDigest"], f"{found.kernel}/{found.case_key}")
     out.add_external_id(spec["implementationDigest"], implementation_id)
 
 
+def _named_provider_first(out: KernelIndexExport, by_digest: dict[str, dict[str, Any]]) -> None:
+    """An implementation two providers share (one digest: `megatron_rms_norm`'s `torch` and `megatron`, of
+    projects pytorch and megatron-lm) is filed under the provider its own name names, whatever the order of
+    the runs: KernelIndex's importer files it under the provider of the first CSV row that makes it (the
+    first bundle entry of a digest makes the row), and our record's name is that row's
+    (`liger-bench-<kernel>-<provider>`, first name wins). That entry goes first; the others still link."""
+    for digest, external_ids in out.external_ids.items():
+        manifest = by_digest.get(digest)
+        if manifest is None or manifest["kind"] != "ImplementationRevision" or len(external_ids) < 2:
+            continue
+        named = _external_id_named_by(manifest["metadata"]["name"], external_ids)
+        if named is None or named == external_ids[0]:
+            continue
+        out.external_ids[digest] = [named, *(i for i in external_ids if i != named)]
+        projects = out.project_of.get(digest, {})
+        if named in projects:
+            out.project_of[digest] = {named: projects[named], **projects}
+
+
+def _external_id_named_by(name: str, external_ids: list[str]) -> str | None:
+    """The `<kernel>/<provider>` whose `liger-bench-<kernel>-<provider>` is the name (or, for a name that goes
+    on, e.g. with a revision, its longest such start); None when none is."""
+    best: tuple[int, str] | None = None
+    for external_id in external_ids:
+        kernel, _, provider = external_id.partition("/")
+        stem = kebab(f"liger-bench-{kernel}-{provider}")
+        if name == stem:
+            return external_id
+        if name.startswith(stem + "-") and (best is None or len(stem) > best[0]):
+            best = (len(stem), external_id)
+    return best[1] if best else None
+
+
 def _project_by_name(implementation: dict[str, Any], catalogue: Catalogue) -> str:
-    """The project of an implementation none of whose runs name a provider: from its name's provider."""
+    """The project of an implementation none of whose runs name a provider: from its name's provider (a
+    pinned revision's name ends in its revision, `-v0-8-5`, which is not the provider's)."""
     name = implementation["metadata"]["name"]
+    pinned = identity.revision_label(implementation["spec"].get("projectRevision"))
+    if pinned and name.endswith("-" + kebab(pinned)):
+        name = name[: -len(kebab(pinned)) - 1]
     matches = [
         (len(provider_name), provider.project)
         for provider_name, provider in catalogue.providers.items()
@@ -389,8 +437,27 @@ def submission_document(grouped: KernelIndexExport) -> dict[str, Any]:
     }
 
 
+def _is_fetchable(uri: str) -> bool:
+    from urllib.parse import urlsplit
+
+    return urlsplit(uri).scheme in FETCHABLE_SCHEMES
+
+
+def unfetchable_evidence(grouped: KernelIndexExport) -> int:
+    """How many evidence references of the grouped runs `import_bundle` leaves out (no fetchable URI)."""
+    return sum(not _is_fetchable(ref["uri"]) for entry in grouped.runs for ref in _evidence_refs(entry["manifest"]))
+
+
+def _evidence_refs(run: dict[str, Any]) -> list[dict[str, Any]]:
+    spec = run["spec"]
+    evidence = spec.get("evidence") or {}
+    refs = [evidence.get("rawSamples") or (spec.get("timing") or {}).get("rawSamples"), evidence.get("logs")]
+    return [ref for ref in refs if ref]
+
+
 def _artifacts(run: dict[str, Any]) -> list[dict[str, Any]]:
-    """BundleArtifacts of a run's evidence (raw samples, logs), content-addressed by their digests."""
+    """BundleArtifacts of a run's evidence (raw samples, logs), content-addressed by their digests; only those
+    KernelIndex can fetch (`FETCHABLE_SCHEMES`). The run's manifest keeps every reference (its digest)."""
     spec = run["spec"]
     evidence = spec.get("evidence") or {}
     found = []
@@ -403,7 +470,7 @@ def _artifacts(run: dict[str, Any]) -> list[dict[str, Any]]:
         ),
         ("logs", "log", "text/plain", evidence.get("logs")),
     ):
-        if ref:
+        if ref and _is_fetchable(ref["uri"]):
             found.append(
                 {
                     "role": role,
@@ -473,6 +540,36 @@ def snapshot_of_bytes(locator: str, data: bytes, fetched_at: str, media_type: st
         "observedAt": fetched_at,
         "fetchedAt": fetched_at,
     }
+
+
+SOURCE_REF = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")  # a commit sha or a tag: one URL path segment
+
+
+def check_source_ref(ref: str) -> str:
+    """`ref` if it can stand for a Liger commit or tag in a URL path (a sha, `v0.8.5`), else ValueError."""
+    if not SOURCE_REF.fullmatch(ref):
+        raise ValueError(f"{ref!r} is not a commit or tag (letters, digits, '.', '_', '-'; at most 100)")
+    return ref
+
+
+def source_commit_of_publications(publications: Iterable[dict[str, Any]]) -> str | None:
+    """The revision of Liger's history a catalogue was imported from: the release tag (`v<version>`) of the
+    newest sdist whose history CSV it published (the history chain's snapshots name `<sdist>#<release
+    root>/benchmark/data/all_benchmark_data.csv` and the release's version). None without a history."""
+    from packaging.version import InvalidVersion, Version
+
+    from kernelindex_pipeline.liger.release import HISTORY_CSV
+
+    versions = []
+    for publication in publications:
+        snapshot = publication.get("snapshot") or {}
+        locator, version = str(snapshot.get("locator") or ""), snapshot.get("resolvedVersion")
+        if isinstance(version, str) and locator.partition("#")[2].endswith("/" + HISTORY_CSV):
+            try:
+                versions.append((Version(version), version))
+            except InvalidVersion:
+                continue
+    return f"v{max(versions)[1]}" if versions else None
 
 
 def snapshots_of_publications(publications: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:

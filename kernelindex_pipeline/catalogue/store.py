@@ -58,7 +58,15 @@ from sqlalchemy.exc import SQLAlchemyError
 from kernelindex_pipeline.home import default_catalogue_path
 from kernelindex_pipeline.records.canonical import canonical_json, digest_of
 from kernelindex_pipeline.records.schema import KINDS
-from kernelindex_pipeline.redaction import MalformedUrl, is_secret_parameter, parse_url, redact_url, scrub, url_secrets
+from kernelindex_pipeline.redaction import (
+    CATALOGUE_URL_FORMS,
+    MalformedUrl,
+    is_secret_parameter,
+    parse_url,
+    redact_url,
+    scrub,
+    url_secrets,
+)
 
 log = logging.getLogger(__name__)
 STREAM_BATCH = 2000  # rows per fetch when streaming manifests
@@ -118,6 +126,19 @@ objects = Table(
     Column("name", Text, nullable=False),
     Column("manifest", Text, nullable=False),  # canonical JSON (RFC 8785) of the whole manifest
     Column("first_publication_id", Integer, ForeignKey("publications.id"), nullable=False),
+)
+
+# Regressions marked as known (reporting/acknowledgements.py): one row per change, the latest mark wins.
+# Added to an existing catalogue by create_all like any new table (no column of an old table changes).
+acknowledgements = Table(
+    "acknowledgements",
+    metadata,
+    Column("change_id", String(64), primary_key=True),
+    Column("status", String(16), nullable=False),
+    Column("fixed_in", String(64), nullable=False, default=""),
+    Column("note", Text, nullable=False, default=""),
+    Column("by", String(255), nullable=False),
+    Column("at", String(32), nullable=False),
 )
 
 runs = Table(
@@ -197,10 +218,7 @@ def _normalise_url(url: str | URL) -> URL:
     try:
         parsed = parse_url(url)
     except MalformedUrl as exc:
-        raise CatalogueError(
-            f"catalogue URL {exc}; use sqlite:///path/to/catalogue.sqlite or "
-            "postgresql+psycopg://user:password@host:port/database"
-        ) from None
+        raise CatalogueError(f"catalogue URL {exc}; use {CATALOGUE_URL_FORMS}") from None
     backend = parsed.get_backend_name()
     if backend in ("postgresql", "postgres"):
         return parsed.set(drivername="postgresql+psycopg")
@@ -562,6 +580,29 @@ class CatalogueStore:
                 yield from rows
         finally:
             conn.close()
+
+    def acknowledge(self, marks: Iterable[Any]) -> int:
+        """Keep each `reporting.acknowledgements.Acknowledgement` (replacing an earlier mark of its
+        change) in one transaction; how many."""
+        rows = [
+            {"change_id": m.change, "status": m.status, "fixed_in": m.fixed_in, "note": m.note, "by": m.by, "at": m.at}
+            for m in marks
+        ]
+
+        def run() -> int:
+            with self._write_engine.begin() as conn:
+                if rows:
+                    ids = [r["change_id"] for r in rows]
+                    conn.execute(acknowledgements.delete().where(acknowledgements.c.change_id.in_(ids)))
+                    conn.execute(acknowledgements.insert(), rows)
+            return len(rows)
+
+        return _guarded(self._url, f"writing acknowledgements to {self.safe_url} failed", run)
+
+    def acknowledgements(self) -> list[dict[str, str]]:
+        """Every acknowledgement kept, as rows (`reporting.acknowledgements.from_rows` reads them)."""
+        rows = self._read(lambda conn: conn.execute(select(acknowledgements)).mappings().all())
+        return [dict(r) for r in rows]
 
     def content_fingerprint(self) -> str:
         """A fingerprint of the catalogue's content, cheap at any size: objects are insert-only and each

@@ -39,6 +39,7 @@ def _expected_errors() -> tuple[type[BaseException], ...]:
     from kernelindex_pipeline.imports.archive import ArchiveError
     from kernelindex_pipeline.imports.fetch import FetchError
     from kernelindex_pipeline.liger import CsvFormatError, InvalidRecord, LigerCatalogueError
+    from kernelindex_pipeline.liger.toolchain import ToolchainTimelineError
 
     errors: list[type[BaseException]] = [
         CommandError,
@@ -49,6 +50,7 @@ def _expected_errors() -> tuple[type[BaseException], ...]:
         StoreError,
         OSError,
         FetchError,  # liger.ci.CiSourceError is one
+        ToolchainTimelineError,  # the packaged data file every detection reads
     ]
     try:
         from kernelindex_pipeline.records.schema import InvalidRecords

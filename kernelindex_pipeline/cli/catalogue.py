@@ -45,6 +45,12 @@ def _export_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="with --kernelindex: include peak-memory runs (KernelIndex ranks them as latencies)",
     )
+    p.add_argument(
+        "--source-commit",
+        metavar="REF",
+        help="with --kernelindex: the Liger commit (or tag) the operations link their benchmark script at, as "
+        "KernelIndex's importer does (default: v<version> of the newest history release in the catalogue)",
+    )
 
 
 def _export(args: argparse.Namespace) -> int:
@@ -56,6 +62,15 @@ def _export(args: argparse.Namespace) -> int:
 
     if args.kernelindex_memory and not args.kernelindex:
         raise UsageError("--kernelindex-memory goes with --kernelindex")
+    if args.source_commit is not None:
+        from kernelindex_pipeline.catalogue.kernelindex import check_source_ref
+
+        if not args.kernelindex:
+            raise UsageError("--source-commit goes with --kernelindex")
+        try:
+            check_source_ref(args.source_commit)
+        except ValueError as error:
+            raise UsageError(f"--source-commit: {error}") from None
     store = CatalogueStore.open(catalogue_url(args.catalogue), read_only=True)
     try:
         jsonl = export_jsonl(store, args.out)  # checks the catalogue's integrity first
@@ -85,20 +100,28 @@ def _export(args: argparse.Namespace) -> int:
         )
         for bundle in kernelindex.bundles:
             print(f"{bundle.path}: {bundle.records_by_kind['BenchmarkRun']} runs")
+        for note in kernelindex.notes:
+            print(f"KernelIndex export: {note}")
     return 0
 
 
 def _kernelindex_export(store, args: argparse.Namespace):
     from kernelindex_pipeline.catalogue.export import export_kernelindex
-    from kernelindex_pipeline.catalogue.kernelindex import KernelIndexExportError, snapshots_of_publications
+    from kernelindex_pipeline.catalogue.kernelindex import (
+        KernelIndexExportError,
+        snapshots_of_publications,
+        source_commit_of_publications,
+    )
 
+    publications = store.publications()
     try:
         return export_kernelindex(
             store.manifests(),
             args.out,
-            snapshots=snapshots_of_publications(store.publications()),
+            snapshots=snapshots_of_publications(publications),
             include_memory=args.kernelindex_memory,
             order="time",
+            source_commit=args.source_commit or source_commit_of_publications(publications),
         )
     except KernelIndexExportError as error:
         raise CommandError(f"KernelIndex export: {error}") from None
@@ -163,7 +186,7 @@ def _report_inputs(args: argparse.Namespace) -> Iterator[tuple[Iterable[dict], l
 
     store = CatalogueStore.open(catalogue_url(args.catalogue), read_only=True)
     try:
-        regressions = _detect_and_attribute(args, settings, manifests=store.manifests())
+        regressions = _detect_and_attribute(args, settings, manifests=store.manifests(), marks=store.acknowledgements())
         yield store.manifests(), None, regressions
     finally:
         store.close()
@@ -189,6 +212,108 @@ def _site(args: argparse.Namespace) -> int:
     )
     print(f"wrote {result.path}")
     return 0
+
+
+def _serve_arguments(p: argparse.ArgumentParser) -> None:
+    from kernelindex_pipeline.home import SITE_DIR, SITE_HOST, SITE_PORT
+
+    p.add_argument(
+        "--dir",
+        type=Path,
+        metavar="DIR",
+        help=f"the site to serve (default: DAGSTER_HOME/{SITE_DIR}, where catalogue_report writes it)",
+    )
+    p.add_argument("--host", default=SITE_HOST, help=f"address to listen on (default {SITE_HOST}: this machine only)")
+    p.add_argument("--port", type=int, default=SITE_PORT, help=f"port (default {SITE_PORT}; 0: any free one)")
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from kernelindex_pipeline.home import SITE_DIR, SITE_URL_ENV, dagster_home, site_url
+    from kernelindex_pipeline.reporting.site_server import SiteServerError, is_loopback, serve
+
+    if not 0 <= args.port <= 65535:
+        raise UsageError(f"--port {args.port}: a port is 0-65535")
+    directory = args.dir or dagster_home() / SITE_DIR
+    if not is_loopback(args.host):
+        print(f"note: --host {args.host} is not loopback: anyone who can reach it sees the site", file=sys.stderr)
+
+    def ready(url: str) -> None:
+        print(f"serving {directory} at {url} (Ctrl-C stops)", flush=True)
+        if url != site_url():
+            print(
+                f"note: the Dagster UI links the site at {site_url()} (set {SITE_URL_ENV}={url} to match)", flush=True
+            )
+
+    try:
+        serve(directory, args.host, args.port, ready)
+    except SiteServerError as exc:
+        raise CommandError(str(exc)) from None
+    return 0
+
+
+def _acknowledge_arguments(p: argparse.ArgumentParser) -> None:
+    from kernelindex_pipeline.home import SITE_DIR
+    from kernelindex_pipeline.reporting.acknowledgements import STATUSES
+
+    p.add_argument("id", nargs="?", help="a group (g-...) or change (chg-...) id of regressions.json / the page")
+    _catalogue_argument(p)
+    p.add_argument(
+        "--regressions",
+        type=Path,
+        metavar="FILE",
+        help=f"the regressions.json that names the id (default: DAGSTER_HOME/{SITE_DIR}/regressions.json)",
+    )
+    p.add_argument("--status", choices=STATUSES, default="acknowledged", help="default: acknowledged")
+    p.add_argument("--fixed-in", default="", metavar="COMMIT", help="the commit that fixed it (--status fixed)")
+    p.add_argument("--note", default="", help="why (shown on the page)")
+    p.add_argument("--by", default="", help="who (default: the login name)")
+    p.add_argument("--list", action="store_true", help="list the acknowledgements the catalogue keeps")
+
+
+def _acknowledge(args: argparse.Namespace) -> int:
+    import getpass
+    from datetime import UTC, datetime
+
+    from kernelindex_pipeline.catalogue.store import CatalogueStore
+    from kernelindex_pipeline.home import SITE_DIR, dagster_home
+    from kernelindex_pipeline.reporting.acknowledgements import Acknowledgement, from_rows
+
+    with CatalogueStore.open(catalogue_url(args.catalogue)) as store:
+        if args.list:
+            for mark in sorted(from_rows(store.acknowledgements()).values(), key=lambda m: m.at):
+                print(f"{mark.change} {mark.text}")
+            return 0
+        if not args.id:
+            raise UsageError("give the id of a group or change (regressions.json, or the page), or --list")
+        path = args.regressions or dagster_home() / SITE_DIR / "regressions.json"
+        try:
+            report = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            raise CommandError(f"{path}: cannot read the regressions that name {args.id} ({exc})") from None
+        changes = _changes_of(report, args.id)
+        if not changes:
+            raise CommandError(f"{args.id}: no group or change of that id in {path} (ids change when a group does)")
+        stamp = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+        try:
+            marks = [
+                Acknowledgement(c, args.status, args.note, args.by or getpass.getuser(), stamp, args.fixed_in)
+                for c in changes
+            ]
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        store.acknowledge(marks)
+    print(f"{args.id}: {len(marks)} changes {marks[0].text}")
+    return 0
+
+
+def _changes_of(report: dict, wanted: str) -> list[str]:
+    """The change ids a group or change id of a regressions.json stands for."""
+    if any(c.get("id") == wanted for c in report.get("changes") or ()):
+        return [wanted]
+    for group in report.get("groups") or ():
+        if group.get("id") == wanted:
+            return list(group.get("changeIds") or ())
+    return []
 
 
 # ------------------------------------------------------------------------------------- regressions
@@ -228,6 +353,7 @@ def _detection_arguments(p: argparse.ArgumentParser) -> None:
     tests/cli/test_records.py checks these texts against DetectionSettings)."""
     p.add_argument("--alpha", type=float, help="significance level per series (default 0.001)")
     p.add_argument("--min-effect", type=float, help="smallest change reported, as a fraction (default 0.05 = 5%%)")
+    p.add_argument("--min-segment", type=int, help="runs needed on each side of a change (default 2)")
     p.add_argument(
         "--liger-git",
         metavar="DIR",
@@ -247,21 +373,28 @@ def _detection_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _detect_and_attribute(
-    args: argparse.Namespace, settings, *, records: list[Path] | None = None, manifests: Iterable[dict] | None = None
+    args: argparse.Namespace,
+    settings,
+    *,
+    records: list[Path] | None = None,
+    manifests: Iterable[dict] | None = None,
+    marks: list[dict] | None = None,
 ):
-    """Detection (each records file one source run, or the runs of a catalogue) with Liger's attribution;
-    what the attribution could not use (the clone, a commit) is printed as a note, detection goes on. With
-    --judgement-store, series whose inputs are unchanged since the stored detection are not judged again."""
-    from kernelindex_pipeline.liger.attribution import LigerAttribution
-    from kernelindex_pipeline.reporting.regressions import detect_in_record_files, detect_regressions
+    """Detection (each records file one source run, or the runs of a catalogue) with Liger's attribution and
+    the catalogue's acknowledgements (`liger.attribution.detect_and_attribute`); what the attribution could not
+    use (the clone, a commit) is printed as a note, detection goes on. With --judgement-store, series whose
+    inputs are unchanged since the stored detection are not judged again."""
+    from kernelindex_pipeline.liger.attribution import detect_and_attribute
 
-    liger = LigerAttribution(args.liger_git)
-    store = args.judgement_store
-    if records is not None:
-        report = detect_in_record_files(records, settings, liger.adapters, judgement_store=store)
-    else:
-        report = detect_regressions(manifests or [], settings, liger.adapters, judgement_store=store)
-    for note in [*report.judgements.notes, *liger.attribute(report)]:
+    report, notes = detect_and_attribute(
+        records if records is not None else (manifests or []),
+        settings,
+        args.liger_git,
+        from_files=records is not None,
+        judgement_store=args.judgement_store,
+        marks=marks,
+    )
+    for note in notes:
         print(f"note: {note}", file=sys.stderr)
     print(f"detection: {report.judgements.line()}")
     return report
@@ -270,7 +403,7 @@ def _detect_and_attribute(
 def _detection_settings(args: argparse.Namespace):
     from kernelindex_pipeline.reporting.changepoints import DetectionSettings
 
-    given = {"alpha": args.alpha, "min_effect": args.min_effect}
+    given = {"alpha": args.alpha, "min_effect": args.min_effect, "min_segment": args.min_segment}
     try:
         return DetectionSettings(**{name: value for name, value in given.items() if value is not None})
     except ValueError as exc:
@@ -304,7 +437,9 @@ def _regressions(args: argparse.Namespace) -> int:
             from kernelindex_pipeline.catalogue.store import CatalogueStore
 
             with CatalogueStore.open(catalogue_url(args.catalogue)) as store:
-                report = _detect_and_attribute(args, settings, manifests=store.manifests())
+                report = _detect_and_attribute(
+                    args, settings, manifests=store.manifests(), marks=store.acknowledgements()
+                )
     except (RegressionInputError, ValueError) as exc:
         raise CommandError(str(exc)) from None
     report.bisections = _bisections(args.bisection)
@@ -330,6 +465,16 @@ COMMANDS: dict[str, Command] = {
         "the same as `site` (the static report became the interactive site): builds the site in DIR",
         _site_arguments,
         _site,
+    ),
+    "serve": (
+        "serve the catalogue's site over HTTP on this machine (what the Dagster UI links to)",
+        _serve_arguments,
+        _serve,
+    ),
+    "acknowledge": (
+        "mark a regression group (or change) as acknowledged, expected or fixed in a commit",
+        _acknowledge_arguments,
+        _acknowledge,
     ),
     "regressions": (
         "change points over every run, host effects taken out: regressions.json + a page",

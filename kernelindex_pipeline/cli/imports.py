@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 from kernelindex_pipeline.cli.errors import Command, CommandError, UsageError
-from kernelindex_pipeline.home import local_instance, prepared_dagster_home
+from kernelindex_pipeline.home import SITE_DIR, local_instance, prepared_dagster_home
 
 
 def _import_options(p: argparse.ArgumentParser) -> None:
@@ -39,10 +40,16 @@ def _import_history_arguments(p: argparse.ArgumentParser) -> None:
 def _import_ci_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "locators",
-        nargs="+",
+        nargs="*",
         metavar="LOCATOR",
         help="Liger CI results CSVs: https URLs (e.g. https://raw.githubusercontent.com/linkedin/Liger-Kernel/"
-        "gh-pages/benchmarks/<dir>/benchmark.csv) or local paths",
+        "gh-pages/benchmarks/<dir>/benchmark.csv) or local paths. None: every run Liger's gh-pages lists "
+        "(benchmarks/commits.txt), or, where that cannot be read, the snapshot shipped with the package",
+    )
+    p.add_argument(
+        "--snapshot",
+        action="store_true",
+        help="import the snapshot of Liger's CI results shipped with the package (eleven runs, offline)",
     )
     _import_options(p)
 
@@ -105,6 +112,29 @@ def _run_import(args: argparse.Namespace, run) -> int:
             f"{command} did not finish within {error.timeout:g}s (the machine may be overloaded); run the command again"
         ) from None
     print(f"open the UI on it: {ui_hint(home)}", file=sys.stderr)
+    site = home / SITE_DIR
+    if args.wait:
+        from kernelindex_pipeline.reporting.regressions_page import JSON_NAME, answer_lines
+
+        lines = answer_lines(site / JSON_NAME)
+        for line in lines:
+            print(line, flush=True)
+        if lines and not os.environ.get("KERNELINDEX_LIGER_GIT"):  # defs.resources.LIGER_GIT_ENV (no Dagster import)
+            print(
+                "  (no Liger clone: changes name no commits; give one: git clone --filter=blob:none --bare "
+                "https://github.com/linkedin/Liger-Kernel DIR, then KERNELINDEX_LIGER_GIT=DIR)",
+                flush=True,
+            )
+    if (site / "index.html").is_file():
+        print(
+            f"the site: {site / 'index.html'} (over HTTP: DAGSTER_HOME={home} kernelindex-pipeline serve)",
+            file=sys.stderr,
+        )
+    else:  # the refresh that writes it runs on the daemon; without --wait it may come later
+        print(
+            f"the site will be in {site} once the catalogue refresh ran (then: kernelindex-pipeline serve)",
+            file=sys.stderr,
+        )
     return 0 if summary.ok else 1
 
 
@@ -125,18 +155,24 @@ def _import_ci(args: argparse.Namespace) -> int:
     """Liger CI result files through Dagster: partitions whose files changed are imported, others not."""
     from kernelindex_pipeline.defs.launch import import_ci
     from kernelindex_pipeline.imports.fetch import FetchError, check_locator_syntax
+    from kernelindex_pipeline.liger.ci_snapshot import SnapshotError, resolve_locators
 
+    if args.locators and args.snapshot:
+        raise UsageError("give LOCATORs or --snapshot, not both")
     for locator in args.locators:  # a malformed locator is a usage error, before anything is created
         try:
             check_locator_syntax(locator)
         except FetchError as error:
             raise UsageError(str(error)) from None
-    return _run_import(
-        args,
-        lambda instance, home, log, report: import_ci(
-            instance, home, args.locators, verbose=args.verbose, wait=args.wait, log=log, report=report
-        ),
-    )
+
+    def run(instance, home, log, report):
+        try:
+            locators = args.locators or resolve_locators(home, log, snapshot=args.snapshot)
+        except SnapshotError as error:
+            raise CommandError(str(error)) from None
+        return import_ci(instance, home, locators, verbose=args.verbose, wait=args.wait, log=log, report=report)
+
+    return _run_import(args, run)
 
 
 COMMANDS: dict[str, Command] = {

@@ -30,7 +30,7 @@ from pydantic import Field
 from kernelindex_pipeline.defs.chain_values import IO_MANAGER_KEY
 from kernelindex_pipeline.defs.partitions import source_partitions
 from kernelindex_pipeline.defs.sweep_chain import GPU_POOL_TAG, SWEEP, commit_partition_key
-from kernelindex_pipeline.home import dagster_home
+from kernelindex_pipeline.home import SITE_DIR, dagster_home
 
 VERDICT_KEY = AssetKey("bisection_verdict")  # not under sweep/: the chain's four assets are its partitions' own
 BISECTION_TAG = "kernelindex/bisection"
@@ -59,7 +59,7 @@ class BisectionConfig(Config):
 
 
 def default_regressions_file() -> Path:
-    return dagster_home() / "report" / "regressions.json"
+    return dagster_home() / SITE_DIR / "regressions.json"
 
 
 def _failure_text(result) -> str:

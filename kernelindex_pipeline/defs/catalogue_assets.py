@@ -20,7 +20,11 @@ from dagster import (
 from pydantic import Field
 
 from kernelindex_pipeline.catalogue.export import export_bundle, export_jsonl, export_kernelindex
-from kernelindex_pipeline.catalogue.kernelindex import snapshots_of_publications
+from kernelindex_pipeline.catalogue.kernelindex import (
+    check_source_ref,
+    snapshots_of_publications,
+    source_commit_of_publications,
+)
 from kernelindex_pipeline.catalogue.tables import export_tables
 from kernelindex_pipeline.defs.import_plan import FINGERPRINT
 from kernelindex_pipeline.defs.resources import (
@@ -29,9 +33,10 @@ from kernelindex_pipeline.defs.resources import (
     RegressionSettingsResource,
 )
 from kernelindex_pipeline.defs.sources import CHAINS
-from kernelindex_pipeline.home import dagster_home
+from kernelindex_pipeline.home import SITE_DIR, dagster_home, site_url
 from kernelindex_pipeline.imports.coverage import CoverageTable
-from kernelindex_pipeline.reporting import RegressionReport, detect_regressions
+from kernelindex_pipeline.liger.attribution import detect_and_attribute
+from kernelindex_pipeline.reporting import RegressionReport, acknowledgements
 from kernelindex_pipeline.reporting.attribution import check_message, group_changes
 from kernelindex_pipeline.reporting.efficiency import (
     DEFAULT_LOW_THRESHOLD,
@@ -55,6 +60,11 @@ class CatalogueExportConfig(OutputDirConfig):
         default=False,
         description="Include peak-memory runs in the KernelIndex files. Off: KernelIndex ranks every primary value "
         "as a latency (README: Publishing in KernelIndex).",
+    )
+    kernelindex_source_commit: str = Field(
+        default="",
+        description="The Liger commit (or tag) the KernelIndex files' operations link their benchmark script at. "
+        "Empty: v<version> of the newest history release the catalogue holds (none without a history).",
     )
 
 
@@ -107,12 +117,16 @@ def catalogue_export(
         bundle = export_bundle(store, out)
         tables = export_tables(store, out)
         sidecar = export_sidecar(store.manifests(), out)
+        publications = store.publications()
         kernelindex = export_kernelindex(
             store.manifests(),
             out,
-            snapshots=snapshots_of_publications(store.publications()),
+            snapshots=snapshots_of_publications(publications),
             include_memory=config.kernelindex_memory_runs,
             order="time",
+            source_commit=check_source_ref(config.kernelindex_source_commit)
+            if config.kernelindex_source_commit
+            else source_commit_of_publications(publications),
         )
     context.log.info(f"exported {jsonl.records} records to {out}")
     return MaterializeResult(
@@ -128,6 +142,7 @@ def catalogue_export(
             "kernelindex_submission": MetadataValue.path(str(kernelindex.submission.path)),
             "kernelindex_import_bundles": MetadataValue.json([str(bundle.path) for bundle in kernelindex.bundles]),
             "kernelindex_runs": kernelindex.submission.records_by_kind["BenchmarkRun"],
+            "kernelindex_notes": MetadataValue.json(kernelindex.notes),
         }
     )
 
@@ -147,15 +162,15 @@ def benchmark_regressions(
     the report read, so the alert, the check and the page always show one judgement with one settings. A
     refresh judges afresh only the series whose inputs changed since the last one (the judgement store of
     `regression_settings`; metadata `series_rejudged` / `series_reused`)."""
-    liger = liger_git.attribution()  # each run's code and commit order; causes with their commits
     with catalogue.open() as store:
-        result = detect_regressions(
+        result, notes = detect_and_attribute(
             store.manifests(),
             regression_settings.settings(),
-            liger.adapters,
+            liger_git.path or None,
             judgement_store=regression_settings.judgement_store_path(),
+            marks=store.acknowledgements(),
         )
-    for note in [*result.judgements.notes, *liger.attribute(result)]:
+    for note in notes:
         context.log.warning(note)
     context.log.info(result.summary())
     context.log.info(result.judgements.line())
@@ -180,15 +195,32 @@ def benchmark_regressions(
 
 @asset_check(asset=benchmark_regressions, description="Warns when any comparable series got slower.")
 def no_regressions(benchmark_regressions: RegressionReport) -> AssetCheckResult:
-    """Reads the asset's stored result: never a second detection."""
+    """Reads the asset's stored result: never a second detection. Nothing judged is no pass: it fails
+    (as a warning) saying why, so a catalogue without runs enough never shows a green "Passed"."""
     result = benchmark_regressions
-    return AssetCheckResult(
-        passed=not result.slowdowns,
-        severity=AssetCheckSeverity.WARN,
+    if not result.trends:
+        why = (
+            f"{len(result.insufficient)} series have fewer than {2 * result.settings.min_segment} runs"
+            if result.insufficient
+            else "the catalogue has no runs"
+        )
+        description = (
+            f"Nothing judged: {why}. Import more runs of the same series (Liger's CI results: "
+            "`kernelindex-pipeline import-ci`, README: Operating it) and refresh."
+        )
+    else:
         # "N slowdowns from M commits: <sha> <subject> (n); ..." then the rest by cause
-        description=check_message(group_changes(result.changes)) + ". " + result.summary(),
+        description = check_message(group_changes(result.changes), markdown=True) + ". " + result.summary()
+    open_slowdowns = acknowledgements.unacknowledged(result, result.slowdowns)
+    if result.trends and len(open_slowdowns) < len(result.slowdowns):
+        description += f" {len(result.slowdowns) - len(open_slowdowns)} slowdowns acknowledged, not counted."
+    return AssetCheckResult(
+        passed=bool(result.trends) and not open_slowdowns,
+        severity=AssetCheckSeverity.WARN,
+        description=description,
         metadata={
-            "regressions": len(result.slowdowns),
+            "regressions": len(open_slowdowns),
+            "acknowledged": len(result.slowdowns) - len(open_slowdowns),
             "pending": len(result.pending),
             "insufficient_data": len(result.insufficient),
         },
@@ -208,7 +240,7 @@ def catalogue_report(
     `benchmark_regressions` result, as stored). Only kernels whose data changed are rewritten."""
     from kernelindex_pipeline.defs.bisection_job import latest_verdicts
 
-    out = _out(config, "report")
+    out = _out(config, SITE_DIR)
     # the groups' bisections (bisection_job's verdicts) are shown with them; detection itself is the stored one
     regressions = dataclasses.replace(benchmark_regressions, bisections=latest_verdicts(context.instance))
     with catalogue.open() as store:
@@ -228,7 +260,8 @@ def catalogue_report(
     )
     return MaterializeResult(
         metadata={
-            "report": MetadataValue.url(site.path.resolve().as_uri()),
+            # over HTTP (`kernelindex-pipeline serve`): browsers refuse the UI's file:// links
+            "report": MetadataValue.url(site_url() if not config.out_dir else site.path.resolve().as_uri()),
             "path": MetadataValue.path(str(site.path)),
             "summary": MetadataValue.md(summary),
             "kernels_rewritten": c["rewritten"],

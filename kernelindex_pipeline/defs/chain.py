@@ -15,9 +15,11 @@ partition), never the run's totals.
 """
 
 import json
+import re
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from dagster import (
     AssetCheckResult,
@@ -30,6 +32,7 @@ from dagster import (
     BetaWarning,
     DataVersion,
     DefaultSensorStatus,
+    Failure,
     MaterializeResult,
     MetadataValue,
     Output,
@@ -51,6 +54,7 @@ from kernelindex_pipeline.defs.checks import (
 )
 from kernelindex_pipeline.defs.import_plan import CONTENT_DIGESTS, FINGERPRINT
 from kernelindex_pipeline.defs.partitions import source_partitions
+from kernelindex_pipeline.home import dagster_home
 from kernelindex_pipeline.liger import partition as liger_partition
 from kernelindex_pipeline.liger.partition import PartitionCsv
 from kernelindex_pipeline.liger.report import skip_totals
@@ -101,6 +105,22 @@ class SourceRead:
     parts: dict[str, list[PartitionCsv]]
     metadata: dict = field(default_factory=dict)
     checks: list[AssetCheckResult] = field(default_factory=list)
+
+
+def absent_partitions(source: str, missing: list[str], known: Iterable[str]) -> Failure:
+    """The failure of a run asked for partitions its source does not hold (a pair added by hand in the
+    UI's "Add a partition"): raised before anything is read further, so nothing is published and no
+    catalogue refresh follows. Not retried: another try reads the same source."""
+    shown = sorted(known)
+    return Failure(
+        description=(
+            f"{', '.join(map(repr, missing))}: not in {source} ({len(shown)} partitions there"
+            + (f", e.g. {', '.join(shown[:3])}" if shown else "")
+            + "). Nothing was published. Remove the partition (the asset's Partitions tab) or import what the "
+            "source holds."
+        ),
+        allow_retries=False,
+    )
 
 
 @dataclass(frozen=True)
@@ -425,6 +445,11 @@ def _publish_partition(store, publication: str, parts: list[PartitionCsv], recor
         present += published.already_present
         conflicts += len(published.conflicts)
     report = _merged_report([part_records.report for part_records in records])
+    issues = [
+        {"file": str(part.snapshot.get("locator", "")), **issue}
+        for part, part_records in zip(parts, records, strict=True)
+        for issue in part_records.report["issues"]
+    ]
     info = {
         "rows": report["rowsRead"],
         "runs": report["runs"],
@@ -435,6 +460,25 @@ def _publish_partition(store, publication: str, parts: list[PartitionCsv], recor
         "skipped": report["skipped"],
         "issues": len(report["issues"]),
     }
+    if issues:
+        info["first_issues"] = [f"row {i['row']}: {i['problem']}" for i in issues[:FIRST_ISSUES]]
+        info["issues_file"] = str(write_issues(publication, issues))
     if not report["runs"]:
         info["why_no_runs"] = no_runs_reason(report)
     return info
+
+
+FIRST_ISSUES = 3  # the rows with issues an import's summary names; the file lists them all
+ISSUES_DIR = "import-issues"  # under DAGSTER_HOME: <publication>.json per partition with issues
+
+
+def write_issues(publication: str, issues: list[dict]) -> Path:
+    """Every row with an issue of one partition's latest publication (file, row, problem), as JSON under
+    DAGSTER_HOME/import-issues/ (written whole, then moved into place): what the summary points to."""
+    folder = dagster_home() / ISSUES_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / (re.sub(r"[^A-Za-z0-9._-]+", "_", publication) + ".json")
+    partial = path.with_suffix(".json.partial")
+    partial.write_text(json.dumps({"publication": publication, "issues": issues}, indent=1) + "\n")
+    partial.replace(path)
+    return path

@@ -18,9 +18,15 @@ from dagster import (
 )
 from pydantic import Field as PydanticField
 
-from kernelindex_pipeline.defs.chain import SOURCE_SENSOR_SETTINGS, ChainSpec, SourceRead, build_chain
+from kernelindex_pipeline.defs.chain import (
+    SOURCE_SENSOR_SETTINGS,
+    ChainSpec,
+    SourceRead,
+    absent_partitions,
+    build_chain,
+)
 from kernelindex_pipeline.defs.import_plan import changed_partitions, ci_digests, content_run_key
-from kernelindex_pipeline.defs.partitions import register_partitions, split_partition_key
+from kernelindex_pipeline.defs.partitions import benchmark_partition_key, register_partitions, split_partition_key
 from kernelindex_pipeline.home import dagster_home
 from kernelindex_pipeline.imports.fetch import MAX_FILE_BYTES, fetch
 from kernelindex_pipeline.liger import ci as liger_ci
@@ -52,6 +58,10 @@ class LigerCiResource(ConfigurableResource):
 def _read_ci(context: AssetExecutionContext, partitions: list[str]) -> SourceRead:
     gathered = context.resources.ci.gather()
     parts = {key: gathered.parts.get(split_partition_key(key), []) for key in partitions}
+    missing = [key for key in partitions if not parts[key]]
+    if missing:
+        known = [benchmark_partition_key(*pair) for pair in gathered.parts]
+        raise absent_partitions(f"the {len(gathered.files)} listed Liger CI files", missing, known)
     for locator, rows in gathered.unattributable.items():
         context.log.warning(
             f"{locator}: {len(rows)} rows name no usable GPU or version (first: {rows[:10]}); they belong to no partition"

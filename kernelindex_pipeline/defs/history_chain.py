@@ -18,9 +18,15 @@ from dagster import (
     sensor,
 )
 
-from kernelindex_pipeline.defs.chain import SOURCE_SENSOR_SETTINGS, ChainSpec, SourceRead, build_chain
+from kernelindex_pipeline.defs.chain import (
+    SOURCE_SENSOR_SETTINGS,
+    ChainSpec,
+    SourceRead,
+    absent_partitions,
+    build_chain,
+)
 from kernelindex_pipeline.defs.import_plan import changed_partitions, content_run_key, history_digests
-from kernelindex_pipeline.defs.partitions import register_partitions, split_partition_key
+from kernelindex_pipeline.defs.partitions import benchmark_partition_key, register_partitions, split_partition_key
 from kernelindex_pipeline.defs.resources import LigerReleaseResource
 from kernelindex_pipeline.liger import partition as liger_partition
 from kernelindex_pipeline.liger.partition import slice_history
@@ -38,6 +44,10 @@ def _read_history(context: AssetExecutionContext, partitions: list[str]) -> Sour
     for key in partitions:
         gpu, liger_version = split_partition_key(key)
         parts[key] = [liger_partition.history_partition_csv(artifact, gpu, liger_version)]
+    missing = [key for key in partitions if not parts[key][0].snapshot["rows"]]  # a pair is in it by its rows
+    if missing:
+        known = [benchmark_partition_key(*pair) for pair in liger_partition.history_pairs(artifact)]
+        raise absent_partitions(f"the history of liger-kernel {version}", missing, known)
     return SourceRead(
         parts, metadata={"history_release": version, "sdist_sha256": artifact.sha256, "sdist": artifact.locator}
     )

@@ -8,7 +8,8 @@
   that comes while the owner stops waits on the users lock and then starts its own.
 - **Tied to the command.** The daemon runs under `daemon_supervisor`, which stops it and everything it
   started (code servers, run workers: one process group) when the owning command ends, kill -9
-  included. The lease file `import-daemon.json` names that group; a later command that takes the
+  included. A supervisor killed itself takes its daemon along (the parent-death signal); the command
+  stops whatever else of the group is left when it stops its daemon. The lease file `import-daemon.json` names that group; a later command that takes the
   daemon lock (the owner is gone, the kernel released its locks) stops whatever of the group is still
   there, then reports and fails the runs it left STARTING, STARTED or CANCELING, whose workers died
   with it. Queued runs of the dead command are kept: the new daemon runs them.
@@ -23,6 +24,7 @@ and deletes it.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -307,16 +309,33 @@ class ImportDaemon:
         """Stop our daemon and its group. `drain` (a command ending normally): the runs the daemon started
         before it stopped finish first (daemon_supervisor's DRAIN; a refresh the automation started in the
         moment after our last look for active runs would otherwise lose its worker and end failed)."""
-        if drain:
-            self.process.stdin.write(DRAIN)
-            self.process.stdin.flush()
-        self.process.stdin.close()  # the supervisor stops the daemon and its group
+        try:
+            if drain:
+                self.process.stdin.write(DRAIN)
+                self.process.stdin.flush()
+        except BrokenPipeError:
+            drain = False  # the supervisor is gone (killed itself): nothing drains through it
+        with contextlib.suppress(BrokenPipeError):
+            self.process.stdin.close()  # the supervisor stops the daemon and its group
         if drain:
             self._say_drained_runs()
         try:
             self.process.wait(timeout=SUPERVISOR_STOP_S + (DRAIN_RUNS_S if drain else 0))
         except subprocess.TimeoutExpired:
-            stop_processes(group_members(self.lease.group, self.lease.group_started))
+            pass
+        # Nothing should be left; but a supervisor killed itself (kill -9, the OOM killer) stops nothing: its
+        # daemon dies with it (the parent-death signal), not what the daemon started (a run worker). Once the
+        # lease says stopped, no later command would look for them.
+        leftovers = group_members(self.lease.group, self.lease.group_started)
+        if leftovers:
+            names = "; ".join(sorted({describe(process) for process in leftovers}))
+            stop_processes(leftovers)
+            code = self.process.poll()
+            if code is None:
+                how = "did not stop them in time"
+            else:
+                how = f"was killed (signal {-code})" if code < 0 else f"exited ({code}) without stopping them"
+            self.log(f"stopped {len(leftovers)} processes of the daemon's group: its supervisor {how} ({names})")
         self.lease.stopped_at = time.time()
         self.lease.write(self.lease_path)
         self._fail_runs_cut_off()

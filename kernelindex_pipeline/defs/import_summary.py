@@ -59,6 +59,18 @@ class ImportSummary:
             f"rows read {total('rows')}, runs {total('runs')}, issues {total('issues')}; "
             f"publication: {total('new')} new, {total('already_present')} already present",
         ]
+        with_issues = [o for o in done if o.info.get("first_issues")]
+        for outcome in with_issues:
+            info = outcome.info
+            more = (
+                f", +{info['issues'] - len(info['first_issues'])} more"
+                if info["issues"] > len(info["first_issues"])
+                else ""
+            )
+            out.append(
+                f"{outcome.key}: {info['issues']} rows with issues: {'; '.join(info['first_issues'])}{more} "
+                f"(all in {info['issues_file']})"
+            )
         empty = [o for o in done if not o.info["runs"]]
         if empty:
             out.append(f"{len(empty)} partitions made no runs:")

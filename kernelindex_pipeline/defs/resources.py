@@ -79,11 +79,6 @@ class LigerGitResource(ConfigurableResource):
         ),
     )
 
-    def attribution(self):
-        from kernelindex_pipeline.liger.attribution import LigerAttribution
-
-        return LigerAttribution(self.path or None)
-
 
 class LigerReleaseResource(ConfigurableResource):
     """Where Liger-Kernel releases come from: the package index, through a content-addressed cache."""

@@ -16,13 +16,15 @@ The addresses are checked when resolved; a name that resolves differently a mome
 rebinding) is not caught. The transfer has a per-read timeout and one whole-transfer deadline
 (DOWNLOAD_DEADLINE_S) from the first connect to the last byte, redirects, TLS handshakes and response
 headers included: when it passes, the download's sockets are shut down (requests' own timeouts are per
-socket operation, so a server trickling its headers one byte at a time would never meet one).
+socket operation, so a server trickling its headers one byte at a time would never meet one). Several
+downloads can share one `Deadline` (scripts/refresh_toolchain_timeline: one for the whole refresh).
 
 A locator holding a control character (a newline would split a list of locators) is refused.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import ipaddress
@@ -32,6 +34,7 @@ import socket
 import stat
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -154,8 +157,12 @@ def fetch(
     *,
     max_bytes: int = MAX_FILE_BYTES,
     deadline_s: float = DOWNLOAD_DEADLINE_S,
+    deadline: Deadline | None = None,
+    what: str = "a CI file",
 ) -> FetchedFile:
-    """The bytes of one file (https URL, loopback http URL, or local path), at most `max_bytes`."""
+    """The bytes of one file (https URL, loopback http URL, or local path), at most `max_bytes`.
+    `deadline`: one the caller holds over several downloads, instead of one of `deadline_s` for this one;
+    `what` the file is, in the size limit's message."""
     shown = redact_locator(locator)
     check_locator_syntax(locator)
     try:
@@ -165,11 +172,15 @@ def fetch(
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")[:-4] + "Z"
     if scheme in ("http", "https"):
         check_hop(locator, shown)
-        return FetchedFile(shown, _download(locator, shown, max_bytes, deadline_s), now)
+        if deadline is not None:
+            with deadline.connections():
+                return FetchedFile(shown, _download(locator, shown, max_bytes, deadline, what), now)
+        with Deadline(deadline_s) as own:
+            return FetchedFile(shown, _download(locator, shown, max_bytes, own, what), now)
     if scheme and len(scheme) > 1:  # "C:\\..." has a one-letter scheme
         raise FetchError(f"{shown}: unsupported locator scheme {scheme!r}; give an https URL or a local path")
     path = Path(locator).expanduser()
-    data = _read_local(path, shown, max_bytes)  # first: it names a missing file or a symlink loop in one line
+    data = _read_local(path, shown, max_bytes, what)  # first: it names a missing file or a symlink loop in one line
     return FetchedFile(str(absolute_path(locator)), data, now)
 
 
@@ -184,7 +195,7 @@ def absolute_path(locator: str) -> Path:
         ) from None
 
 
-def _read_local(path: Path, shown: str, max_bytes: int) -> bytes:
+def _read_local(path: Path, shown: str, max_bytes: int, what: str) -> bytes:
     """A regular file's bytes, at most `max_bytes` (read bounded: /proc files report size 0)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
@@ -199,7 +210,7 @@ def _read_local(path: Path, shown: str, max_bytes: int) -> bytes:
         if not stat.S_ISREG(info.st_mode):
             raise FetchError(f"{shown}: not a regular file")
         if info.st_size > max_bytes:
-            raise FetchError(f"{shown}: {info.st_size} bytes is more than the {max_bytes}-byte limit for a CI file")
+            raise FetchError(f"{shown}: {info.st_size} bytes is more than the {max_bytes}-byte limit for {what}")
         try:
             data = handle.read(info.st_size + 1)
         except OSError as error:
@@ -211,12 +222,13 @@ def _read_local(path: Path, shown: str, max_bytes: int) -> bytes:
     return data
 
 
-class _Deadline:
-    """One download's deadline over all its connections: at `seconds` it shuts down every socket it
-    was given (a blocked connect-less read, a TLS handshake or a header line then fails at once)."""
+class Deadline:
+    """One deadline over all the connections of one or more downloads: at `seconds` it shuts down every
+    socket it was given (a blocked connect-less read, a TLS handshake or a header line then fails at once).
+    `what` ends at it, for the message ("the download did not finish within 300 s")."""
 
-    def __init__(self, seconds: float) -> None:
-        self.seconds, self.at = seconds, time.monotonic() + seconds
+    def __init__(self, seconds: float, what: str = "the download") -> None:
+        self.seconds, self.at, self.what = seconds, time.monotonic() + seconds, what
         self.passed = threading.Event()
         self._lock = threading.Lock()
         self._sockets: list[socket.socket] = []
@@ -247,7 +259,21 @@ class _Deadline:
         except OSError:
             pass  # already closed by the peer
 
-    def __enter__(self) -> _Deadline:
+    @contextlib.contextmanager
+    def connections(self) -> Iterator[Deadline]:
+        """Within it, one download of several under this deadline: our duplicates of its sockets are
+        closed when it ends (a duplicate kept open would hold the connection open for the server)."""
+        with self._lock:
+            start = len(self._sockets)
+        try:
+            yield self
+        finally:
+            with self._lock:
+                for sock in self._sockets[start:]:
+                    sock.close()
+                del self._sockets[start:]
+
+    def __enter__(self) -> Deadline:
         self._timer.start()
         return self
 
@@ -260,9 +286,9 @@ class _Deadline:
 
 
 class _WatchedAdapter(HTTPAdapter):
-    """requests' adapter whose connections hand their sockets to a _Deadline as they connect."""
+    """requests' adapter whose connections hand their sockets to a Deadline as they connect."""
 
-    def __init__(self, deadline: _Deadline) -> None:
+    def __init__(self, deadline: Deadline) -> None:
         self._deadline = deadline
         super().__init__(max_retries=0)
 
@@ -290,9 +316,9 @@ class _WatchedAdapter(HTTPAdapter):
 _TRANSFER_ERRORS = (requests.RequestException, urllib3.exceptions.HTTPError, OSError)
 
 
-def _download(url: str, shown: str, max_bytes: int, deadline_s: float) -> bytes:
+def _download(url: str, shown: str, max_bytes: int, deadline: Deadline, what: str) -> bytes:
     first = _host_of(url, shown)[:2]
-    with _Deadline(deadline_s) as deadline, requests.Session() as http:
+    with requests.Session() as http:
         adapter = _WatchedAdapter(deadline)
         http.mount("http://", adapter)
         http.mount("https://", adapter)
@@ -305,7 +331,7 @@ def _download(url: str, shown: str, max_bytes: int, deadline_s: float) -> bytes:
                         check_locator_text(url)
                         check_hop(url, shown, first)
                         continue
-                    return _body(response, shown, max_bytes, deadline)
+                    return _body(response, shown, max_bytes, deadline, what)
             raise FetchError(f"{shown}: more than {MAX_REDIRECTS} redirects")
         except _TRANSFER_ERRORS as error:
             if deadline.passed.is_set() or deadline.remaining() == 0:
@@ -319,25 +345,25 @@ def _cut_off(error: BaseException) -> bool:
     return isinstance(error, (urllib3.exceptions.ProtocolError, requests.exceptions.ChunkedEncodingError))
 
 
-def _late(shown: str, deadline: _Deadline, received: int | None) -> FetchError:
+def _late(shown: str, deadline: Deadline, received: int | None) -> FetchError:
     got = f" ({received} bytes received)" if received is not None else ""
     return FetchError(
-        f"{shown}: the download did not finish within {deadline.seconds:g} s{got}; is the server stalling?"
+        f"{shown}: {deadline.what} did not finish within {deadline.seconds:g} s{got}; is the server stalling?"
     )
 
 
-def _body(response: requests.Response, shown: str, max_bytes: int, deadline: _Deadline) -> bytes:
+def _body(response: requests.Response, shown: str, max_bytes: int, deadline: Deadline, what: str) -> bytes:
     if response.status_code != 200:
         raise FetchError(f"{shown}: HTTP {response.status_code} {response.reason or ''}".rstrip())
     declared = response.headers.get("Content-Length")
     if declared and declared.isdigit() and int(declared) > max_bytes:
-        raise FetchError(f"{shown}: {declared} bytes is more than the {max_bytes}-byte limit for a CI file")
+        raise FetchError(f"{shown}: {declared} bytes is more than the {max_bytes}-byte limit for {what}")
     body = bytearray()
     while True:
         if deadline.passed.is_set() or deadline.remaining() == 0:
             raise _late(shown, deadline, len(body))
         # read1: what one read of the socket gives (within READ_TIMEOUT_S); a read blocked at the deadline
-        # fails then (_Deadline shuts the socket down).
+        # fails then (Deadline shuts the socket down).
         try:
             chunk = response.raw.read1(_CHUNK, decode_content=True)
         except _TRANSFER_ERRORS:
@@ -348,4 +374,4 @@ def _body(response: requests.Response, shown: str, max_bytes: int, deadline: _De
             return bytes(body)
         body += chunk
         if len(body) > max_bytes:
-            raise FetchError(f"{shown}: more than the {max_bytes}-byte limit for a CI file")
+            raise FetchError(f"{shown}: more than the {max_bytes}-byte limit for {what}")

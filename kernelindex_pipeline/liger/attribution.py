@@ -20,7 +20,7 @@ import ast
 import os
 import re
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -560,3 +560,29 @@ class LigerAttribution:
             )
         attributor.attribute(report)
         return report.attribution_notes
+
+
+def detect_and_attribute(
+    runs: Iterable[dict[str, Any]] | Sequence[str | os.PathLike[str]],
+    settings: Any,
+    clone: str | os.PathLike[str] | None,
+    *,
+    from_files: bool = False,
+    judgement_store: str | os.PathLike[str] | None = None,
+    marks: list[dict[str, str]] | None = None,
+) -> tuple[Any, list[str]]:
+    """(the regressions report, its notes): detection over `runs` (manifests, or records files each one
+    source run with `from_files`) with Liger's facts, then Liger's attribution, then the catalogue's
+    acknowledgements (`marks`, its rows). The one composition the CLI and the benchmark_regressions asset
+    share; the notes (a clone that cannot be used, a damaged judgement store) are theirs to show."""
+    from kernelindex_pipeline.reporting import acknowledgements
+    from kernelindex_pipeline.reporting.regressions import detect_in_record_files, detect_regressions
+
+    liger = LigerAttribution(clone)
+    if from_files:
+        report = detect_in_record_files(runs, settings, liger.adapters, judgement_store=judgement_store)
+    else:
+        report = detect_regressions(runs, settings, liger.adapters, judgement_store=judgement_store)
+    notes = [*report.judgements.notes, *liger.attribute(report)]
+    acknowledgements.apply(report, acknowledgements.from_rows(marks or []))  # after attribution's host folding
+    return report, notes

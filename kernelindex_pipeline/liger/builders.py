@@ -277,10 +277,11 @@ def implementation_revision(
     sweep/backends.py), e.g. `nvidia-cutedsl`: part of the revision (spec.callable.symbol), so
     two backends of one op are two implementations, two series."""
     provider_name = ab[0] if ab else provider.name + (f"-{backend}" if backend else "")
+    pinned = ab[1] if ab else identity.revision_label(revision)  # a sweep's release: its name says it
     metadata: dict[str, Any] = {
-        "name": identity.implementation_name(kernel.kernel, provider_name, ab[1] if ab else None),
+        "name": identity.implementation_name(kernel.kernel, provider_name, pinned),
         "title": identity.implementation_title(
-            kernel.title, provider.title + (f" @ {ab[1]}" if ab else "") + (f" ({backend})" if backend else "")
+            kernel.title, provider.title + (f" @ {pinned}" if pinned else "") + (f" ({backend})" if backend else "")
         ),
     }
     labels = {"role": "baseline"} if provider.baseline else {}

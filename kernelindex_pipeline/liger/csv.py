@@ -25,12 +25,13 @@ same file are each handled as they are alone.
 
 Every data row is bounded too, before pandas or the csv module sees it: at most MAX_ROW_FIELDS fields
 and MAX_ROW_BYTES bytes (pandas makes a column for every field of a row of empty cells: three rows of
-400k commas took it 48 s and 600 MB). A quick scan of the physical lines (C-speed counts of length,
-commas and quotes) finds files that might hold such a row; only those are read through
-`bounded_records`, which regroups lines into records (a quoted field may span lines), counts each
-record's bytes and unquoted commas without keeping more than the limit of it, and puts a one-field
-marker in place of a record over the limits. The exact reader makes the marker an issue naming the
-row ("row too wide: ..."), so row numbers and conservation stay as they are.
+400k commas took it 48 s and 600 MB). `_records` splits the bytes into records exactly where the csv
+module does, as pandas' C tokenizer does too (a quote opens a quoted field only at the start of a field; anywhere
+else it is an ordinary character, as in `cross"entropy`), counting each record's bytes and delimiters
+without keeping more than the limit of it. A file with a record over the limits, or one that ends inside
+a quoted field, is read through `bounded_records`, which puts a one-field marker in place of such a
+record; the exact reader makes the marker an issue naming the row ("row too wide: ...", "quote never
+closed: ..."), so row numbers and conservation stay as they are.
 """
 
 from __future__ import annotations
@@ -81,8 +82,10 @@ MAX_COLUMNS = 256  # the upstream header has 15; room for drift, not for a width
 MAX_HEADER_BYTES = 64 * 1024
 MAX_ROW_FIELDS = 4 * MAX_COLUMNS  # a ragged row up to this width is an ordinary ragged row
 MAX_ROW_BYTES = 2**20  # Liger's rows are under 1 KB; a long config string of 200 KB still fits
-_WIDE_ROW = "\x1ekernelindex: row too wide"  # the marker record (one field) bounded_records puts in place of a row
-_SCAN_BLOCK = 1 << 22
+# The marker records (one field each) bounded_records puts in place of a row.
+_WIDE_ROW = "\x1ekernelindex: row too wide"
+_UNCLOSED = "\x1ekernelindex: quote never closed"
+_PIECE_BYTES = 1 << 20  # what the splitter reads at a time (a line, or this much of a longer one)
 
 # The standard csv module refuses fields over 128 KiB and then cannot resume, which would turn one
 # long field into "the whole file is unreadable" as soon as the exact reader runs; pandas has no such
@@ -149,46 +152,141 @@ def _binary(source: CsvSource) -> io.BufferedIOBase:
     return io.BytesIO(source) if isinstance(source, (bytes, bytearray)) else open(source, "rb")  # noqa: SIM115 - the caller closes it
 
 
+# The splitter's states. The csv module (non-strict, the default dialect) reads what the splitter passes on,
+# and pandas' C tokenizer splits files the same way (bar how it skips a blank line ended by a lone CR); for
+# where a record ends their automaton has three classes of state: OUT (at the start of a field, or
+# just after a quote that closed a quoted part: the next quote opens one again, which is how "" inside a
+# quoted field reads), UNQUOTED (inside an unquoted field: a quote is an ordinary character) and QUOTED
+# (inside a quoted field: a delimiter or line break is an ordinary character).
+_OUT, _UNQUOTED, _QUOTED = 0, 1, 2
+_QUOTE = ord('"')
+_QUOTED_PARTS = re.compile(rb'(?:"[^"]*+")++')  # from OUT at a quote: every closed quoted part, at C speed
+# Outside quotes: a quote right after a delimiter opens a field; a line break ends the record.
+_UNQUOTED_STOP = re.compile(rb',"|[\r\n]')
+_BOM = codecs.BOM_UTF8  # the text stream drops it (utf-8-sig), so the automaton starts after it
+
+
+def _scan(piece: bytes, p: int, state: int) -> tuple[int, int, int, bool]:
+    """From `p` in `state` to where the record ends (just past its line break; CR LF is one) or the
+    piece does: (that position, the state there, the delimiters passed, whether the record ended)."""
+    n = len(piece)
+    delimiters = 0
+    while p < n:
+        if state == _QUOTED:
+            closing = piece.find(b'"', p)
+            if closing < 0:
+                return n, _QUOTED, delimiters, False
+            p, state = closing + 1, _OUT
+            continue
+        if state == _OUT and piece[p] == _QUOTE:
+            parts = _QUOTED_PARTS.match(piece, p)
+            if parts is None:  # a quote opened and not closed in this piece
+                p, state = p + 1, _QUOTED
+            else:
+                p = parts.end()
+            continue
+        # Outside quotes: every comma up to the next quote that opens a field (one right after a comma)
+        # or the next line break is a delimiter; any other quote on the way is part of its field.
+        stop = _UNQUOTED_STOP.search(piece, p)
+        if stop is None:
+            delimiters += piece.count(b",", p, n)
+            return n, (_OUT if piece[n - 1] == ord(",") else _UNQUOTED), delimiters, False
+        at = stop.start()
+        delimiters += piece.count(b",", p, at)
+        if piece[at] == ord(","):
+            p, state = at + 1, _OUT
+            delimiters += 1
+            continue
+        end = at + 2 if piece.startswith(b"\r\n", at) else at + 1
+        return end, _OUT, delimiters, True
+    return n, state, delimiters, False
+
+
+@dataclass(frozen=True)
+class _Split:
+    """One record as `_records` found it."""
+
+    data: bytes | None  # None when over the limits, or not kept
+    size: int
+    fields: int
+    closed: bool  # False: the file ended inside a quoted field of this record
+
+    @property
+    def wide(self) -> bool:
+        return self.size > MAX_ROW_BYTES or self.fields > MAX_ROW_FIELDS
+
+
+def _records(handle: io.BufferedIOBase, keep: bool = True) -> Iterator[_Split]:
+    """The input's records, split exactly where the csv module splits them (`_scan`), each with its
+    size and field count; `keep`: with its bytes unless it is over the limits. Holds at most
+    MAX_ROW_BYTES of a record, and reads at most _PIECE_BYTES at a time."""
+    record = bytearray()
+    size = delimiters = 0
+    state = _OUT
+
+    def record_is_wide() -> bool:
+        return size > MAX_ROW_BYTES or delimiters + 1 > MAX_ROW_FIELDS
+
+    def split(closed: bool) -> _Split:
+        return _Split(None if record_is_wide() or not keep else bytes(record), size, delimiters + 1, closed)
+
+    first = True
+    after_cr = False  # the last record ended at a \r that ended a piece: a \n next is still its line break
+    while piece := handle.readline(_PIECE_BYTES):
+        p = 0
+        if first:
+            first = False
+            if piece.startswith(_BOM):  # part of the first record's bytes, but none of its characters
+                p = size = len(_BOM)
+                record += _BOM if keep else b""
+        if after_cr:
+            after_cr = False
+            if piece.startswith(b"\n"):
+                p, size = 1, size + 1
+                record += b"\n" if keep and not record_is_wide() else b""
+            yield split(closed=True)
+            record.clear()
+            size = delimiters = 0
+        while p < len(piece):
+            end, state, passed, ended = _scan(piece, p, state)
+            delimiters += passed
+            size += end - p
+            if record_is_wide():
+                record.clear()  # what was kept of it: never more than the limit
+            elif keep:
+                record += piece[p:end]
+            p = end
+            if ended and end == len(piece) and piece.endswith(b"\r"):
+                after_cr = True  # a \r\n across two pieces is one line break: the next piece decides
+            elif ended:
+                yield split(closed=True)
+                record.clear()
+                size = delimiters = 0
+    if size:  # the csv module ends the last record at the end of the file, inside a quote or not
+        yield split(closed=after_cr or state != _QUOTED)
+
+
 def may_hold_wide_rows(source: CsvSource) -> bool:
-    """Whether a physical line is longer than MAX_ROW_BYTES or holds MAX_ROW_FIELDS commas, or a quoted
-    field spans lines (then only `bounded_records` can tell where a record ends). Reads in blocks."""
+    """Whether a record is over MAX_ROW_FIELDS fields or MAX_ROW_BYTES bytes, or the file ends inside a
+    quoted field (then `bounded_records` names the row the quote opened in). Splits as the csv module
+    does (`_records`), without keeping the records."""
     with _binary(source) as handle:
-        carry = b""
-        while block := handle.read(_SCAN_BLOCK):
-            lines = (carry + block).split(b"\n")
-            carry = lines.pop()
-            if len(carry) > MAX_ROW_BYTES or any(
-                len(line) > MAX_ROW_BYTES or line.count(b",") >= MAX_ROW_FIELDS or line.count(b'"') % 2
-                for line in lines
-            ):
-                return True
-        return len(carry) > MAX_ROW_BYTES or carry.count(b",") >= MAX_ROW_FIELDS or carry.count(b'"') % 2 == 1
+        return any(split.wide or not split.closed for split in _records(handle, keep=False))
 
 
 def bounded_records(handle: io.BufferedIOBase) -> Iterator[bytes]:
-    """The bytes of the input, record by record (a quoted field may span lines), each record over
-    MAX_ROW_FIELDS fields or MAX_ROW_BYTES bytes replaced by a one-field marker line saying how wide it
-    was. Holds at most MAX_ROW_BYTES of a record. (Hand-written: neither pandas nor the csv module can
-    stop reading a record part way.)"""
-    record = bytearray()
-    size = fields = 0
-    quoted = False
-    while piece := handle.readline(1 << 20):
-        size += len(piece)
-        parts = piece.split(b'"')
-        fields += sum(part.count(b",") for part in parts[1 if quoted else 0 :: 2])  # commas outside quotes
-        quoted ^= len(parts) % 2 == 0  # an odd number of quotes toggles ("" inside a field is two)
-        wide = size > MAX_ROW_BYTES or fields + 1 > MAX_ROW_FIELDS
-        if not wide:
-            record += piece
-        elif record:
-            record.clear()  # what was kept of it: never more than the limit
-        if not quoted and piece.endswith(b"\n"):
-            yield _marker(fields + 1, size) if wide else bytes(record)
-            record.clear()
-            size = fields = 0
-    if size:
-        yield _marker(fields + 1, size) if size > MAX_ROW_BYTES or fields + 1 > MAX_ROW_FIELDS else bytes(record)
+    """The bytes of the input, record by record as the csv module splits them, each record over
+    MAX_ROW_FIELDS fields or MAX_ROW_BYTES bytes, or left inside a quote at the end of the file, replaced
+    by a one-field marker line saying so. Holds at most MAX_ROW_BYTES of a record. (The csv module holds a
+    record whole, and pandas too: neither can stop reading one part way, so `_scan` follows their
+    automaton rather than calling it.)"""
+    for split in _records(handle):
+        if split.wide:
+            yield _marker(split.fields, split.size)
+        elif not split.closed:
+            yield f"{_UNCLOSED}: a quoted field of this row runs to the end of the file ({split.size} bytes)\n".encode()
+        else:
+            yield split.data
 
 
 def _marker(fields: int, size: int) -> bytes:
@@ -231,8 +329,10 @@ def bounded_text(source: CsvSource) -> io.TextIOBase:
 
 def wide_row_problem(record: list[str]) -> str | None:
     """The issue of a marker record that `bounded_records` put in place of a row, else None."""
-    if len(record) == 1 and record[0].startswith(_WIDE_ROW):
-        return "row too wide" + record[0][len(_WIDE_ROW) :]
+    if len(record) == 1:
+        for marker, problem in ((_WIDE_ROW, "row too wide"), (_UNCLOSED, "quote never closed")):
+            if record[0].startswith(marker):
+                return problem + record[0][len(marker) :]
     return None
 
 

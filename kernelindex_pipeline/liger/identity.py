@@ -178,8 +178,19 @@ def parse_run_title(text: str) -> tuple[str, str, str, bool] | None:
 
 
 def implementation_name(kernel: str, provider: str, revision: str | None = None) -> str:
-    """`revision`: the commit of an A/B comparison row (its own implementation, never a release's)."""
+    """`revision`: the commit of an A/B comparison row (its own implementation, never a release's), or the
+    release a sweep pinned (`revision_label`): two revisions of one provider are two implementations, and
+    KernelIndex's implementation page is found by its name (slug), so each says its revision."""
     return kebab(f"liger-bench-{kernel}-{provider}" + (f"-{revision}" if revision else ""))
+
+
+def revision_label(project_revision: dict[str, str] | None) -> str | None:
+    """What a name says of a pinned `spec.projectRevision`: its version (`v0.8.5`), else its commit's first 12
+    hex digits; None when unpinned (history and CI rows, whose names are KernelIndex's importer's)."""
+    if not project_revision:
+        return None
+    commit = project_revision.get("commit")
+    return project_revision.get("version") or (commit[:12] if commit else None)
 
 
 def implementation_title(kernel_title: str, provider_title: str) -> str:

@@ -128,6 +128,11 @@ def _sliced_history(artifact: CachedArchive):
     return slice_history(data), data, snapshot
 
 
+def history_pairs(artifact: CachedArchive) -> list[tuple[str, str]]:
+    """The (gpu, liger_version) partitions `artifact`'s committed history holds."""
+    return sorted(_sliced_history(artifact)[0].partitions)
+
+
 def history_partition_csv(artifact: CachedArchive, gpu: str, liger_version: str) -> PartitionCsv:
     """The rows of `artifact`'s committed history CSV for one partition (an empty CSV if it has none)."""
     slices, data, snapshot = _sliced_history(artifact)

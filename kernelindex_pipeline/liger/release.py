@@ -53,7 +53,9 @@ class ReleaseError(ArchiveError):
 
 @dataclass(frozen=True)
 class SourceSnapshot:
-    """Where an input came from and exactly which bytes were read."""
+    """Where an input came from and exactly which bytes were read: `sha256` and `sizeBytes` are those of the
+    bytes the locator names (for a member of an archive, `<archive>#<member>`, the member's), the archive's
+    own in `archiveSha256` and `archiveSizeBytes`."""
 
     locator: str
     resolvedVersion: str | None
@@ -61,9 +63,11 @@ class SourceSnapshot:
     sizeBytes: int
     fetchedAt: str
     parserVersion: str = PARSER_VERSION
+    archiveSha256: str | None = None
+    archiveSizeBytes: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {k: v for k, v in asdict(self).items() if v is not None or not k.startswith("archive")}
 
 
 def check_version(version: str) -> str:
@@ -145,11 +149,12 @@ def _release_root(extracted: Path, archive: str) -> Path:
 
 
 def read_history_csv(artifact: CachedArchive) -> tuple[bytes, SourceSnapshot]:
-    """The bytes of benchmark/data/all_benchmark_data.csv inside the sdist, and the snapshot of the sdist.
+    """The bytes of benchmark/data/all_benchmark_data.csv inside the sdist, and their snapshot.
 
     Verifies the whole archive first (sha256 and compressed stream), then reads the one member directly
     (no extraction to disk), refusing one over MAX_HISTORY_CSV_BYTES before reading it. The snapshot
-    names the sdist (its sha256 and size) and the member as `<locator>#<member path>`.
+    names the member as `<locator>#<member path>` with the member's sha256 and size (the bytes read; what
+    KernelIndex's snapshot of a CSV digests), the sdist's in `archiveSha256`/`archiveSizeBytes`.
     """
     verify_archive(artifact.path, artifact.sha256)
     try:
@@ -168,9 +173,11 @@ def read_history_csv(artifact: CachedArchive) -> tuple[bytes, SourceSnapshot]:
     snapshot = SourceSnapshot(
         locator=f"{artifact.locator}#{member.name}",
         resolvedVersion=artifact.version,
-        sha256=artifact.sha256,
-        sizeBytes=artifact.size,
+        sha256=hashlib.sha256(data).hexdigest(),
+        sizeBytes=len(data),
         fetchedAt=artifact.fetched_at,
+        archiveSha256=artifact.sha256,
+        archiveSizeBytes=artifact.size,
     )
     return data, snapshot
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from kernelindex_pipeline.liger.builders import MeasuredContext, execution_environment
 from kernelindex_pipeline.liger.catalogue import Catalogue
+from kernelindex_pipeline.liger.identity import revision_label
 from kernelindex_pipeline.liger.sample_statistics import with_raw_samples
 from kernelindex_pipeline.records.canonical import API_VERSION, digest_of
 from kernelindex_pipeline.records.jsnumber import ms_to_ns
@@ -109,10 +110,10 @@ def implementation_revision(
         "support": {"hardwareArchitectures": [], "dtypes": []},
         "licensing": {"declared": "BSD-3-Clause"},
     }
-    name = kebab(f"kernelindex-sentinel-{planned['name']}-{PROVIDER}")
-    return _manifest(
-        "ImplementationRevision", {"name": name, "title": f"Sentinel · {TITLES[planned['kind']]} · PyTorch"}, spec
-    )
+    pinned = revision_label(revision)  # the torch release: two releases, two names
+    name = kebab(f"kernelindex-sentinel-{planned['name']}-{PROVIDER}" + (f"-{pinned}" if pinned else ""))
+    title = f"Sentinel · {TITLES[planned['kind']]} · PyTorch" + (f" @ {pinned}" if pinned else "")
+    return _manifest("ImplementationRevision", {"name": name, "title": title}, spec)
 
 
 def benchmark_protocol() -> dict[str, Any]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -29,6 +30,27 @@ UNKNOWN = "unknown"
 CAUSES = (LIGER_KERNEL, BENCHMARK_SCRIPT, ENVIRONMENT, HOST, UNKNOWN)
 SOURCE = "source"  # a step where a series changes source: listed apart from the changes, never one of them
 COMMIT_CAUSES = (LIGER_KERNEL, BENCHMARK_SCRIPT)
+_PR_REF = re.compile(r"\s*\(#\d+\)$")  # GitHub's squash-merge suffix: "subject (#830)"
+_MARKDOWN = re.compile(r"([\\`*_\[\]<>#|~])")
+
+
+def short_subject(subject: str, limit: int = 70) -> str:
+    """A commit subject within `limit` characters, never cut inside a word or its PR number: whole words,
+    then "…" where it was cut, then the "(#830)" that names the pull request (kept whole)."""
+    subject = " ".join(subject.split())
+    if len(subject) <= limit:
+        return subject
+    found = _PR_REF.search(subject)
+    pr = found.group(0).strip() if found else ""
+    body = subject[: found.start()] if found else subject
+    room = max(1, limit - len(pr) - 2)  # "…" and the space before the PR number
+    cut = body[: room + 1].rsplit(" ", 1)[0] if " " in body[: room + 1] else body[:room]
+    return f"{cut.rstrip(' ,;:-')}…" + (f" {pr}" if pr else "")
+
+
+def escape_markdown(text: str) -> str:
+    """Text that Markdown shows as it is (a commit subject with backticks or asterisks, in Dagster's UI)."""
+    return _MARKDOWN.sub(r"\\\1", text)
 
 
 @dataclass(frozen=True)
@@ -202,10 +224,13 @@ def check_message(
     direction: str = "slowdown",
     limit: int = 5,
     bisections: dict[str, dict[str, Any]] | None = None,
+    markdown: bool = False,
 ) -> str:
-    """ "N slowdowns from M commits" naming them (the leading suspect of each group), then the changes
-    without a commit by cause. With `bisections` (group id -> bisection JSON) the culprits a bisection
-    confirmed come first: "confirmed by bisection: <sha> (N slowdowns)"."""
+    """ "N slowdowns from M commits" naming them (the leading suspect of each group, its subject whole
+    words, `short_subject`), then the changes without a commit by cause. With `bisections` (group id ->
+    bisection JSON) the culprits a bisection confirmed come first: "confirmed by bisection: <sha> (N
+    slowdowns)". `markdown`: subjects escaped for a Markdown field (Dagster's check description)."""
+    show = escape_markdown if markdown else str
     commits = leading_commits(groups, direction)
     named = sorted(commits.values(), key=lambda item: -item[1])
     total = sum(n for _, n, _ in named)
@@ -228,7 +253,8 @@ def check_message(
         )
     if named:
         text += ": " + "; ".join(
-            f"{c.sha[:8]} {c.subject[:70]} ({n}{f', +{o} other suspects' if o else ''})" for c, n, o in named[:limit]
+            f"{c.sha[:8]} {show(short_subject(c.subject))} ({n}{f', +{o} other suspects' if o else ''})"
+            for c, n, o in named[:limit]
         )
         if len(named) > limit:
             text += f"; and {len(named) - limit} more"

@@ -51,7 +51,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import attribution, host_changes, host_effects
+from . import acknowledgements, attribution, host_changes, host_effects
 from .changepoints import (
     MAD_EFFICIENCY,
     DetectionSettings,
@@ -196,6 +196,17 @@ class Change:
         }
 
 
+def run_name(side: dict[str, Any]) -> str:
+    """A run as a maintainer names it, from a change's `side`: its Liger version and the commit measured,
+    then the date (``0.6.1 (2845fe8) 2025-08-01``); a run whose code is a release tag, or unknown, is its
+    version and date. The source label (a GPU and a timestamp for a catalogue's runs) is its identity in
+    the JSON, never its name."""
+    version, code, day = side.get("ligerVersion") or "", side.get("codeRef") or "", str(side.get("observedAt"))[:10]
+    if code and not code.lstrip("v").startswith(version or "\0") and code != version:
+        return f"{version} ({code[:7]}) {day}".strip()
+    return f"{version} {day}".strip() if version else f"{side.get('source')} {day}"
+
+
 @dataclass(frozen=True)
 class HostEffect:
     source: str
@@ -240,6 +251,8 @@ class RegressionReport:
     changes: list[Change]
     skipped: Counter = field(default_factory=Counter)  # runs without a usable value, by reason
     attribution_notes: list[str] = field(default_factory=list)  # what the attributor could not use (a clone, a commit)
+    # change_id -> its acknowledgement (acknowledgements.apply): known regressions, left out of the check's count
+    acknowledged: dict[str, Any] = field(default_factory=dict)
     # steps at a series' newest run: one run after, not the two a change needs; judged again with the next
     pending: list[Change] = field(default_factory=list)
     # steps where a series changes source (history rows, CI runs, our sweeps): listed apart, never a change
@@ -288,6 +301,7 @@ class RegressionReport:
             "sourceSteps": len(self.source_steps),
             "hostEffects": len(self.host_effects),
             "hostChanges": len(self.host_changes),
+            "acknowledged": len(self.acknowledged),
             "byCause": {cause: len(items) for cause, items in self.by_cause().items()},
         }
 
@@ -345,9 +359,11 @@ class RegressionReport:
                 for r in self.sources
             ],
             "hostEffects": [h.to_dict() for h in self.host_effects],
-            "changes": [c.to_dict() for c in self.changes],
+            "changes": [
+                self._with_acknowledgement(c.to_dict(), [c], acknowledgements.change_id(c)) for c in self.changes
+            ],
             "groups": [
-                attribution.with_bisection(g.to_dict(), self.bisections)
+                attribution.with_bisection(self._with_acknowledgement(g.to_dict(), g.changes, g.id), self.bisections)
                 for g in attribution.group_changes(self.changes)
             ],
             "attributionNotes": list(self.attribution_notes),
@@ -357,6 +373,18 @@ class RegressionReport:
             "insufficientSeries": _insufficient_summary(self.insufficient),
             "skippedRuns": dict(self.skipped),
         }
+
+    def _with_acknowledgement(self, entry: dict[str, Any], changes: list[Change], entry_id: str) -> dict[str, Any]:
+        """A change's or a group's JSON with its id and, where every change of it is acknowledged alike,
+        the acknowledgement (`acknowledgements.py`)."""
+        ids = [acknowledgements.change_id(c) for c in changes]
+        entry = {"id": entry_id, **entry}
+        if entry_id != ids[0] or len(ids) > 1:  # a group: the changes an acknowledgement of it marks
+            entry["changeIds"] = ids
+        marked = acknowledgements.group_acknowledgement(self, changes)
+        if marked is not None:
+            entry["acknowledgement"] = marked.to_dict()
+        return entry
 
 
 def _insufficient_summary(items: list[Insufficient]) -> list[dict[str, Any]]:

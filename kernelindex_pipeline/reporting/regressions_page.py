@@ -28,10 +28,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .attribution import CauseEvidence, check_message, group_changes, with_bisection
+from . import acknowledgements
+from .attribution import CauseEvidence, check_message, group_changes, short_subject, with_bisection
 from .efficiency import EfficiencyReport, change_efficiency, format_pct
 from .host_effects import CLASS_LABELS, MIN_GROUPS
-from .regressions import CAUSES, PEAK_MEMORY, Change, RegressionReport, Trend
+from .regressions import CAUSES, PEAK_MEMORY, Change, RegressionReport, Trend, run_name
 from .site_files import DATA_DIR, copy_assets, js_payload, script_tags, write_text
 
 PAGE_NAME = "regressions.html"
@@ -73,6 +74,36 @@ def write_regressions(
         write_text(page, render_page(report, efficiency, trends)),  # the page last: it is what readers open
     ]
     return WrittenRegressions(json=json_path, page=page, data=data, rewritten=sum(rewritten))
+
+
+def answer_lines(json_path: Path, limit: int = 5) -> list[str]:
+    """The morning's answer from a regressions.json this module wrote: slowdowns by commit, the worst first,
+    each at the run after its boundary (what an import command prints once the refresh ran)."""
+    try:
+        saved = json.loads(json_path.read_text())
+    except (OSError, ValueError):
+        return []
+    groups = [g for g in saved.get("groups") or () if g.get("slowdowns") and "acknowledgement" not in g]
+    counts = saved.get("counts") or {}
+    if not saved.get("series"):
+        return [f"regressions: nothing judged yet ({saved.get('insufficient', 0)} series have too few runs)"]
+    head = f"regressions: {sum(g['slowdowns'] for g in groups)} slowdowns in {len(groups)} group{'' if len(groups) == 1 else 's'}"
+    if counts.get("acknowledged"):
+        head += f" ({counts['acknowledged']} acknowledged changes left out)"
+    lines = [head + (", the worst first:" if groups else "")]
+
+    def worst(group: dict) -> float:
+        return max(s["magnitude"] for s in group["series"] if s["direction"] == "slowdown")
+
+    for group in sorted(groups, key=worst, reverse=True)[:limit]:
+        commits = group["suspects"].get("commits") or []
+        why = f"{commits[0]['sha'][:8]} {short_subject(commits[0]['subject'], 60)}" if commits else group["cause"]
+        series = max((s for s in group["series"] if s["direction"] == "slowdown"), key=lambda s: s["magnitude"])
+        lines.append(
+            f"  ×{series['magnitude']:.2f} {series['kernel']} {series['mode']} {series['provider']} "
+            f"(+{group['slowdowns'] - 1} more) at {run_name(group['after'])}: {why}"
+        )
+    return lines
 
 
 def _charted_trends(report: RegressionReport) -> dict[int, int]:
@@ -238,8 +269,7 @@ def _pending_section(report: RegressionReport) -> str:
                 f"<td>{_e(d['caseKey'])}</td><td>{_e(d['metric'])}</td>"
                 f'<td class="num {d["direction"]}">×{d["magnitude"]:.3g}</td>'
                 f'<td class="num">{d["ci95"][0]:.3g}–{d["ci95"][1]:.3g}</td><td class="num">{d["pValue"]:.1g}</td>'
-                f"<td>{_e(d['before']['source'])} · {_e(d['before']['observedAt'][:10])}</td>"
-                f"<td>{_e(d['after']['source'])} · {_e(d['after']['observedAt'][:10])}</td><td>{_e(d['cause'])}</td></tr>"
+                f"<td>{_e(run_name(d['before']))}</td><td>{_e(run_name(d['after']))}</td><td>{_e(d['cause'])}</td></tr>"
             )
         out.append("</table>")
     out.append("</section>")
@@ -261,9 +291,11 @@ def _host_changes_section(report: RegressionReport) -> str:
             f"{_e(f['latencyClass'])} ×{f['factor']:.3g} ({f['ci95'][0]:.3g}–{f['ci95'][1]:.3g}, {f['series']} series)"
             for f in d["factors"]
         )
-        commits = "".join(f' <a href="{_e(c["url"])}">{_e(c["sha"][:8])}</a> {_e(c["subject"])}' for c in d["commits"])
+        commits = "".join(
+            f' <a href="{_e(c["url"])}">{_e(c["sha"][:8])}</a> {_e(short_subject(c["subject"]))}' for c in d["commits"]
+        )
         out.append(
-            f'<p class="host-change">{_e(d["before"]["source"])} → {_e(d["after"]["source"])} '
+            f'<p class="host-change">{_e(run_name(d["before"]))} → {_e(run_name(d["after"]))} '
             f'({_e(d["gpu"])}, {_e(d["direction"])}): {factors}.{commits} <span class="note">{_e(d["note"])}</span></p>'
         )
     out.append("</section>")
@@ -289,11 +321,23 @@ def _source_steps_section(report: RegressionReport) -> str:
                 f"<tr><td>{_e(d['kernel'])}</td><td>{_e(d['mode'])}</td><td>{_e(d['provider'])}</td>"
                 f"<td>{_e(d['caseKey'])}</td><td>{_e(d['metric'])}</td>"
                 f'<td class="num {d["direction"]}">×{d["magnitude"]:.3g}</td>'
-                f"<td>{_e(d['before']['source'])}</td><td>{_e(d['after']['source'])}</td></tr>"
+                f"<td>{_e(run_name(d['before']))}</td><td>{_e(run_name(d['after']))}</td></tr>"
             )
         out.append("</table>")
     out.append("</section>")
     return "\n".join(out)
+
+
+def _acknowledgement_html(report: RegressionReport, group) -> str:
+    """The group's acknowledgement, or the command that acknowledges it (copyable)."""
+    marked = acknowledgements.group_acknowledgement(report, group.changes)
+    if marked is not None:
+        return f'<p class="acknowledged">{_e(marked.status.capitalize())}: {_e(marked.text)}</p>'
+    command = f"kernelindex-pipeline acknowledge {group.id} --note '...'"
+    return (
+        '<p class="note">Known and expected? Mark it (add <code>--status expected</code> or <code>--status fixed '
+        f'--fixed-in COMMIT</code>): <code class="acknowledge">{_e(command)}</code></p>'
+    )
 
 
 def _groups_section(report: RegressionReport) -> str:
@@ -308,15 +352,18 @@ def _groups_section(report: RegressionReport) -> str:
         d = with_bisection(group.to_dict(), report.bisections)
         shas = ",".join(c.sha for c in group.evidence.commits)
         before, after = d["before"], d["after"]
+        marked = acknowledgements.group_acknowledgement(report, group.changes)
         out.append(
-            f'<details class="change-group" data-cause="{group.cause}" data-change-count="{len(group.changes)}" '
+            f'<details class="change-group" data-group-id="{_e(group.id)}" '
+            f'data-acknowledged="{_e(marked.status if marked else "")}" '
+            f'data-cause="{group.cause}" data-change-count="{len(group.changes)}" '
             f'data-commits="{shas}"{" open" if i < 8 else ""}><summary><b>{_e(group.cause)}</b>: '
             f"{len(group.changes)} changes ({d['slowdowns']} slower, {d['speedups']} faster) between "
-            f"{_e(before['source'])} ({_e(before['observedAt'][:10])}) and {_e(after['source'])} "
-            f"({_e(after['observedAt'][:10])})</summary>"
+            f"{_e(run_name(before))} and {_e(run_name(after))}</summary>"
         )
         out.append(_bisection_html(d["id"], d["bisection"]))
         out.append(_evidence_html(group.evidence))
+        out.append(_acknowledgement_html(report, group))
         if group.others:
             out.append('<p class="note">Also possible: ' + "; ".join(_evidence_text(e) for e in group.others) + "</p>")
         out.append(
@@ -400,7 +447,7 @@ def _evidence_text(evidence: CauseEvidence) -> str:
     parts = [evidence.cause]
     if evidence.commits:
         parts.append(
-            ", ".join(f"{c.sha[:8]} {c.subject[:60]}" for c in evidence.commits[:3])
+            ", ".join(f"{c.sha[:8]} {short_subject(c.subject, 60)}" for c in evidence.commits[:3])
             + (f" (+{len(evidence.commits) - 3})" if len(evidence.commits) > 3 else "")
         )
     if evidence.toolchain:
@@ -487,8 +534,7 @@ def _cause_section(
             f'<td>{_e(d["metric"])}</td><td class="num {d["direction"]}">×{d["magnitude"]:.3g}</td>'
             f'<td class="num">{d["ci95"][0]:.3g}–{d["ci95"][1]:.3g}</td><td class="num">{d["pValue"]:.1g}</td>'
             f"<td>{_e(_efficiency_moved(change, efficiency))}</td>"
-            f"<td>{_e(d['before']['ligerVersion'])} · {_e(d['before']['observedAt'][:10])}</td>"
-            f"<td>{_e(d['after']['ligerVersion'])} · {_e(d['after']['observedAt'][:10])}</td></tr>"
+            f"<td>{_e(run_name(d['before']))}</td><td>{_e(run_name(d['after']))}</td></tr>"
         )
     out.append("</table></section>")
     return "\n".join(out)
@@ -515,7 +561,8 @@ def _suspect_caption(d: dict[str, Any]) -> str:
     return (
         "<br>suspects: "
         + ", ".join(
-            f'<a href="{_e(c["url"])}"><code>{_e(c["sha"][:8])}</code></a> {_e(c["subject"][:50])}' for c in commits[:2]
+            f'<a href="{_e(c["url"])}"><code>{_e(c["sha"][:8])}</code></a> {_e(short_subject(c["subject"], 50))}'
+            for c in commits[:2]
         )
         + (f" (+{len(commits) - 2})" if len(commits) > 2 else "")
     )

@@ -43,6 +43,8 @@ from kernelindex_pipeline.imports.coverage import CoverageCell
 from kernelindex_pipeline.liger import identity
 from kernelindex_pipeline.records.names import kebab
 
+from . import acknowledgements
+from .attribution import short_subject
 from .efficiency import (
     FLAG_LOW,
     SIDECAR_NAME,
@@ -54,7 +56,7 @@ from .efficiency import (
     rank_by_efficiency,
     write_sidecar,
 )
-from .regressions import RegressionReport, detect_regressions
+from .regressions import RegressionReport, detect_regressions, run_name
 from .regressions_page import DATA_NAME as REGRESSIONS_DATA
 from .regressions_page import PAGE_NAME as REGRESSIONS_PAGE
 from .regressions_page import write_regressions
@@ -465,7 +467,8 @@ def kernel_page(kernel: str, slug: str, kernel_title: str, site_title: str) -> s
             )
             + "</form>",
             '<section id="compare"><h2>Compare</h2><p class="note">One series (pass, provider, metric) at two Liger '
-            "versions on one GPU, or on two GPUs at one version: the values side by side and B / A per workload.</p>"
+            "versions on one GPU, at two runs (commits) on one GPU, or on two GPUs at one version: the values side by "
+            "side and B / A per workload.</p>"
             '<form id="compare-form" class="filters" onsubmit="return false">'
             + "".join(
                 f'<label>{label} <select id="c-{key}"></select></label>'
@@ -491,12 +494,12 @@ def kernel_page(kernel: str, slug: str, kernel_title: str, site_title: str) -> s
 def _changed_section(changed: dict[str, str], state: dict[str, Any], previous_built: str | None) -> str:
     if previous_built is None:
         return (
-            '<section id="changed"><h2>What changed</h2><p class="note">First build in this folder: every kernel '
+            '<section id="changed"><h2>Data updated</h2><p class="note">First build in this folder: every kernel '
             "is new.</p></section>"
         )
     if not changed:
         return (
-            f'<section id="changed"><h2>What changed</h2><p class="ok">Nothing changed since the previous build '
+            f'<section id="changed"><h2>Data updated</h2><p class="ok">Nothing changed since the previous build '
             f"({_e(previous_built)}).</p></section>"
         )
     items = []
@@ -508,7 +511,7 @@ def _changed_section(changed: dict[str, str], state: dict[str, Any], previous_bu
             f'<span class="note">({_e(kernel)}: {what})</span></li>'
         )
     return (
-        f'<section id="changed"><h2>What changed</h2><p class="note">Since the previous build ({_e(previous_built)}): '
+        f'<section id="changed"><h2>Data updated</h2><p class="note">Since the previous build ({_e(previous_built)}): '
         f"{len(changed)} kernels.</p><ul>{''.join(items)}</ul></section>"
     )
 
@@ -632,6 +635,60 @@ def _efficiency_row(row: TableRow) -> str:
     )
 
 
+HEADLINE_WORST = 3  # slowdowns named per GPU in the landing page's headline
+
+
+def headline(regressions: RegressionReport) -> str:
+    """The landing page's first section: per GPU, its newest run and the slowdowns detection found, the
+    worst first, each with the run after its boundary and its leading suspect commit (issue 30: the
+    answer to "did Liger get slower, and which commit?" on the first screen)."""
+    newest: dict[str, Any] = {}
+    for run in regressions.sources:
+        if run.gpu not in newest or run.observed_at > newest[run.gpu].observed_at:
+            newest[run.gpu] = run
+    if not newest:
+        return '<section id="headline"><h2>Latest runs</h2><p class="caution">No runs yet.</p></section>'
+    items = []
+    for gpu in sorted(newest):
+        run = newest[gpu]
+        side = {"ligerVersion": ", ".join(sorted(run.versions)), "codeRef": run.code_ref, "observedAt": run.observed_at}
+        on_gpu = [c for c in regressions.slowdowns if c.key.gpu == gpu]
+        slow = sorted(acknowledgements.unacknowledged(regressions, on_gpu), key=lambda c: -c.magnitude)
+        known = len(on_gpu) - len(slow)
+        commits = {c.causes[0].commits[0].sha for c in slow if c.causes and c.causes[0].commits}
+        if not regressions.trends:
+            verdict = '<span class="caution">nothing judged yet (too few runs per series)</span>'
+        elif not slow:
+            verdict = '<span class="ok">no slowdowns</span>'
+        else:
+            verdict = (
+                f'<span class="alert">{len(slow)} slowdown{"s" if len(slow) != 1 else ""} from '
+                f"{len(commits)} commit{'s' if len(commits) != 1 else ''}</span>"
+            )
+        worst = "".join(
+            f'<li class="worst" data-kernel="{_e(c.key.kernel)}">{_e(c.key.kernel)} {_e(c.key.mode)} '
+            f"{_e(c.key.provider)} <b>×{c.magnitude:.2f}</b> at {_e(run_name(c.side(c.split.index)))}"
+            + (
+                f' — <a href="{_e(c.causes[0].commits[0].url)}"><code>{_e(c.causes[0].commits[0].sha[:8])}</code></a> '
+                f"{_e(short_subject(c.causes[0].commits[0].subject, 60))}"
+                if c.causes and c.causes[0].commits
+                else f" ({_e(c.cause)})"
+            )
+            + "</li>"
+            for c in slow[:HEADLINE_WORST]
+        )
+        if known:
+            verdict += f' <span class="note">({known} acknowledged)</span>'
+        items.append(
+            f'<li class="gpu-headline" data-gpu="{_e(gpu)}" data-slowdowns="{len(slow)}"><b>{_e(gpu)}</b>: newest run '
+            f"{_e(run_name(side))}; {verdict}" + (f"<ol>{worst}</ol>" if worst else "") + "</li>"
+        )
+    return (
+        f'<section id="headline"><h2>Latest runs</h2><ul>{"".join(items)}</ul><p class="note">Every change with '
+        f'its evidence: the <a href="{REGRESSIONS_PAGE}">regressions page</a>.</p></section>'
+    )
+
+
 def _regressions_summary(regressions: RegressionReport) -> str:
     css = "alert" if regressions.slowdowns else "ok" if regressions.data_sufficient else "caution"
     return (
@@ -668,6 +725,7 @@ def landing_page(
             f'<p class="note">{counts["runs"]} benchmark runs, {counts["series"]} series, {counts["kernels"]} kernels. '
             "Charts are drawn in your browser from each kernel's data; everything works offline. Latencies are medians "
             "of triton.testing.do_bench with the p20–p80 spread; peak memory is torch.cuda.max_memory_allocated.</p>",
+            headline(regressions),
             _changed_section(changed, state, previous_built),
             '<section id="overview"><h2>Runs per Liger version</h2><div id="overview-chart" class="vega"></div></section>',
             _regressions_summary(regressions),

@@ -3,8 +3,8 @@
     .venv/bin/python scripts/kernelindex_acceptance/make_exports.py OUT_DIR
 
 Scenarios (tests/support/kernelindex_scenarios.py): the seeds, the CI slice (reference profile; full profile
-without and with memory runs), and a stand-in sweep of Liger 0.8.5 on two hosts of one GPU type
-(host-a, host-b) exported together, and the CI slice with one host's sweep (two importer bundles, two
+without and with memory runs), slices of four CI files with their commits (49e6353 among them), and a stand-in sweep of Liger 0.8.5 on two hosts of one GPU type
+(host-a, host-b) exported together (evidence in a local store, and under a public https base URL), and the CI slice with one host's sweep (two importer bundles, two
 sources, one database).
 """
 
@@ -44,19 +44,16 @@ def wide_exports(out: Path, csv: Path, commit: str) -> None:
     the full profile, memory runs included (scenario dirs wide-*)."""
     from kernelindex_pipeline.catalogue.kernelindex import snapshot_of_bytes
     from kernelindex_pipeline.liger import import_csv
+    from kernelindex_pipeline.liger.ci import code_ref_of_locator
 
     shared = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "liger-ci"
     records, snapshots = [], []
     for path in sorted(shared.glob("*.csv")):
         data = path.read_bytes()
-        records += import_csv(data, profile="full").manifests.values()
-        snapshots.append(
-            snapshot_of_bytes(
-                f"https://github.com/linkedin/Liger-Kernel/tree/gh-pages/benchmarks/{path.stem}",
-                data,
-                "2026-12-01T00:00:00.000Z",
-            )
-        )
+        # as import-ci reads it: the run directory names the commit (liger_code_ref), e.g. 49e6353
+        locator = scenarios.CI_FILE_URL.format(run=path.stem)
+        records += import_csv(data, profile="full", code_ref=code_ref_of_locator(locator)).manifests.values()
+        snapshots.append(snapshot_of_bytes(locator, data, "2026-12-01T00:00:00.000Z"))
     if records:
         files = export_kernelindex(records, out / "wide-ci-files-full-memory", snapshots=snapshots, include_memory=True)
         print(f"wide-ci-files-full-memory: {files.submission.records_by_kind}", file=sys.stderr)
@@ -76,12 +73,17 @@ def wide_exports(out: Path, csv: Path, commit: str) -> None:
 def main(out: Path) -> None:
     host_a, snaps_a = scenarios.standin_sweep("host-a")
     host_b, snaps_b = scenarios.standin_sweep("host-b", kernel="5.15.0-122-generic", driver="550.90.07")
+    public = {"public_base_url": scenarios.PUBLIC_EVIDENCE}  # evidence KernelIndex can fetch: Reproducible runs
+    public_a, _ = scenarios.standin_sweep("host-a", **public)
+    public_b, _ = scenarios.standin_sweep("host-b", kernel="5.15.0-122-generic", driver="550.90.07", **public)
     made = {
         "seeds": (*scenarios.seeds(), False),
         "ci-reference": (*scenarios.ci_slice("reference"), False),
         "ci-full": (*scenarios.ci_slice("full"), False),
         "ci-full-memory": (*scenarios.ci_slice("full"), True),
+        "ci-files": (*scenarios.ci_files("full"), False),
         "sweep-two-hosts": (host_a + host_b, snaps_a + snaps_b, False),
+        "sweep-two-hosts-public": (public_a + public_b, snaps_a + snaps_b, False),
         "ci-and-sweep": (
             scenarios.ci_slice("reference")[0] + host_a,
             scenarios.ci_slice("reference")[1] + snaps_a,

@@ -12,6 +12,7 @@ import yaml
 from kernelindex_pipeline.catalogue import export as export_module
 from kernelindex_pipeline.catalogue.export import BUNDLE_GROUPS, export_bundle, export_jsonl
 from kernelindex_pipeline.catalogue.store import CatalogueStore
+from kernelindex_pipeline.records import yaml12
 from kernelindex_pipeline.records.canonical import canonical_json, digest_of
 from kernelindex_pipeline.records.io import load_manifests
 from kernelindex_pipeline.records.schema import KINDS
@@ -99,7 +100,7 @@ def test_sqlite_and_postgresql_export_the_same_bytes(sqlite_url, postgres_url, r
 def test_the_libyaml_and_pure_python_emitters_write_the_same_bundle(store, tmp_path, monkeypatch):
     store.publish([TRICKY_PROJECT], partition="tricky")
     fast = export_bundle(store, tmp_path / "fast")
-    monkeypatch.setattr(export_module, "_DUMPER", yaml.SafeDumper)
+    monkeypatch.setattr(export_module, "_DUMPER", yaml12.core_schema_dumper(yaml.SafeDumper))
     pure = export_bundle(store, tmp_path / "pure")
     assert fast.path.read_bytes() == pure.path.read_bytes()
 
@@ -108,7 +109,7 @@ def test_the_streamed_bundle_is_the_bytes_of_each_group_dumped_whole(store, tmp_
     """The bundle is written one manifest at a time; its bytes are those of `{group: [manifests]}` dumped whole
     per group (the form before streaming, and the one a reader expects)."""
     bundle = export_bundle(store, tmp_path)
-    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+    dumper = yaml12.SafeDumper
     whole = [
         yaml.dump(
             {group: list(store.manifests(kinds=[kind]))},
@@ -171,8 +172,12 @@ TRICKY_TEXT = [
     "# not a comment",
     "· unicode ·",
     "\ttab",
+    "49e6353",  # a short commit; like "0o17", ".5e3" and "TRUE", a string in YAML 1.1 and not in YAML 1.2
+    "0o17",
+    ".5e3",
+    "TRUE",
 ]
-# A record whose text and numbers a YAML 1.1 reader could take for something else.
+# A record whose text and numbers a YAML 1.1 or YAML 1.2 reader could take for something else.
 TRICKY_PROJECT = {
     "apiVersion": "kernelindex.dev/v1alpha1",
     "kind": "SoftwareProject",
@@ -191,3 +196,8 @@ def test_scalars_that_yaml_could_misread_survive_both_exports(sqlite_url, tmp_pa
         [(_, loaded)] = load_manifests(exported.path)
         assert loaded == TRICKY_PROJECT, exported.path.name
         assert canonical_json(loaded) == canonical_json(TRICKY_PROJECT)
+    # and a YAML 1.2 (core schema) parser, as KernelIndex's, reads the bundle back the same
+    from ruamel.yaml import YAML
+
+    documents = list(YAML(typ="safe", pure=True).load_all(bundle.path.read_text("utf-8")))
+    assert [m for document in documents for m in document.get("projects", [])] == [TRICKY_PROJECT]

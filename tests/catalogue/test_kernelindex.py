@@ -41,11 +41,24 @@ def _check_entries(entries: list, type_text: str, where: str) -> None:
         assert required <= set(entry) <= required | optional, (where, sorted(entry))
 
 
+def yaml12_load(text: str):
+    """The document as a YAML 1.2 (core schema) parser reads it, as KernelIndex does (ruamel.yaml)."""
+    from ruamel.yaml import YAML
+
+    return YAML(typ="safe", pure=True).load(text)
+
+
 def _export(tmp_path, records, snapshots, include_memory=False):
+    from kernelindex_pipeline.catalogue.kernelindex import group_for_kernelindex, submission_document
+    from kernelindex_pipeline.liger.catalogue import default_catalogue
+
     files = export_kernelindex(records, tmp_path, snapshots=snapshots, include_memory=include_memory)
     text = files.submission.path.read_text("utf-8")
     documents = list(yaml.safe_load_all(text))
     assert len(documents) == 1  # KernelIndex reads one document ("Source contains multiple documents")
+    # a YAML 1.2 parser reads back the values written (a commit such as 49e6353 stays a string)
+    written = submission_document(group_for_kernelindex(records, default_catalogue(), include_memory=include_memory))
+    assert yaml12_load(text) == documents[0] == written
     assert "&id" not in text and "*id" not in text  # no YAML aliases (KernelIndex allows 100)
     (bundle,) = files.bundles  # each scenario is Liger's rows or our sweep, never both
     return documents[0], json.loads(bundle.path.read_text("utf-8"))
@@ -55,7 +68,9 @@ SCENARIOS = {
     "seeds": lambda: (*scenarios.seeds(), False),
     "ci-slice": lambda: (*scenarios.ci_slice("full"), False),
     "ci-slice-memory": lambda: (*scenarios.ci_slice("full"), True),
+    "ci-files": lambda: (*scenarios.ci_files("full"), False),
     "standin-sweep": lambda: (*scenarios.standin_sweep(), False),
+    "standin-sweep-public": lambda: (*scenarios.standin_sweep(public_base_url=scenarios.PUBLIC_EVIDENCE), False),
 }
 
 
@@ -128,16 +143,16 @@ def test_tensors_follow_the_operations_inputs(exported):
 def test_importer_bundle_links_sources_like_kernelindexs_importer(exported):
     name, _, _, bundle = exported
     # Liger's rows under KernelIndex's Liger source; our sweeps under ours
-    assert bundle["source"]["slug"] == (
-        "kernelindex-pipeline-sweeps" if name == "standin-sweep" else "liger-kernel-bench"
-    )
+    sweep = name.startswith("standin-sweep")
+    assert bundle["source"]["slug"] == ("kernelindex-pipeline-sweeps" if sweep else "liger-kernel-bench")
     assert bundle["snapshots"]
     assert all(s["contentDigest"].startswith("sha256:") for s in bundle["snapshots"])
-    liger_runs = [
-        r for r in bundle["runs"] if not r["manifest"]["spec"]["sourceNative"]["benchmark"].startswith("sentinel_")
-    ]
+    liger_runs = bundle["runs"]
+    # the sweep's sentinel runs calibrate its environment: not exported as catalogue operations
+    assert not any(r["manifest"]["spec"]["sourceNative"]["benchmark"].startswith("sentinel_") for r in liger_runs)
+    assert not any(o["manifest"]["metadata"]["name"].startswith("kernelindex-sentinel") for o in bundle["operations"])
     assert all(r["externalId"] == r["manifest"]["spec"]["sourceNative"]["externalId"] for r in bundle["runs"])
-    assert all("externalId" in w for w in bundle["workloads"]) or name == "standin-sweep"
+    assert all("externalId" in w for w in bundle["workloads"]) or sweep
     # every source name is linked, also where two kernels share one case, operation or implementation
     from kernelindex_pipeline.liger.identity import parse_external_id
 
@@ -149,12 +164,17 @@ def test_importer_bundle_links_sources_like_kernelindexs_importer(exported):
         f"{i.kernel}/{i.provider}" for i in found
     }
     assert {e["externalId"] for e in bundle["operations"] if "externalId" in e} == {i.kernel for i in found}
-    if name == "standin-sweep":  # raw samples and logs travel as artifacts; pinned revisions
+    if name == "standin-sweep-public":  # raw samples and logs in a fetchable store travel as artifacts
         assert all(
             {a["role"] for a in r["artifacts"]} >= {"raw_samples"}
+            and all(a["uri"].startswith(scenarios.PUBLIC_EVIDENCE + "/") for a in r["artifacts"])
             for r in bundle["runs"]
             if "timing" in r["manifest"]["spec"]
         )
+    if name == "standin-sweep":  # a local store's references (ni:///) no one can fetch: no artifacts
+        assert not any("artifacts" in r for r in bundle["runs"])
+        assert all(r["manifest"]["spec"]["evidence"]["rawSamples"]["uri"].startswith("ni:///") for r in bundle["runs"])
+    if sweep:  # pinned revisions
         liger = [i for i in bundle["implementations"] if i["projectSlug"] == "liger-kernel"]
         assert liger and all(i["manifest"]["spec"]["projectRevision"]["version"] == "v0.8.5" for i in liger)
         assert all("file://" not in json.dumps(r) for r in liger_runs)  # no host paths
@@ -312,3 +332,88 @@ def test_liger_rows_and_our_sweeps_go_to_bundles_of_their_own_sources(tmp_path):
     # an export without sweeps leaves no sweeps bundle of an earlier export behind
     export_kernelindex(ci, tmp_path, snapshots=ci_snapshots)
     assert not (tmp_path / "kernelindex-import-bundle.sweeps.json").exists()
+
+
+def test_an_implementation_two_projects_share_goes_to_the_provider_of_its_first_row(tmp_path):
+    """megatron_rms_norm's `torch` (pytorch) and `megatron` (megatron-lm) make one ImplementationRevision. KernelIndex's
+    importer files it under the provider of the first CSV row that makes it (its first bundle entry of a digest
+    makes the row): here `torch`, though the `megatron` run was observed first, so a catalogue's export in time
+    order (or any run order) must still say pytorch."""
+    from kernelindex_pipeline.liger import import_csv
+    from tests.support.liger_rows import csv_bytes, row
+
+    shared = {"kernel_name": "megatron_rms_norm", "extra_benchmark_config_str": '{"S": 4096, "B": 1}'}
+    rows = [
+        row(**shared, kernel_provider="torch", timestamp="2026-06-10 21:03:38", liger_version="0.8.0"),
+        row(**shared, kernel_provider="megatron", timestamp="2026-06-10 21:03:37", liger_version="0.8.0"),
+    ]
+    records = list(import_csv(csv_bytes(rows), profile="reference").manifests.values())
+    runs = [m for m in records if m["kind"] == "BenchmarkRun"]
+    assert len({r["spec"]["implementationDigest"] for r in runs}) == 1  # one record, two providers
+    for order, given in (("given", records), ("time", records), ("given-reversed", records[::-1])):
+        files = export_kernelindex(given, tmp_path / order, order="time" if order == "time" else "given")
+        document = yaml.safe_load(files.submission.path.read_text("utf-8"))
+        assert [i["projectSlug"] for i in document["implementations"]] == ["pytorch"], order
+        (bundle,) = files.bundles
+        entries = json.loads(bundle.path.read_text("utf-8"))["implementations"]
+        assert [(e["externalId"], e["projectSlug"]) for e in entries] == [
+            ("megatron_rms_norm/torch", "pytorch"),
+            ("megatron_rms_norm/megatron", "megatron-lm"),
+        ], order
+
+
+def test_no_two_exported_manifests_of_one_kind_share_a_name(tmp_path):
+    """A mixed catalogue (Liger's CI rows and history seeds, our sweep of 0.8.5 on two hosts): where identities
+    differ, names differ, so KernelIndex's pages (found by slug) show each. The sweep's implementations are
+    pinned to the release measured, the history's are not: the pinned ones say their revision
+    (liger-bench-rms-norm-liger-v0-8-5 beside liger-bench-rms-norm-liger). Runs have no slug in KernelIndex and
+    keep its importer's names, cut at 100 characters (README: Publishing in KernelIndex), so they are not held
+    to this."""
+    from collections import defaultdict
+
+    host_a, snaps_a = scenarios.standin_sweep("host-a")
+    host_b, snaps_b = scenarios.standin_sweep("host-b", kernel="5.15.0-122-generic", driver="550.90.07")
+    (ci, ci_snaps), (seeds, seed_snaps) = scenarios.ci_slice("reference"), scenarios.seeds()
+    files = export_kernelindex(
+        ci + seeds + host_a + host_b, tmp_path, snapshots=ci_snaps + seed_snaps + snaps_a + snaps_b
+    )
+    document = yaml.safe_load(files.submission.path.read_text("utf-8"))
+    manifests = [*document["projects"], *document["operations"], *document["workloads"]]
+    manifests += [i["manifest"] for i in document["implementations"]]
+    manifests += [m for e in document["runs"] for m in (e["protocol"], e["environment"])]
+    digests_by_name = defaultdict(set)
+    for manifest in manifests:
+        digests_by_name[manifest["kind"], manifest["metadata"]["name"]].add(digest_of(manifest))
+    assert {name: digests for name, digests in digests_by_name.items() if len(digests) > 1} == {}
+    liger_pinned = [
+        i["manifest"]
+        for i in document["implementations"]
+        if i["manifest"]["spec"]["projectRevision"].get("version") == "v0.8.5"
+    ]
+    assert liger_pinned and all(m["metadata"]["name"].endswith("-v0-8-5") for m in liger_pinned)
+    slugs = {e["slug"] for b in files.bundles for e in json.loads(b.path.read_text("utf-8"))["implementations"]}
+    assert {"liger-bench-rms-norm-liger", "liger-bench-rms-norm-liger-v0-8-5"} <= slugs
+
+
+def test_what_a_kernelindex_export_leaves_out_is_noted(tmp_path):
+    """The export's notes (KernelIndexFiles.notes, the submission's header, printed by `export --kernelindex`) say
+    what stayed in our catalogue: the sentinel's runs, and evidence of a local store KernelIndex cannot fetch."""
+    records, snapshots = scenarios.standin_sweep()
+    files = export_kernelindex(records, tmp_path / "local", snapshots=snapshots, include_memory=True)
+    sentinel = sum(
+        m["kind"] == "BenchmarkRun" and m["metadata"]["name"].startswith("kernelindex-sentinel") for m in records
+    )
+    (bundle,) = files.bundles
+    runs = json.loads(bundle.path.read_text("utf-8"))["runs"]
+    references = sum(len(r["manifest"]["spec"]["evidence"]) for r in runs)
+    assert sentinel and references
+    assert files.notes == [
+        f"{sentinel} sentinel runs left out (calibration of a sweep, not kernels to rank)",
+        f"{references} evidence references of a local artifact store (ni:///) not registered as artifacts: KernelIndex "
+        "cannot fetch them (set an https base URL or use object storage); the runs still name them",
+    ]
+    header = files.submission.path.read_text("utf-8").split("\n---", 1)[0]
+    assert all(f"# {note}" in header for note in files.notes)
+    public_records = scenarios.standin_sweep(public_base_url=scenarios.PUBLIC_EVIDENCE)[0]
+    public = export_kernelindex(public_records, tmp_path / "public", snapshots=snapshots, include_memory=True)
+    assert public.notes == [files.notes[0]]

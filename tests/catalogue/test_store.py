@@ -264,3 +264,19 @@ def test_a_lock_never_released_fails_the_open_after_the_busy_timeout_naming_the_
             CatalogueStore.open(f"sqlite:///{path}", busy_timeout_s=0.2)
     finally:
         holder.close()
+
+
+def test_acknowledgements_are_kept_and_the_latest_mark_of_a_change_wins(catalogue_url):
+    from kernelindex_pipeline.reporting.acknowledgements import Acknowledgement, from_rows
+
+    first = Acknowledgement("chg-1", "acknowledged", "looking", "a", "2026-01-01T00:00:00Z")
+    other = Acknowledgement("chg-2", "expected", "", "b", "2026-01-02T00:00:00Z")
+    with CatalogueStore.open(catalogue_url) as store:
+        assert store.acknowledgements() == []
+        assert store.acknowledge([first, other]) == 2
+    fixed = Acknowledgement("chg-1", "fixed", "", "a", "2026-02-01T00:00:00Z", fixed_in="abc1234")
+    with CatalogueStore.open(catalogue_url) as store:  # a store opened again reads them back
+        store.acknowledge([fixed])
+        assert from_rows(store.acknowledgements()) == {"chg-1": fixed, "chg-2": other}
+    with pytest.raises(ValueError, match="needs the commit"):
+        Acknowledgement("chg-3", "fixed", "", "a", "2026-02-01T00:00:00Z")

@@ -330,3 +330,49 @@ def test_regressions_of_records_with_a_subnormal_median_skip_those_runs(tmp_path
     report = json.loads((tmp_path / "out" / "regressions.json").read_text())
     assert report["skippedRuns"] == {"no positive latency median or peak memory": 2066}
     assert all(change["magnitude"] < 1e6 for change in report["changes"])
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://user:p@ss@127.0.0.1:1/db",
+        "postgresql://user:p@ss:w@127.0.0.1:1/db",
+        "postgresql://host:s3cr@t@x/db",
+    ],
+)
+def test_a_catalogue_url_with_a_raw_at_gets_a_readable_hint_and_no_secret(url, capsys, tmp_path):
+    """Issue 30: every piece of a malformed URL counts as secret, and a user called `user` (or `host`) turned
+    the hint itself into 'the *** name' and 'postgresql+psycopg://***:password@...'."""
+    code, _, err = _run(["export", "--catalogue", url, "--out", str(tmp_path)], capsys)
+    assert code == 1
+    assert "postgresql+psycopg://user:password@host:port/database" in err
+    if "well-formed" in err:
+        assert "in the user name and password (@ %40" in err
+    for secret in ("p@ss", "s3cr", "127.0.0.1", "ss:w"):
+        assert secret not in err
+
+
+@pytest.mark.parametrize("command", ["regressions", "site"])  # each runs a detection, which reads the timeline
+def test_a_detection_with_a_damaged_toolchain_timeline_is_one_line_naming_it(command, tmp_path, capsys, monkeypatch):
+    import gzip
+    import types
+    from importlib import resources
+
+    from kernelindex_pipeline.liger import toolchain
+
+    shipped = resources.files("kernelindex_pipeline.data").joinpath(toolchain.TIMELINE_FILE).read_text("utf-8")
+    damaged = tmp_path / toolchain.TIMELINE_FILE
+    damaged.write_text(shipped.replace("    released: '2019-02-05T00:38:13Z'\n", "", 1))  # torch 1.0.1's date
+    monkeypatch.setattr(toolchain, "resources", types.SimpleNamespace(files=lambda package: tmp_path))
+    records = []
+    for source in ["5e8f12b", "2845fe8"]:
+        (tmp_path / source).mkdir()
+        records.append(tmp_path / source / "records.jsonl")
+        records[-1].write_bytes(gzip.decompress((FIXTURES / "liger-ci-slice" / f"{source}.jsonl.gz").read_bytes()))
+    code, _, err = _run([command, "--records", *map(str, records), "--out", str(tmp_path / "out")], capsys)
+    assert (code, err.splitlines()[-1]) == (
+        1,
+        f"kernelindex-pipeline {command}: error: {damaged}: packages.torch[1] (torch 1.0.1): no `released`; "
+        "rebuild it: bash scripts/refresh_toolchain_timeline",
+    )
+    assert not (tmp_path / "out" / "regressions.json").exists()

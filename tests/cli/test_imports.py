@@ -94,3 +94,33 @@ def test_export_for_kernelindex_from_the_catalogue(tmp_path, sqlite_url):
     assert len(yaml.safe_load((tmp_path / "m" / "kernelindex-submission.yaml").read_text())["runs"]) == speed + memory
     alone = run_cli("export", "--catalogue", sqlite_url, "--out", str(tmp_path / "x"), "--kernelindex-memory")
     assert alone.returncode == 2 and "--kernelindex-memory goes with --kernelindex" in alone.stderr
+
+
+def test_export_for_kernelindex_links_the_operations_at_the_source_commit(tmp_path, sqlite_url, capsys):
+    """`export --kernelindex --source-commit SHA`: the operations link their benchmark script at SHA, as KernelIndex's
+    importer does; without it, at the tag of the newest history release the catalogue holds (the history
+    chain's snapshots name the sdist's CSV and its version); a ref that is no commit or tag is a usage error."""
+    import yaml
+
+    from kernelindex_pipeline.cli import main
+    from tests.support import kernelindex_scenarios as scenarios
+
+    records, _ = scenarios.seeds()
+    sdist = "https://files.pythonhosted.org/packages/ab/liger_kernel-{v}.tar.gz#liger_kernel-{v}/benchmark/data/all_benchmark_data.csv"
+    with CatalogueStore.open(sqlite_url) as store:
+        for version in ("0.8.5", "0.10.0", "0.9.1"):
+            source = {"locator": sdist.format(v=version), "resolvedVersion": version, "sha256": "1" * 64}
+            store.publish(records, partition=f"nvidia-h100-80gb-hbm3|{version}", source=source)
+
+    def script_refs(*extra: str) -> set[str]:
+        out = tmp_path / "-".join(extra or ("default",))
+        assert main(["export", "--catalogue", sqlite_url, "--out", str(out), "--kernelindex", *extra]) == 0
+        document = yaml.safe_load((out / "kernelindex-submission.yaml").read_text())
+        assert document["operations"]
+        return {ref["url"].split("/")[6] for op in document["operations"] for ref in op["metadata"]["sourceRefs"]}
+
+    commit = "2120862ba532c9449e72d603ba6324310ae756e7"
+    assert script_refs("--source-commit", commit) == {commit}
+    assert script_refs() == {"v0.10.0"}  # the newest release by version, not the last published
+    bad = ["export", "--catalogue", sqlite_url, "--out", str(tmp_path / "x"), "--kernelindex", "--source-commit", "a/b"]
+    assert main(bad) == 2 and "--source-commit: 'a/b' is not a commit or tag" in capsys.readouterr().err

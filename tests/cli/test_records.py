@@ -218,4 +218,6 @@ def test_detection_option_defaults_are_the_detectors():
             f"(default {DetectionSettings.alpha:g})" in text
             and f"(default {DetectionSettings.min_effect:g} = {DetectionSettings.min_effect:.0%})"
             in " ".join(text.split())
+            and f"runs needed on each side of a change (default {DetectionSettings.min_segment})"
+            in " ".join(text.split())
         )

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 from dagster import DagsterInstance, materialize
 
 from kernelindex_pipeline.defs.catalogue_assets import (
@@ -55,6 +56,11 @@ def test_export_regressions_and_report_over_the_published_history(instance, reso
     runs = [m for m in map(json.loads, jsonl.read_text().splitlines()) if m["kind"] == "BenchmarkRun"]
     assert export.metadata["kernelindex_runs"].value == sum("timing" in r["spec"] for r in runs) < len(runs)
     assert Path(export.metadata["kernelindex_submission"].value).is_file()
+    # operations link their benchmark script at the revision of the history's sdist (liger-kernel 0.6.0: v0.6.0)
+    submission = yaml.safe_load(Path(export.metadata["kernelindex_submission"].value).read_text("utf-8"))
+    script_urls = [ref["url"] for op in submission["operations"] for ref in op["metadata"].get("sourceRefs", [])]
+    assert submission["operations"] and len(script_urls) == len(submission["operations"])
+    assert all(url.startswith("https://github.com/linkedin/Liger-Kernel/blob/v0.6.0/benchmark/") for url in script_urls)
 
     # rms_norm on the H100 at 0.5.0 and 0.6.0 and on the A100 at 0.6.0: one or two runs per series, so every
     # series is insufficient (a change needs two runs on each side): reported as such, not as "no regression".
@@ -63,7 +69,9 @@ def test_export_regressions_and_report_over_the_published_history(instance, reso
     assert regressions.metadata["insufficient_data"].value >= 12  # 3 workloads x 2 providers x 2 GPUs (+ memory series)
     assert "not evidence of 'no regression'" in regressions.metadata["table"].value
     (check,) = result.get_asset_check_evaluations()
-    assert check.check_name == "no_regressions" and check.passed and check.severity.value == "WARN"
+    # ... and the check judged nothing: no green "Passed", a warning that says why
+    assert check.check_name == "no_regressions" and not check.passed and check.severity.value == "WARN"
+    assert check.description.startswith("Nothing judged: ") and "fewer than 4 runs" in check.description
 
     # Coverage: every history row of the three partitions, once, even after a re-import of one of them.
     assert _materialize_all(instance, resources).success
@@ -208,3 +216,81 @@ def test_efficiency_table_asset_over_the_published_history(instance, resources, 
     assert "| rms_norm |" in table.metadata["least_efficient"].value
     with CatalogueStore.open(sqlite_url) as store:
         assert sorted(digest_of(m) for m in store.manifests()) == before
+
+
+def test_an_acknowledged_regression_stays_off_the_check_until_its_series_changes_again(tmp_path, sqlite_url):
+    """Issue 30: a group marked known (`acknowledge`) is shown as such on the page and in the JSON, carried
+    by the export, and left out of no_regressions' count; a new change of the series is not marked."""
+    from kernelindex_pipeline.catalogue.store import CatalogueStore
+    from kernelindex_pipeline.cli import main
+
+    with CatalogueStore.open(sqlite_url) as store:
+        store.publish(_sweeps_with_a_slowdown().manifests(), partition="samples")
+
+    def check():
+        with DagsterInstance.ephemeral() as fresh:
+            result = materialize(
+                [benchmark_regressions, no_regressions],
+                instance=fresh,
+                resources={
+                    "catalogue": CatalogueResource(url=sqlite_url),
+                    "regression_settings": RegressionSettingsResource(),
+                    "liger_git": LigerGitResource(path=str(tmp_path / "no-clone")),
+                },
+            )
+        (evaluation,) = result.get_asset_check_evaluations()
+        return evaluation
+
+    assert not check().passed
+    out = tmp_path / "regressions"
+    assert main(["regressions", "--catalogue", sqlite_url, "--out", str(out)]) == 0
+    (group,) = json.loads((out / "regressions.json").read_text())["groups"]
+    assert group["id"].startswith("g-") and len(group["changeIds"]) == 1
+    page = (out / "regressions.html").read_text()
+    assert f"kernelindex-pipeline acknowledge {group['id']}" in page  # the copyable command
+    assert (
+        main(
+            [
+                "acknowledge",
+                group["id"],
+                "--catalogue",
+                sqlite_url,
+                "--regressions",
+                str(out / "regressions.json"),
+                "--status",
+                "expected",
+                "--note",
+                "accum_dtype costs time",
+                "--by",
+                "maintainer",
+            ]
+        )
+        == 0
+    )
+
+    evaluation = check()
+    assert evaluation.passed and evaluation.metadata["acknowledged"].value == 1
+    assert "1 slowdowns acknowledged, not counted" in evaluation.description
+    assert main(["regressions", "--catalogue", sqlite_url, "--out", str(out)]) == 0
+    saved = json.loads((out / "regressions.json").read_text())
+    assert saved["groups"][0]["acknowledgement"]["status"] == "expected" and saved["counts"]["acknowledged"] == 1
+    page = (out / "regressions.html").read_text()
+    assert 'data-acknowledged="expected"' in page and "expected by maintainer on " in page
+    assert main(["export", "--catalogue", sqlite_url, "--out", str(tmp_path / "export")]) == 0
+    [mark] = [json.loads(line) for line in (tmp_path / "export" / "kernelindex-acknowledgements.jsonl").open()]
+    assert mark["status"] == "expected" and mark["note"] == "accum_dtype costs time"
+
+    # the series gets slower again at a later run: a new change, not acknowledged
+    later = SampleCatalogue()
+    for sweep in range(6, 9):
+        later.run(
+            provider="liger",
+            gpu=SAMPLE_GPU,
+            median_ns=int(1_300_000 * 1.4),
+            version="0.8.2",
+            timestamp=f"2025-0{sweep + 1}-01 00:00:00",
+        )
+    with CatalogueStore.open(sqlite_url) as store:
+        store.publish(later.manifests(), partition="later")
+    evaluation = check()
+    assert not evaluation.passed and evaluation.metadata["regressions"].value == 1

@@ -220,3 +220,16 @@ def test_stage_values_are_data_files(instance, resources, tmp_path):
     # a re-execution of the later steps reads those files (not objects of this process)
     again = _materialize(instance, resources, "nvidia-h100-80gb-hbm3", "0.5.0", selection=CHAIN[1:])
     assert again.success and _publication(again)["inserted"] == 0
+
+
+def test_a_partition_added_by_hand_that_the_history_lacks_fails_and_publishes_nothing(instance, resources, sqlite_url):
+    """Issue 30: 'Add a partition' in the UI accepted a pair the history lacks, and its run succeeded green."""
+    register_partitions(instance, "history", {("nvidia-h100-80gb-hbm3", "9.9.9"): None})
+    result = _materialize(instance, resources, "nvidia-h100-80gb-hbm3", "9.9.9", raise_on_error=False)
+    assert not result.success
+    (failure,) = [e for e in result.all_events if e.event_type_value == "STEP_FAILURE"]
+    message = failure.event_specific_data.error.message + str(failure.event_specific_data.user_failure_data)
+    assert "'nvidia-h100-80gb-hbm3|9.9.9': not in the history of liger-kernel" in message
+    assert "Nothing was published" in message
+    assert not result.asset_materializations_for_node("history__catalogue_publication")
+    assert sum(_catalogue(sqlite_url).values()) == 0

@@ -145,6 +145,40 @@ def test_runs_a_dead_command_left_behind_are_reported_and_failed_and_its_process
         leftover.wait()
 
 
+def test_a_command_whose_supervisor_was_killed_stops_what_its_daemon_left(instance, home):
+    # Issue 31 item 16: a supervisor killed itself (kill -9, the OOM killer) stops nothing. Its daemon dies
+    # with it (the parent-death signal); what the daemon started (here a stand-in run worker) is the command's
+    # to stop when it ends, for once the lease says stopped no later command looks for it.
+    worker = "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)']); time.sleep(600)"
+    lines: list[str] = []
+    daemon = ImportDaemon(instance, home, False, lines.append, [sys.executable, "-c", worker], home)
+    try:
+        _supervisor_killed_under(daemon)
+    finally:  # whatever a failure left (nothing when it passes)
+        for process in group_members(daemon.lease.group, daemon.lease.group_started):
+            process.kill()
+    assert len(lines) == 1 and lines[0].startswith(
+        "stopped 1 processes of the daemon's group: its supervisor was killed (signal 9)"
+    ), lines
+    assert Lease.read(daemon.lease_path).stopped_at is not None
+
+
+def _supervisor_killed_under(daemon: ImportDaemon) -> None:
+    """Enter the daemon (start its supervisor), kill -9 the supervisor once the worker runs, leave it."""
+    with daemon:
+        group, started = daemon.lease.group, daemon.lease.group_started
+        deadline = time.monotonic() + 60  # generous: three Python processes starting on a loaded machine
+        while len(group_members(group, started)) < 3:  # the supervisor, the daemon, its worker
+            assert time.monotonic() < deadline, "the stand-in daemon did not start its worker within 60 s"
+            time.sleep(0.1)
+        (standin,) = psutil.Process(daemon.process.pid).children()
+        daemon.process.kill()
+        daemon.process.wait()
+        _, alive = psutil.wait_procs([standin], timeout=60)  # generous: the parent-death signal is immediate
+        assert not alive, "the stand-in daemon outlived its supervisor by 60 s"
+    assert not group_members(group, started)  # __exit__ returns once they have ended
+
+
 class _WithQueuedLeftover:
     """The instance, plus one run a dead command left QUEUED (the storage refuses a QUEUED run without a code
     location origin, which only a real launch has; the slow kill -9 test makes real ones)."""

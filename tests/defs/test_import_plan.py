@@ -5,10 +5,12 @@ that made no runs."""
 from __future__ import annotations
 
 import io
+import json
 
 from dagster import AssetKey, AssetMaterialization, AssetRecordsFilter, instance_for_test
 
-from kernelindex_pipeline.defs.chain import no_runs_reason, parse_progress, progress_message
+from kernelindex_pipeline.defs.chain import _publish_partition, no_runs_reason, parse_progress, progress_message
+from kernelindex_pipeline.defs.chain_values import PartRecords
 from kernelindex_pipeline.defs.import_plan import (
     CATALOGUE_EXPORT,
     FINGERPRINT,
@@ -93,6 +95,41 @@ def test_summary_and_non_terminal_progress_name_the_reason():
         stream.getvalue()
         == "[1/2] a|0.1: 4 rows, 0 runs, 0 new, 0 already present - every row skipped: uncuratedKernels 4\n"
     )
+
+
+def test_the_summary_names_the_first_rows_with_issues_and_the_file_that_lists_them_all(
+    tmp_path, monkeypatch, sqlite_url
+):
+    """Issue 30: 'issues 5' alone said neither which rows nor why."""
+    from kernelindex_pipeline.catalogue.store import CatalogueStore
+    from kernelindex_pipeline.liger.partition import PartitionCsv
+
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    problems = [{"row": r, "problem": f"metric_value {r}x is not a number"} for r in (3, 7, 12, 40, 41)]
+    part = PartitionCsv("h100", "0.8.5", "ci", b"", {"locator": "https://host/benchmarks/49e6353/benchmark.csv"})
+    report = {"rowsRead": 50, "runs": 45, "issues": problems, "skipped": {}}
+    with CatalogueStore.open(sqlite_url) as store:
+        info = _publish_partition(store, "ci:h100|0.8.5", [part], [PartRecords({}, report)])
+    assert info["first_issues"] == [
+        "row 3: metric_value 3x is not a number",
+        "row 7: metric_value 7x is not a number",
+        "row 12: metric_value 12x is not a number",
+    ]
+    listed = json.loads(open(info["issues_file"]).read())
+    assert [i["row"] for i in listed["issues"]] == [3, 7, 12, 40, 41]
+    assert {i["file"] for i in listed["issues"]} == {"https://host/benchmarks/49e6353/benchmark.csv"}
+    assert parse_progress(progress_message("catalogue_publication", "h100|0.8.5", info))[2] == info
+    summary = ImportSummary(
+        "ci",
+        "Liger CI results",
+        ["h100|0.8.5"],
+        run_ids=["r"],
+        outcomes={"h100|0.8.5": PartitionOutcome("h100|0.8.5", info)},
+    )
+    assert (
+        "h100|0.8.5: 5 rows with issues: row 3: metric_value 3x is not a number; row 7: metric_value 7x is not a "
+        f"number; row 12: metric_value 12x is not a number, +2 more (all in {info['issues_file']})"
+    ) in summary.lines()
 
 
 def test_after_its_runs_an_import_waits_for_the_refresh_only_when_asked_and_one_can_come():

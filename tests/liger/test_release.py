@@ -97,9 +97,21 @@ def test_read_history_csv_and_snapshot(tmp_path, monkeypatch):
     data, snapshot = read_history_csv(artifact)
     assert data == csv_bytes([BASE_ROW])
     d = snapshot.to_dict()
-    assert d["resolvedVersion"] == "9.9.9" and d["sha256"] == artifact.sha256 and d["sizeBytes"] == artifact.size
+    # the locator names the CSV member: its digest and size are the member's (the bytes read), the sdist's beside
     assert d["locator"].endswith("#liger_kernel-9.9.9/benchmark/data/all_benchmark_data.csv")
-    assert set(d) == {"locator", "resolvedVersion", "sha256", "sizeBytes", "fetchedAt", "parserVersion"}
+    assert d["sha256"] == hashlib.sha256(data).hexdigest() and d["sizeBytes"] == len(data) != artifact.size
+    assert d["archiveSha256"] == artifact.sha256 and d["archiveSizeBytes"] == artifact.size
+    assert d["resolvedVersion"] == "9.9.9"
+    assert set(d) == {
+        "locator",
+        "resolvedVersion",
+        "sha256",
+        "sizeBytes",
+        "fetchedAt",
+        "parserVersion",
+        "archiveSha256",
+        "archiveSizeBytes",
+    }
 
 
 def test_extract_is_safe(tmp_path):

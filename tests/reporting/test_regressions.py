@@ -576,6 +576,42 @@ def test_pending_steps_have_their_own_section_on_the_page_and_in_the_json(tmp_pa
     assert '<section id="pending" data-pending-count="1">' in page and page.count('<tr class="pending">') == 1
 
 
+def test_runs_are_named_by_version_and_commit_then_date_never_by_gpu_and_timestamp(tmp_path):
+    from kernelindex_pipeline.reporting.regressions import run_name
+    from kernelindex_pipeline.reporting.regressions_page import write_regressions
+
+    stamp = "2025-08-01T00:15:17.000Z"
+    ci = {"ligerVersion": "0.6.1", "codeRef": "2845fe83abc", "observedAt": stamp, "source": "2845fe8"}
+    assert run_name(ci) == "0.6.1 (2845fe8) 2025-08-01"
+    assert run_name({**ci, "codeRef": "v0.6.1"}) == "0.6.1 2025-08-01"  # a release tag says the version again
+    catalogue_run = {**ci, "codeRef": None, "source": f"nvidia-h100-80gb-hbm3 {stamp}"}
+    assert run_name(catalogue_run) == "0.6.1 2025-08-01"
+    # on the page: a catalogue's runs (labelled by GPU and time) appear by version and date
+    rng = np.random.default_rng(5)
+    base = 200_000 * np.exp(np.clip(rng.normal(0, 0.01, size=(24, 8)), -0.025, 0.025))
+    base[0, 4:] *= 1.3
+    versions = ["0.8.0"] * 4 + ["0.9.0"] * 4
+    page = write_regressions(detect_regressions(panel(base, versions=versions)), tmp_path).page.read_text()
+    day = (START + timedelta(days=7 * 4)).strftime("%Y-%m-%d")
+    assert f"and 0.9.0 {day}</summary>" in page
+    assert "T00:" not in page.split('id="groups"')[-1].split("</section>")[0]
+
+
+def test_the_answer_an_import_prints_names_the_worst_slowdowns_first(tmp_path):
+    from kernelindex_pipeline.reporting.regressions_page import JSON_NAME, answer_lines, write_regressions
+
+    rng = np.random.default_rng(5)
+    base = 200_000 * np.exp(np.clip(rng.normal(0, 0.01, size=(24, 8)), -0.025, 0.025))
+    base[0, 4:] *= 1.2
+    base[4:8, 4:] *= 1.6  # kernel1, its four cases: one group, the worst
+    write_regressions(detect_regressions(panel(base, versions=["0.8.0"] * 4 + ["0.9.0"] * 4)), tmp_path)
+    lines = answer_lines(tmp_path / JSON_NAME)
+    assert lines[0] == "regressions: 5 slowdowns in 1 group, the worst first:"
+    assert lines[1].startswith("  ×1.6") and " kernel1 forward liger (+4 more) at 0.9.0 " in lines[1]
+    assert lines[1].endswith(": unknown")
+    assert answer_lines(tmp_path / "missing.json") == []
+
+
 def test_a_launch_bound_series_is_judged_against_the_hosts_speed():
     """Six kernels take 140 us at every size (launch-bound: the time is the host's), six grow with the
     size (GPU-bound). From run 5 on the host's CPU is 25 % slower for good: the launch-bound kernels follow

@@ -329,6 +329,7 @@ def test_kernel_page_filters_tooltips_and_compare(site, browser, manifests):
         for field in ("huggingface", "date", "source", "commit", "run digest", "median (raw)", "p20–p80 (raw)"):
             assert field in text, (field, text)
         assert re.search(r"sha256:[0-9a-f]{64}", text) and "liger-kernel-bench" in text
+        assert re.search(r"median \(raw\)\s*\d+ ns", text), text  # every value with its unit (issue 30)
         _shot(page, "site-kernel-tooltip.png")
 
         # compare, checked against the runs themselves: two versions on one GPU (the default where a GPU has two),
@@ -344,6 +345,16 @@ def test_kernel_page_filters_tooltips_and_compare(site, browser, manifests):
             "#compare-table tr.compare-row", "rs => rs.map(r => Number(r.dataset.ratio))"
         )
         assert len(ratios) == 6 and all(abs(r - 1.25) < 0.01 for r in ratios)  # the relabelled copy: 1.25x slower
+        # two runs on one GPU (issue 30): the sides are runs, named by version (and commit) and date
+        page.select_option("#c-by", "run")
+        page.select_option("#c-fixed", "nvidia-h200")
+        page.wait_for_selector("#compare-ratio[data-rendered='1'] svg", timeout=30_000)
+        labels = page.eval_on_selector_all("#c-a option", "os => os.map(o => o.textContent)")
+        assert len(labels) == 2 and labels[0].startswith("0.5.10 ") and labels[1].startswith("0.6.0 "), labels
+        ratios = page.eval_on_selector_all(
+            "#compare-table tr.compare-row", "rs => rs.map(r => Number(r.dataset.ratio))"
+        )
+        assert len(ratios) == 6 and all(abs(r - 1.25) < 0.01 for r in ratios)  # the same two runs
         page.select_option("#c-by", "gpu")
         page.select_option("#c-fixed", "0.5.10")
         page.wait_for_selector("#compare-ratio[data-rendered='1'] svg", timeout=30_000)
@@ -433,3 +444,25 @@ def test_a_site_state_nested_200k_levels_counts_as_no_previous_build(tmp_path, c
 
     (tmp_path / site.STATE_NAME).write_bytes(content)
     assert site._read_state(tmp_path) == {}
+
+
+def test_the_landing_page_opens_with_the_latest_runs_and_their_worst_slowdowns(tmp_path):
+    """Issue 30: the headline first (per GPU its newest run and the slowdowns, worst first), then the rest."""
+    import numpy as np
+
+    from kernelindex_pipeline.reporting.regressions import detect_regressions
+    from kernelindex_pipeline.reporting.site import build_site
+    from tests.reporting.test_regressions import panel
+
+    rng = np.random.default_rng(5)
+    base = 200_000 * np.exp(np.clip(rng.normal(0, 0.01, size=(24, 8)), -0.025, 0.025))
+    base[0, 4:] *= 1.5  # kernel0 case0: x1.5 from the fifth run on
+    base[5, 4:] *= 1.2  # kernel1 case1: x1.2
+    regressions = detect_regressions(panel(base))
+    html = build_site([], tmp_path / "site", regressions=regressions).path.read_text()
+    assert html.index('id="headline"') < html.index('id="changed"') < html.index('id="regressions"')
+    section = html[html.index('id="headline"') : html.index("</section>", html.index('id="headline"'))]
+    assert 'data-slowdowns="2"' in section and "2 slowdowns from 0 commits" in section
+    worst = [part.split('"')[0] for part in section.split('class="worst" data-kernel="')[1:]]
+    assert worst == ["kernel0", "kernel1"]  # the worst first
+    assert "×1.5" in section and "at 0.8.0 " in section

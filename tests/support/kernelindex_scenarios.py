@@ -19,6 +19,7 @@ from tests.support.factories import sample_host_capture
 SWEEP_GPU = "NVIDIA H100 80GB HBM3"
 SWEEP_VERSION = "0.8.5"
 SWEEP_KERNELS = ("rms_norm", "layer_norm", "swiglu", "cross_entropy")
+PUBLIC_EVIDENCE = "https://evidence.example.org/kernelindex-pipeline"  # a store's public base URL (stand-in)
 
 
 def _snapshot(locator: str, data: bytes) -> dict[str, Any]:
@@ -58,6 +59,30 @@ def ci_slice(profile: str = "full") -> tuple[list[dict], list[dict]]:
     ]
 
 
+CI_FILES = (
+    *sorted((FIXTURES / "liger-ci").glob("*.csv")),
+    FIXTURES / "liger-ci-49e6353" / "49e6353.csv",  # a commit YAML 1.2 reads as a float
+)
+CI_FILE_URL = "https://raw.githubusercontent.com/linkedin/Liger-Kernel/gh-pages/benchmarks/{run}/benchmark.csv"
+
+
+def ci_files(profile: str = "full") -> tuple[list[dict], list[dict]]:
+    """Slices of four real CI files, each imported as `import-ci` does: its runs labelled with the commit its
+    run directory names (`liger_code_ref`), one snapshot per file at its gh-pages URL."""
+    from kernelindex_pipeline.liger import import_csv
+    from kernelindex_pipeline.liger.ci import code_ref_of_locator
+
+    records: dict[str, dict] = {}
+    snapshots = []
+    for path in CI_FILES:
+        locator = CI_FILE_URL.format(run=path.stem)
+        data = path.read_bytes()
+        result = import_csv(data, profile=profile, code_ref=code_ref_of_locator(locator))
+        records.update(result.manifests)
+        snapshots.append(_snapshot(locator, data))
+    return list(records.values()), snapshots
+
+
 class _StandinHost:
     """sweep.host.HostCapture's identity and label facts of one host."""
 
@@ -66,17 +91,21 @@ class _StandinHost:
         self.capture = sample_host_capture(device_name=SWEEP_GPU, driver=driver, kernel=kernel)
 
 
-def _samples_entry(median_ms: float, key: str) -> dict[str, Any]:
+def _artifact_ref(digest: str, public_base_url: str | None) -> dict[str, str]:
+    """An artifact store's reference (sweep/artifact_store.py): a local store's content name, or the object's
+    URL under the store's public https base URL."""
+    uri = f"{public_base_url}/sha256/{digest[:2]}/{digest}" if public_base_url else f"ni:///sha-256;{_b64(digest)}"
+    return {"uri": uri, "digest": f"sha256:{digest}"}
+
+
+def _samples_entry(median_ms: float, key: str, public_base_url: str | None = None) -> dict[str, Any]:
     """A raw-samples entry as sweep/samples.py makes it: 50 samples around the median, an artifact ref."""
     from kernelindex_pipeline.liger.sample_statistics import latency_statistics
 
     samples = [median_ms * (1 + ((i * 37) % 21 - 10) / 1000) for i in range(50)]
     body = json.dumps({"key": key, "samplesMs": samples}).encode()
     digest = hashlib.sha256(body).hexdigest()
-    return {
-        "artifact": {"uri": f"ni:///sha-256;{_b64(digest)}", "digest": f"sha256:{digest}"},
-        **latency_statistics(samples),
-    }
+    return {"artifact": _artifact_ref(digest, public_base_url), **latency_statistics(samples)}
 
 
 def _b64(hex_digest: str) -> str:
@@ -85,13 +114,13 @@ def _b64(hex_digest: str) -> str:
     return base64.urlsafe_b64encode(bytes.fromhex(hex_digest)).decode().rstrip("=")
 
 
-def _sentinel(host: str, median_ms: float) -> list[dict[str, Any]]:
+def _sentinel(host: str, median_ms: float, public_base_url: str | None = None) -> list[dict[str, Any]]:
     from kernelindex_pipeline.liger.sentinel import PLAN
 
     entries = []
     for position, stamp in (("start", "2026-12-01T10:00:00.000Z"), ("end", "2026-12-01T11:00:00.000Z")):
         for planned in PLAN["operations"]:
-            samples = _samples_entry(median_ms, f"{host}/{planned['name']}/{position}")
+            samples = _samples_entry(median_ms, f"{host}/{planned['name']}/{position}", public_base_url)
             entries.append(
                 {
                     "operation": planned["name"],
@@ -108,10 +137,14 @@ def _sentinel(host: str, median_ms: float) -> list[dict[str, Any]]:
 
 
 def standin_sweep(
-    host: str = "gpu-a", kernel: str = "5.15.0-119-generic", driver: str = "550.54.15"
+    host: str = "gpu-a",
+    kernel: str = "5.15.0-119-generic",
+    driver: str = "550.54.15",
+    public_base_url: str | None = None,
 ) -> tuple[list[dict], list[dict]]:
     """A sweep of Liger 0.8.5 as a host would publish it: the 0.8.5 scripts' rows of a few kernels
-    (tests/fixtures/liger-0.8.5-sweep-rows.csv), raw samples for every speed row, the sentinel."""
+    (tests/fixtures/liger-0.8.5-sweep-rows.csv), raw samples for every speed row, the sentinel. Evidence in a
+    local artifact store (ni:/// names), or under `public_base_url` (an https store KernelIndex can fetch)."""
     from kernelindex_pipeline.liger import import_csv
     from kernelindex_pipeline.liger.normalize import MeasuredContext
     from kernelindex_pipeline.liger.sample_statistics import row_key_of
@@ -128,16 +161,16 @@ def standin_sweep(
         row = {**row, "gpu_name": SWEEP_GPU, "liger_version": SWEEP_VERSION}
         writer.writerow(row)
         key = row_key_of(row)
-        raw[key] = _samples_entry(float(row["y_value_50"]), f"{host}/{key}")
+        raw[key] = _samples_entry(float(row["y_value_50"]), f"{host}/{key}", public_base_url)
     data = out.getvalue().encode("utf-8")
     log = hashlib.sha256(f"{host} log".encode()).hexdigest()
     measured = MeasuredContext(
         software=standin.capture.software(),
         labels=standin.capture.labels(host),
         project_versions=measured_project_versions(SWEEP_VERSION, standin.capture),
-        logs_by_kernel={k: {"uri": f"ni:///sha-256;{_b64(log)}", "digest": f"sha256:{log}"} for k in SWEEP_KERNELS},
+        logs_by_kernel={k: _artifact_ref(log, public_base_url) for k in SWEEP_KERNELS},
         raw_samples=raw,
-        sentinel=_sentinel(host, 2.0),
+        sentinel=_sentinel(host, 2.0, public_base_url),
     )
     result = import_csv(data, measured=measured, gpu=None, liger_version=SWEEP_VERSION)
     return _records(result), [_snapshot(f"kernelindex-sweep://{host}/liger-{SWEEP_VERSION}/data.csv", data)]

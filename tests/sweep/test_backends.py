@@ -167,8 +167,8 @@ def test_the_resolved_backend_is_part_of_the_implementation(site):
     outcome = next(o for o in with_cutedsl.outcomes if o.script == "benchmark_cross_entropy.py")
     assert outcome.ok and outcome.backends["resolved"] == {"cross_entropy": ["nvidia-cutedsl"]}  # rank 10 beats 50
     names = sorted(implementations(imported))
-    assert names == ["liger-bench-cross-entropy-liger-nvidia-cutedsl", "liger-bench-cross-entropy-torch"]
-    liger = implementations(imported)["liger-bench-cross-entropy-liger-nvidia-cutedsl"]
+    assert names == ["liger-bench-cross-entropy-liger-nvidia-cutedsl-v0-8-5", "liger-bench-cross-entropy-torch-v2-5-1"]
+    liger = implementations(imported)["liger-bench-cross-entropy-liger-nvidia-cutedsl-v0-8-5"]
     assert liger["spec"]["callable"]["symbol"] == "liger_kernel.backends.dispatch:nvidia-cutedsl"
     assert liger["metadata"]["labels"]["liger_backend"] == "nvidia-cutedsl"
     # The extra that made the difference is the environment's software (a stand-in has no dist metadata,
@@ -178,10 +178,11 @@ def test_the_resolved_backend_is_part_of_the_implementation(site):
     without, imported = sweep(site, "resolved-triton", cutedsl=False)
     outcome = next(o for o in without.outcomes if o.script == "benchmark_cross_entropy.py")
     assert outcome.backends["resolved"] == {"cross_entropy": ["nvidia-triton"]}
-    assert "liger-bench-cross-entropy-liger-nvidia-triton" in implementations(imported)
+    assert "liger-bench-cross-entropy-liger-nvidia-triton-v0-8-5" in implementations(imported)
     # rms_norm calls no dispatched op: its identity is what it always was.
     assert any(
-        m["metadata"]["name"] == "liger-bench-rms-norm-liger" for m in imported.iter_kind("ImplementationRevision")
+        m["metadata"]["name"] == "liger-bench-rms-norm-liger-v0-8-5"
+        for m in imported.iter_kind("ImplementationRevision")
     )
 
 
@@ -219,9 +220,9 @@ def test_two_backends_of_one_op_become_two_series(site, tmp_path):
     ]
     impls = implementations(imported)
     assert sorted(impls) == [
-        "liger-bench-cross-entropy-liger-nvidia-cutedsl",
-        "liger-bench-cross-entropy-liger-nvidia-triton",
-        "liger-bench-cross-entropy-torch",
+        "liger-bench-cross-entropy-liger-nvidia-cutedsl-v0-8-5",
+        "liger-bench-cross-entropy-liger-nvidia-triton-v0-8-5",
+        "liger-bench-cross-entropy-torch-v2-5-1",
     ]
     runs = [r for r in imported.runs() if r["spec"]["sourceNative"]["benchmark"].startswith("cross_entropy")]
     for run in runs:

@@ -292,7 +292,7 @@ def test_a_sweep_of_the_real_0_8_5_records_the_backend_its_dispatcher_resolved(w
     # 0.8.5 resolves cross_entropy to Triton (rank 50) even where the CuTe DSL one (rank 60) can run
     assert outcome.backends["resolved"] == {"cross_entropy": ["nvidia-triton"]}
     assert outcome.backends["chosen_by"] == {"cross_entropy": ["preference_rank"]}
-    assert liger_implementations(imported) == ["liger-bench-cross-entropy-liger-nvidia-triton"]
+    assert liger_implementations(imported) == ["liger-bench-cross-entropy-liger-nvidia-triton-v0-8-5"]
 
     result, imported = sweep("pinned", backends={"cross_entropy": ["nvidia-triton", "nvidia-cutedsl"]})
     assert [(o.variant, o.backends["resolved"], o.backends["chosen_by"]) for o in result.outcomes] == [
@@ -300,6 +300,6 @@ def test_a_sweep_of_the_real_0_8_5_records_the_backend_its_dispatcher_resolved(w
         ("cross_entropy=nvidia-cutedsl", {"cross_entropy": ["nvidia-cutedsl"]}, {"cross_entropy": ["op_variable"]}),
     ]
     assert liger_implementations(imported) == [
-        "liger-bench-cross-entropy-liger-nvidia-cutedsl",
-        "liger-bench-cross-entropy-liger-nvidia-triton",
+        "liger-bench-cross-entropy-liger-nvidia-cutedsl-v0-8-5",
+        "liger-bench-cross-entropy-liger-nvidia-triton-v0-8-5",
     ]

@@ -483,8 +483,8 @@ def test_the_flce_chunk_sweep_is_opt_in_and_its_providers_bind(site):
     assert imported.report.runs == 3 and imported.report.issues == []  # every provider binds
     impls = {m["metadata"]["name"] for m in imported.iter_kind("ImplementationRevision")}
     assert {
-        "liger-bench-fused-linear-cross-entropy-liger-chunk-c2",
-        "liger-bench-fused-linear-cross-entropy-liger-chunk-c8",
+        "liger-bench-fused-linear-cross-entropy-liger-chunk-c2-v0-8-5",
+        "liger-bench-fused-linear-cross-entropy-liger-chunk-c8-v0-8-5",
     } <= impls
     # the chunk sweep's longer do_bench windows, as the hook saw them, are in its protocol
     assert {

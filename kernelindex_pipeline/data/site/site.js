@@ -35,6 +35,8 @@
       .catch((err) => { el.dataset.rendered = "error"; console.error("chart failed:", el.id || el.className, err); });
   }
 
+  // the records' own units (latencyNs, peak memory in bytes): what a tooltip's raw value is in
+  const RAW_UNIT = { latency: "ns", peak_memory: "bytes" };
   const RUN_TOOLTIP = [
     { field: "provider" }, { field: "version", title: "Liger" }, { field: "case", title: "workload" },
     { field: "shown", title: "value" }, { field: "raw", title: "median (raw)" }, { field: "band", title: "p20–p80 (raw)" },
@@ -174,8 +176,8 @@
       sid: s.id, line: `${s.provider}|${s.env}`, provider: d.providers[s.provider].name, role: d.providers[s.provider].role, x,
       case: workloadLabel(d, s.workload), version: d.versions[p[P.version]], value: round(p[P.median] / f),
       lo: p[P.p20] == null ? null : round(p[P.p20] / f), hi: p[P.p80] == null ? null : round(p[P.p80] / f),
-      shown: `${round(p[P.median] / f)} ${name}`, raw: String(p[P.median]),
-      band: p[P.p20] == null ? "–" : `${p[P.p20]}–${p[P.p80]}`, date: p[P.date], source: p[P.source] || "–",
+      shown: `${round(p[P.median] / f)} ${name}`, raw: `${p[P.median]} ${RAW_UNIT[s.metric] || ""}`.trim(),
+      band: p[P.p20] == null ? "–" : `${p[P.p20]}–${p[P.p80]} ${RAW_UNIT[s.metric] || ""}`.trim(), date: p[P.date], source: p[P.source] || "–",
       commit: p[P.commit] || "not recorded", run: p[P.run], pct: p[P.pct],
     };
   }
@@ -306,7 +308,8 @@
     const versionsPerGpu = d.gpus.map((g, i) => new Set(ligerSeries.filter((s) => s.gpu === i).flatMap((s) => s.points.map((p) => p[P.version]))).size);
     if (Math.max(0, ...versionsPerGpu) < 2 && d.gpus.length > 1) c.by = "gpu";
     const refresh = () => {
-      fill($("by"), [["version", "two Liger versions on one GPU"], ["gpu", "two GPUs at one Liger version"]], c.by);
+      fill($("by"), [["version", "two Liger versions on one GPU"], ["run", "two runs (commits) on one GPU"],
+        ["gpu", "two GPUs at one Liger version"]], c.by);
       fill($("mode"), d.modes.map((m) => [m, m]), c.mode);
       fill($("provider"), d.providers.map((p) => [p.name, p.name]), c.provider);
       fill($("metric"), d.metrics.filter((m) => series.some((s) => s.metric === m)).map((m) => [m, METRIC_TITLE[m]]), c.metric);
@@ -314,7 +317,11 @@
       const gpus = d.gpus.map((g, i) => [g.slug, g.name, i]).filter(([, , i]) => matching.some((s) => s.gpu === i));
       const versionsOf = (filter) => d.versions.filter((v, vi) => matching.some((s) => filter(s) && s.points.some((p) => p[P.version] === vi)));
       let fixedChoices, sides;
-      if (c.by === "version") {
+      if (c.by === "run") {
+        fixedChoices = gpus.map(([slug, name]) => [slug, name]);
+        if (!fixedChoices.some(([v]) => v === c.fixed)) c.fixed = fixedChoices.length ? fixedChoices[0][0] : null;
+        sides = runsOn(d, matching, d.gpus.findIndex((g) => g.slug === c.fixed));
+      } else if (c.by === "version") {
         fixedChoices = gpus.map(([slug, name]) => [slug, name]);
         if (!fixedChoices.some(([v]) => v === c.fixed)) {
           const rich = gpus.map(([slug, , i]) => [slug, versionsOf((s) => s.gpu === i).length]).sort((a, b) => b[1] - a[1]);
@@ -346,16 +353,35 @@
     refresh();
   }
 
+  const runKey = (p) => `${p[P.source]}|${p[P.version]}`;
+
+  function runsOn(d, matching, gi) {
+    // the runs (source labels) measured on GPU gi, oldest first, named by version and commit
+    const runs = new Map();
+    for (const s of matching) {
+      if (s.gpu !== gi) continue;
+      for (const p of s.points) {
+        if (p[P.source] == null) continue;
+        const key = runKey(p);  // a source run of one version (a relabelled copy is another run)
+        if (runs.has(key)) continue;
+        const commit = p[P.commit] ? ` (${String(p[P.commit]).slice(0, 7)})` : "";
+        runs.set(key, [String(p[P.date] || ""), `${d.versions[p[P.version]]}${commit} ${String(p[P.date] || "").slice(0, 10)}`]);
+      }
+    }
+    return [...runs.entries()].sort((a, b) => a[1][0].localeCompare(b[1][0])).map(([key, [, label]]) => [key, label]);
+  }
+
   function compareSide(d, matching, c, side) {
-    // side value: a version (by version, on GPU c.fixed) or a GPU slug (by GPU, at version c.fixed)
-    const gpu = c.by === "version" ? c.fixed : side;
-    const version = c.by === "version" ? side : c.fixed;
+    // side value: a version (by version, on GPU c.fixed), a run's source label (by run, on GPU c.fixed) or a
+    // GPU slug (by GPU, at version c.fixed)
+    const gpu = c.by === "gpu" ? side : c.fixed;
     const gi = d.gpus.findIndex((g) => g.slug === gpu);
-    const vi = d.versions.indexOf(version);
+    const vi = d.versions.indexOf(c.by === "version" ? side : c.fixed);
+    const wanted = c.by === "run" ? (pt) => runKey(pt) === side : (pt) => pt[P.version] === vi;
     const found = new Map();
     for (const s of matching) {
       if (s.gpu !== gi || found.has(s.workload)) continue;
-      const p = s.points.find((pt) => pt[P.version] === vi);
+      const p = s.points.find(wanted);
       if (p) found.set(s.workload, [s, p]);
     }
     return found;
@@ -368,7 +394,9 @@
     const both = [...A.keys()].filter((w) => B.has(w))
       .sort((x, y) => workloadLabel(d, x).localeCompare(workloadLabel(d, y), "en", { numeric: true }));
     const unit = unitFor(c.metric, both.flatMap((w) => [A.get(w)[1][P.median], B.get(w)[1][P.median]]));
-    const name = (side) => (c.by === "version" ? "Liger " + side : (d.gpus.find((g) => g.slug === side) || { name: side }).name);
+    const runLabel = (side) => (runsOn(d, matching, d.gpus.findIndex((g) => g.slug === c.fixed)).find(([k]) => k === side) || [side, side])[1];
+    const name = (side) => (c.by === "version" ? "Liger " + side : c.by === "run" ? runLabel(side)
+      : (d.gpus.find((g) => g.slug === side) || { name: side }).name);
     const values = [];
     const ratios = [];
     const rows = [`<tr><th>workload</th><th>A: ${esc(name(c.a))} (${unit[1]})</th><th>B: ${esc(name(c.b))} (${unit[1]})</th><th>B / A</th></tr>`];
