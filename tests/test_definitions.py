@@ -148,6 +148,7 @@ def test_jobs_sensors_schedules(defs):
         "history_import_job",
     ]
     assert sorted(sensor.name for sensor in defs.sensors) == [
+        "bisection_trigger_sensor",
         "catalogue_automation",
         "chain_partitions_sensor",
         "liger_ci_sensor",

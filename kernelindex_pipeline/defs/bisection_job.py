@@ -11,6 +11,7 @@ queue behind each other or run beside another sweep of the pool.
 """
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 from dagster import (
@@ -18,22 +19,32 @@ from dagster import (
     AssetMaterialization,
     AssetSpec,
     Config,
+    DefaultSensorStatus,
     Definitions,
     MetadataValue,
     OpExecutionContext,
+    RunRequest,
+    RunsFilter,
+    SensorEvaluationContext,
+    SensorResult,
+    SkipReason,
     job,
     materialize,
     op,
+    sensor,
 )
 from pydantic import Field
 
 from kernelindex_pipeline.defs.chain_values import IO_MANAGER_KEY
 from kernelindex_pipeline.defs.partitions import source_partitions
+from kernelindex_pipeline.defs.resources import BisectionTriggerResource
 from kernelindex_pipeline.defs.sweep_chain import GPU_POOL_TAG, SWEEP, commit_partition_key
 from kernelindex_pipeline.home import SITE_DIR, dagster_home
 
 VERDICT_KEY = AssetKey("bisection_verdict")  # not under sweep/: the chain's four assets are its partitions' own
 BISECTION_TAG = "kernelindex/bisection"
+TRIGGER_TAG = "kernelindex/bisection_trigger"  # on the bisection runs the nightly trigger started: their group
+MAX_REPORT_BYTES = 256 * 2**20  # the trigger reads regressions.json whole; ours are a few MB at 35 CI files
 RESOURCES = ("catalogue", "releases", "runner", "liger_git", IO_MANAGER_KEY)
 
 bisection_verdict = AssetSpec(
@@ -224,6 +235,76 @@ def latest_verdicts(instance) -> dict[str, dict]:
     return found
 
 
+def _today_so_far(cursor: str | None, today: str) -> tuple[float, list[str]]:
+    """The GPU-seconds the trigger's bisections started `today` may spend (their budgets) and their groups,
+    from its cursor (a run it requested may not exist yet when it next looks)."""
+    try:
+        state = json.loads(cursor) if cursor else {}
+    except ValueError:
+        state = {}
+    if not isinstance(state, dict) or state.get("day") != today:
+        return 0.0, []
+    return float(state.get("started", 0.0)), [str(g) for g in state.get("groups") or []]
+
+
+@sensor(
+    name="bisection_trigger_sensor",
+    job_name="bisection_job",  # by name: a JobDefinition target is copied by Definitions with a beta warning
+    minimum_interval_seconds=3600,
+    default_status=DefaultSensorStatus.STOPPED,  # off by default: each bisection spends GPU time
+    description=(
+        "Bisects new slowdown groups of catalogue_report's regressions.json that have more than one suspect commit, "
+        "the worst first, each within its own GPU budget and all within a daily one (resource bisection_trigger). "
+        "Each group is bisected once."
+    ),
+)
+def bisection_trigger_sensor(context: SensorEvaluationContext, bisection_trigger: BisectionTriggerResource):
+    from kernelindex_pipeline.sweep.bisection import groups_worth_bisecting
+
+    path = default_regressions_file()
+    try:
+        if path.stat().st_size > MAX_REPORT_BYTES:
+            return SkipReason(f"{path} is over {MAX_REPORT_BYTES >> 20} MiB; not read")
+        report = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return SkipReason(f"no {path} yet: catalogue_report writes it")
+    except (OSError, ValueError) as error:
+        return SkipReason(f"cannot read {path}: {error}")
+    today = datetime.now(UTC).date().isoformat()
+    spent, started = _today_so_far(context.cursor, today)
+    done = set(latest_verdicts(context.instance)) | set(started)
+    each = bisection_trigger.per_group_gpu_seconds
+    requests, waiting = [], []
+    for group, gpu in groups_worth_bisecting(report, min_suspects=bisection_trigger.min_suspects):
+        if group in done or context.instance.get_runs(RunsFilter(tags={TRIGGER_TAG: group}), limit=1):
+            continue
+        if spent + each > bisection_trigger.daily_gpu_seconds:
+            waiting.append(group)
+            continue
+        spent += each
+        started.append(group)
+        requests.append(
+            RunRequest(
+                run_key=f"bisect-{group}",
+                run_config={
+                    "ops": {
+                        "bisect_group": {
+                            "config": {"group": group, "regressions_file": str(path), "budget_gpu_seconds": each}
+                        }
+                    }
+                },
+                tags={TRIGGER_TAG: group, GPU_POOL_TAG: gpu},  # queued behind that GPU's sweeps, as they are
+            )
+        )
+    if waiting:
+        context.log.info(f"{len(waiting)} group(s) wait for tomorrow's budget: {', '.join(waiting[:5])}")
+    return SensorResult(
+        run_requests=requests,
+        cursor=json.dumps({"day": today, "started": spent, "groups": started}),
+        skip_reason=None if requests else f"no new group to bisect ({len(waiting)} waiting for budget)",
+    )
+
+
 def defs() -> Definitions:
-    """The bisection job and the asset its verdicts materialize."""
-    return Definitions(assets=[bisection_verdict], jobs=[bisection_job])
+    """The bisection job, the asset its verdicts materialize and the nightly trigger (off by default)."""
+    return Definitions(assets=[bisection_verdict], jobs=[bisection_job], sensors=[bisection_trigger_sensor])

@@ -13,6 +13,7 @@ from kernelindex_pipeline.defs.ci_chain import CI_FILES_ENV, LigerCiResource
 from kernelindex_pipeline.defs.resources import (
     LIGER_GIT_ENV,
     BenchmarkRunnerResource,
+    BisectionTriggerResource,
     CatalogueResource,
     GpuFleetResource,
     LigerGitResource,
@@ -45,4 +46,5 @@ def resources_from_environment() -> dict:
         "fleet": GpuFleetResource(gpu_pools=_from_env("KERNELINDEX_GPU_POOLS")),
         "regression_settings": RegressionSettingsResource(),
         "liger_git": LigerGitResource(path=_from_env(LIGER_GIT_ENV)),
+        "bisection_trigger": BisectionTriggerResource(),
     }

@@ -63,6 +63,18 @@ class RegressionSettingsResource(ConfigurableResource):
         return Path(self.judgement_store) if self.judgement_store else default_judgement_store()
 
 
+class BisectionTriggerResource(ConfigurableResource):
+    """What the nightly bisection trigger (`bisection_trigger_sensor`, off until an operator turns it on)
+    may spend: each bisection it starts stops cleanly at `per_group_gpu_seconds`, and it starts no more
+    in a UTC day than `daily_gpu_seconds` covers (README, "Bisection")."""
+
+    daily_gpu_seconds: float = Field(default=3600.0, ge=0, description="GPU-seconds the trigger may start per UTC day.")
+    per_group_gpu_seconds: float = Field(
+        default=1200.0, gt=0, description="The budget of each bisection it starts (bisection_job's budget_gpu_seconds)."
+    )
+    min_suspects: int = Field(default=2, ge=1, description="Groups with fewer suspect commits are not bisected.")
+
+
 LIGER_GIT_ENV = "KERNELINDEX_LIGER_GIT"
 
 

@@ -131,6 +131,40 @@ def find_group(report: dict[str, Any], group: str) -> dict[str, Any]:
     )
 
 
+def _mapping(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def groups_worth_bisecting(report: dict[str, Any], *, min_suspects: int = 2) -> list[tuple[str, str]]:
+    """(id, GPU) of each regressions.json group the nightly trigger bisects, the worst first: slowdowns on a
+    named GPU whose runs name their commits, with at least `min_suspects` suspect commits (one suspect needs no search) and
+    a Liger latency series to measure. Anything malformed is passed over, never raised: the trigger reads a
+    file it did not write."""
+    found: list[tuple[float, str, str]] = []
+    for entry in _list(_mapping(report).get("groups")):
+        if not isinstance(entry, dict) or not isinstance(entry.get("id"), str):
+            continue
+        refs = [_mapping(entry.get(side)).get("codeRef") for side in ("before", "after")]
+        suspects = [c for c in _list(_mapping(entry.get("suspects")).get("commits")) if isinstance(c, dict)]
+        worst = [
+            float(s["magnitude"])
+            for s in _list(entry.get("series"))
+            if isinstance(s, dict)
+            and s.get("provider") == "liger"
+            and s.get("metric") == LATENCY
+            and isinstance(s.get("magnitude"), int | float)
+            and s["magnitude"] > 1
+        ]
+        gpu = entry.get("gpu")
+        if all(refs) and isinstance(gpu, str) and gpu and len(suspects) >= min_suspects and worst:
+            found.append((max(worst), entry["id"], gpu))
+    return [(gid, gpu) for _, gid, gpu in sorted(found, key=lambda item: (-item[0], item[1]))]
+
+
 def plan_of_group(
     history: LigerSourceHistory, report: dict[str, Any], group: str, *, harness: str | None = None
 ) -> BisectionPlan:

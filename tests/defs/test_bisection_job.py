@@ -155,3 +155,73 @@ def test_a_bisection_needs_two_rounds(bench, sqlite_url):
         assert not result.success
         (failure,) = [e for e in result.all_events if e.is_step_failure]
         assert "needs 2 rounds or more" in str(failure.step_failure_data.user_failure_data.description)
+
+
+def trigger_report(commits):
+    """Three groups: the test's (three suspects, a 1.3x Liger step), one with a single suspect, and one whose
+    worst Liger step is larger, so it comes first."""
+    report = report_of(commits, before_ref=commits[0][:7], after_ref=commits[8][:7])
+    (group,) = report["groups"]
+    lone = {**group, "id": "g-lone", "suspects": {"commits": [{"sha": commits[6]}]}}
+    worse = {**group, "id": "g-worse", "series": [{**group["series"][0], "magnitude": 2.5}]}
+    return {**report, "groups": [group, lone, worse]}
+
+
+def evaluate_trigger(instance, cursor=None, **settings):
+    from dagster import build_sensor_context
+
+    from kernelindex_pipeline.defs.bisection_job import bisection_trigger_sensor
+    from kernelindex_pipeline.defs.resources import BisectionTriggerResource
+
+    context = build_sensor_context(
+        instance=instance, cursor=cursor, resources={"bisection_trigger": BisectionTriggerResource(**settings)}
+    )
+    return bisection_trigger_sensor(context), context
+
+
+def test_the_nightly_trigger_bisects_new_groups_with_suspects_within_its_daily_budget(tmp_path, monkeypatch):
+    from dagster import AssetMaterialization, DefaultSensorStatus, MetadataValue, SkipReason
+
+    from kernelindex_pipeline.defs.bisection_job import TRIGGER_TAG, bisection_trigger_sensor
+    from kernelindex_pipeline.home import SITE_DIR
+
+    assert bisection_trigger_sensor.default_status == DefaultSensorStatus.STOPPED  # off until turned on
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
+    commits = [f"{i:040x}" for i in range(9)]
+    with DagsterInstance.ephemeral() as instance:
+        result, _ = evaluate_trigger(instance)
+        assert isinstance(result, SkipReason) and "catalogue_report writes it" in result.skip_message
+        (tmp_path / SITE_DIR).mkdir()
+        (tmp_path / SITE_DIR / "regressions.json").write_text(json.dumps(trigger_report(commits)))
+        # a budget for one bisection a day: the worst group first, the one-suspect group never
+        result, context = evaluate_trigger(instance, daily_gpu_seconds=1000, per_group_gpu_seconds=600)
+        (request,) = result.run_requests
+        config = request.run_config["ops"]["bisect_group"]["config"]
+        assert config["group"] == "g-worse" and config["budget_gpu_seconds"] == 600
+        assert request.tags[TRIGGER_TAG] == "g-worse" and request.tags["kernelindex/gpu_pool"] == H100
+        # the same day, its cursor says the budget is spent
+        result, _ = evaluate_trigger(instance, result.cursor, daily_gpu_seconds=1000, per_group_gpu_seconds=600)
+        assert result.run_requests == [] and "1 waiting for budget" in result.skip_reason.skip_message
+        # a day later (a cursor of another day) the next group; a group bisected already is not started again
+        instance.report_runless_asset_event(
+            AssetMaterialization(VERDICT_KEY, metadata={"group": "g-worse", "bisection": MetadataValue.json({})})
+        )
+        stale = json.dumps({"day": "2000-01-01", "started": 1000})
+        result, _ = evaluate_trigger(instance, stale, daily_gpu_seconds=1000, per_group_gpu_seconds=600)
+        assert [r.run_config["ops"]["bisect_group"]["config"]["group"] for r in result.run_requests] == [GROUP]
+        # with min_suspects 1 the lone group qualifies too
+        result, _ = evaluate_trigger(instance, min_suspects=1, daily_gpu_seconds=10_000)
+        assert [r.tags[TRIGGER_TAG] for r in result.run_requests] == [GROUP, "g-lone"]
+
+
+def test_the_trigger_passes_over_a_damaged_report(tmp_path, monkeypatch):
+    from dagster import SkipReason
+
+    from kernelindex_pipeline.home import SITE_DIR
+
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
+    (tmp_path / SITE_DIR).mkdir()
+    (tmp_path / SITE_DIR / "regressions.json").write_text('{"groups": [')
+    with DagsterInstance.ephemeral() as instance:
+        result, _ = evaluate_trigger(instance)
+    assert isinstance(result, SkipReason) and "cannot read" in result.skip_message

@@ -196,3 +196,35 @@ def test_a_step_needs_two_rounds_for_its_interval(bench):
         StepSweeper(
             LigerSourceHistory(bench["repo"].path), plan, bench["root"] / "x", request_fields={"kernels": ["a"]}
         )
+
+
+def test_the_groups_worth_bisecting_are_slowdowns_with_suspects_named_commits_and_a_gpu():
+    from kernelindex_pipeline.records.metrics import LATENCY
+    from kernelindex_pipeline.sweep.bisection import groups_worth_bisecting
+
+    def group(gid, magnitude=1.5, suspects=2, refs=("a", "b"), gpu="nvidia-h100", provider="liger"):
+        return {
+            "id": gid,
+            "gpu": gpu,
+            "before": {"codeRef": refs[0]},
+            "after": {"codeRef": refs[1]},
+            "suspects": {"commits": [{"sha": f"{i:040x}"} for i in range(suspects)]},
+            "series": [{"provider": provider, "metric": LATENCY, "magnitude": magnitude}],
+        }
+
+    report = {
+        "groups": [
+            group("g-small", 1.2),
+            group("g-big", 3.0),
+            group("g-faster", 0.5),
+            group("g-one-suspect", suspects=1),
+            group("g-no-commit", refs=(None, "b")),
+            group("g-no-gpu", gpu=None),
+            group("g-torch", provider="huggingface"),
+            {"id": "g-junk", "series": "not a list", "suspects": "nor a mapping", "before": 3},
+            "not a group",
+        ]
+    }
+    assert groups_worth_bisecting(report) == [("g-big", "nvidia-h100"), ("g-small", "nvidia-h100")]
+    assert ("g-one-suspect", "nvidia-h100") in groups_worth_bisecting(report, min_suspects=1)
+    assert groups_worth_bisecting({"groups": "x"}) == [] and groups_worth_bisecting([]) == []
