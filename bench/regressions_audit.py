@@ -135,7 +135,6 @@ def score(report: dict, labelled: dict[str, dict]) -> dict:
         "same_code_changes": len(same_code),
         "same_code_share": len(same_code) / max(1, report["series"]),
         "host_changes": len(report.get("hostChanges") or ()),
-        "source_steps": len(report.get("sourceSteps") or ()),
         "by_cause": report["counts"]["byCause"],
     }
 
@@ -163,7 +162,7 @@ def print_score(figures: dict) -> None:
     )
     print(
         f"same-code changes {figures['same_code_changes']} ({figures['same_code_share']:.2%} of judged series); "
-        f"host changes {figures['host_changes']}; source steps {figures['source_steps']}"
+        f"host changes {figures['host_changes']}"
     )
     print(f"by cause {figures['by_cause']}")
     for name in ("unlabelled", "missed", "cause_wrong", "commit_missing"):

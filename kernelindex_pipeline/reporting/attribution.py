@@ -28,7 +28,6 @@ ENVIRONMENT = "environment"
 HOST = "host"
 UNKNOWN = "unknown"
 CAUSES = (LIGER_KERNEL, BENCHMARK_SCRIPT, ENVIRONMENT, HOST, UNKNOWN)
-SOURCE = "source"  # a step where a series changes source: listed apart from the changes, never one of them
 COMMIT_CAUSES = (LIGER_KERNEL, BENCHMARK_SCRIPT)
 _PR_REF = re.compile(r"\s*\(#\d+\)$")  # GitHub's squash-merge suffix: "subject (#830)"
 _MARKDOWN = re.compile(r"([\\`*_\[\]<>#|~])")

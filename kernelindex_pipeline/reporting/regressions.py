@@ -8,7 +8,8 @@ report read that result. Runs are read only through their source's adapter (`run
 module knows no source's identity formats.
 
 **Series.** A series is one kernel, timed pass (mode), provider, implementation revision, workload
-case, benchmark protocol and GPU (hardware), and one metric (``latency`` or ``peak_memory``), followed
+case, benchmark protocol, GPU (hardware) and origin of runs (``RunFacts.origin``: Liger's committed
+history rows, its CI runs, our sweeps), and one metric (``latency`` or ``peak_memory``), followed
 through every run in ``observedAt`` order. The Liger version is a label on each run: a version is a
 stretch of the series, and a version change between two runs is a possible cause of a change there.
 The *software* environment (torch, triton, CUDA, driver: part of ExecutionEnvironment, so of its
@@ -16,7 +17,9 @@ digest) is deliberately not part of the identity either: torch and triton are no
 CI, so a new toolchain is exactly the kind of cause a reader wants named (``environment``), not a new
 series that starts with no history. The hardware is part of the identity (the GPU slug of the run's
 external id), so an H100 and an H200 are never compared. An implementation revision of its own (an
-A/B variant) is a series of its own.
+A/B variant) is a series of its own, and so is each origin: machine, toolchain and code differ at
+once between two origins, so their runs are never one level, and a history row between two CI runs
+must not cut the CI series.
 
 **Source runs.** A source run is one sweep: with ``--records`` each file (per GPU); in a catalogue,
 the runs of one GPU and one software environment in ``observedAt`` order, split where two runs are
@@ -31,9 +34,8 @@ each side). Series with fewer than ``2 * min_segment`` runs are *insufficient*, 
 
 **Cause**: detection alone names ``environment`` (the two runs' environment digests differ), ``host``
 (most kernel groups of the class moved the same way at that run) or ``unknown``; a source's attributor
-ranks the causes with their evidence (Liger's: `liger/attribution.py`). A step across two origins of
-runs (history rows, CI runs, our sweeps) is a source step, listed apart (`source_steps`); lasting host
-moves are folded into one entry each (`host_changes.py`). The README ("Regression detection",
+ranks the causes with their evidence (Liger's: `liger/attribution.py`). Lasting host moves are folded
+into one entry each (`host_changes.py`). The README ("Regression detection",
 "Attribution") is the one explanation of the causes.
 """
 
@@ -94,6 +96,7 @@ class GpuSeriesKey:
     protocol_digest: str
     gpu: str  # GPU slug (hardware)
     metric: str
+    origin: str | None = None  # RunFacts.origin: each origin of runs is a series of its own
 
 
 @dataclass
@@ -103,9 +106,7 @@ class SourceRun:
     observed_at: str  # its first run's observedAt
     versions: Counter = field(default_factory=Counter)
     code_refs: Counter = field(default_factory=Counter)  # the code measured (commit or tag), where the adapter knows it
-    origin: str | None = (
-        None  # where it was measured (RunFacts.origin): a step between two origins is a source boundary
-    )
+    origin: str | None = None  # where it was measured (RunFacts.origin)
 
     @property
     def code_ref(self) -> str | None:
@@ -177,6 +178,7 @@ class Change:
             "mode": k.mode,
             "provider": k.provider,
             "gpu": k.gpu,
+            "origin": k.origin,
             "workloadDigest": k.workload_digest,
             "caseKey": self.trend.case_key,
             "implementationDigest": k.implementation_digest,
@@ -256,7 +258,6 @@ class RegressionReport:
     # steps at a series' newest run: one run after, not the two a change needs; judged again with the next
     pending: list[Change] = field(default_factory=list)
     # steps where a series changes source (history rows, CI runs, our sweeps): listed apart, never a change
-    source_steps: list[Change] = field(default_factory=list)
     # lasting moves of a run's host, each one entry for the series it moved (`host_changes.py`)
     host_changes: list[host_changes.HostChange] = field(default_factory=list)
     # verdicts of bisections of its groups, by group id (the bisection JSON, README "Bisection"): shown with
@@ -298,7 +299,6 @@ class RegressionReport:
             "slowdowns": len(self.slowdowns),
             "speedups": len(self.speedups),
             "pending": len(self.pending),
-            "sourceSteps": len(self.source_steps),
             "hostEffects": len(self.host_effects),
             "hostChanges": len(self.host_changes),
             "acknowledged": len(self.acknowledged),
@@ -313,7 +313,6 @@ class RegressionReport:
             f"series over {c['sources']} source runs; {c['pending']} steps at the newest run pending a second run; "
             f"{len(self.host_effects)} host effects taken out; "
             + (f"{len(self.host_changes)} host changes; " if self.host_changes else "")
-            + (f"{len(self.source_steps)} steps across a source boundary; " if self.source_steps else "")
             + f"{c['insufficient']} series with insufficient data (fewer than {self.settings.min_runs} runs)"
         )
         if not self.trends:
@@ -368,7 +367,6 @@ class RegressionReport:
             ],
             "attributionNotes": list(self.attribution_notes),
             "pending": [c.to_dict() for c in self.pending],
-            "sourceSteps": [c.to_dict() for c in self.source_steps],
             "hostChanges": [h.to_dict() for h in self.host_changes],
             "insufficientSeries": _insufficient_summary(self.insufficient),
             "skippedRuns": dict(self.skipped),
@@ -444,6 +442,7 @@ class _Observations:
                 facts.protocol_digest,
                 facts.gpu,
                 facts.metric,
+                facts.origin,
             )
             sid = series.get(identity)
             if sid is None:
@@ -620,8 +619,8 @@ def _detect(
         found += [(trend, split) for split in splits]
         if pending_step is not None:
             newest.append((trend, pending_step))
-    changes, source_steps = _with_causes(found, trends, sources)
-    pending, pending_across = _with_causes(newest, trends, sources)
+    changes = _with_causes(found, trends)
+    pending = _with_causes(newest, trends)
     reported, every = _host_effect_entries(fit, sources, settings, panel.scripts)
     store.save()
     return RegressionReport(
@@ -635,7 +634,6 @@ def _detect(
         changes=changes,
         skipped=obs.skipped,
         pending=pending,
-        source_steps=source_steps + pending_across,
         judgements=store.reuse,
     )
 
@@ -819,27 +817,18 @@ def _trend(
     )
 
 
-def _with_causes(
-    found: list[tuple[Trend, Split]], trends: list[Trend], sources: list[SourceRun]
-) -> tuple[list[Change], list[Change]]:
-    """(changes with their cause, sorted by cause, then magnitude, then p-value; the steps across a source
-    boundary, which are no change: machine, toolchain and code differ at once there)."""
+def _with_causes(found: list[tuple[Trend, Split]], trends: list[Trend]) -> list[Change]:
+    """Changes with their cause, sorted by cause, then magnitude, then p-value."""
     changes: list[Change] = []
-    across: list[Change] = []
     undecided: list[tuple[Trend, Split]] = []  # without a version or environment difference
     for trend, split in found:
-        before, after = split.index - 1, split.index
-        origins = (sources[int(trend.run_index[before])].origin, sources[int(trend.run_index[after])].origin)
-        if origins[0] != origins[1]:
-            across.append(Change(trend, split, attribution.SOURCE))
-        elif trend.environments[before] != trend.environments[after]:
+        if trend.environments[split.index - 1] != trend.environments[split.index]:
             changes.append(Change(trend, split, "environment"))
         else:
             undecided.append((trend, split))
     changes += _host_or_unknown(undecided, trends)
     changes.sort(key=lambda c: (CAUSES.index(c.cause), -abs(c.split.log_ratio), c.split.p_value))
-    across.sort(key=lambda c: (-abs(c.split.log_ratio), c.split.p_value))
-    return changes, across
+    return changes
 
 
 def _launch_bound(

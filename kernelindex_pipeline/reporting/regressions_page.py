@@ -227,7 +227,6 @@ def render_page(
     out.append(_groups_section(report))
     out.append(_pending_section(report))
     out.append(_host_changes_section(report))
-    out.append(_source_steps_section(report))
     out.append(_host_section(report))
     for cause in CAUSES:
         out.append(_cause_section(cause, by_cause[cause], trends, efficiency))
@@ -298,32 +297,6 @@ def _host_changes_section(report: RegressionReport) -> str:
             f'<p class="host-change">{_e(run_name(d["before"]))} → {_e(run_name(d["after"]))} '
             f'({_e(d["gpu"])}, {_e(d["direction"])}): {factors}.{commits} <span class="note">{_e(d["note"])}</span></p>'
         )
-    out.append("</section>")
-    return "\n".join(out)
-
-
-def _source_steps_section(report: RegressionReport) -> str:
-    """Steps where a series changes source (history rows, CI runs, our sweeps): listed apart."""
-    steps = report.source_steps
-    out = [
-        f'<section id="source-steps" data-source-step-count="{len(steps)}"><h2>Source boundaries</h2>',
-        f'<p class="note">{len(steps)} steps where a series changes source: machine, toolchain and code differ '
-        "at once there, so none is a change.</p>",
-    ]
-    if steps:
-        out.append(
-            "<table><tr><th>kernel</th><th>pass</th><th>provider</th><th>workload</th><th>metric</th>"
-            "<th>step</th><th>before</th><th>after</th></tr>"
-        )
-        for change in steps:
-            d = change.to_dict()
-            out.append(
-                f"<tr><td>{_e(d['kernel'])}</td><td>{_e(d['mode'])}</td><td>{_e(d['provider'])}</td>"
-                f"<td>{_e(d['caseKey'])}</td><td>{_e(d['metric'])}</td>"
-                f'<td class="num {d["direction"]}">×{d["magnitude"]:.3g}</td>'
-                f"<td>{_e(run_name(d['before']))}</td><td>{_e(run_name(d['after']))}</td></tr>"
-            )
-        out.append("</table>")
     out.append("</section>")
     return "\n".join(out)
 

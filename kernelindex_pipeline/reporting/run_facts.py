@@ -62,7 +62,7 @@ class RunFacts(NamedTuple):
     order: float | None = None
     # Where the measurement was made, when the source tells its kinds apart (Liger: committed history
     # rows, Liger's CI runs, our sweeps): machine, toolchain and code differ at once across two origins, so
-    # a step there is a source boundary, never a change (`regressions.py`). None: one origin.
+    # each origin's runs are series of their own (`regressions.py`). None: one origin.
     origin: str | None = None
 
 
