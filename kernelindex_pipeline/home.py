@@ -24,6 +24,9 @@ EMBEDDED_CATALOGUE = (
 # DAGSTER_HOME's storage folder like the other values the assets keep
 REGRESSION_JUDGEMENTS = Path("storage") / "regression-judgements.json"
 SITE_DIR = "report"  # the catalogue_report asset's site, under DAGSTER_HOME
+LIGER_CLONE_DIR = "liger-git"  # the Liger clone the import commands make (and the liger_git resource's default)
+LIGER_GIT_ENV = "KERNELINDEX_LIGER_GIT"  # a Liger clone of the operator's, instead of that one
+LIGER_URL_ENV = "KERNELINDEX_LIGER_URL"  # where the import commands clone Liger from ("none": they make no clone)
 SITE_URL_ENV = "KERNELINDEX_SITE_URL"  # where `kernelindex-pipeline serve` (or your own server) shows the site
 SITE_HOST, SITE_PORT = "127.0.0.1", 8765  # `serve`'s defaults: loopback only
 
@@ -95,3 +98,13 @@ def default_judgement_store(home: str | os.PathLike[str] | None = None) -> Path:
     """``<home or $DAGSTER_HOME or ./.dagster_home>/storage/regression-judgements.json``: the judgement store
     of the `benchmark_regressions` asset."""
     return (Path(home) if home else dagster_home()) / REGRESSION_JUDGEMENTS
+
+
+def liger_clone(home: str | os.PathLike[str] | None = None) -> str | None:
+    """The Liger clone attribution reads: $KERNELINDEX_LIGER_GIT if set, else DAGSTER_HOME/liger-git where
+    an import command made it (None: neither)."""
+    given = os.environ.get(LIGER_GIT_ENV)
+    if given:
+        return given
+    made = (Path(home) if home is not None else dagster_home()) / LIGER_CLONE_DIR
+    return str(made) if made.is_dir() else None

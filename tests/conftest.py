@@ -27,6 +27,19 @@ DAGSTER_MODULES = ("tests.defs.", "tests.test_definitions", "tests.test_home", "
 
 
 @pytest.fixture(scope="session", autouse=True)
+def no_liger_clone():
+    """The import commands clone Liger from GitHub by default; tests make no clone unless they ask
+    (tests/cli/test_imports_liger_clone.py gives a local repository's file URL)."""
+    previous = os.environ.get("KERNELINDEX_LIGER_URL")
+    os.environ["KERNELINDEX_LIGER_URL"] = "none"
+    yield
+    if previous is None:
+        os.environ.pop("KERNELINDEX_LIGER_URL", None)
+    else:
+        os.environ["KERNELINDEX_LIGER_URL"] = previous
+
+
+@pytest.fixture(scope="session", autouse=True)
 def artifact_store(tmp_path_factory):
     """Sweeps in tests put their evidence into a store of the session, never into the user's cache
     (sweep/artifact_store.py; the variable reaches the sweep process through its allowlist)."""

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import sys
 from pathlib import Path
 
 from kernelindex_pipeline.cli.errors import Command, CommandError, UsageError
+from kernelindex_pipeline.home import liger_clone
 
 _SLUG = re.compile(r"^[a-z0-9._-]+$")
 
@@ -38,8 +38,8 @@ def _arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--liger-git",
         metavar="DIR",
-        default=os.environ.get("KERNELINDEX_LIGER_GIT") or None,
-        help="a clone of Liger-Kernel with full history (default: $KERNELINDEX_LIGER_GIT)",
+        default=liger_clone(),
+        help="a clone of Liger-Kernel with full history (default: $KERNELINDEX_LIGER_GIT, else DAGSTER_HOME/liger-git)",
     )
     p.add_argument(
         "--harness", metavar="COMMIT", help="the commit whose benchmark scripts every step runs (default: the bad one)"

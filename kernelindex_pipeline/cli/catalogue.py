@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from kernelindex_pipeline.cli.errors import Command, CommandError, UsageError
-from kernelindex_pipeline.home import catalogue_url
+from kernelindex_pipeline.home import catalogue_url, liger_clone
 
 # ------------------------------------------------------------------------------------------ export
 
@@ -357,10 +356,11 @@ def _detection_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--liger-git",
         metavar="DIR",
-        default=os.environ.get("KERNELINDEX_LIGER_GIT") or None,
+        default=liger_clone(),
         help="a clone of Liger-Kernel (git clone --filter=blob:none --bare https://github.com/linkedin/Liger-Kernel "
         "DIR): changes name the commits between their runs, runs are ordered by their code "
-        "(default: $KERNELINDEX_LIGER_GIT; without it, no commits are named)",
+        "(default: $KERNELINDEX_LIGER_GIT, else DAGSTER_HOME/liger-git that the import commands clone; without "
+        "one, no commits are named)",
     )
     p.add_argument(
         "--judgement-store",

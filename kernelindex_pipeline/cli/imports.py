@@ -9,7 +9,15 @@ import sys
 from pathlib import Path
 
 from kernelindex_pipeline.cli.errors import Command, CommandError, UsageError
-from kernelindex_pipeline.home import SITE_DIR, local_instance, prepared_dagster_home
+from kernelindex_pipeline.home import (
+    LIGER_CLONE_DIR,
+    LIGER_GIT_ENV,
+    LIGER_URL_ENV,
+    SITE_DIR,
+    liger_clone,
+    local_instance,
+    prepared_dagster_home,
+)
 
 
 def _import_options(p: argparse.ArgumentParser) -> None:
@@ -73,6 +81,24 @@ def _checked_partitions(keys: list[str]) -> list[tuple[str, str]]:
     return partitions
 
 
+def _liger_clone_line(home: Path) -> str:
+    """Make or refresh DAGSTER_HOME/liger-git, the blob-less Liger clone attribution reads (unless the
+    operator gives their own, or says none), before the import's runs: its refresh names commits then.
+    Returns the one line that says what happened; a clone that cannot be made is that line, never an error."""
+    from kernelindex_pipeline.liger.source_history import LIGER_URL, SourceHistoryError, clone_blobless
+
+    if os.environ.get(LIGER_GIT_ENV):
+        return f"Liger clone: {os.environ[LIGER_GIT_ENV]} ({LIGER_GIT_ENV})"
+    url = os.environ.get(LIGER_URL_ENV) or LIGER_URL
+    if url == "none":
+        return f"Liger clone: none ({LIGER_URL_ENV}=none): changes name no commits"
+    try:
+        return f"Liger clone: {clone_blobless(home / LIGER_CLONE_DIR, url)}"
+    except SourceHistoryError as error:
+        kept = " (the one made before is used)" if liger_clone(home) else "; changes name no commits"
+        return f"Liger clone: cannot clone or refresh it: {error}{kept}"
+
+
 def _run_import(args: argparse.Namespace, run) -> int:
     """Run one import command against the instance under DAGSTER_HOME and print its summary."""
     import logging
@@ -91,6 +117,7 @@ def _run_import(args: argparse.Namespace, run) -> int:
     from kernelindex_pipeline.defs.run_control import LaunchError, ui_hint
 
     print(f"DAGSTER_HOME={home}", file=sys.stderr)
+    print(_liger_clone_line(home), file=sys.stderr, flush=True)
     try:
         with local_instance(home) as instance:
             # Runs a dead import command's daemon left STARTED hold run slots forever: reported and failed first.
@@ -119,10 +146,10 @@ def _run_import(args: argparse.Namespace, run) -> int:
         lines = answer_lines(site / JSON_NAME)
         for line in lines:
             print(line, flush=True)
-        if lines and not os.environ.get("KERNELINDEX_LIGER_GIT"):  # defs.resources.LIGER_GIT_ENV (no Dagster import)
+        if lines and liger_clone(home) is None:
             print(
                 "  (no Liger clone: changes name no commits; give one: git clone --filter=blob:none --bare "
-                "https://github.com/linkedin/Liger-Kernel DIR, then KERNELINDEX_LIGER_GIT=DIR)",
+                f"https://github.com/linkedin/Liger-Kernel DIR, then {LIGER_GIT_ENV}=DIR)",
                 flush=True,
             )
     if (site / "index.html").is_file():

@@ -126,7 +126,7 @@ def bisect_group(context: OpExecutionContext, config: BisectionConfig) -> None:
         )
     try:
         report = json.loads(path.read_text(encoding="utf-8"))
-        history = LigerSourceHistory(context.resources.liger_git.path or "")
+        history = LigerSourceHistory(context.resources.liger_git.clone())
         plan = plan_of_group(history, report, config.group)
     except (OSError, ValueError, SourceHistoryError, BisectionInputError) as error:
         raise Failure(

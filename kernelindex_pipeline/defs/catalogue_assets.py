@@ -166,7 +166,7 @@ def benchmark_regressions(
         result, notes = detect_and_attribute(
             store.manifests(),
             regression_settings.settings(),
-            liger_git.path or None,
+            liger_git.clone() or None,
             judgement_store=regression_settings.judgement_store_path(),
             marks=store.acknowledgements(),
         )
@@ -193,10 +193,15 @@ def benchmark_regressions(
     )
 
 
-@asset_check(asset=benchmark_regressions, description="Warns when any comparable series got slower.")
+@asset_check(
+    asset=benchmark_regressions,
+    description="Fails when a comparable series got slower and no one has acknowledged it yet.",
+)
 def no_regressions(benchmark_regressions: RegressionReport) -> AssetCheckResult:
-    """Reads the asset's stored result: never a second detection. Nothing judged is no pass: it fails
-    (as a warning) saying why, so a catalogue without runs enough never shows a green "Passed"."""
+    """Reads the asset's stored result: never a second detection. A slowdown not acknowledged fails it
+    with severity ERROR, so the asset and its group show red in the UI until someone looks (the check
+    blocks nothing); nothing judged fails it as a warning saying why, so a catalogue without runs
+    enough never shows a green "Passed"."""
     result = benchmark_regressions
     if not result.trends:
         why = (
@@ -216,7 +221,7 @@ def no_regressions(benchmark_regressions: RegressionReport) -> AssetCheckResult:
         description += f" {len(result.slowdowns) - len(open_slowdowns)} slowdowns acknowledged, not counted."
     return AssetCheckResult(
         passed=bool(result.trends) and not open_slowdowns,
-        severity=AssetCheckSeverity.WARN,
+        severity=AssetCheckSeverity.ERROR if open_slowdowns else AssetCheckSeverity.WARN,
         description=description,
         metadata={
             "regressions": len(open_slowdowns),

@@ -11,7 +11,6 @@ from dagster import EnvVar
 from kernelindex_pipeline.defs.chain_values import IO_MANAGER_KEY, ChainValuesIOManager
 from kernelindex_pipeline.defs.ci_chain import CI_FILES_ENV, LigerCiResource
 from kernelindex_pipeline.defs.resources import (
-    LIGER_GIT_ENV,
     BenchmarkRunnerResource,
     BisectionTriggerResource,
     CatalogueResource,
@@ -20,7 +19,7 @@ from kernelindex_pipeline.defs.resources import (
     LigerReleaseResource,
     RegressionSettingsResource,
 )
-from kernelindex_pipeline.home import CATALOGUE_URL_ENV
+from kernelindex_pipeline.home import CATALOGUE_URL_ENV, LIGER_GIT_ENV
 
 
 def _from_env(name: str):

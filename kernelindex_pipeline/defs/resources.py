@@ -14,7 +14,15 @@ from pydantic import Field
 
 from kernelindex_pipeline.catalogue.store import CatalogueStore, redact_url
 from kernelindex_pipeline.defs.pipes_messages import CompleteLinePipesMessageReader
-from kernelindex_pipeline.home import CATALOGUE_URL_ENV, cache_root, dagster_home, default_judgement_store
+from kernelindex_pipeline.home import (
+    CATALOGUE_URL_ENV,
+    LIGER_CLONE_DIR,
+    LIGER_GIT_ENV,
+    cache_root,
+    dagster_home,
+    default_judgement_store,
+    liger_clone,
+)
 from kernelindex_pipeline.imports.archive import CachedArchive
 from kernelindex_pipeline.liger import release
 from kernelindex_pipeline.reporting.changepoints import DetectionSettings
@@ -75,9 +83,6 @@ class BisectionTriggerResource(ConfigurableResource):
     min_suspects: int = Field(default=2, ge=1, description="Groups with fewer suspect commits are not bisected.")
 
 
-LIGER_GIT_ENV = "KERNELINDEX_LIGER_GIT"
-
-
 class LigerGitResource(ConfigurableResource):
     """A local clone of Liger-Kernel for attribution (`liger/attribution.py`): regression causes name the
     commits between two runs, and runs are ordered by their code. Production keeps a blob-less clone and
@@ -86,10 +91,15 @@ class LigerGitResource(ConfigurableResource):
     path: str = Field(
         default="",
         description=(
-            f"Directory of a Liger-Kernel clone (bare or not, full history). Empty: no commits are named. "
-            f"Set it through the {LIGER_GIT_ENV} environment variable."
+            f"Directory of a Liger-Kernel clone (bare or not, full history). Set it through the {LIGER_GIT_ENV} "
+            f"environment variable. Empty: DAGSTER_HOME/{LIGER_CLONE_DIR}, where the import commands clone Liger, "
+            "if it is there; else no commits are named."
         ),
     )
+
+    def clone(self) -> str:
+        """The clone to read: `path`, else the import commands' one if it exists, else ""."""
+        return self.path or liger_clone() or ""
 
 
 class LigerReleaseResource(ConfigurableResource):

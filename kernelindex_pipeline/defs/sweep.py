@@ -99,12 +99,13 @@ def run_commit_sweep_through_pipes(
         raise Failure(
             description="a sweep of a commit (a bisection step) runs with runner: subprocess only", allow_retries=False
         )
-    if not liger_git.path:
+    clone = liger_git.clone()
+    if not clone:
         raise Failure(
             description="a sweep of a commit needs the liger_git resource (KERNELINDEX_LIGER_GIT)", allow_retries=False
         )
     try:
-        history = LigerSourceHistory(liger_git.path)
+        history = LigerSourceHistory(clone)
         build = build_liger(history, commit, runner.build_cache())
         harness_commit = harness or build.commit
         tree = runner.work_dir_root() / f"harness-{harness_commit[:12]}-{context.run.run_id[:8]}"

@@ -88,6 +88,33 @@ _KEPT_ENV = (
 )
 
 
+def _git_environment(protocols: str, ceiling: str, safe: Iterable[str] = ()) -> dict[str, str]:
+    """The whole environment of a git call: nothing inherited but `_KEPT_ENV`; `protocols` the transports
+    allowed (``""``: none, so git cannot fetch anything by itself); never a repository above `ceiling`."""
+    home = _empty_home()
+    env = {k: os.environ[k] for k in _KEPT_ENV if k in os.environ}
+    env.update(
+        HOME=home,
+        XDG_CONFIG_HOME=home,
+        LC_ALL="C",
+        GIT_CONFIG_NOSYSTEM="1",
+        GIT_CONFIG_SYSTEM=os.devnull,
+        GIT_CONFIG_GLOBAL=os.devnull,
+        GIT_TERMINAL_PROMPT="0",
+        GIT_NO_LAZY_FETCH="1",  # git >= 2.44; older ones are stopped by the empty protocol list
+        GIT_ALLOW_PROTOCOL=protocols,
+        GIT_NO_REPLACE_OBJECTS="1",  # refs/replace/ of the clone would rewrite its history
+        GIT_LITERAL_PATHSPECS="1",  # a file name from the tree is a name, never a pattern
+        GIT_OPTIONAL_LOCKS="0",
+        GIT_CEILING_DIRECTORIES=ceiling,
+    )
+    config = [*_CONFIG, *(("safe.directory", d) for d in safe)]
+    env["GIT_CONFIG_COUNT"] = str(len(config))
+    for i, (key, value) in enumerate(config):
+        env[f"GIT_CONFIG_KEY_{i}"], env[f"GIT_CONFIG_VALUE_{i}"] = key, value
+    return env
+
+
 class SourceHistoryError(ValueError):
     """The clone cannot be used (names the directory and what to do)."""
 
@@ -151,6 +178,70 @@ def _operator_safe_directories(git: str) -> list[str]:
     return found
 
 
+LIGER_URL = "https://github.com/linkedin/Liger-Kernel"
+CLONE_TIMEOUT_S = 600.0  # a blob-less clone of Liger's whole history is ~30 MB; a fetch of a night's commits, KBs
+
+
+def clone_blobless(dest: str | os.PathLike[str], url: str = LIGER_URL, *, git: str = "git") -> str:
+    """Make `dest` a blob-less bare clone of `url` (what attribution reads; blobs come later, only those a
+    commit's files need), or, where it is one already, fetch its branches and tags. A new clone is made
+    beside `dest` and renamed into place, so an interrupted one leaves nothing there. Only FETCH_PROTOCOLS;
+    neither the operator's git config nor the remote's can run anything (`_git_environment`). Returns what
+    it did in a few words; raises `SourceHistoryError` naming the URL (redacted) and git's reason."""
+    from kernelindex_pipeline.redaction import redact_url, scheme_of
+
+    dest = Path(dest)
+    shown = redact_url(url)
+    if scheme_of(url) not in FETCH_PROTOCOLS:
+        raise SourceHistoryError(f"{shown}: only {' or '.join(FETCH_PROTOCOLS)} URLs are cloned")
+    env = _git_environment(":".join(FETCH_PROTOCOLS), str(dest.resolve().parent))
+    if dest.exists():
+        LigerSourceHistory(dest, git=git)  # refuses anything but a usable clone before fetching into it
+        command = [git, "--no-pager", "-C", str(dest), "fetch", "--quiet", "--prune", "--tags", "--no-auto-maintenance"]
+        command += ["--upload-pack=git-upload-pack", "--filter=blob:none", "--", url, "+refs/heads/*:refs/heads/*"]
+        _run_network_git(command, env, shown, "fetch")
+        return f"fetched {shown} into {dest}"
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    partial = Path(tempfile.mkdtemp(prefix=f".{dest.name}-", dir=dest.parent))
+    try:
+        command = [git, "--no-pager", "clone", "--quiet", "--bare", "--filter=blob:none", "--no-hardlinks"]
+        command += ["--upload-pack=git-upload-pack", "--", url, str(partial / "clone")]
+        _run_network_git(command, env, shown, "clone")
+        (partial / "clone").rename(dest)
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
+    return f"cloned {shown} (blob-less) into {dest}"
+
+
+def _run_network_git(command: list[str], env: dict[str, str], shown: str, what: str) -> None:
+    """One git call that reaches out, in its own process group (a timeout stops what it started too);
+    of what it writes only stderr's tail is kept (`_pump`)."""
+    process = subprocess.Popen(
+        command,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=_empty_home(),
+        start_new_session=True,
+    )
+    try:
+        stderr = _pump(process, b"", time.monotonic() + CLONE_TIMEOUT_S, lambda _chunk: None)
+        process.wait(timeout=GIT_TIMEOUT_S)
+    except (_Timeout, subprocess.TimeoutExpired):
+        raise SourceHistoryError(f"{shown}: `git {what}` took over {CLONE_TIMEOUT_S:.0f} s") from None
+    finally:
+        if process.poll() is None:
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            process.wait()
+    if process.returncode != 0:
+        reason = stderr.decode("utf-8", "replace").strip().splitlines()
+        raise SourceHistoryError(f"{shown}: `git {what}` failed: {reason[-1] if reason else process.returncode}")
+
+
 class LigerSourceHistory:
     """A local clone of Liger-Kernel (bare or not, complete history), read with `git`."""
 
@@ -195,30 +286,8 @@ class LigerSourceHistory:
     # -------------------------------------------------------------------------------- plumbing
 
     def _environment(self, protocols: str) -> dict[str, str]:
-        """The whole environment of a git call: nothing inherited but `_KEPT_ENV`; `protocols` the
-        transports allowed (``""``: none, so git cannot fetch anything by itself)."""
-        home = _empty_home()
-        env = {k: os.environ[k] for k in _KEPT_ENV if k in os.environ}
-        env.update(
-            HOME=home,
-            XDG_CONFIG_HOME=home,
-            LC_ALL="C",
-            GIT_CONFIG_NOSYSTEM="1",
-            GIT_CONFIG_SYSTEM=os.devnull,
-            GIT_CONFIG_GLOBAL=os.devnull,
-            GIT_TERMINAL_PROMPT="0",
-            GIT_NO_LAZY_FETCH="1",  # git >= 2.44; older ones are stopped by the empty protocol list
-            GIT_ALLOW_PROTOCOL=protocols,
-            GIT_NO_REPLACE_OBJECTS="1",  # refs/replace/ of the clone would rewrite its history
-            GIT_LITERAL_PATHSPECS="1",  # a file name from the tree is a name, never a pattern
-            GIT_OPTIONAL_LOCKS="0",
-            GIT_CEILING_DIRECTORIES=str(self._top.parent),  # never a repository above the directory given
-        )
-        config = [*_CONFIG, *(("safe.directory", d) for d in self._safe)]
-        env["GIT_CONFIG_COUNT"] = str(len(config))
-        for i, (key, value) in enumerate(config):
-            env[f"GIT_CONFIG_KEY_{i}"], env[f"GIT_CONFIG_VALUE_{i}"] = key, value
-        return env
+        """The whole environment of a git call on this clone (`_git_environment`)."""
+        return _git_environment(protocols, str(self._top.parent), self._safe)
 
     def _run(
         self,

@@ -635,7 +635,21 @@ def _efficiency_row(row: TableRow) -> str:
     )
 
 
-HEADLINE_WORST = 3  # slowdowns named per GPU in the landing page's headline
+HEADLINE_WORST = 3  # slowdowns named per GPU in the landing page's headline: the worst of each of that many groups
+
+
+def _worst_of_each_group(slow: list[Any]) -> list[Any]:
+    """The worst slowdown of each boundary and leading suspect (a commit that slowed twelve cases is one
+    line, so the next culprit is on the first screen too), worst first."""
+    seen: set[tuple] = set()
+    picked = []
+    for c in slow:
+        lead = c.causes[0].commits[0].sha if c.causes and c.causes[0].commits else c.cause
+        group = (c.trend.sources[c.split.index - 1], c.trend.sources[c.split.index], lead)
+        if group not in seen:
+            seen.add(group)
+            picked.append(c)
+    return picked
 
 
 def headline(regressions: RegressionReport) -> str:
@@ -648,8 +662,8 @@ def headline(regressions: RegressionReport) -> str:
             newest[run.gpu] = run
     if not newest:
         return '<section id="headline"><h2>Latest runs</h2><p class="caution">No runs yet.</p></section>'
-    items = []
-    for gpu in sorted(newest):
+    items: list[tuple[int, str, str]] = []
+    for gpu in newest:
         run = newest[gpu]
         side = {"ligerVersion": ", ".join(sorted(run.versions)), "codeRef": run.code_ref, "observedAt": run.observed_at}
         on_gpu = [c for c in regressions.slowdowns if c.key.gpu == gpu]
@@ -675,16 +689,21 @@ def headline(regressions: RegressionReport) -> str:
                 else f" ({_e(c.cause)})"
             )
             + "</li>"
-            for c in slow[:HEADLINE_WORST]
+            for c in _worst_of_each_group(slow)[:HEADLINE_WORST]
         )
         if known:
             verdict += f' <span class="note">({known} acknowledged)</span>'
         items.append(
-            f'<li class="gpu-headline" data-gpu="{_e(gpu)}" data-slowdowns="{len(slow)}"><b>{_e(gpu)}</b>: newest run '
-            f"{_e(run_name(side))}; {verdict}" + (f"<ol>{worst}</ol>" if worst else "") + "</li>"
+            (
+                -len(slow),  # the GPUs with slowdowns first, the most first; then by name
+                gpu,
+                f'<li class="gpu-headline" data-gpu="{_e(gpu)}" data-slowdowns="{len(slow)}"><b>{_e(gpu)}</b>: '
+                f"newest run {_e(run_name(side))}; {verdict}" + (f"<ol>{worst}</ol>" if worst else "") + "</li>",
+            )
         )
+    listed = "".join(item for _, _, item in sorted(items))
     return (
-        f'<section id="headline"><h2>Latest runs</h2><ul>{"".join(items)}</ul><p class="note">Every change with '
+        f'<section id="headline"><h2>Latest runs</h2><ul>{listed}</ul><p class="note">Every change with '
         f'its evidence: the <a href="{REGRESSIONS_PAGE}">regressions page</a>.</p></section>'
     )
 

@@ -123,7 +123,8 @@ def test_regressions_asset_warns_on_a_slowdown_over_every_run(tmp_path, sqlite_u
     # the version label alone names no cause; the clone given is missing: a warning, detection goes on
     assert "| unknown | rms_norm | forward | liger |" in regressions.metadata["table"].value
     (check,) = result.get_asset_check_evaluations()
-    assert not check.passed and check.severity.value == "WARN" and check.metadata["regressions"].value == 1
+    # a slowdown no one acknowledged: an error (red in the UI, blocking nothing), not a warning
+    assert not check.passed and check.severity.value == "ERROR" and check.metadata["regressions"].value == 1
     assert regressions.metadata["pending"].value == check.metadata["pending"].value == 0
     assert check.description.startswith("0 slowdowns from 0 commits. Without a commit: 1 unknown.")
     # One settings object, one detection: with a minimum effect of 50 % the asset finds no slowdown, and the

@@ -457,12 +457,13 @@ def test_the_landing_page_opens_with_the_latest_runs_and_their_worst_slowdowns(t
     rng = np.random.default_rng(5)
     base = 200_000 * np.exp(np.clip(rng.normal(0, 0.01, size=(24, 8)), -0.025, 0.025))
     base[0, 4:] *= 1.5  # kernel0 case0: x1.5 from the fifth run on
-    base[5, 4:] *= 1.2  # kernel1 case1: x1.2
+    base[1, 4:] *= 1.4  # kernel0 case1 at the same run: the same group, not a line of its own
+    base[5, 5:] *= 1.2  # kernel1 case1: x1.2 from the sixth run on
     regressions = detect_regressions(panel(base))
     html = build_site([], tmp_path / "site", regressions=regressions).path.read_text()
     assert html.index('id="headline"') < html.index('id="changed"') < html.index('id="regressions"')
     section = html[html.index('id="headline"') : html.index("</section>", html.index('id="headline"'))]
-    assert 'data-slowdowns="2"' in section and "2 slowdowns from 0 commits" in section
+    assert 'data-slowdowns="3"' in section and "3 slowdowns from 0 commits" in section
     worst = [part.split('"')[0] for part in section.split('class="worst" data-kernel="')[1:]]
-    assert worst == ["kernel0", "kernel1"]  # the worst first
+    assert worst == ["kernel0", "kernel1"]  # the worst of each group, the worst first
     assert "×1.5" in section and "at 0.8.0 " in section
