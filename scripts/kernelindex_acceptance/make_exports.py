@@ -70,12 +70,17 @@ def wide_exports(out: Path, csv: Path, commit: str) -> None:
     print(f"wide-history-full-memory: {files.submission.records_by_kind}", file=sys.stderr)
 
 
+DAY_B = "2026-12-02"  # host-b timed its sweep a day later: its runs have source names of their own
+
+
 def main(out: Path) -> None:
     host_a, snaps_a = scenarios.standin_sweep("host-a")
-    host_b, snaps_b = scenarios.standin_sweep("host-b", kernel="5.15.0-122-generic", driver="550.90.07")
+    host_b, snaps_b = scenarios.standin_sweep("host-b", kernel="5.15.0-122-generic", driver="550.90.07", day=DAY_B)
     public = {"public_base_url": scenarios.PUBLIC_EVIDENCE}  # evidence KernelIndex can fetch: Reproducible runs
     public_a, _ = scenarios.standin_sweep("host-a", **public)
-    public_b, _ = scenarios.standin_sweep("host-b", kernel="5.15.0-122-generic", driver="550.90.07", **public)
+    public_b, _ = scenarios.standin_sweep(
+        "host-b", kernel="5.15.0-122-generic", driver="550.90.07", day=DAY_B, **public
+    )
     made = {
         "seeds": (*scenarios.seeds(), False),
         "ci-reference": (*scenarios.ci_slice("reference"), False),
