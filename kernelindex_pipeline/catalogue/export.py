@@ -294,6 +294,11 @@ def export_kernelindex(
         notes.append(
             f"{grouped.sentinel_runs_left_out} sentinel runs left out (calibration of a sweep, not kernels to rank)"
         )
+    if grouped.runs_ranked_by_interval:
+        notes.append(
+            f"{grouped.runs_ranked_by_interval} runs we measured written without spec.sourceNative, so KernelIndex "
+            "ranks them by their confidence95 (strict_exact); their KernelIndex digests are those of this form"
+        )
     unfetchable = unfetchable_evidence(grouped)
     if unfetchable:
         notes.append(
