@@ -595,17 +595,40 @@ def source_commit_of_publications(publications: Iterable[dict[str, Any]]) -> str
     return f"v{max(versions)[1]}" if versions else None
 
 
+def kernelindex_locator(locator: str, sha256: str) -> str | None:
+    """A snapshot's locator as KernelIndex is given it: an https URL as it is; a local file (a path or a file://
+    URI: CI files given as paths, the shipped CI snapshot unpacked) by the gh-pages URL it was published at
+    when it is a file of the shipped snapshot with the bytes published there (liger/ci_snapshot.py), else by
+    its file:// URI; None for anything else (a sweep's `sweep:` working directory stays in our catalogue)."""
+    from pathlib import Path
+    from urllib.parse import unquote, urlsplit
+
+    from kernelindex_pipeline.liger.ci_snapshot import upstream_locator
+
+    parts = urlsplit(locator)
+    if parts.scheme == "https":
+        return locator
+    if parts.scheme not in ("", "file"):
+        return None
+    path = Path(unquote(parts.path) if parts.scheme == "file" else locator)
+    if not path.is_absolute():
+        return None
+    return upstream_locator(path, sha256) or path.as_uri()
+
+
 def snapshots_of_publications(publications: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """Source snapshot entries of a catalogue's publication log (CatalogueStore.publications()): those
-    with an https locator and a sha256. A sweep's or a local file's locator names a path of our hosts,
-    which has no place in KernelIndex; those snapshots stay in our catalogue."""
-    from urllib.parse import urlsplit
-
+    with a sha256 and a locator KernelIndex is given (`kernelindex_locator`: https, or a local file's), so
+    every CI run, from a URL or a local file, keeps the snapshot of the file it came from (its digest and
+    size are the file's own). A sweep's snapshots stay in our catalogue."""
     found: dict[tuple[str, str], dict[str, Any]] = {}
     for publication in publications:
         snapshot = publication.get("snapshot") or {}
         locator, sha256 = snapshot.get("locator"), snapshot.get("sha256")
-        if not isinstance(locator, str) or not isinstance(sha256, str) or urlsplit(locator).scheme != "https":
+        if not isinstance(locator, str) or not isinstance(sha256, str):
+            continue
+        locator = kernelindex_locator(locator, sha256)
+        if locator is None:
             continue
         fetched = snapshot.get("fetchedAt") or publication.get("startedAt")
         entry = {"locator": locator, "contentDigest": f"sha256:{sha256}", "observedAt": fetched, "fetchedAt": fetched}

@@ -457,3 +457,58 @@ def test_our_measured_runs_are_ranked_by_their_intervals_liger_rows_as_the_sourc
     for entry in upstream:
         assert entry["manifest"] == normal_form(ci_by_name[entry["manifest"]["metadata"]["name"]])  # as it is
         assert entry["manifest"]["spec"]["sourceNative"]["source"] == "liger-kernel-bench"
+
+
+def _loader_date_fields() -> list[str]:
+    from kernelindex_pipeline.catalogue.export import BUNDLE_LOADER_NAME
+
+    text = (ROOT / "kernelindex_pipeline" / "data" / BUNDLE_LOADER_NAME).read_text("utf-8")
+    return json.loads(re.search(r"export const DATE_FIELDS = (\[.*?\])", text)[1])
+
+
+def test_the_bundles_loader_makes_dates_of_exactly_the_fields_kernelindex_takes_as_dates():
+    """KernelIndex's ImportBundle (README's lines) takes some fields as Date; JSON writes them as strings, and the
+    loader shipped with the export (kernelindex-load-bundle.mjs) revives exactly those (issue 32, item 2)."""
+    dates = [
+        name.rstrip("?")
+        for group, text in _ts_fields("ImportBundle").items()
+        for name, kind in re.findall(r"(\w+\??): (\w+)", text)
+        if kind == "Date"
+    ]
+    assert sorted(dates) == sorted(_loader_date_fields()) == ["fetchedAt", "observedAt"]
+
+
+def test_every_export_with_a_bundle_ships_the_loader_and_node_reads_each_bundle_with_it(tmp_path):
+    """The loader is written beside the bundles (and removed with them); where node is installed, it loads every
+    bundle of a history and a sweep export: each snapshot's dates are Dates at the instant written, the rest is
+    the JSON as written (KernelIndex's acceptance harness loads the bundles with it: scripts/kernelindex_acceptance)."""
+    import shutil
+    import subprocess
+
+    from kernelindex_pipeline.catalogue.export import BUNDLE_LOADER_NAME
+
+    ci, ci_snapshots = scenarios.ci_slice("reference")
+    sweep, sweep_snapshots = scenarios.standin_sweep()
+    files = export_kernelindex(ci + sweep, tmp_path, snapshots=ci_snapshots + sweep_snapshots)
+    shipped = (ROOT / "kernelindex_pipeline" / "data" / BUNDLE_LOADER_NAME).read_bytes()
+    assert (tmp_path / BUNDLE_LOADER_NAME).read_bytes() == shipped and len(files.bundles) == 2
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed: the loader was not run (the acceptance harness runs it)")
+    script = (
+        f"import {{ loadImportBundle }} from {json.dumps((tmp_path / BUNDLE_LOADER_NAME).as_uri())};"
+        "const b = loadImportBundle(process.argv[1]);"
+        "const dates = b.snapshots.flatMap((s) => [s.observedAt, s.fetchedAt]);"
+        "console.log(JSON.stringify({dates: dates.map((d) => d instanceof Date && d.toISOString()), rest: b}))"
+    )
+    for bundle in files.bundles:
+        done = subprocess.run(
+            [node, "--input-type=module", "-e", script, str(bundle.path)], capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 0, done.stderr
+        loaded = json.loads(done.stdout)
+        written = json.loads(bundle.path.read_text("utf-8"))
+        assert loaded["dates"] == [s[f] for s in written["snapshots"] for f in ("observedAt", "fetchedAt")]
+        assert loaded["dates"] and loaded["rest"] == written  # a Date writes itself back as the ISO string
+    export_kernelindex([], tmp_path)  # nothing to publish: no bundle, no loader
+    assert not (tmp_path / BUNDLE_LOADER_NAME).exists()
