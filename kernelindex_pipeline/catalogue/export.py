@@ -228,6 +228,9 @@ def _write_atomically(path: Path, chunks: Iterable[bytes]) -> str:
 SUBMISSION_NAME = "kernelindex-submission.yaml"
 IMPORT_BUNDLE_NAME = "kernelindex-import-bundle.json"
 SWEEP_BUNDLE_NAME = "kernelindex-import-bundle.sweeps.json"
+# shipped beside the bundles: KernelIndex's publishBundle takes the snapshots' dates as Dates (README)
+BUNDLE_LOADER_NAME = "kernelindex-load-bundle.mjs"
+UPSTREAM_SCHEMES = ("https", "file")  # snapshots of Liger's files (history, CI); any other is a sweep's
 
 
 class _NoAliasDumper(_DUMPER):  # type: ignore[misc, valid-type]
@@ -261,7 +264,9 @@ def export_kernelindex(
     `ImportBundle`s for records given in publication order (catalogue/kernelindex.py says what each
     holds): `kernelindex-import-bundle.json` for Liger's own rows (history, CI) under KernelIndex's Liger
     source, `kernelindex-import-bundle.sweeps.json` for runs we measured, under our source; a bundle
-    without runs is not written. Snapshots with an https locator go to the first, others to the second.
+    without runs is not written, and beside them `kernelindex-load-bundle.mjs`, the loader that makes the
+    snapshots' date strings Dates. Snapshots with an https or file:// locator (Liger's files) go to the first,
+    others to the second.
     Memory runs only with `include_memory`. `order`: "given" keeps the runs' order (an import's rows),
     "time" publishes by observedAt, best first among equal instants (a catalogue's records, whose row
     order is lost)."""
@@ -294,11 +299,22 @@ def export_kernelindex(
         notes.append(
             f"{grouped.sentinel_runs_left_out} sentinel runs left out (calibration of a sweep, not kernels to rank)"
         )
+    if grouped.runs_ranked_by_interval:
+        notes.append(
+            f"{grouped.runs_ranked_by_interval} runs we measured written without spec.sourceNative, so KernelIndex "
+            "ranks them by their confidence95 (strict_exact); their KernelIndex digests are those of this form"
+        )
     unfetchable = unfetchable_evidence(grouped)
     if unfetchable:
         notes.append(
             f"{unfetchable} evidence references of a local artifact store (ni:///) not registered as artifacts: "
             "KernelIndex cannot fetch them (set an https base URL or use object storage); the runs still name them"
+        )
+    local = sum(urlsplit(s.get("locator", "")).scheme == "file" for s in snapshots)
+    if local:
+        notes.append(
+            f"{local} source snapshots of local files keep their file:// locator: KernelIndex keeps the digest of "
+            "what was read, it cannot fetch them"
         )
     header = (
         f"# KernelIndex submission: one document in bundleFromSubmission's shape ({API_VERSION}); "
@@ -326,12 +342,22 @@ def export_kernelindex(
         if not part.runs:
             stale.unlink(missing_ok=True)  # a bundle of an earlier export with runs this one has not
             continue
-        https = [(urlsplit(s.get("locator", "")).scheme == "https") == (origin == "upstream") for s in snapshots]
+        https = [
+            (urlsplit(s.get("locator", "")).scheme in UPSTREAM_SCHEMES) == (origin == "upstream") for s in snapshots
+        ]
         own = [snapshot for snapshot, keep in zip(snapshots, https, strict=True) if keep]
         body = json.dumps(import_bundle(part, source=source, snapshots=own), ensure_ascii=False, separators=(",", ":"))
         bundles.append(
             ExportResult(stale, _write_atomically(stale, [body.encode("utf-8"), b"\n"]), *_kernelindex_counts(part))
         )
+    loader = out / BUNDLE_LOADER_NAME
+    if bundles:
+        from importlib import resources
+
+        text = resources.files("kernelindex_pipeline").joinpath("data", BUNDLE_LOADER_NAME).read_bytes()
+        _write_atomically(loader, [text])
+    else:
+        loader.unlink(missing_ok=True)
     return KernelIndexFiles(submission, bundles, notes)
 
 

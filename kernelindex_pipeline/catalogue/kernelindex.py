@@ -28,6 +28,9 @@ Two routes into KernelIndex (SamMausberg/KernelIndex apps/web/src/server/catalog
   `<kernel>/<case key>` for a workload, `<kernel>/<provider>` for an implementation, the run's
   sourceNative.externalId for a run), so both routes land in the same source_links rows.
 
+Both: a run we measured (a sweep's) goes without spec.sourceNative (`ranked_by_interval`), so KernelIndex ranks
+it by its confidence95; Liger's history and CI runs go as they are.
+
 Both: every manifest in KernelIndex's normal form (records/units.py), each implementation linked to its
 project (read from its runs' externalIds and the provider catalogue, else its own name; the project's
 SoftwareProject is added from the catalogue when the records lack it), a WorkloadCase's tensors in the
@@ -114,6 +117,9 @@ class KernelIndexExport:
         return next(iter(self.project_of[digest].values()))
 
     memory_runs_left_out: int = 0
+    # measured runs written without spec.sourceNative (`ranked_by_interval`): KernelIndex's digest of each is
+    # that of the form exported, not our catalogue's
+    runs_ranked_by_interval: int = 0
     # the sweep's sentinel runs: calibration of a sweep's environment, not kernels to rank (KernelIndex's ADR
     # 0003 keeps calibration apart from catalogue operations); they stay in our catalogue
     sentinel_runs_left_out: int = 0
@@ -154,6 +160,17 @@ def _origin(environment: dict[str, Any] | None) -> str:
 
 def _is_sentinel_run(run: dict[str, Any]) -> bool:
     return str((run["spec"].get("sourceNative") or {}).get("benchmark", "")).startswith(SENTINEL_PREFIX)
+
+
+def ranked_by_interval(run: dict[str, Any]) -> dict[str, Any]:
+    """A run we measured, as KernelIndex is given it: without `spec.sourceNative`. KernelIndex ranks a cohort
+    any of whose runs has sourceNative under its `source_native` profile, which keeps the source's order and
+    ties only equal values (policy/ranking.ts, ranking-v1); without it the cohort is `strict_exact`, where
+    two runs whose `timing.latencyNs.confidence95` overlap share a rank. A sweep's run has that interval (its
+    rounds, or its raw samples); what sourceNative held stays in our catalogue: its externalId is the bundle
+    entry's externalId, its metrics (the script's ms_50/ms_20/ms_80) are the run's median and p20/p80."""
+    spec = {key: value for key, value in run["spec"].items() if key != "sourceNative"}
+    return {**run, "spec": spec}
 
 
 def _is_memory_run(run: dict[str, Any]) -> bool:
@@ -260,6 +277,8 @@ def _add_runs(
     """Add the runs (of `runs_from`'s origin; peak-memory ones only with include_memory) with their
     protocol and environment, link each; returns the digests of the implementations, workloads and
     operations they use."""
+    from kernelindex_pipeline.records.canonical import digest_of
+
     used: set[str] = set()
     for digest in run_digests:
         run = by_digest[digest]
@@ -275,14 +294,18 @@ def _add_runs(
         referenced = _referenced_records(run, by_digest)
         operation_digest = referenced["WorkloadCase"]["spec"]["operationSpecDigest"]
         used.update([spec["implementationDigest"], spec["workloadDigest"], operation_digest])
+        exported = run
+        if _origin(referenced["ExecutionEnvironment"]) == "measured" and "sourceNative" in spec:
+            exported = ranked_by_interval(run)
+            out.runs_ranked_by_interval += 1
         out.runs.append(
             {
-                "manifest": run,
+                "manifest": exported,
                 "protocol": referenced["BenchmarkProtocol"],
                 "environment": referenced["ExecutionEnvironment"],
             }
         )
-        _link_run(out, catalogue, digest, run, spec, operation_digest)
+        _link_run(out, catalogue, digest_of(exported), run, spec, operation_digest)
     return used
 
 
@@ -572,17 +595,40 @@ def source_commit_of_publications(publications: Iterable[dict[str, Any]]) -> str
     return f"v{max(versions)[1]}" if versions else None
 
 
+def kernelindex_locator(locator: str, sha256: str) -> str | None:
+    """A snapshot's locator as KernelIndex is given it: an https URL as it is; a local file (a path or a file://
+    URI: CI files given as paths, the shipped CI snapshot unpacked) by the gh-pages URL it was published at
+    when it is a file of the shipped snapshot with the bytes published there (liger/ci_snapshot.py), else by
+    its file:// URI; None for anything else (a sweep's `sweep:` working directory stays in our catalogue)."""
+    from pathlib import Path
+    from urllib.parse import unquote, urlsplit
+
+    from kernelindex_pipeline.liger.ci_snapshot import upstream_locator
+
+    parts = urlsplit(locator)
+    if parts.scheme == "https":
+        return locator
+    if parts.scheme not in ("", "file"):
+        return None
+    path = Path(unquote(parts.path) if parts.scheme == "file" else locator)
+    if not path.is_absolute():
+        return None
+    return upstream_locator(path, sha256) or path.as_uri()
+
+
 def snapshots_of_publications(publications: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """Source snapshot entries of a catalogue's publication log (CatalogueStore.publications()): those
-    with an https locator and a sha256. A sweep's or a local file's locator names a path of our hosts,
-    which has no place in KernelIndex; those snapshots stay in our catalogue."""
-    from urllib.parse import urlsplit
-
+    with a sha256 and a locator KernelIndex is given (`kernelindex_locator`: https, or a local file's), so
+    every CI run, from a URL or a local file, keeps the snapshot of the file it came from (its digest and
+    size are the file's own). A sweep's snapshots stay in our catalogue."""
     found: dict[tuple[str, str], dict[str, Any]] = {}
     for publication in publications:
         snapshot = publication.get("snapshot") or {}
         locator, sha256 = snapshot.get("locator"), snapshot.get("sha256")
-        if not isinstance(locator, str) or not isinstance(sha256, str) or urlsplit(locator).scheme != "https":
+        if not isinstance(locator, str) or not isinstance(sha256, str):
+            continue
+        locator = kernelindex_locator(locator, sha256)
+        if locator is None:
             continue
         fetched = snapshot.get("fetchedAt") or publication.get("startedAt")
         entry = {"locator": locator, "contentDigest": f"sha256:{sha256}", "observedAt": fetched, "fetchedAt": fetched}

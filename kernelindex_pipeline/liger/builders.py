@@ -81,6 +81,12 @@ class MeasuredContext:
     row_labels: dict[str, dict[str, str]] = field(default_factory=dict)
     run_labels: dict[str, str] = field(default_factory=dict)
 
+    def labels_of_run(self, row_key: str | None = None) -> dict[str, str]:
+        """BenchmarkRun.metadata.labels of a run of this sweep: its host's facts (`labels`: two hosts of one
+        GPU type share one ExecutionEnvironment, whose manifest a catalogue keeps once, from the first host
+        that published it, so each run carries its own host's), then the sweep's and the row's labels."""
+        return {**self.labels, **self.run_labels, **(self.row_labels.get(row_key, {}) if row_key else {})}
+
 
 @dataclass(frozen=True)
 class Binding:

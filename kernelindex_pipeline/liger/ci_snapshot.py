@@ -89,6 +89,14 @@ def extract_snapshot(home: Path) -> list[Path]:
     return files
 
 
+def upstream_locator(path: Path, sha256: str) -> str | None:
+    """The gh-pages URL a file of the shipped snapshot was published at (`benchmarks/<run>/benchmark.csv`) when
+    `path` is one, unpacked, with the bytes published there (its sha256 in SNAPSHOT_FILES); else None."""
+    if path.parent.name != SNAPSHOT_FOLDER or SNAPSHOT_FILES.get(path.name) != sha256:
+        return None
+    return f"{GH_PAGES}/{path.stem}/benchmark.csv"
+
+
 def resolve_locators(home: Path, log: Callable[[str], None], *, snapshot: bool = False) -> list[str]:
     """What `import-ci` without locators imports: every run Liger's gh-pages lists, or, when that list
     cannot be read (said in one line) or `snapshot` is asked for, the shipped snapshot's files."""

@@ -388,7 +388,7 @@ class Normalizer:
                 key.kernel, key.provider, key.mode, key.metric, key.x_name, key.x_value, key.config, key.gpu
             )
             raw_samples = None if memory else self.measured.raw_samples.get(text_key)
-            labels = {**self.measured.run_labels, **self.measured.row_labels.get(text_key, {})} or None
+            labels = self.measured.labels_of_run(text_key) or None
         template = self._template(
             kernel,
             provider,

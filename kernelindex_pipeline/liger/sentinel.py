@@ -202,6 +202,9 @@ def sentinel_manifests(measured: MeasuredContext, catalogue: Catalogue) -> tuple
             "environmentDigest": digest_of(environment),
         }
         run = benchmark_run(entry, digests, kebab(gpu), entry.get("liger_version"))
-        run["metadata"]["labels"] = {**measured.run_labels, **run["metadata"]["labels"]}  # an outlier sweep's mark too
+        run["metadata"]["labels"] = {
+            **measured.labels_of_run(),
+            **run["metadata"]["labels"],
+        }  # its host, an outlier mark
         manifests += [operation_manifest, case, implementation, protocol, environment, run]
     return manifests, problems

@@ -4,6 +4,8 @@
 // Usage: node compare.mjs <admin url> <migrations dir> <csv file> <liger commit> <our import bundle>
 import { createHash } from "node:crypto"
 import { readFileSync } from "node:fs"
+import { dirname, join } from "node:path"
+import { pathToFileURL } from "node:url"
 import { drizzle } from "drizzle-orm/postgres-js"
 import { migrate } from "drizzle-orm/postgres-js/migrator"
 import postgres from "postgres"
@@ -69,11 +71,9 @@ const { bundle } = await reconcileLiger(kernelindex.database, data)
 await publishBundle(kernelindex.database, bundle, { publish: true })
 
 const ours = await freshDatabase(`ki_compare_ours`)
-const ourBundle = JSON.parse(readFileSync(ourBundlePath, "utf8")) as ImportBundle
-for (const snapshot of ourBundle.snapshots ?? []) {
-  snapshot.observedAt = new Date(snapshot.observedAt as unknown as string)
-  snapshot.fetchedAt = new Date(snapshot.fetchedAt as unknown as string)
-}
+// read with the loader the export ships beside the bundle (the snapshots' dates as Dates)
+const { loadImportBundle } = await import(pathToFileURL(join(dirname(ourBundlePath), "kernelindex-load-bundle.mjs")).href)
+const ourBundle = loadImportBundle(ourBundlePath) as ImportBundle
 await publishBundle(ours.database, ourBundle, { publish: true })
 
 const theirs = await rows(kernelindex.client)

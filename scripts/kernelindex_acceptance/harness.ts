@@ -4,12 +4,14 @@
 // Each scenario dir holds kernelindex-submission.yaml and kernelindex-import-bundle.json; each route is
 // published into a fresh database, twice (idempotency), and summarised as JSON on stdout.
 import { existsSync, readFileSync } from "node:fs"
+import { pathToFileURL } from "node:url"
 import { drizzle } from "drizzle-orm/postgres-js"
 import { migrate } from "drizzle-orm/postgres-js/migrator"
 import postgres from "postgres"
 import { publishBundle, type ImportBundle } from "@ki/server/catalog/publication.ts"
 import { bundleFromSubmission } from "@ki/server/catalog/submissions.ts"
 import * as schema from "@ki/server/db/schema.ts"
+import { rankCohort } from "@ki/server/policy/ranking.ts"
 import { evidenceLevel } from "@ki/server/policy/trust.ts"
 
 const [adminUrl, migrations, ...scenarios] = process.argv.slice(2)
@@ -63,16 +65,43 @@ async function summary(client: postgres.Sql) {
   }
 }
 
-function reviveDates(bundle: ImportBundle): ImportBundle {
-  for (const snapshot of bundle.snapshots ?? []) {
-    snapshot.observedAt = new Date(snapshot.observedAt as unknown as string)
-    snapshot.fetchedAt = new Date(snapshot.fetchedAt as unknown as string)
+// How KernelIndex ranks the published runs (ranking-v1, as its reads do): per cohort, `source_native` when any
+// run has sourceNative, else `strict_exact`; ranks, tied runs, and strictly ordered neighbours whose
+// confidence95 intervals overlap.
+async function ranking(client: postgres.Sql) {
+  const rows = await client.unsafe(
+    `select id, comparison_key, primary_value, uncertainty_low, uncertainty_high, observed_at, source_native
+     from benchmark_runs where primary_value is not null and status = 'passed'`,
+  )
+  const cohorts = new Map<string, typeof rows>()
+  for (const row of rows) cohorts.set(row.comparison_key, [...(cohorts.get(row.comparison_key) ?? []), row])
+  const out: Record<string, { cohorts: number; runs: number; ranks: number; tiedRuns: number; withInterval: number; overlappingStrictNeighbours: number }> = {}
+  for (const cohort of cohorts.values()) {
+    const profile = cohort.some((row) => row.source_native) ? "source_native" : "strict_exact"
+    const interval = (row: (typeof rows)[number]) =>
+      row.uncertainty_low !== null && row.uncertainty_high !== null ? { low: Number(row.uncertainty_low), high: Number(row.uncertainty_high) } : null
+    const byId = new Map(cohort.map((row) => [row.id, row]))
+    const ranked = rankCohort(
+      cohort.map((row) => ({ id: row.id, value: Number(row.primary_value), interval: interval(row), evidence: "reported", observedAt: new Date(row.observed_at) })),
+      profile,
+    )
+    const entry = (out[profile] ??= { cohorts: 0, runs: 0, ranks: 0, tiedRuns: 0, withInterval: 0, overlappingStrictNeighbours: 0 })
+    entry.cohorts += 1
+    entry.runs += ranked.length
+    entry.ranks += new Set(ranked.map((r) => r.rank)).size
+    entry.tiedRuns += ranked.filter((r) => r.tiedWithPrevious).length
+    entry.withInterval += cohort.filter((row) => interval(row) !== null).length
+    for (let i = 1; i < ranked.length; i++) {
+      if (ranked[i].rank === ranked[i - 1].rank) continue
+      const a = interval(byId.get(ranked[i - 1].id)), b = interval(byId.get(ranked[i].id))
+      if (a && b && a.high >= b.low && b.high >= a.low) entry.overlappingStrictNeighbours += 1
+    }
   }
-  return bundle
+  return out
 }
 
-async function route(name: string, bundles: () => ImportBundle[] | { issues: string[] }) {
-  const made = bundles()
+async function route(name: string, bundles: () => Promise<ImportBundle[] | { issues: string[] }>) {
+  const made = await bundles()
   if ("issues" in made) return { route: name, accepted: false, issues: made.issues.length, firstIssues: made.issues.slice(0, 5) }
   const { client, database } = await freshDatabase()
   try {
@@ -87,6 +116,7 @@ async function route(name: string, bundles: () => ImportBundle[] | { issues: str
       published,
       republishedRunsInserted,
       ...(await summary(client)),
+      ranking: await ranking(client),
     }
   } catch (error) {
     return { route: name, accepted: false, error: (error as Error).message }
@@ -95,11 +125,13 @@ async function route(name: string, bundles: () => ImportBundle[] | { issues: str
   }
 }
 
-// The importer route publishes every bundle of the scenario (Liger's rows, our sweeps) into one database.
-function importerBundles(scenario: string): ImportBundle[] {
+// The importer route publishes every bundle of the scenario (Liger's rows, our sweeps) into one database, each
+// read with the loader the export ships beside it (kernelindex-load-bundle.mjs: the snapshots' dates as Dates).
+async function importerBundles(scenario: string): Promise<ImportBundle[]> {
+  const { loadImportBundle } = await import(pathToFileURL(`${scenario}/kernelindex-load-bundle.mjs`).href)
   return ["kernelindex-import-bundle.json", "kernelindex-import-bundle.sweeps.json"]
     .filter((name) => existsSync(`${scenario}/${name}`))
-    .map((name) => reviveDates(JSON.parse(readFileSync(`${scenario}/${name}`, "utf8"))))
+    .map((name) => loadImportBundle(`${scenario}/${name}`) as ImportBundle)
 }
 
 const results = []
@@ -107,7 +139,7 @@ for (const scenario of scenarios) {
   const text = readFileSync(`${scenario}/kernelindex-submission.yaml`, "utf8")
   results.push({
     scenario,
-    submission: await route("submission", () => {
+    submission: await route("submission", async () => {
       const { bundle, report } = bundleFromSubmission(text)
       return report.valid ? [bundle] : { issues: report.issues }
     }),

@@ -5,7 +5,9 @@
 Scenarios (tests/support/kernelindex_scenarios.py): the seeds, the CI slice (reference profile; full profile
 without and with memory runs), slices of four CI files with their commits (49e6353 among them), and a stand-in sweep of Liger 0.8.5 on two hosts of one GPU type
 (host-a, host-b) exported together (evidence in a local store, and under a public https base URL), and the CI slice with one host's sweep (two importer bundles, two
-sources, one database).
+sources, one database); and the CLI route: `export --kernelindex` of a SQLite catalogue holding two CI files of
+the shipped snapshot, imported from their local files, and the public sweep of both hosts
+(catalogue-ci-snapshot-and-sweeps).
 """
 
 from __future__ import annotations
@@ -70,12 +72,17 @@ def wide_exports(out: Path, csv: Path, commit: str) -> None:
     print(f"wide-history-full-memory: {files.submission.records_by_kind}", file=sys.stderr)
 
 
+DAY_B = "2026-12-02"  # host-b timed its sweep a day later: its runs have source names of their own
+
+
 def main(out: Path) -> None:
     host_a, snaps_a = scenarios.standin_sweep("host-a")
-    host_b, snaps_b = scenarios.standin_sweep("host-b", kernel="5.15.0-122-generic", driver="550.90.07")
+    host_b, snaps_b = scenarios.standin_sweep("host-b", kernel="5.15.0-122-generic", driver="550.90.07", day=DAY_B)
     public = {"public_base_url": scenarios.PUBLIC_EVIDENCE}  # evidence KernelIndex can fetch: Reproducible runs
     public_a, _ = scenarios.standin_sweep("host-a", **public)
-    public_b, _ = scenarios.standin_sweep("host-b", kernel="5.15.0-122-generic", driver="550.90.07", **public)
+    public_b, _ = scenarios.standin_sweep(
+        "host-b", kernel="5.15.0-122-generic", driver="550.90.07", day=DAY_B, **public
+    )
     made = {
         "seeds": (*scenarios.seeds(), False),
         "ci-reference": (*scenarios.ci_slice("reference"), False),
@@ -93,6 +100,34 @@ def main(out: Path) -> None:
     for name, (records, snapshots, memory) in made.items():
         files = export_kernelindex(records, out / name, snapshots=snapshots, include_memory=memory)
         print(f"{name}: {files.submission.records_by_kind}", file=sys.stderr)
+    catalogue_route(out / "catalogue-ci-snapshot-and-sweeps", out.parent / "catalogue")
+
+
+def catalogue_route(out: Path, work: Path) -> None:
+    """The CLI route: two CI files of the snapshot shipped with the package, imported from the local files as
+    `import-ci --snapshot` reads them (one publication per partition part, the file's snapshot with it), and a
+    sweep on each of two hosts, into a SQLite catalogue; then `export --kernelindex` of that catalogue."""
+    import shutil
+
+    from kernelindex_pipeline.catalogue.store import CatalogueStore
+    from kernelindex_pipeline.cli import main as cli
+    from kernelindex_pipeline.imports.fetch import fetch
+    from kernelindex_pipeline.liger import ci, import_csv
+    from kernelindex_pipeline.liger.ci_snapshot import extract_snapshot
+
+    shutil.rmtree(work, ignore_errors=True)
+    files = [p for p in extract_snapshot(work / "home") if p.name in ("49e6353.csv", "7644a0f-v0.7.0.csv")]
+    url = f"sqlite:///{work / 'catalogue.sqlite'}"
+    with CatalogueStore.open(url) as store:
+        for path in files:
+            for (gpu, version), parts in ci.gather([fetch(str(path))]).parts.items():
+                for part in parts:
+                    result = import_csv(part.csv_bytes, profile="reference", code_ref=ci.code_ref_of_locator(str(path)))
+                    store.publish(result.manifests, partition=f"ci:{gpu}|{version}", source=part.snapshot)
+        for host, extra in (("host-a", {}), ("host-b", {"kernel": "5.15.0-122-generic", "day": DAY_B})):
+            records, _ = scenarios.standin_sweep(host, public_base_url=scenarios.PUBLIC_EVIDENCE, **extra)
+            store.publish(records, partition=f"sweep:{host}", source={"locator": f"sweep:/{host}/data.csv"})
+    assert cli(["export", "--catalogue", url, "--out", str(out), "--kernelindex"]) == 0
 
 
 if __name__ == "__main__":

@@ -52,10 +52,11 @@ chmod 700 "$PGDATA"
 if [ ! -f "$PGDATA/PG_VERSION" ]; then
   as_server "$PG/initdb" -D "$PGDATA" -U postgres --auth=trust >/dev/null
 fi
-as_server "$PG/pg_ctl" -D "$PGDATA" -o "-k $SOCKETS -p 55418 -c listen_addresses=127.0.0.1" -l "$SOCKETS/postgres.log" -w start >/dev/null
+PORT="${KERNELINDEX_PG_PORT:-55418}"  # another port where one acceptance run already holds this one
+as_server "$PG/pg_ctl" -D "$PGDATA" -o "-k $SOCKETS -p $PORT -c listen_addresses=127.0.0.1" -l "$SOCKETS/postgres.log" -w start >/dev/null
 trap 'as_server "$PG/pg_ctl" -D "$PGDATA" -m fast -w stop >/dev/null' EXIT
 
-ADMIN_URL="postgres://postgres@127.0.0.1:55418/postgres"
+ADMIN_URL="postgres://postgres@127.0.0.1:$PORT/postgres"
 "$REPO/.venv/bin/python" "$HERE/make_exports.py" "$WORK/exports"
 node "$WORK/harness.mjs" "$ADMIN_URL" "$WORK/ki/apps/web/drizzle" "$WORK"/exports/*/ | tee "$WORK/results.json"
 

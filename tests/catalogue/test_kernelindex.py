@@ -140,8 +140,12 @@ def test_tensors_follow_the_operations_inputs(exported):
         assert names == [n for n in inputs if n in names] + [n for n in names if n not in inputs]
 
 
+def _runs(records: list[dict]) -> list[dict]:
+    return [r for r in records if r["kind"] == "BenchmarkRun"]
+
+
 def test_importer_bundle_links_sources_like_kernelindexs_importer(exported):
-    name, _, _, bundle = exported
+    name, records, _, bundle = exported
     # Liger's rows under KernelIndex's Liger source; our sweeps under ours
     sweep = name.startswith("standin-sweep")
     assert bundle["source"]["slug"] == ("kernelindex-pipeline-sweeps" if sweep else "liger-kernel-bench")
@@ -149,9 +153,17 @@ def test_importer_bundle_links_sources_like_kernelindexs_importer(exported):
     assert all(s["contentDigest"].startswith("sha256:") for s in bundle["snapshots"])
     liger_runs = bundle["runs"]
     # the sweep's sentinel runs calibrate its environment: not exported as catalogue operations
-    assert not any(r["manifest"]["spec"]["sourceNative"]["benchmark"].startswith("sentinel_") for r in liger_runs)
+    assert not any(r["manifest"]["metadata"]["name"].startswith("kernelindex-sentinel") for r in liger_runs)
     assert not any(o["manifest"]["metadata"]["name"].startswith("kernelindex-sentinel") for o in bundle["operations"])
-    assert all(r["externalId"] == r["manifest"]["spec"]["sourceNative"]["externalId"] for r in bundle["runs"])
+    # a run's source name is its record's sourceNative.externalId (a measured run's KernelIndex form has none)
+    from kernelindex_pipeline.catalogue.kernelindex import ranked_by_interval
+
+    external_ids = {
+        digest_of(form): r["spec"]["sourceNative"]["externalId"]
+        for r in _runs(records)
+        for form in (normal_form(r), ranked_by_interval(normal_form(r)))
+    }
+    assert all(r["externalId"] == external_ids[digest_of(r["manifest"])] for r in bundle["runs"])
     assert all("externalId" in w for w in bundle["workloads"]) or sweep
     # every source name is linked, also where two kernels share one case, operation or implementation
     from kernelindex_pipeline.liger.identity import parse_external_id
@@ -409,6 +421,8 @@ def test_what_a_kernelindex_export_leaves_out_is_noted(tmp_path):
     assert sentinel and references
     assert files.notes == [
         f"{sentinel} sentinel runs left out (calibration of a sweep, not kernels to rank)",
+        f"{len(runs)} runs we measured written without spec.sourceNative, so KernelIndex ranks them by their "
+        "confidence95 (strict_exact); their KernelIndex digests are those of this form",
         f"{references} evidence references of a local artifact store (ni:///) not registered as artifacts: KernelIndex "
         "cannot fetch them (set an https base URL or use object storage); the runs still name them",
     ]
@@ -416,4 +430,85 @@ def test_what_a_kernelindex_export_leaves_out_is_noted(tmp_path):
     assert all(f"# {note}" in header for note in files.notes)
     public_records = scenarios.standin_sweep(public_base_url=scenarios.PUBLIC_EVIDENCE)[0]
     public = export_kernelindex(public_records, tmp_path / "public", snapshots=snapshots, include_memory=True)
-    assert public.notes == [files.notes[0]]
+    assert public.notes == files.notes[:2]
+
+
+def test_our_measured_runs_are_ranked_by_their_intervals_liger_rows_as_the_source_ranks_them(tmp_path):
+    """KernelIndex ranks a cohort `source_native` (the source's order, ties only on equal values) when any of its
+    runs has spec.sourceNative, else `strict_exact` (runs whose confidence95 overlap share a rank; policy/ranking.ts).
+    Our sweep's runs go to KernelIndex without sourceNative and with their interval, everything else of their
+    spec as in our catalogue; Liger's history and CI runs keep theirs (issue 32, item 5)."""
+    ci, ci_snapshots = scenarios.ci_slice("reference")
+    sweep, sweep_snapshots = scenarios.standin_sweep()
+    files = export_kernelindex(ci + sweep, tmp_path, snapshots=ci_snapshots + sweep_snapshots)
+    document = yaml.safe_load(files.submission.path.read_text("utf-8"))
+    upstream, ours = (json.loads(bundle.path.read_text("utf-8"))["runs"] for bundle in files.bundles)
+    ours_by_name = {r["metadata"]["name"]: r for r in _runs(sweep)}
+    submitted = {e["run"]["metadata"]["name"]: e["run"] for e in document["runs"]}
+    assert ours and upstream
+    for entry in ours:
+        run = entry["manifest"]
+        assert "sourceNative" not in run["spec"] and run["spec"]["timing"]["latencyNs"]["confidence95"]
+        original = ours_by_name[run["metadata"]["name"]]
+        assert run["spec"] == {k: v for k, v in original["spec"].items() if k != "sourceNative"}
+        assert submitted[run["metadata"]["name"]] == run  # the submission route says the same
+        assert entry["externalId"] == original["spec"]["sourceNative"]["externalId"]
+    ci_by_name = {r["metadata"]["name"]: r for r in _runs(ci)}
+    for entry in upstream:
+        assert entry["manifest"] == normal_form(ci_by_name[entry["manifest"]["metadata"]["name"]])  # as it is
+        assert entry["manifest"]["spec"]["sourceNative"]["source"] == "liger-kernel-bench"
+
+
+def _loader_date_fields() -> list[str]:
+    from kernelindex_pipeline.catalogue.export import BUNDLE_LOADER_NAME
+
+    text = (ROOT / "kernelindex_pipeline" / "data" / BUNDLE_LOADER_NAME).read_text("utf-8")
+    return json.loads(re.search(r"export const DATE_FIELDS = (\[.*?\])", text)[1])
+
+
+def test_the_bundles_loader_makes_dates_of_exactly_the_fields_kernelindex_takes_as_dates():
+    """KernelIndex's ImportBundle (README's lines) takes some fields as Date; JSON writes them as strings, and the
+    loader shipped with the export (kernelindex-load-bundle.mjs) revives exactly those (issue 32, item 2)."""
+    dates = [
+        name.rstrip("?")
+        for group, text in _ts_fields("ImportBundle").items()
+        for name, kind in re.findall(r"(\w+\??): (\w+)", text)
+        if kind == "Date"
+    ]
+    assert sorted(dates) == sorted(_loader_date_fields()) == ["fetchedAt", "observedAt"]
+
+
+def test_every_export_with_a_bundle_ships_the_loader_and_node_reads_each_bundle_with_it(tmp_path):
+    """The loader is written beside the bundles (and removed with them); where node is installed, it loads every
+    bundle of a history and a sweep export: each snapshot's dates are Dates at the instant written, the rest is
+    the JSON as written (KernelIndex's acceptance harness loads the bundles with it: scripts/kernelindex_acceptance)."""
+    import shutil
+    import subprocess
+
+    from kernelindex_pipeline.catalogue.export import BUNDLE_LOADER_NAME
+
+    ci, ci_snapshots = scenarios.ci_slice("reference")
+    sweep, sweep_snapshots = scenarios.standin_sweep()
+    files = export_kernelindex(ci + sweep, tmp_path, snapshots=ci_snapshots + sweep_snapshots)
+    shipped = (ROOT / "kernelindex_pipeline" / "data" / BUNDLE_LOADER_NAME).read_bytes()
+    assert (tmp_path / BUNDLE_LOADER_NAME).read_bytes() == shipped and len(files.bundles) == 2
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed: the loader was not run (the acceptance harness runs it)")
+    script = (
+        f"import {{ loadImportBundle }} from {json.dumps((tmp_path / BUNDLE_LOADER_NAME).as_uri())};"
+        "const b = loadImportBundle(process.argv[1]);"
+        "const dates = b.snapshots.flatMap((s) => [s.observedAt, s.fetchedAt]);"
+        "console.log(JSON.stringify({dates: dates.map((d) => d instanceof Date && d.toISOString()), rest: b}))"
+    )
+    for bundle in files.bundles:
+        done = subprocess.run(
+            [node, "--input-type=module", "-e", script, str(bundle.path)], capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 0, done.stderr
+        loaded = json.loads(done.stdout)
+        written = json.loads(bundle.path.read_text("utf-8"))
+        assert loaded["dates"] == [s[f] for s in written["snapshots"] for f in ("observedAt", "fetchedAt")]
+        assert loaded["dates"] and loaded["rest"] == written  # a Date writes itself back as the ISO string
+    export_kernelindex([], tmp_path)  # nothing to publish: no bundle, no loader
+    assert not (tmp_path / BUNDLE_LOADER_NAME).exists()

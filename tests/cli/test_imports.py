@@ -63,8 +63,8 @@ def test_import_history_runs_a_partition_through_dagster(tmp_path):
 
 @pytest.mark.slow  # three CLI processes over the CI slice: about 40 s on two shared cores
 def test_export_for_kernelindex_from_the_catalogue(tmp_path, sqlite_url):
-    """`export --kernelindex`: the two KernelIndex files of a catalogue, memory runs only on request,
-    snapshots only with https locators (a local path never leaves)."""
+    """`export --kernelindex`: the two KernelIndex files of a catalogue, memory runs only on request, a local
+    file's snapshot by its file:// URI."""
     import yaml
 
     from kernelindex_pipeline.liger import import_csv
@@ -83,7 +83,9 @@ def test_export_for_kernelindex_from_the_catalogue(tmp_path, sqlite_url):
     memory = sum("timing" not in r["spec"] for r in records if r["kind"] == "BenchmarkRun")
     speed = sum(r["kind"] == "BenchmarkRun" for r in records) - memory
     assert memory and len(document["runs"]) == len(bundle["runs"]) == speed
-    assert bundle["snapshots"] == [] and str(tmp_path) not in json.dumps(bundle)
+    assert [(s["locator"], s["contentDigest"]) for s in bundle["snapshots"]] == [
+        (csv.resolve().as_uri(), "sha256:" + "0" * 64)
+    ]
     assert not (out / "kernelindex-import-bundle.sweeps.json").exists()  # Liger's rows only
     stamps = [r["manifest"]["spec"]["observedAt"] for r in bundle["runs"]]
     assert stamps == sorted(stamps)  # time order: a catalogue lists runs by name
@@ -94,6 +96,54 @@ def test_export_for_kernelindex_from_the_catalogue(tmp_path, sqlite_url):
     assert len(yaml.safe_load((tmp_path / "m" / "kernelindex-submission.yaml").read_text())["runs"]) == speed + memory
     alone = run_cli("export", "--catalogue", sqlite_url, "--out", str(tmp_path / "x"), "--kernelindex-memory")
     assert alone.returncode == 2 and "--kernelindex-memory goes with --kernelindex" in alone.stderr
+
+
+def test_every_ci_run_keeps_the_snapshot_of_its_file_local_files_too(tmp_path, sqlite_url):
+    """Issue 32, item 2: CI files imported as `import-ci` reads them (the shipped snapshot unpacked, a CI file given
+    as a path) keep a source snapshot each in the importer bundle, with the digest and size of the file itself:
+    the shipped snapshot's by the gh-pages URL it was published at, another local file by its file:// URI; a
+    sweep's working directory stays in our catalogue. The bundle comes with its loader (kernelindex-load-bundle.mjs)."""
+    import hashlib
+    import shutil
+
+    from kernelindex_pipeline.catalogue.export import BUNDLE_LOADER_NAME
+    from kernelindex_pipeline.imports.fetch import fetch
+    from kernelindex_pipeline.liger import ci, import_csv
+    from kernelindex_pipeline.liger.ci_snapshot import GH_PAGES, extract_snapshot
+    from tests.support import FIXTURES
+    from tests.support import kernelindex_scenarios as scenarios
+
+    shipped = next(path for path in extract_snapshot(tmp_path / "home") if path.name == "7644a0f-v0.7.0.csv")
+    given = tmp_path / "mine" / "0701bab.csv"  # a CI file (here a slice of one) given as a path
+    given.parent.mkdir()
+    shutil.copy(FIXTURES / "liger-ci" / "0701bab.csv", given)
+    with CatalogueStore.open(sqlite_url) as store:
+        for path in (shipped, given):
+            for (gpu, version), parts in ci.gather([fetch(str(path))]).parts.items():
+                for part in parts:
+                    records = import_csv(
+                        part.csv_bytes, profile="reference", code_ref=ci.code_ref_of_locator(str(path))
+                    )
+                    store.publish(records.manifests, partition=f"ci:{gpu}|{version}", source=part.snapshot)
+        sweep, _ = scenarios.standin_sweep()
+        store.publish(sweep, partition="sweep:x", source={"locator": "sweep:/work/run-1/data.csv", "sha256": "2" * 64})
+    out = tmp_path / "export"
+    completed = run_cli("export", "--catalogue", sqlite_url, "--out", str(out), "--kernelindex")
+    assert completed.returncode == 0, completed.stderr
+    bundle = json.loads((out / "kernelindex-import-bundle.json").read_text())
+    found = {(s["locator"], s["contentDigest"], s["sizeBytes"]) for s in bundle["snapshots"]}
+    assert found == {
+        (
+            f"{GH_PAGES}/7644a0f-v0.7.0/benchmark.csv",
+            "sha256:" + hashlib.sha256(shipped.read_bytes()).hexdigest(),
+            shipped.stat().st_size,
+        ),
+        (given.as_uri(), "sha256:" + hashlib.sha256(given.read_bytes()).hexdigest(), given.stat().st_size),
+    }
+    sweeps = json.loads((out / "kernelindex-import-bundle.sweeps.json").read_text())
+    assert sweeps["runs"] and sweeps["snapshots"] == []
+    assert "1 source snapshots of local files keep their file:// locator" in completed.stdout
+    assert (out / BUNDLE_LOADER_NAME).is_file()
 
 
 def test_export_for_kernelindex_links_the_operations_at_the_source_commit(tmp_path, sqlite_url, capsys):

@@ -114,11 +114,11 @@ def _b64(hex_digest: str) -> str:
     return base64.urlsafe_b64encode(bytes.fromhex(hex_digest)).decode().rstrip("=")
 
 
-def _sentinel(host: str, median_ms: float, public_base_url: str | None = None) -> list[dict[str, Any]]:
+def _sentinel(host: str, median_ms: float, public_base_url: str | None = None, day: str = "2026-12-01") -> list[dict]:
     from kernelindex_pipeline.liger.sentinel import PLAN
 
     entries = []
-    for position, stamp in (("start", "2026-12-01T10:00:00.000Z"), ("end", "2026-12-01T11:00:00.000Z")):
+    for position, stamp in (("start", f"{day}T10:00:00.000Z"), ("end", f"{day}T11:00:00.000Z")):
         for planned in PLAN["operations"]:
             samples = _samples_entry(median_ms, f"{host}/{planned['name']}/{position}", public_base_url)
             entries.append(
@@ -141,10 +141,12 @@ def standin_sweep(
     kernel: str = "5.15.0-119-generic",
     driver: str = "550.54.15",
     public_base_url: str | None = None,
+    day: str = "2026-12-01",
 ) -> tuple[list[dict], list[dict]]:
     """A sweep of Liger 0.8.5 as a host would publish it: the 0.8.5 scripts' rows of a few kernels
     (tests/fixtures/liger-0.8.5-sweep-rows.csv), raw samples for every speed row, the sentinel. Evidence in a
-    local artifact store (ni:/// names), or under `public_base_url` (an https store KernelIndex can fetch)."""
+    local artifact store (ni:/// names), or under `public_base_url` (an https store KernelIndex can fetch).
+    `day`: the date its rows were timed (two hosts' sweeps of one day share their runs' source names)."""
     from kernelindex_pipeline.liger import import_csv
     from kernelindex_pipeline.liger.normalize import MeasuredContext
     from kernelindex_pipeline.liger.sample_statistics import row_key_of
@@ -158,7 +160,7 @@ def standin_sweep(
     writer.writeheader()
     raw = {}
     for row in rows:
-        row = {**row, "gpu_name": SWEEP_GPU, "liger_version": SWEEP_VERSION}
+        row = {**row, "gpu_name": SWEEP_GPU, "liger_version": SWEEP_VERSION, "timestamp": day + row["timestamp"][10:]}
         writer.writerow(row)
         key = row_key_of(row)
         raw[key] = _samples_entry(float(row["y_value_50"]), f"{host}/{key}", public_base_url)
@@ -170,7 +172,7 @@ def standin_sweep(
         project_versions=measured_project_versions(SWEEP_VERSION, standin.capture),
         logs_by_kernel={k: _artifact_ref(log, public_base_url) for k in SWEEP_KERNELS},
         raw_samples=raw,
-        sentinel=_sentinel(host, 2.0, public_base_url),
+        sentinel=_sentinel(host, 2.0, public_base_url, day),
     )
     result = import_csv(data, measured=measured, gpu=None, liger_version=SWEEP_VERSION)
     return _records(result), [_snapshot(f"kernelindex-sweep://{host}/liger-{SWEEP_VERSION}/data.csv", data)]

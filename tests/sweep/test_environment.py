@@ -147,3 +147,30 @@ def test_measured_project_versions_name_release_tags():
     }
     assert release_tag("2.6.0.dev20241001+cu124") is None  # a nightly has no tag to name
     assert release_tag("not a version") is None
+
+
+def test_each_hosts_facts_ride_its_own_runs_through_one_catalogue(tmp_path):
+    """Two hosts of one GPU type share one ExecutionEnvironment (one digest, one cohort), and a catalogue keeps
+    one manifest per digest, the first host's: each run carries its own host's facts in its labels (issue 32,
+    item 3), so the second host's runs still say its hostname, OS kernel and exact driver."""
+    from kernelindex_pipeline.catalogue.store import CatalogueStore
+    from tests.support import kernelindex_scenarios as scenarios
+
+    host_a, _ = scenarios.standin_sweep("host-a")
+    host_b, _ = scenarios.standin_sweep("host-b", kernel="5.15.0-122-generic", driver="550.90.07", day="2026-12-02")
+    with CatalogueStore.open(f"sqlite:///{tmp_path / 'catalogue.sqlite'}") as store:
+        store.publish(host_a, partition="sweep:a")
+        store.publish(host_b, partition="sweep:b")
+        environments = list(store.manifests(["ExecutionEnvironment"]))
+        runs = list(store.manifests(["BenchmarkRun"]))
+    measured = [e for e in environments if e["spec"]["software"]]
+    assert len(measured) == 1  # identity only: one environment for both hosts
+    by_host = {}
+    for run in runs:
+        labels = run["metadata"]["labels"]
+        by_host.setdefault(labels["hostname"], set()).add((labels["os_kernel"], labels["driver"]))
+    assert by_host == {
+        "host-a": {("5.15.0-119-generic", "550.54.15")},
+        "host-b": {("5.15.0-122-generic", "550.90.07")},
+    }
+    assert sum(1 for r in runs if r["metadata"]["name"].startswith("kernelindex-sentinel")) == 8  # theirs too
