@@ -263,16 +263,17 @@ def export_kernelindex(
         PIPELINE_SOURCE,
         group_for_kernelindex,
         import_bundle,
+        prepare_records,
         submission_document,
         unfetchable_evidence,
     )
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    manifests = list(manifests)
     snapshots = list(snapshots)
     options = {"include_memory": include_memory, "order": order, "source_commit": source_commit}
     catalogue = catalogue or default_catalogue()
+    manifests = prepare_records(manifests, order=order)  # normal form and digests once, for the three groupings
     grouped = group_for_kernelindex(manifests, catalogue, **options)
     notes = []
     if grouped.memory_runs_left_out:

@@ -417,3 +417,29 @@ def test_what_a_kernelindex_export_leaves_out_is_noted(tmp_path):
     public_records = scenarios.standin_sweep(public_base_url=scenarios.PUBLIC_EVIDENCE)[0]
     public = export_kernelindex(public_records, tmp_path / "public", snapshots=snapshots, include_memory=True)
     assert public.notes == [files.notes[0]]
+
+
+@pytest.mark.parametrize("order", ["given", "time"])
+def test_records_prepared_once_group_as_the_manifests_do(order):
+    """export_kernelindex prepares the records once for its three groupings (issue 33): the same groups, runs in
+    publication_order by time, as grouping the manifests themselves; a preparation of another order is refused."""
+    from kernelindex_pipeline.catalogue.kernelindex import (
+        group_for_kernelindex,
+        prepare_records,
+        publication_order,
+        submission_document,
+    )
+    from kernelindex_pipeline.liger.catalogue import default_catalogue
+
+    records, _snapshots = scenarios.ci_files("full")
+    records = records[::-1]  # not the time order already
+    prepared = prepare_records(records, order=order)
+    for runs_from in (None, "upstream", "measured"):
+        direct = group_for_kernelindex(records, default_catalogue(), order=order, runs_from=runs_from)
+        again = group_for_kernelindex(prepared, default_catalogue(), order=order, runs_from=runs_from)
+        assert submission_document(again) == submission_document(direct)
+    runs = [prepared.by_digest[d] for d in prepared.run_digests]
+    assert runs == (publication_order(runs) if order == "time" else runs)
+    assert len(runs) == len({digest_of(normal_form(r)) for r in records if r["kind"] == "BenchmarkRun"})
+    with pytest.raises(ValueError, match="prepared in"):
+        group_for_kernelindex(prepared, default_catalogue(), order="given" if order == "time" else "time")
