@@ -142,11 +142,14 @@ class BlockWriter:
         """A non-empty mapping at `indent`; `inline`: its first key goes on the current line (after "- ")."""
         self._seen(data, seen)
         pad = " " * indent
+        keys, values = self._keys, self._values  # the caches, looked up inline: this loop is the export's hot path
         for key, value in data.items():
-            line = (pad if not inline else "") + self._key(key) + ":"
+            line = (pad if not inline else "") + (keys.get(key) or self._key(key)) + ":"  # type: ignore[arg-type]
             inline = False
             kind = type(value)
-            if kind is dict:
+            if kind is str:
+                out.append(line + " " + (values.get((str, value)) or self._value(value)) + "\n")
+            elif kind is dict:
                 if value:
                     out.append(line + "\n")
                     self._mapping(value, indent + 2, False, out, seen)
