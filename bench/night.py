@@ -49,7 +49,7 @@ from kernelindex_pipeline.records.names import kebab  # noqa: E402
 BATCH = 50_000
 STAGES = ("export", "regressions", "efficiency", "site")
 # files whose bytes carry the time they were written, compared without that field
-STAMPED = {"kernelindex-catalogue.jsonl.manifest.json": "generatedAt"}
+STAMPED = {"kernelindex-catalogue.jsonl.manifest.json": "generatedAt", "site-state.json": "built"}
 # the landing page's "Data updated" section says what changed since the previous build in its folder (a rebuild
 # into a fresh folder: "First build"); compared without it
 CHANGED_SECTION = re.compile(r'<section id="changed">.*?</section>', re.S)
