@@ -9,6 +9,7 @@ from tests.support import ROOT, TESTS
 PACKAGE = ROOT / "kernelindex_pipeline"
 # Tests of no one module: they stay at the top of tests/.
 CROSS_CUTTING = {
+    "test_bench_night",  # bench/night.py's nights and its comparison with a rebuild
     "test_gpu_check_script",  # scripts/gpu_check end to end
     "test_history_publication",  # the real 0.8.5 history into both catalogues
     "test_layout",

@@ -214,11 +214,15 @@ def publication_order(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     first: KernelIndex derives record events by observedAt, then insertion order, so this publishes
     no "record" for a run that was never the best at any instant. For records whose source order is
     lost (a catalogue or records.jsonl lists runs by name); an import's own row order is kept as given."""
-    return sorted(runs, key=lambda run: (run["spec"].get("observedAt", ""), _primary_value(run)))
+    return sorted(runs, key=_publication_key)
+
+
+def _publication_key(run: dict[str, Any]) -> tuple[str, float]:
+    return (run["spec"].get("observedAt", ""), _primary_value(run))
 
 
 def group_for_kernelindex(
-    manifests: Iterable[dict[str, Any]],
+    manifests: Iterable[dict[str, Any]] | PreparedRecords,
     catalogue: Catalogue,
     *,
     include_memory: bool = False,
@@ -233,21 +237,39 @@ def group_for_kernelindex(
     benchmark script there, as KernelIndex's importer does). `runs_from`: only runs Liger measured
     ("upstream": history and CI, whose environments carry no software facts) or we did ("measured":
     sweeps, whose environments do), and what they reference; None: all."""
-    if order not in ("given", "time"):
-        raise ValueError(f"order is 'given' or 'time', not {order!r}")
-    from kernelindex_pipeline.records.canonical import digest_of
-
-    by_digest, seen = _distinct_records(manifests)
+    prepared = manifests if isinstance(manifests, PreparedRecords) else prepare_records(manifests, order=order)
+    if prepared.order != order:
+        raise ValueError(f"records prepared in {prepared.order!r} order, asked for {order!r}")
+    by_digest, seen, run_digests = prepared.by_digest, prepared.seen, prepared.run_digests
     out = KernelIndexExport()
-    run_digests = [digest for digest in seen if by_digest[digest]["kind"] == "BenchmarkRun"]
-    if order == "time":
-        runs_in_order = publication_order([by_digest[digest] for digest in run_digests])
-        run_digests = [digest_of(run) for run in runs_in_order]
     used = _add_runs(out, catalogue, by_digest, run_digests, include_memory=include_memory, runs_from=runs_from)
     _named_provider_first(out, by_digest)
     _add_used_records(out, catalogue, by_digest, seen, used, source_commit)
     out.projects = _projects_of_implementations(out, catalogue, by_digest)
     return out
+
+
+@dataclass(frozen=True)
+class PreparedRecords:
+    """Records in normal form by digest, the digests in the order first given, and the runs' digests in the
+    order asked: what every `group_for_kernelindex` of one export shares (the export groups three times, all
+    runs and each origin's), so normal form and digests are computed once."""
+
+    by_digest: dict[str, dict[str, Any]]
+    seen: list[str]
+    run_digests: list[str]
+    order: str
+
+
+def prepare_records(manifests: Iterable[dict[str, Any]], *, order: str = "given") -> PreparedRecords:
+    """`manifests` ready for `group_for_kernelindex` (which takes them in place of manifests)."""
+    if order not in ("given", "time"):
+        raise ValueError(f"order is 'given' or 'time', not {order!r}")
+    by_digest, seen = _distinct_records(manifests)
+    run_digests = [digest for digest in seen if by_digest[digest]["kind"] == "BenchmarkRun"]
+    if order == "time":  # publication_order's key; sorted is stable, so the order of the runs it would give
+        run_digests = sorted(run_digests, key=lambda digest: _publication_key(by_digest[digest]))
+    return PreparedRecords(by_digest, seen, run_digests, order)
 
 
 def _distinct_records(manifests: Iterable[dict[str, Any]]) -> tuple[dict[str, dict[str, Any]], list[str]]:

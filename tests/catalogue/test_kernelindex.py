@@ -512,3 +512,29 @@ def test_every_export_with_a_bundle_ships_the_loader_and_node_reads_each_bundle_
         assert loaded["dates"] and loaded["rest"] == written  # a Date writes itself back as the ISO string
     export_kernelindex([], tmp_path)  # nothing to publish: no bundle, no loader
     assert not (tmp_path / BUNDLE_LOADER_NAME).exists()
+
+
+@pytest.mark.parametrize("order", ["given", "time"])
+def test_records_prepared_once_group_as_the_manifests_do(order):
+    """export_kernelindex prepares the records once for its three groupings (issue 33): the same groups, runs in
+    publication_order by time, as grouping the manifests themselves; a preparation of another order is refused."""
+    from kernelindex_pipeline.catalogue.kernelindex import (
+        group_for_kernelindex,
+        prepare_records,
+        publication_order,
+        submission_document,
+    )
+    from kernelindex_pipeline.liger.catalogue import default_catalogue
+
+    records, _snapshots = scenarios.ci_files("full")
+    records = records[::-1]  # not the time order already
+    prepared = prepare_records(records, order=order)
+    for runs_from in (None, "upstream", "measured"):
+        direct = group_for_kernelindex(records, default_catalogue(), order=order, runs_from=runs_from)
+        again = group_for_kernelindex(prepared, default_catalogue(), order=order, runs_from=runs_from)
+        assert submission_document(again) == submission_document(direct)
+    runs = [prepared.by_digest[d] for d in prepared.run_digests]
+    assert runs == (publication_order(runs) if order == "time" else runs)
+    assert len(runs) == len({digest_of(normal_form(r)) for r in records if r["kind"] == "BenchmarkRun"})
+    with pytest.raises(ValueError, match="prepared in"):
+        group_for_kernelindex(prepared, default_catalogue(), order="given" if order == "time" else "time")

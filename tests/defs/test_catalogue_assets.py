@@ -49,6 +49,16 @@ def test_export_regressions_and_report_over_the_published_history(instance, reso
         )
     assert result.success
 
+    # each says how much it recomputed and why (issue 33)
+    recomputed = {
+        node: result.asset_materializations_for_node(node)[0].metadata["recomputed"].value
+        for node in ("catalogue_export", "benchmark_regressions", "benchmark_coverage", "catalogue_report")
+    }
+    assert recomputed["catalogue_export"].startswith("all ") and "whole catalogue" in recomputed["catalogue_export"]
+    assert " series judged afresh (their inputs changed), 0 reused" in recomputed["benchmark_regressions"]
+    assert " kernel pages rewritten (their data changed)" in recomputed["catalogue_report"]
+    assert recomputed["benchmark_coverage"].startswith("all ")
+
     (export,) = result.asset_materializations_for_node("catalogue_export")
     jsonl = Path(export.metadata["jsonl"].value)
     assert export.metadata["records"].value == len(jsonl.read_text().splitlines()) == len(load_manifests(jsonl))
@@ -215,6 +225,7 @@ def test_efficiency_table_asset_over_the_published_history(instance, resources, 
     assert table.metadata["runs_with_figures"].value == len(with_figures) > 0
     assert {r.kernel for r in with_figures} == {"rms_norm"} and {r.bound for r in with_figures} == {"bytes"}
     assert "| rms_norm |" in table.metadata["least_efficient"].value
+    assert table.metadata["recomputed"].value.startswith(f"all {len(sidecar.runs)} runs: ")  # issue 33
     with CatalogueStore.open(sqlite_url) as store:
         assert sorted(digest_of(m) for m in store.manifests()) == before
 
