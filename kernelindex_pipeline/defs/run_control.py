@@ -87,10 +87,32 @@ def launch(
     tags: dict[str, str],
     verbose: bool,
     timeout_s: float = LAUNCH_TIMEOUT_S,
+    run_config: dict | None = None,
 ) -> str:
-    """Submit one run of `job` to the instance's queue; return its run id. A launch that outlives its
-    deadline is stopped; the run is still followed when it was created, else a LaunchError says so."""
+    """Submit one run of `job` to the instance's queue, with `run_config` as the Launchpad's YAML would give it;
+    return its run id. A launch that outlives its deadline is stopped; the run is still followed when it was
+    created, else a LaunchError says so."""
     run_id = str(uuid.uuid4())
+    with tempfile.TemporaryDirectory() as folder:
+        config_args: list[str] = []
+        if run_config is not None:
+            # a file, not --config-json: a run config may hold a credential, and argv is visible to every user
+            config_file = Path(folder) / "run_config.yaml"  # JSON, which is YAML
+            config_file.write_text(json.dumps(run_config), encoding="utf-8")
+            config_args = ["-c", str(config_file)]
+        return _launch(instance, home, job, tags, verbose, timeout_s, run_id, config_args)
+
+
+def _launch(
+    instance: DagsterInstance,
+    home: Path,
+    job: str,
+    tags: dict[str, str],
+    verbose: bool,
+    timeout_s: float,
+    run_id: str,
+    config_args: list[str],
+) -> str:
     command = [
         dagster_tool("dagster"),
         "job",
@@ -103,6 +125,7 @@ def launch(
         json.dumps({**tags, MAX_RUNTIME_TAG: str(IMPORT_MAX_RUNTIME_S)}),
         "--run-id",
         run_id,
+        *config_args,
     ]
     # Under the supervisor, like the daemon: a kill -9 of this command stops the launch and its code server
     # too (an orphaned launch used to queue its run after the command was gone).
@@ -260,8 +283,8 @@ def _refresh_outcome(instance: DagsterInstance, run_id: str, progress: Callable[
     )
 
 
-def _daemon(instance: DagsterInstance, home: Path, verbose: bool, log: Callable[[str], None]) -> ImportDaemon:
-    """The daemon serving this command's runs; leaving it waits for every run it launched (an automation
+def queue_daemon(instance: DagsterInstance, home: Path, verbose: bool, log: Callable[[str], None]) -> ImportDaemon:
+    """The daemon serving this command's runs (its own, another command's or `dagster dev`'s); leaving it waits for every run it launched (an automation
     run, another command's) to end."""
     workspace = workspace_file(home)
     command = [dagster_tool("dagster-daemon"), "run", "-w", str(workspace)]
@@ -283,7 +306,7 @@ def run_import(
     """Launch one run per entry of `run_tags`, follow them to the end and `report` the summary; with `wait`,
     then wait for the catalogue automation's refresh of the catalogue-wide assets (else it comes on its own)."""
     started_wall, started = time.time(), time.perf_counter()
-    with _daemon(instance, home, verbose, log) as daemon:
+    with queue_daemon(instance, home, verbose, log) as daemon:
         progress = Progress(len(summary.partitions), f"{summary.source} import")
         try:
             for tags in run_tags:
@@ -313,7 +336,7 @@ def refresh_left_behind(
         return
     step = after_import(True, True, wait=wait, automation_stopped=automation_stopped(instance))
     if step is AfterImport.WAIT:
-        with _daemon(instance, home, verbose, log):
+        with queue_daemon(instance, home, verbose, log):
             _after_import(instance, summary, step, since, our_daemon=False, log=log)
     else:
         _after_import(instance, summary, step, since, our_daemon=True, log=log)

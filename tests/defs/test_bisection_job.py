@@ -225,3 +225,59 @@ def test_the_trigger_passes_over_a_damaged_report(tmp_path, monkeypatch):
     with DagsterInstance.ephemeral() as instance:
         result, _ = evaluate_trigger(instance)
     assert isinstance(result, SkipReason) and "cannot read" in result.skip_message
+
+
+@pytest.mark.slow  # a daemon, a launch that loads the code location, four sweep runs: a minute or two
+def test_launched_as_the_launchpad_launches_it_the_queued_run_bisects_the_group(
+    bench, sqlite_url, tmp_path, monkeypatch
+):
+    """The job as a user starts it from the UI: `dagster job launch` of the workspace's code location with the
+    group's id (and the host's runner settings) as run config, queued on the instance under DAGSTER_HOME and
+    run by dagster-daemon in a process of its own; the verdict and the step runs are on that instance."""
+    from kernelindex_pipeline.defs.run_control import LOCATION, TERMINAL, launch, queue_daemon
+    from kernelindex_pipeline.home import CATALOGUE_URL_ENV, LIGER_GIT_ENV, local_instance
+    from tests.support.ui_support import wait_for
+
+    commits, root = bench["repo"].commits, bench["root"]
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("DAGSTER_HOME", str(home))  # the daemon and the run's process inherit these
+    monkeypatch.setenv(CATALOGUE_URL_ENV, sqlite_url)
+    monkeypatch.setenv(LIGER_GIT_ENV, str(bench["repo"].path))
+    runner = resources(bench, sqlite_url)["runner"]
+    runner_config = {
+        field: getattr(runner, field)
+        for field in (
+            "work_root",
+            "env_cache_dir",
+            "build_cache_dir",
+            "wheel_dir",
+            "script_timeout_s",
+            "rounds",
+            "extra_pythonpath",
+            "extra_env",
+        )
+    }
+    run_config = {
+        "ops": {"bisect_group": {"config": {"group": GROUP, "regressions_file": str(bench["report"])}}},
+        "resources": {"runner": {"config": runner_config}, "releases": {"config": {"cache_dir": str(root / "rel")}}},
+    }
+    with local_instance(home) as instance:
+        with queue_daemon(instance, home, verbose=False, log=print) as daemon:
+            run_id = launch(instance, home, "bisection_job", {}, verbose=False, run_config=run_config)
+
+            def ended():
+                if daemon.exited() is not None:
+                    raise AssertionError(f"dagster-daemon exited ({daemon.exited()}); its log: {daemon.log_path}")
+                run = instance.get_run_by_id(run_id)
+                return run if run is not None and run.status in TERMINAL else None
+
+            run = wait_for(f"bisection_job run {run_id} to end", ended, timeout_s=1200, interval_s=1.0)
+        assert run.status == DagsterRunStatus.SUCCESS, [e.message for e in instance.all_logs(run_id)][-20:]
+        assert run.remote_job_origin is not None and run.remote_job_origin.location_name == LOCATION
+        metadata = instance.get_latest_materialization_event(VERDICT_KEY).asset_materialization.metadata
+        assert metadata["verdict"].value == "confirmed" and metadata["culprit"].value == commits[6]
+        steps = instance.get_runs(RunsFilter(tags={"kernelindex/parent_run": run_id}))
+        assert sorted(r.tags["dagster/partition"] for r in steps) == sorted(
+            commit_partition_key(H100, c) for c in (commits[0], commits[8], commits[3], commits[6])
+        )
