@@ -68,6 +68,9 @@ class _Kernel(BaseModel):
     bound: Literal["bytes", "flops"]
     passes: dict[str, _Pass]
     note: str | None = None
+    # Liger's forward computes the gradients (its backward only scales them): a forward is then not comparable
+    # with a provider's forward that does not, and its cost model charges a forward the gradients' work
+    gradient_in_forward: bool = False
 
 
 class _File(BaseModel):
@@ -90,6 +93,7 @@ class KernelModel:
     bound: str  # bytes | flops
     passes: dict[str, PassModel | str]  # pass -> formulas, or why there is none
     note: str | None = None
+    gradient_in_forward: bool = False  # Liger's forward computes the gradients (the file's comment says why)
 
 
 @dataclass(frozen=True)
@@ -246,7 +250,7 @@ def _compile(entry: _Kernel, where: str) -> KernelModel:
             _check_names(expression, axes, tensors, f"{where} {mode} {what} {text!r}")
             compiled.append(expression)
         passes[mode] = PassModel(*compiled)
-    return KernelModel(entry.kernel, entry.bound, passes, entry.note)
+    return KernelModel(entry.kernel, entry.bound, passes, entry.note, entry.gradient_in_forward)
 
 
 def load_cost_models(path: Path | str | None = None) -> CostModels:

@@ -642,3 +642,30 @@ def change_efficiency(
     where the series has no figure (every run of a series shares its work and its peak)."""
     scale = report.percent_scale(kernel, mode, provider, workload, gpu)
     return None if scale is None else (scale / before_ns, scale / after_ns)
+
+
+CAVEAT_OF_FLAG = {
+    FLAG_ABOVE_PEAK: "implausible: {pct} of the datasheet peak, above 100 % (the run did less work than its cost "
+    "model charges, or a cache served it)",
+    FLAG_ABOVE_MEASURED: "implausible: above the ceiling a sweep measured on this host",
+    FLAG_L2: "implausible: its re-read set fits in the GPU's L2, so HBM traffic did not bound it",
+}
+GRADIENT_IN_FORWARD = (
+    "Liger computes the gradients in this kernel's forward (its backward only scales them): a forward "
+    "without them is not like for like; compare providers on full"
+)
+
+
+def efficiency_caveats(facts: RunEfficiency | None) -> list[str]:
+    """What an efficiency chart's point must say beside its percent of peak (issue 30): why its reading is
+    implausible (above a ceiling, or L2-resident); nothing for a plausible one."""
+    if facts is None or facts.pct_of_peak is None:
+        return []
+    return [CAVEAT_OF_FLAG[f].format(pct=format_pct(facts.pct_of_peak)) for f in facts.flags if f in CAVEAT_OF_FLAG]
+
+
+def pass_caveats(kernel: str, mode: str, models: CostModels | None = None) -> list[str]:
+    """What every chart's point of this kernel and pass must say (issue 30): a forward of a kernel whose Liger
+    forward computes the gradients is not comparable with a forward that does not."""
+    model = (models or default_cost_models()).kernels.get(kernel)
+    return [GRADIENT_IN_FORWARD] if mode == "forward" and model is not None and model.gradient_in_forward else []

@@ -23,7 +23,10 @@ Kernel data (``KI.load({...})`` in ``data/<kernel>.js``), columns by index to st
 ``gpus``/``providers``/``modes``/``versions``/``workloads`` are lookup tables; ``sweeps`` lists, per GPU, the
 workloads on one varying axis with their x (``series.find_sweeps``); ``series`` rows are
 ``[gpu, provider, mode, metric, workload, environment]`` and ``points[i]`` the series' points
-``[version, median, p20, p80, observedAt, run digest, source, commit, % of peak, runs folded]``.
+``[version, median, p20, p80, observedAt, run digest, source, commit, % of peak, runs folded, caveat,
+efficiency caveat]``: what a chart rings the point for and says in its tooltip (null: nothing), the pass's
+(``efficiency.pass_caveats``: a forward that computes gradients) on every chart, the efficiency's
+(``efficiency.efficiency_caveats``: above a ceiling, L2-resident) on the percent-of-peak chart.
 """
 
 from __future__ import annotations
@@ -53,6 +56,8 @@ from .efficiency import (
     TableRow,
     derive_efficiency,
     format_pct,
+    efficiency_caveats,
+    pass_caveats,
     rank_by_efficiency,
     write_sidecar,
 )
@@ -64,7 +69,7 @@ from .series import MODE_ORDER, PEAK_MEMORY_METRIC, RecordIndex, Series, build_s
 from .site_files import copy_assets, js_payload, script_tags, write_text
 
 STATE_NAME = "site-state.json"
-SITE_FORMAT = 1  # bump when the data layout changes: every kernel is then rewritten
+SITE_FORMAT = 2  # bump when the data layout changes: every kernel is then rewritten
 METRICS = ("latency", PEAK_MEMORY_METRIC)
 SUMMARY_DATA = "summary.js"
 # data/ files that are not a kernel's: a kernel whose slug would take one of these names gets a hashed slug
@@ -202,6 +207,7 @@ def _points(
 ) -> list[list[Any]]:
     """One series' points as the page's JSON rows (layout in the module docstring)."""
     drawn = []
+    caveat = "; ".join(pass_caveats(s.kernel, s.mode)) or None  # the same for every point of the series
     for p in s.points:
         source, ref = sources.get(
             (s.kernel, s.mode, s.provider, s.key.workload_digest, s.gpu_slug, s.metric, p.observed_at), (None, None)
@@ -223,6 +229,8 @@ def _points(
                 ref,
                 None if pct is None else round(pct, 3),
                 p.runs_for_version,
+                caveat,
+                "; ".join(efficiency_caveats(facts)) or None,
             ]
         )
     return drawn

@@ -467,3 +467,60 @@ def test_the_landing_page_opens_with_the_latest_runs_and_their_worst_slowdowns(t
     worst = [part.split('"')[0] for part in section.split('class="worst" data-kernel="')[1:]]
     assert worst == ["kernel0", "kernel1"]  # the worst of each group, the worst first
     assert "×1.5" in section and "at 0.8.0 " in section
+
+
+def test_a_forward_that_computes_gradients_and_an_implausible_efficiency_carry_their_caveats(site):
+    """Issue 30: Transformers' FLCE forward drew at 186 % of peak and 0.05-0.2x with no caveat. Each point says
+    why (the pass's caveat on every chart, the efficiency's on the percent-of-peak chart); others say nothing."""
+    from kernelindex_pipeline.reporting.efficiency import GRADIENT_IN_FORWARD
+
+    data = {
+        name: read_data(site.path.parent / "data" / f"{name}.js") for name in ("fused-linear-cross-entropy", "rms-norm")
+    }
+    flce = data["fused-linear-cross-entropy"]
+    implausible = 0
+    for row, points in zip(flce["series"], flce["points"], strict=True):
+        mode = flce["modes"][row[2]]
+        for p in points:
+            assert p[10] == (GRADIENT_IN_FORWARD if mode == "forward" else None), (mode, p)
+            if p[8] is not None and p[8] > 100:
+                assert p[11].startswith(f"implausible: {round(p[8])} % of the datasheet peak, above 100 %"), p
+                implausible += 1
+            else:
+                assert p[11] is None, p
+    assert implausible == 2  # the huggingface forward at the two largest x values of the slice
+    rms = data["rms-norm"]
+    assert all(p[10] is None for points in rms["points"] for p in points)  # its forward computes no gradients
+
+
+@pytest.mark.browser
+def test_a_caveat_rings_its_point_and_says_why_in_the_tooltip(site, browser):
+    w = Watched(browser)
+    try:
+        page = w.page
+        page.goto(
+            (site.path.parent / "kernels" / "fused-linear-cross-entropy.html").resolve().as_uri() + "#mode=forward"
+        )
+        figure = page.locator("figure.chart[data-chart-kind='efficiency'][data-mode='forward']").first
+        figure.scroll_into_view_if_needed()
+        figure.locator(".vega[data-rendered='1'] svg").wait_for(timeout=30_000)
+        rows = figure.locator(".vega").evaluate("el => el.chartRows")
+        ringed = [r for r in rows if r["ringed"]]
+        assert ringed and all("Liger computes the gradients" in r["caveat"] for r in ringed)
+        assert any(r["caveat"].startswith("implausible: ") and r["pct"] > 100 for r in rows)
+        rings = figure.locator(".caveat_marks path")
+        assert rings.count() == len(ringed)  # one ring per point with a caveat
+        best = max(range(len(ringed)), key=lambda i: ringed[i]["pct"])
+        rings.nth(best).hover(force=True)
+        tip = page.wait_for_selector("#vg-tooltip-element.visible", timeout=10_000).inner_text()
+        assert "implausible" in tip and "above 100 %" in tip and "compare providers on full" in tip, tip
+        # the latency chart of the same pass rings its points too, with the pass's caveat only
+        latency = page.locator("figure.chart[data-chart-kind='latency'][data-mode='forward']").first
+        latency.scroll_into_view_if_needed()
+        latency.locator(".vega[data-rendered='1'] svg").wait_for(timeout=30_000)
+        lrows = latency.locator(".vega").evaluate("el => el.chartRows")
+        assert lrows and all(r["ringed"] and not r["caveat"].startswith("implausible") for r in lrows)
+        assert latency.locator(".caveat_marks path").count() == len(lrows)
+        assert w.errors == []
+    finally:
+        w.close()

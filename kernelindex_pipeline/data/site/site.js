@@ -4,7 +4,7 @@
   "use strict";
   const KI = (window.KI = window.KI || {});
   const METRIC_TITLE = { latency: "latency", peak_memory: "peak memory" };
-  const P = { version: 0, median: 1, p20: 2, p80: 3, date: 4, run: 5, source: 6, commit: 7, pct: 8, folded: 9 };
+  const P = { version: 0, median: 1, p20: 2, p80: 3, date: 4, run: 5, source: 6, commit: 7, pct: 8, folded: 9, caveat: 10, pctCaveat: 11 };
 
   KI.load = function (data) {
     KI.data = data;
@@ -40,8 +40,16 @@
   const RUN_TOOLTIP = [
     { field: "provider" }, { field: "version", title: "Liger" }, { field: "case", title: "workload" },
     { field: "shown", title: "value" }, { field: "raw", title: "median (raw)" }, { field: "band", title: "p20–p80 (raw)" },
-    { field: "date" }, { field: "source" }, { field: "commit" }, { field: "run", title: "run digest" },
+    { field: "date" }, { field: "source" }, { field: "commit" }, { field: "run", title: "run digest" }, { field: "caveat" },
   ];
+
+  // A point with a caveat (implausible efficiency, a forward that computes gradients: reporting/efficiency.py
+  // point_caveats) is ringed, and its tooltip says why.
+  function ringLayer(x, y, tooltip) {
+    return { name: "caveat", transform: [{ filter: "datum.ringed" }],
+      mark: { type: "point", shape: "circle", filled: false, size: 170, strokeWidth: 2, color: "#cf222e" },
+      encoding: { x, y, tooltip } };
+  }
 
   // ------------------------------------------------------------------ landing
   function landing(d) {
@@ -179,6 +187,7 @@
       shown: `${round(p[P.median] / f)} ${name}`, raw: `${p[P.median]} ${RAW_UNIT[s.metric] || ""}`.trim(),
       band: p[P.p20] == null ? "–" : `${p[P.p20]}–${p[P.p80]} ${RAW_UNIT[s.metric] || ""}`.trim(), date: p[P.date], source: p[P.source] || "–",
       commit: p[P.commit] || "not recorded", run: p[P.run], pct: p[P.pct],
+      caveat: p[P.caveat] || "–", ringed: Boolean(p[P.caveat]),
     };
   }
 
@@ -214,29 +223,40 @@
           { mark: { type: "line", point: true },
             encoding: { x, y: { field: "value", type: "quantitative", title: unit[1], scale: { zero: false } }, color,
               detail: { field: "line" }, tooltip: RUN_TOOLTIP } },
+          ringLayer(x, { field: "value", type: "quantitative" }, RUN_TOOLTIP),
         ],
       };
     } else if (plan.kind === "versions") {
       const target = versionsWorkload(d, plan, state);
+      const versionX = { field: "version", type: "ordinal", sort: d.versions, title: "Liger version" };
       const rows = plan.series.filter((s) => s.workload === target)
         .flatMap((s) => s.points.map((p) => runRow(d, s, p, unit, null)));
       spec = {
         title: `${METRIC_TITLE[plan.metric]} (${unit[1]}) across Liger versions · ${workloadLabel(d, target)}`,
         data: { values: rows },
-        mark: { type: "line", point: true },
-        encoding: { x: { field: "version", type: "ordinal", sort: d.versions, title: "Liger version" },
-          y: { field: "value", type: "quantitative", title: unit[1], scale: { zero: false } }, color,
-          detail: { field: "sid" }, tooltip: RUN_TOOLTIP },
+        layer: [
+          { mark: { type: "line", point: true },
+            encoding: { x: versionX, y: { field: "value", type: "quantitative", title: unit[1], scale: { zero: false } }, color,
+              detail: { field: "sid" }, tooltip: RUN_TOOLTIP } },
+          ringLayer(versionX, { field: "value", type: "quantitative" }, RUN_TOOLTIP),
+        ],
       };
     } else if (plan.kind === "efficiency") {
       const rows = plan.series.map((s) => [s, pointAt(s, state, d)]).filter(([, p]) => p && p[P.pct] != null)
-        .map(([s, p]) => runRow(d, s, p, unit, plan.members.get(s.workload)));
+        .map(([s, p]) => {
+          const r = runRow(d, s, p, unit, plan.members.get(s.workload));
+          const caveats = [p[P.pctCaveat], p[P.caveat]].filter(Boolean);  // why this reading is implausible first
+          return Object.assign(r, { caveat: caveats.join("; ") || "–", ringed: caveats.length > 0 });
+        });
       rows.forEach((r) => { r.xlabel = label(r); });
       spec = {
         title: "% of the GPU's datasheet peak", data: { values: rows },
-        mark: { type: "line", point: true },
-        encoding: { x, y: { field: "pct", type: "quantitative", title: "% of peak" }, color, detail: { field: "line" },
-          tooltip: [{ field: "pct", title: "% of peak" }, ...RUN_TOOLTIP] },
+        layer: [
+          { mark: { type: "line", point: true },
+            encoding: { x, y: { field: "pct", type: "quantitative", title: "% of peak" }, color, detail: { field: "line" },
+              tooltip: [{ field: "pct", title: "% of peak" }, ...RUN_TOOLTIP] } },
+          ringLayer(x, { field: "pct", type: "quantitative" }, [{ field: "pct", title: "% of peak" }, ...RUN_TOOLTIP]),
+        ],
       };
     } else {
       spec = comparisonSpec(d, plan, state, unit, x, label);
@@ -276,12 +296,17 @@
           const r = { sid: `${l.provider}/${b.provider}|${l.env}`, pair: `${d.providers[l.provider].name} vs ${d.providers[b.provider].name}`,
             x: plan.members.get(l.workload), value: round(value), version: d.versions[lp[P.version]],
             case: workloadLabel(d, l.workload), liger: String(lp[P.median]), baseline: String(bp[P.median]),
-            date: lp[P.date], commit: lp[P.commit] || "not recorded" };
+            date: lp[P.date], commit: lp[P.commit] || "not recorded",
+            caveat: [...new Set([lp[P.caveat], bp[P.caveat]].filter(Boolean))].join("; ") || "–",
+            ringed: Boolean(lp[P.caveat] || bp[P.caveat]) };
           r.xlabel = label(r);
           rows.push(r);
         }
       }
     }
+    const pairTooltip = [{ field: "pair" }, { field: "value" }, { field: "version", title: "Liger" }, { field: "case", title: "workload" },
+      { field: "liger", title: "Liger (raw)" }, { field: "baseline", title: "baseline (raw)" }, { field: "date" }, { field: "commit" },
+      { field: "caveat" }];
     return {
       title: plan.kind === "speedup" ? "speed-up: baseline median / Liger median" : "memory saving: (baseline − Liger) / baseline, %",
       data: { values: rows },
@@ -291,8 +316,8 @@
         { mark: { type: "line", point: true },
           encoding: { x, y: { field: "value", type: "quantitative", title: plan.kind === "speedup" ? "×" : "%" },
             color: { field: "pair", type: "nominal", title: "" }, detail: { field: "sid" },
-            tooltip: [{ field: "pair" }, { field: "value" }, { field: "version", title: "Liger" }, { field: "case", title: "workload" },
-              { field: "liger", title: "Liger (raw)" }, { field: "baseline", title: "baseline (raw)" }, { field: "date" }, { field: "commit" }] } },
+            tooltip: pairTooltip } },
+        ringLayer(x, { field: "value", type: "quantitative" }, pairTooltip),
       ],
     };
   }
