@@ -1,11 +1,11 @@
 """The README's site screenshots, taken in Chromium from the site of the eleven real CI files.
 
     .venv/bin/kernelindex-pipeline site --records ci/*/records.jsonl --out ci-site
-    .venv/bin/python scripts/efficiency_screenshots.py ci-site docs
+    .venv/bin/python scripts/efficiency_screenshots.py ci-site docs/images
 
-writes docs/efficiency-chart.png (RMSNorm on H100), docs/efficiency-table.png (the ranking),
-docs/efficiency-regression.png (a change on the regressions page with its efficiency line), and
-docs/memory-report.png (fused linear cross-entropy on H100: latency, peak memory, Liger's saving). A chart is
+writes docs/images/efficiency-chart.png (RMSNorm on H100), docs/efficiency-table.png (the ranking),
+docs/images/efficiency-regression.png (a change on the regressions page with its efficiency line), and
+docs/images/memory-report.png (fused linear cross-entropy on H100: latency, peak memory, Liger's saving). A chart is
 drawn when it scrolls into view: each is scrolled to and awaited. Uses the same Chromium as the browser tests
 (tests/support/ui_support.py: $KERNELINDEX_CHROMIUM, default /usr/bin/chromium).
 """

@@ -1,6 +1,6 @@
 """Screenshot of the top of a static page with Debian's Chromium (the browser tests' path and flags).
 
-.venv/bin/python scripts/page_screenshot.py ci-regressions/regressions.html docs/regressions-by-commit.png
+.venv/bin/python scripts/page_screenshot.py ci-regressions/regressions.html docs/images/regressions-by-commit.png
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ helpers are in tests/support/, and only the cross-cutting tests stay at the top 
 
 from __future__ import annotations
 
+import re
+
 from tests.support import ROOT, TESTS
 
 PACKAGE = ROOT / "kernelindex_pipeline"
@@ -64,3 +66,43 @@ def test_the_top_of_tests_holds_only_cross_cutting_tests_and_the_package_own_mod
         "a test of kernelindex_pipeline/<package>/<module>.py goes to tests/<package>/test_<module>.py, a helper "
         "to tests/support/, a cross-cutting test into CROSS_CUTTING here: " + ", ".join(misplaced)
     )
+
+
+ARCHITECTURE = ROOT / "docs" / "concepts" / "architecture.md"
+
+
+def _architecture_page_modules() -> set[str]:
+    """The modules docs/concepts/architecture.md lists under "## The packages": each `### `pkg/`` heading
+    (or "### Top level") opens a package, and each list item names its modules in backticks before the colon."""
+    text = ARCHITECTURE.read_text("utf-8")
+    section = text.split("\n## The packages\n", 1)[1].split("\n## ", 1)[0]
+    listed, package = set(), None
+    for line in section.splitlines():
+        heading = re.fullmatch(r"### (?:Top level|`([a-z_]+)/`)", line)
+        if heading:
+            package = heading[1] or ""
+        elif line.startswith("### "):
+            package = None  # a subsection that lists no modules (data files)
+        elif line.startswith("- `") and package is not None:
+            names = line[2:].split(":", 1)[0]
+            for name in re.findall(r"`([a-z0-9_/]+\.py)`", names):
+                listed.add(f"{package}/{name}" if package else name)
+    return listed
+
+
+def _package_modules() -> set[str]:
+    return {
+        path.relative_to(PACKAGE).as_posix()
+        for path in PACKAGE.rglob("*.py")
+        if path.name != "__init__.py" and "data" not in path.relative_to(PACKAGE).parts
+    }
+
+
+def test_the_architecture_page_lists_every_module_of_the_package():
+    unlisted = sorted(_package_modules() - _architecture_page_modules())
+    assert not unlisted, "docs/concepts/architecture.md does not list: " + ", ".join(unlisted)
+
+
+def test_every_module_the_architecture_page_lists_exists():
+    missing = sorted(_architecture_page_modules() - _package_modules())
+    assert not missing, "docs/concepts/architecture.md lists modules that are not in the package: " + ", ".join(missing)

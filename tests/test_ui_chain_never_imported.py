@@ -6,7 +6,7 @@ daemon ticks `chain_partitions_sensor` (on by default: nobody turns it on here),
 Once the CI chain has partitions (registered as `import-ci` registers them), the next tick turns the CI
 chain's check to passed and leaves the others as they were. Read back through the GraphQL API the UI reads.
 With Chromium at hand (and KERNELINDEX_UI_SCREENSHOTS=1), the CI chain's lineage is photographed
-before and after, into tests/artifacts/ui/ (the README's docs/ui-chain-never-imported.png is the first).
+before and after, into tests/artifacts/ui/ (docs/images/ui-chain-never-imported.png, on the UI page of the docs, is the first).
 """
 
 from __future__ import annotations

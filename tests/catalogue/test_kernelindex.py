@@ -1,6 +1,6 @@
 """The KernelIndex exports (issue 18): the submission document and the importer bundle of the seeds, a CI
 slice (with and without its memory runs) and a stand-in sweep on two hosts, checked against the published
-JSON Schemas (skipped with a message where ../shared is absent) and the TypeScript shapes in README.md.
+JSON Schemas (skipped with a message where ../shared is absent) and the TypeScript shapes in docs/reference/exports.md.
 KernelIndex's own code runs on the same exports in scripts/kernelindex_acceptance/run.sh (needs npm)."""
 
 from __future__ import annotations
@@ -17,12 +17,12 @@ from kernelindex_pipeline.records.units import AmbiguousDuration, duration_ns, n
 from tests.support import ROOT
 from tests.support import kernelindex_scenarios as scenarios
 
-README = ROOT / "README.md"
+EXPORTS_PAGE = ROOT / "docs" / "reference" / "exports.md"
 
 
 def _ts_fields(type_name: str) -> dict[str, str]:
-    """Top-level fields of a `type X = { ... }` block of the README's ts code (name -> its type text)."""
-    text = README.read_text("utf-8")
+    """Top-level fields of a `type X = { ... }` block of the exports page's ts code (name -> its type text)."""
+    text = EXPORTS_PAGE.read_text("utf-8")
     block = re.search(r"```ts\n(.*?)```", text[text.index("## Publishing in KernelIndex") :], re.S)[1]
     body = re.search(rf"type {type_name} = \{{\n(.*?)\n\}}", block, re.S)[1]
     return dict(re.match(r"\s*(\w+\??): (.*)", line).groups() for line in body.splitlines())
@@ -92,7 +92,7 @@ def test_both_routes_have_the_readme_shapes(exported):
     for group in ("snapshots", "projects", "operations", "workloads", "implementations", "runs"):
         _check_entries(bundle[group], bundle_fields.get(group) or bundle_fields[group + "?"], group)
     artifact_required, artifact_optional = _entry_keys(
-        re.search(r"type BundleArtifact = (\{.*\})", README.read_text("utf-8"))[1]
+        re.search(r"type BundleArtifact = (\{.*\})", EXPORTS_PAGE.read_text("utf-8"))[1]
     )
     for run in bundle["runs"]:
         for artifact in run.get("artifacts", []):
@@ -379,7 +379,7 @@ def test_no_two_exported_manifests_of_one_kind_share_a_name(tmp_path):
     differ, names differ, so KernelIndex's pages (found by slug) show each. The sweep's implementations are
     pinned to the release measured, the history's are not: the pinned ones say their revision
     (liger-bench-rms-norm-liger-v0-8-5 beside liger-bench-rms-norm-liger). Runs have no slug in KernelIndex and
-    keep its importer's names, cut at 100 characters (README: Publishing in KernelIndex), so they are not held
+    keep its importer's names, cut at 100 characters (docs/reference/exports.md: Publishing in KernelIndex), so they are not held
     to this."""
     from collections import defaultdict
 
@@ -467,7 +467,7 @@ def _loader_date_fields() -> list[str]:
 
 
 def test_the_bundles_loader_makes_dates_of_exactly_the_fields_kernelindex_takes_as_dates():
-    """KernelIndex's ImportBundle (README's lines) takes some fields as Date; JSON writes them as strings, and the
+    """KernelIndex's ImportBundle (the exports page's lines) takes some fields as Date; JSON writes them as strings, and the
     loader shipped with the export (kernelindex-load-bundle.mjs) revives exactly those (issue 32, item 2)."""
     dates = [
         name.rstrip("?")

@@ -63,8 +63,8 @@ def test_runs_table_resolves_the_identity_digests(exported, manifests):
     assert set(workloads["digest"]) == {d for d, m in by_digest.items() if m["kind"] == "WorkloadCase"}
 
 
-def test_the_readme_example_answers_a_question(exported):
-    """The README's three lines: rms_norm forward latency of Liger per GPU and version."""
+def test_the_exports_page_example_answers_a_question(exported):
+    """docs/reference/exports.md's three lines: rms_norm forward latency of Liger per GPU and version."""
     _, tables = exported
     runs = pd.read_parquet(tables.paths[RUNS_TABLE])
     rms = runs.query("kernel == 'rms_norm' and mode == 'forward' and provider == 'liger' and metric == 'latency'")

@@ -1,8 +1,8 @@
 """The site's efficiency charts (kernel pages) and ranking table (landing page) in real Chromium, on real Liger CI rows (H100,
 Liger 0.7.0: the slice in tests/fixtures/liger-ci-report). Screenshots for the README:
 
-    KERNELINDEX_EFFICIENCY_SCREENSHOT=docs/efficiency-chart.png \\
-    KERNELINDEX_EFFICIENCY_TABLE_SCREENSHOT=docs/efficiency-table.png pytest tests/reporting/test_efficiency_browser.py
+    KERNELINDEX_EFFICIENCY_SCREENSHOT=docs/images/efficiency-chart.png \\
+    KERNELINDEX_EFFICIENCY_TABLE_SCREENSHOT=docs/images/efficiency-table.png pytest tests/reporting/test_efficiency_browser.py
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ headless Chromium as a reader sees it: offline from file://, every change with i
 browser when it scrolls into view (not before), tooltips naming the run, no console errors.
 
 Needs Debian's Chromium at /usr/bin/chromium (`apt-get install -y chromium`). Set
-KERNELINDEX_REGRESSIONS_SCREENSHOT=<path.png> to keep a screenshot (docs/regressions.png is made so).
+KERNELINDEX_REGRESSIONS_SCREENSHOT=<path.png> to keep a screenshot (docs/images/regressions.png is made so).
 """
 
 from __future__ import annotations

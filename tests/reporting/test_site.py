@@ -3,7 +3,7 @@ site itself in headless Chromium (filters, compare, tooltips, no console errors,
 
 Input: real Liger CI rows (fixtures/liger-ci: three files, two Liger versions, two GPUs; and
 fixtures/liger-ci-report: one whole file at two x values per sweep). Needs Debian's Chromium at /usr/bin/chromium
-for the browser tests. KERNELINDEX_SITE_SCREENSHOTS=<dir> keeps screenshots there (docs/site-*.png are made so).
+for the browser tests. KERNELINDEX_SITE_SCREENSHOTS=<dir> keeps screenshots there (docs/images/site-*.png are made so).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Liger's memory saving, the coverage pivot (the matplotlib report's test, moved t
 The rows are `fixtures/liger-ci-report/ab7fe2a-report-slice.csv`: one real CI file of Liger-Kernel at the
 first two x values of each sweep (every kernel, provider, mode and metric; see its make_slice.py). Needs
 Debian's Chromium at /usr/bin/chromium. KERNELINDEX_MEMORY_SCREENSHOT=<path.png> keeps a screenshot of the
-fused linear cross-entropy charts there (docs/memory-report.png was made this way, from the eleven whole
+fused linear cross-entropy charts there (docs/images/memory-report.png was made this way, from the eleven whole
 files).
 """
 
