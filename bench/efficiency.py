@@ -35,12 +35,12 @@ from typing import Any
 
 import numpy as np
 
+from kernelindex_pipeline.detection.regressions import detect_regressions
 from kernelindex_pipeline.liger import identity
 from kernelindex_pipeline.records.canonical import API_VERSION, digest_of
 from kernelindex_pipeline.records.names import kebab
 from kernelindex_pipeline.reporting import efficiency as efficiency_module
 from kernelindex_pipeline.reporting.efficiency import derive_efficiency, derive_series_efficiency, rank_by_efficiency
-from kernelindex_pipeline.reporting.regressions import detect_regressions
 from kernelindex_pipeline.reporting.series import PEAK_MEMORY_METRIC, RecordIndex, build_series
 
 GPU = "NVIDIA H100 80GB HBM3"

@@ -13,7 +13,7 @@ asset makes over `store.manifests()`.
     .venv/bin/python bench/regressions.py --judgement-store /tmp/j.json  # then again, reusing the judgements
 
 With --judgement-store FILE (emptied first) the detection runs a second time over the same runs, as a refresh
-whose series are unchanged does: every judgement comes from the store (reporting/judgements.py).
+whose series are unchanged does: every judgement comes from the store (detection/judgements.py).
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 
+from kernelindex_pipeline.detection.regressions import detect_regressions
 from kernelindex_pipeline.liger.attribution import LigerAttribution
-from kernelindex_pipeline.reporting.regressions import detect_regressions
 
 DIGEST = "sha256:" + "0" * 64
 

@@ -20,7 +20,7 @@ CATALOGUE_URL_ENV = "KERNELINDEX_CATALOGUE_URL"
 EMBEDDED_CATALOGUE = (
     "kernelindex-catalogue.sqlite"  # the catalogue's SQLite file under DAGSTER_HOME, when no URL is set
 )
-# the per-series judgements regression detection reuses across refreshes (reporting/judgements.py), under
+# the per-series judgements regression detection reuses across refreshes (detection/judgements.py), under
 # DAGSTER_HOME's storage folder like the other values the assets keep
 REGRESSION_JUDGEMENTS = Path("storage") / "regression-judgements.json"
 SITE_DIR = "report"  # the catalogue_report asset's site, under DAGSTER_HOME

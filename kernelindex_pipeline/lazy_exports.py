@@ -2,7 +2,7 @@
 
 A package lists `{name: submodule}`; a name is imported from its submodule on first use and then kept
 in the package's namespace, so importing a light submodule (`liger.catalogue`, `records.units`,
-`reporting.changepoints`) never loads what the package re-exports from heavy ones (pandas, numpy, the
+`detection.changepoints`) never loads what the package re-exports from heavy ones (pandas, numpy, the
 pydantic schema).
 """
 

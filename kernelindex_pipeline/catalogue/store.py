@@ -128,7 +128,7 @@ objects = Table(
     Column("first_publication_id", Integer, ForeignKey("publications.id"), nullable=False),
 )
 
-# Regressions marked as known (reporting/acknowledgements.py): one row per change, the latest mark wins.
+# Regressions marked as known (detection/acknowledgements.py): one row per change, the latest mark wins.
 # Added to an existing catalogue by create_all like any new table (no column of an old table changes).
 acknowledgements = Table(
     "acknowledgements",
@@ -582,7 +582,7 @@ class CatalogueStore:
             conn.close()
 
     def acknowledge(self, marks: Iterable[Any]) -> int:
-        """Keep each `reporting.acknowledgements.Acknowledgement` (replacing an earlier mark of its
+        """Keep each `detection.acknowledgements.Acknowledgement` (replacing an earlier mark of its
         change) in one transaction; how many."""
         rows = [
             {"change_id": m.change, "status": m.status, "fixed_in": m.fixed_in, "note": m.note, "by": m.by, "at": m.at}
@@ -600,7 +600,7 @@ class CatalogueStore:
         return _guarded(self._url, f"writing acknowledgements to {self.safe_url} failed", run)
 
     def acknowledgements(self) -> list[dict[str, str]]:
-        """Every acknowledgement kept, as rows (`reporting.acknowledgements.from_rows` reads them)."""
+        """Every acknowledgement kept, as rows (`detection.acknowledgements.from_rows` reads them)."""
         rows = self._read(lambda conn: conn.execute(select(acknowledgements)).mappings().all())
         return [dict(r) for r in rows]
 

@@ -251,8 +251,8 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _acknowledge_arguments(p: argparse.ArgumentParser) -> None:
+    from kernelindex_pipeline.detection.acknowledgements import STATUSES
     from kernelindex_pipeline.home import SITE_DIR
-    from kernelindex_pipeline.reporting.acknowledgements import STATUSES
 
     p.add_argument("id", nargs="?", help="a group (g-...) or change (chg-...) id of regressions.json / the page")
     _catalogue_argument(p)
@@ -274,8 +274,8 @@ def _acknowledge(args: argparse.Namespace) -> int:
     from datetime import UTC, datetime
 
     from kernelindex_pipeline.catalogue.store import CatalogueStore
+    from kernelindex_pipeline.detection.acknowledgements import Acknowledgement, from_rows
     from kernelindex_pipeline.home import SITE_DIR, dagster_home
-    from kernelindex_pipeline.reporting.acknowledgements import Acknowledgement, from_rows
 
     with CatalogueStore.open(catalogue_url(args.catalogue)) as store:
         if args.list:
@@ -347,7 +347,7 @@ def _regressions_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _detection_arguments(p: argparse.ArgumentParser) -> None:
-    """The detection settings, the same for `regressions` and `report` (reporting.changepoints.DetectionSettings,
+    """The detection settings, the same for `regressions` and `report` (detection.changepoints.DetectionSettings,
     whose defaults apply where an option is not given; not imported here: `--help` stays light, and
     tests/cli/test_records.py checks these texts against DetectionSettings)."""
     p.add_argument("--alpha", type=float, help="significance level per series (default 0.001)")
@@ -401,7 +401,7 @@ def _detect_and_attribute(
 
 
 def _detection_settings(args: argparse.Namespace):
-    from kernelindex_pipeline.reporting.changepoints import DetectionSettings
+    from kernelindex_pipeline.detection.changepoints import DetectionSettings
 
     given = {"alpha": args.alpha, "min_effect": args.min_effect, "min_segment": args.min_segment}
     try:
@@ -426,7 +426,7 @@ def _bisections(files: list[Path]) -> dict[str, dict]:
 
 
 def _regressions(args: argparse.Namespace) -> int:
-    from kernelindex_pipeline.reporting.regressions import RegressionInputError
+    from kernelindex_pipeline.detection.regressions import RegressionInputError
     from kernelindex_pipeline.reporting.regressions_page import write_regressions
 
     settings = _detection_settings(args)

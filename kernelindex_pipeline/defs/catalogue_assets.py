@@ -33,11 +33,11 @@ from kernelindex_pipeline.defs.resources import (
     RegressionSettingsResource,
 )
 from kernelindex_pipeline.defs.sources import CHAINS
+from kernelindex_pipeline.detection import RegressionReport, acknowledgements
+from kernelindex_pipeline.detection.attribution import check_message, group_changes
 from kernelindex_pipeline.home import SITE_DIR, dagster_home, site_url
 from kernelindex_pipeline.imports.coverage import CoverageTable
 from kernelindex_pipeline.liger.attribution import detect_and_attribute
-from kernelindex_pipeline.reporting import RegressionReport, acknowledgements
-from kernelindex_pipeline.reporting.attribution import check_message, group_changes
 from kernelindex_pipeline.reporting.efficiency import (
     DEFAULT_LOW_THRESHOLD,
     IMPLAUSIBLE_FLAGS,
@@ -159,7 +159,7 @@ def benchmark_regressions(
     liger_git: LigerGitResource,
 ) -> Output[RegressionReport]:
     """Change points over every run of each series (kernel, mode, provider, workload, GPU, metric), with
-    whole-run host effects taken out, and a cause per change (reporting/regressions.py). Series without
+    whole-run host effects taken out, and a cause per change (detection/regressions.py). Series without
     enough runs are counted as insufficient, never as 'no regression'.
 
     Detected once, here: the result is this asset's value (stored by the IO manager), which its check and
@@ -185,7 +185,7 @@ def benchmark_regressions(
             "speedups": len(result.speedups),
             "pending": len(result.pending),  # steps at a series' newest run, awaiting a second run
             "series_judged": len(result.trends),
-            # judged afresh (their inputs changed) and reused from the previous refresh (reporting/judgements.py)
+            # judged afresh (their inputs changed) and reused from the previous refresh (detection/judgements.py)
             "series_rejudged": result.judgements.rejudged,
             "series_reused": result.judgements.reused,
             RECOMPUTED: f"{result.judgements.rejudged} series judged afresh (their inputs changed), "

@@ -14,6 +14,7 @@ from pydantic import Field
 
 from kernelindex_pipeline.catalogue.store import CatalogueStore, redact_url
 from kernelindex_pipeline.defs.pipes_messages import CompleteLinePipesMessageReader
+from kernelindex_pipeline.detection.changepoints import DetectionSettings
 from kernelindex_pipeline.home import (
     CATALOGUE_URL_ENV,
     LIGER_CLONE_DIR,
@@ -25,7 +26,6 @@ from kernelindex_pipeline.home import (
 )
 from kernelindex_pipeline.imports.archive import CachedArchive
 from kernelindex_pipeline.liger import release
-from kernelindex_pipeline.reporting.changepoints import DetectionSettings
 
 
 class CatalogueResource(ConfigurableResource):
@@ -48,7 +48,7 @@ class CatalogueResource(ConfigurableResource):
 
 
 class RegressionSettingsResource(ConfigurableResource):
-    """The one settings object of regression detection (reporting.changepoints.DetectionSettings): the
+    """The one settings object of regression detection (detection.changepoints.DetectionSettings): the
     `benchmark_regressions` asset judges with it; its check and the report read that asset's result."""
 
     alpha: float = Field(
@@ -61,7 +61,7 @@ class RegressionSettingsResource(ConfigurableResource):
     judgement_store: str = Field(
         default="",
         description="File of per-series judgements a refresh reuses where a series' inputs are unchanged "
-        "(reporting/judgements.py). Empty: storage/regression-judgements.json under DAGSTER_HOME.",
+        "(detection/judgements.py). Empty: storage/regression-judgements.json under DAGSTER_HOME.",
     )
 
     def settings(self) -> DetectionSettings:

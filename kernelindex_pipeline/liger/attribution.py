@@ -9,7 +9,7 @@ times), ``environment`` (the measured toolchain difference; else releases of unp
 code imports, and commits to the Modal image or to reached requirements), ``host`` (a commit changing the
 GPU request, or many unrelated scripts moving with nothing reaching them), else ``unknown``. The ranking
 follows the boundary's footprint; the host changes are folded into one entry each
-(`reporting.host_changes`). The one explanation of these rules is the README ("Attribution").
+(`detection.host_changes`). The one explanation of these rules is the README ("Attribution").
 
 Git is queried per boundary and per commit, never per series; all answers are cached.
 """
@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from kernelindex_pipeline.reporting import attribution as attr
-from kernelindex_pipeline.reporting import host_changes
-from kernelindex_pipeline.reporting.run_facts import PEAK_MEMORY
+from kernelindex_pipeline.detection import attribution as attr
+from kernelindex_pipeline.detection import host_changes
+from kernelindex_pipeline.detection.run_facts import PEAK_MEMORY
 
 from .harness import Checkout, HarnessReader
 from .kernel_sources import ENVIRONMENT_PATHS, MODAL_IMAGE, KernelPaths, KernelSources, code_of
@@ -69,7 +69,7 @@ class _Boundary:
 
 class LigerAttributor:
     """Ranks the causes of a report's changes (sets each change's `causes` and `cause`), then folds the
-    changes a lasting host move explains into one entry each (`reporting.host_changes.fold`)."""
+    changes a lasting host move explains into one entry each (`detection.host_changes.fold`)."""
 
     def __init__(
         self,
@@ -575,8 +575,8 @@ def detect_and_attribute(
     source run with `from_files`) with Liger's facts, then Liger's attribution, then the catalogue's
     acknowledgements (`marks`, its rows). The one composition the CLI and the benchmark_regressions asset
     share; the notes (a clone that cannot be used, a damaged judgement store) are theirs to show."""
-    from kernelindex_pipeline.reporting import acknowledgements
-    from kernelindex_pipeline.reporting.regressions import detect_in_record_files, detect_regressions
+    from kernelindex_pipeline.detection import acknowledgements
+    from kernelindex_pipeline.detection.regressions import detect_in_record_files, detect_regressions
 
     liger = LigerAttribution(clone)
     if from_files:

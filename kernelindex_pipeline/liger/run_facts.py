@@ -2,7 +2,7 @@
 
 The identity comes from the run's externalId (`liger/identity.py` builds and parses it); the version
 label is ``metadata.labels.liger_version``; the benchmark script of a Liger run is its kernel's
-(`benchmark/scripts/benchmark_<kernel>.py`). `LigerRunFacts` is registered in `reporting.run_facts.SOURCE_ADAPTERS` for the
+(`benchmark/scripts/benchmark_<kernel>.py`). `LigerRunFacts` is registered in `detection.run_facts.SOURCE_ADAPTERS` for the
 source names `runs.RUN_SOURCE` and `sentinel.SOURCE` (the sweep sentinel's runs use the same formats).
 """
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kernelindex_pipeline.detection.run_facts import UNLABELLED, RunFacts, measured_run
 from kernelindex_pipeline.records.canonical import digest_of
-from kernelindex_pipeline.reporting.run_facts import UNLABELLED, RunFacts, measured_run
 
 from . import identity
 from .builders import LIGER_REPOSITORY, series_implementation_digest

@@ -1,8 +1,8 @@
-"""Catalogue report: comparable series, regression detection, efficiency and the site (its charts drawn in the
-browser).
+"""Catalogue report: comparable series, efficiency, the regressions page and the site (its charts drawn in the
+browser). Regression detection itself is `kernelindex_pipeline.detection`.
 
-The names below are re-exported lazily (PEP 562, as in `liger/__init__`): a Dagster code location that imports
-`reporting.changepoints` (its settings resource) need not import numpy, pandas or the site at load.
+The names below are re-exported lazily (PEP 562, as in `liger/__init__`): importing the package loads neither
+numpy, pandas nor the site.
 """
 
 from __future__ import annotations
@@ -10,11 +10,6 @@ from __future__ import annotations
 from kernelindex_pipeline.lazy_exports import lazy_exports
 
 _EXPORTS = {
-    "Change": "regressions",
-    "HostEffect": "regressions",
-    "RegressionReport": "regressions",
-    "detect_in_record_files": "regressions",
-    "detect_regressions": "regressions",
     "Point": "series",
     "Series": "series",
     "SeriesKey": "series",

@@ -28,11 +28,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import acknowledgements
-from .attribution import CauseEvidence, check_message, group_changes, short_subject, with_bisection
+from kernelindex_pipeline.detection import acknowledgements
+from kernelindex_pipeline.detection.attribution import (
+    CauseEvidence,
+    check_message,
+    group_changes,
+    short_subject,
+    with_bisection,
+)
+from kernelindex_pipeline.detection.host_effects import CLASS_LABELS, MIN_GROUPS
+from kernelindex_pipeline.detection.regressions import CAUSES, PEAK_MEMORY, Change, RegressionReport, Trend, run_name
+
 from .efficiency import EfficiencyReport, change_efficiency, format_pct
-from .host_effects import CLASS_LABELS, MIN_GROUPS
-from .regressions import CAUSES, PEAK_MEMORY, Change, RegressionReport, Trend, run_name
 from .site_files import DATA_DIR, copy_assets, js_payload, script_tags, write_text
 
 PAGE_NAME = "regressions.html"

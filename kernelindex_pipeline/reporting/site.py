@@ -42,12 +42,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from kernelindex_pipeline.detection import acknowledgements
+from kernelindex_pipeline.detection.attribution import short_subject
+from kernelindex_pipeline.detection.regressions import RegressionReport, detect_regressions, run_name
 from kernelindex_pipeline.imports.coverage import CoverageCell
 from kernelindex_pipeline.liger import identity
 from kernelindex_pipeline.records.names import kebab
 
-from . import acknowledgements
-from .attribution import short_subject
 from .efficiency import (
     FLAG_LOW,
     SIDECAR_NAME,
@@ -61,7 +62,6 @@ from .efficiency import (
     rank_by_efficiency,
     write_sidecar,
 )
-from .regressions import RegressionReport, detect_regressions, run_name
 from .regressions_page import DATA_NAME as REGRESSIONS_DATA
 from .regressions_page import PAGE_NAME as REGRESSIONS_PAGE
 from .regressions_page import write_regressions

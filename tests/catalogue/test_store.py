@@ -267,7 +267,7 @@ def test_a_lock_never_released_fails_the_open_after_the_busy_timeout_naming_the_
 
 
 def test_acknowledgements_are_kept_and_the_latest_mark_of_a_change_wins(catalogue_url):
-    from kernelindex_pipeline.reporting.acknowledgements import Acknowledgement, from_rows
+    from kernelindex_pipeline.detection.acknowledgements import Acknowledgement, from_rows
 
     first = Acknowledgement("chg-1", "acknowledged", "looking", "a", "2026-01-01T00:00:00Z")
     other = Acknowledgement("chg-2", "expected", "", "b", "2026-01-02T00:00:00Z")

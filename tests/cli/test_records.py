@@ -210,7 +210,7 @@ def test_help_imports_no_heavy_library():
 
 def test_detection_option_defaults_are_the_detectors():
     from kernelindex_pipeline.cli import build_parser
-    from kernelindex_pipeline.reporting.changepoints import DetectionSettings
+    from kernelindex_pipeline.detection.changepoints import DetectionSettings
 
     for command in ("regressions", "report"):
         text = build_parser()._subparsers._group_actions[0].choices[command].format_help()

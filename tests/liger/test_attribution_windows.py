@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
+from kernelindex_pipeline.detection import attribution as attr
+from kernelindex_pipeline.detection.regressions import detect_in_record_files
 from kernelindex_pipeline.liger.attribution import LigerAttribution, LigerAttributor
 from kernelindex_pipeline.liger.harness import replaced_paths
 from kernelindex_pipeline.liger.source_history import LigerSourceHistory
 from kernelindex_pipeline.liger.toolchain import ToolchainTimeline
-from kernelindex_pipeline.reporting import attribution as attr
-from kernelindex_pipeline.reporting.regressions import detect_in_record_files
 from tests.support.factories import detection_run
 from tests.support.liger_git import BASE_FILES, git
 

@@ -96,8 +96,8 @@ def test_the_normalizer_writes_these_formats():
 
 
 def test_the_sources_liger_writes_are_the_ones_its_run_facts_adapter_is_registered_for():
+    from kernelindex_pipeline.detection.run_facts import SOURCE_ADAPTERS
     from kernelindex_pipeline.liger import runs, sentinel
-    from kernelindex_pipeline.reporting.run_facts import SOURCE_ADAPTERS
 
     for source in (runs.RUN_SOURCE, sentinel.SOURCE):
         assert SOURCE_ADAPTERS[source] == "kernelindex_pipeline.liger.run_facts:LigerRunFacts"

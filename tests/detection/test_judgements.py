@@ -1,4 +1,4 @@
-"""The judgement store (reporting/judgements.py): a detection that reuses stored per-series judgements gives
+"""The judgement store (detection/judgements.py): a detection that reuses stored per-series judgements gives
 the report a detection without the store gives, judges afresh exactly the series whose inputs changed, and
 treats a damaged store as empty (a note, never a crash)."""
 
@@ -15,10 +15,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kernelindex_pipeline.reporting import judgements
-from kernelindex_pipeline.reporting.changepoints import DetectionSettings
-from kernelindex_pipeline.reporting.regressions import detect_regressions
-from tests.reporting.test_regressions import START, panel
+from kernelindex_pipeline.detection import judgements
+from kernelindex_pipeline.detection.changepoints import DetectionSettings
+from kernelindex_pipeline.detection.regressions import detect_regressions
+from tests.detection.test_regressions import START, panel
 from tests.support.factories import detection_run as run
 
 H100 = "nvidia-h100-80gb-hbm3"  # the GPU of every detection_run

@@ -1,4 +1,4 @@
-"""Run-level host effects (reporting/host_effects.py): a latency class's usual spread over kernel groups is
+"""Run-level host effects (detection/host_effects.py): a latency class's usual spread over kernel groups is
 pooled per GPU, and a GPU with too few runs in a class to tell its own borrows (its other classes, then
 every GPU), as the noise priors do."""
 
@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from kernelindex_pipeline.reporting import host_effects
-from kernelindex_pipeline.reporting.host_effects import MIN_USUAL_RUNS, estimate, usual_spread
+from kernelindex_pipeline.detection import host_effects
+from kernelindex_pipeline.detection.host_effects import MIN_USUAL_RUNS, estimate, usual_spread
 
 
 def spreads(rows: list[tuple[int, int, float]]) -> pd.Series:

@@ -1,11 +1,11 @@
-"""Commit subjects as the check and the page show them (reporting/attribution.py): whole words, the pull
+"""Commit subjects as the check and the page show them (detection/attribution.py): whole words, the pull
 request number kept, Markdown escaped where Dagster renders it (issue 30)."""
 
 from __future__ import annotations
 
 import pytest
 
-from kernelindex_pipeline.reporting.attribution import escape_markdown, short_subject
+from kernelindex_pipeline.detection.attribution import escape_markdown, short_subject
 
 SUBJECTS = [
     "fix(benchmark): move chunked loss module init out of measurements (#643)",
