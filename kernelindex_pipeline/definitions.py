@@ -22,7 +22,9 @@ catalogue_automation = AutomationConditionSensorDefinition(
     target=AssetSelection.assets(*catalogue_assets.ALL),
     default_status=DefaultSensorStatus.RUNNING,
     minimum_interval_seconds=15,
-    description="Refreshes the catalogue-wide assets (export, regressions, coverage, report) after publications.",
+    description=(
+        "Refreshes the catalogue-wide assets (export, regressions, coverage, site, efficiency table) after publications."
+    ),
 )
 
 

@@ -347,7 +347,7 @@ def _regressions_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _detection_arguments(p: argparse.ArgumentParser) -> None:
-    """The detection settings, the same for `regressions` and `report` (detection.changepoints.DetectionSettings,
+    """The detection settings, the same for `regressions` and `site` (and `report`, its old name; detection.changepoints.DetectionSettings,
     whose defaults apply where an option is not given; not imported here: `--help` stays light, and
     tests/cli/test_records.py checks these texts against DetectionSettings)."""
     p.add_argument("--alpha", type=float, help="significance level per series (default 0.001)")
@@ -460,7 +460,7 @@ COMMANDS: dict[str, Command] = {
         _site_arguments,
         _site,
     ),
-    # the matplotlib report became the site (issue 21): the old name builds the site, so scripts keep working
+    # the matplotlib report became the site (docs/changelog.md): the old name builds the site, so scripts keep working
     "report": (
         "the same as `site` (the static report became the interactive site): builds the site in DIR",
         _site_arguments,

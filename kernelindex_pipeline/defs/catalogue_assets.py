@@ -1,5 +1,5 @@
-"""Catalogue-wide assets downstream of the three chains' publications: exports, the HTML report and
-regressions. They refresh by themselves (declarative automation, CATALOGUE_AUTOMATION) once any
+"""Catalogue-wide assets downstream of the three chains' publications (`ALL`): the export, regressions,
+coverage, the site (`catalogue_report`) and the efficiency table. They refresh by themselves (declarative automation, CATALOGUE_AUTOMATION) once any
 chain has published, and never wait for a partition that has not run."""
 
 import dataclasses
@@ -159,7 +159,8 @@ def benchmark_regressions(
     liger_git: LigerGitResource,
 ) -> Output[RegressionReport]:
     """Change points over every run of each series (kernel, mode, provider, workload, GPU, metric), with
-    whole-run host effects taken out, and a cause per change (detection/regressions.py). Series without
+    whole-run host effects taken out, and a cause per change ranked with its evidence (detection, then
+    Liger's attribution: `liger.attribution.detect_and_attribute`; docs/concepts/detection.md). Series without
     enough runs are counted as insufficient, never as 'no regression'.
 
     Detected once, here: the result is this asset's value (stored by the IO manager), which its check and
@@ -303,7 +304,7 @@ def _latest_reports(publications: list[dict]) -> dict[str, list[dict]]:
 def benchmark_coverage(context: AssetExecutionContext, catalogue: CatalogueResource) -> MaterializeResult:
     """What became of every upstream row, per kernel x provider x mode x GPU x version x metric: rows
     seen, runs made, rows skipped by reason, over the latest import of each partition and file of
-    every source (the import report's coverage table, liger/report.py)."""
+    every source (the import reports' coverage cells, `imports/coverage.py`'s `CoverageTable`)."""
     with catalogue.open() as store:
         by_source = _latest_reports(store.publications())
     table = CoverageTable.of(report for reports in by_source.values() for report in reports)

@@ -1,6 +1,6 @@
 """Everything the assets reach outside the process: the catalogue, the package index, the GPU runner.
 
-Resources are built in one place (`definitions.py`); secrets arrive through `EnvVar`,
+Resources are built in one place (`defs/environment_resources.py`, `resources_from_environment`); secrets arrive through `EnvVar`,
 so the Dagster UI shows the variable's name, never a password.
 """
 
@@ -112,7 +112,7 @@ class LigerReleaseResource(ConfigurableResource):
     history_release: str = Field(
         default="latest",
         description=(
-            "Release whose committed history CSV the history mode imports ('latest' or empty: the newest on "
+            "Release whose committed history CSV the `history` chain imports ('latest' or empty: the newest on "
             "the index). Set it through KERNELINDEX_HISTORY_RELEASE to pin it."
         ),
     )

@@ -1,36 +1,11 @@
 """Change points in one series of log-scale measurements, with a significance level and a minimum effect.
 
-Plain numerics (numpy), no record knowledge; `regressions.py` feeds it one series at a time after the
-run-level host effects are taken out (`host_effects.py`).
-
-Hand-written rather than Apache Otava (``apache-otava``, the E-Divisive/Hunter detector MongoDB and
-DataStax use): Otava pins ``numpy==2.2.*`` and ``scipy<1.17`` (the project runs newer numpy), pulls in
-BigQuery, Slack, PostgreSQL and gRPC clients, and has no notion of a run nor a noise model shared across
-series, which short series (ten CI runs) need. Its split/merge structure is kept. ``bench/otava_compare.py``
-runs both on the same data; the numbers are in the README.
-
-The model, per series (values ``x`` are log latency or log peak memory, so shifts are ratios):
-
-- **Noise** ``sigma``: the MAD of successive differences (``1.4826 * median|dx| / sqrt(2)``), which a
-  single step barely moves, shrunk towards the pooled noise of comparable series (same GPU and latency
-  class) with a weight estimated from how much the noise of those series really differs (`prior_df`,
-  empirical Bayes; the series' own MAD counts 0.37 degrees of freedom per difference); once cuts are
-  proposed, again from the differences inside the segments. Never the p20-p80 band of one run: that band
-  is the spread of one sweep's repetitions, often zero (p20 = p50 = p80 for long kernels and memory).
-- **Run uncertainty**: a value of a run whose host effect was large and uneven across kernels (or that
-  could not be judged from both sides) carries that as extra variance (``extra``, from
-  `host_effects.py`), so it weighs less.
-- **Outlier guard**: each value is clipped to its running median (window 5) +- ``CLIP`` sd. A median
-  filter keeps the edge of a step where it is and removes an isolated spike.
-- **Split**: binary segmentation; in a segment, the split that maximises the weighted z of
-  ``mean_after - mean_before`` (weights 1 / variance) with at least ``min_segment`` runs on each side
-  (two: a persistent shift, not a one-run excursion), kept at ten times ``alpha`` (Bonferroni over the
-  candidate splits) and at least ``min_effect``; then each side is searched again.
-- **Merge**: every proposed cut is judged between its neighbouring cuts with a t-test whose variance is
-  re-estimated from the two segments' own scatter (``PRIOR_DF`` degrees of freedom on the model), so an
-  excursion that returns weakens its own evidence; the weakest failing cut is dropped, until every cut
-  has p (Bonferroni) below ``alpha`` and a shift of at least ``min_effect``.
-- **Verdict figures**: the ratio of the weighted segment means with its 95 % interval (Student t).
+Plain numerics (numpy), no record knowledge: `find_changes(x, sigma, settings, extra, refine)` takes one
+series' host-corrected log values and its noise and returns the accepted `Split`s; `newest_step` the
+pending step at the newest value; `shrunk_noise` / `prior_df` the noise model. The model (noise,
+outlier guard, split, merge, verdict figures) is explained once, in docs/concepts/detection.md
+("Change points", "Pending"); why it is hand-written rather than Apache Otava:
+docs/decisions/0001-hand-written-detector.md.
 """
 
 from __future__ import annotations
@@ -85,7 +60,7 @@ class Split:
     index: int  # first run after the change
     start: int  # first run of the segment before
     stop: int  # end (exclusive) of the segment after
-    log_ratio: float  # median(after) - median(before), raw values
+    log_ratio: float  # weighted mean(after) - weighted mean(before) of the host-corrected log values
     half_width: float  # 95 % half-width of log_ratio
     p_value: float  # Bonferroni-adjusted
 

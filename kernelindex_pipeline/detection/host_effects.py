@@ -1,46 +1,11 @@
 """Run-level (host) effects: how much faster or slower a whole source run was than its neighbours.
 
-On Liger's CI some runs land on a host where every kernel under 0.1 ms is 1.3-1.9x slower (launch
-overhead: the shorter the kernel, the larger the factor). That is one fact about the run, not hundreds
-of regressions, so it is estimated once per source run and latency class, reported, and taken out of
-every series before change points are judged.
-
-Estimate (all in log scale, per latency class; pandas group-bys, so a million runs take seconds). Peak
-memory is never corrected: a host's speed does not change what a kernel allocates.
-
-0. Host *excursions* (`excursions`): the class' common level per run (`common_levels`, a median polish
-   over kernel groups) is searched for blocks of consecutive runs, of any length, that depart the same
-   way at every run while the levels just before and after agree (the host came back; a lasting move is
-   a step, not an excursion). A series' neighbours (step 1) skip those runs, so a value inside a block
-   of three or five slow runs is compared with the series outside it, not with its slow neighbours.
-1. For every value of a series, its deviation from the series' own neighbours: ``d_left`` from the
-   median of the ``NEIGHBOURS`` previous values, ``d_right`` from the median of the next ones (a side
-   needs ``MIN_SIDE`` values). A host
-   effect is a *transient*: the run deviates from both sides in the same direction, and the smaller of
-   the two deviations is taken; a persistent change (a step) deviates from one side only and counts 0.
-   The first and last runs of a series have one side only: a step at the newest run may be real, so there
-   the run's one-sided deviation (over kernel groups) is not taken out but counted as uncertainty of those
-   values; the newest run's host effect is judged once a later run exists.
-2. Robust over the run: the median over *kernel groups* (kernel and provider) of each group's median
-   deviation, so a kernel with forty workloads is one voice, not forty; needs ``MIN_GROUPS`` groups.
-3. Repeated ``ITERATIONS`` times on the values with the current effects removed, so two slow runs in a
-   row (each the other's neighbour) are both found in full.
-4. Each series takes the effect only as far as it moves with it (`_loadings`, `shrunk_slopes`): its own
-   slope on the effects of its runs, shrunk per GPU and class towards 1 (DerSimonian-Laird about that
-   known mean: the effect is the class's median response), never below 0. A GPU-bound shape that reads
-   the same on a slow host takes none of it.
-
-The effect's standard error is ``1.2533 * 1.4826 * MAD / sqrt(groups)`` over the group medians (at least
-what the class's usual spread on the run's GPU gives, `usual_spread`); effects within ``TAKE_OUT_Z``
-standard errors of 0 are left in; how unevenly it hit the kernels (that spread beyond the class's usual
-spread on that GPU) is kept per run and class as extra variance of that run's values
-(`changepoints.find_changes`).
-
-Two GPUs are never compared: whatever is pooled over a latency class (its usual spread, the usual scatter
-under a script's effect, the shrinkage of loadings) is pooled per (GPU, class), as the noise priors are
-(`regressions._noise_priors`), so a sweep on one GPU moves no input of another GPU's series. A GPU with
-fewer than ``MIN_USUAL_RUNS`` runs in a class borrows its usual spread from its runs of every class, else
-from every GPU's.
+`estimate(series, run, cls, group, script, x, ...)` takes every observation's log value with its series,
+source run, latency class, kernel group and benchmark script (arrays, sorted by series then time) and
+returns a `HostFit`: the effect per run and class (and per run and script) and, per observation, the
+correction taken out, its series' loading and the extra sd. Plain numpy and pandas, no record knowledge;
+peak memory is never corrected; two GPUs are never pooled. The model (excursions, run effects, loadings,
+the usual spread) is explained once, in docs/concepts/detection.md ("Host effects").
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 `bind` finds the first rule of a kernel that understands a row (x_name, x_value, config JSON) and
 returns its Binding (axes, dtype, scalars, case key); the functions below turn catalogue facts and a
 binding into the six shared kinds (OperationSpec, WorkloadCase, SoftwareProject, ImplementationRevision,
-BenchmarkProtocol, ExecutionEnvironment) exactly as RECORDS.md section 4 says. BenchmarkRuns are
+BenchmarkProtocol, ExecutionEnvironment) exactly as docs/reference/record-contract.md §4 says. BenchmarkRuns are
 built by the fast path in `liger/runs.py`; `liger/normalize.py` decides which row makes what.
 """
 

@@ -1,6 +1,11 @@
-"""Liger identities: every text format the normalizer writes, built AND parsed here, nowhere else.
+"""Liger identities: every text format the normalizer writes, built and parsed here.
 
-Formats (RECORDS.md section 4 for speed runs; the memory run contract of this project for peak memory):
+Three formats are still written or read elsewhere: the sweep sentinel builds its own case key (without
+the axis sort) and externalId (`liger/sentinel.py`), and the run labels that name a commit are parsed by
+`attribution.code_ref_of_label` and `ci.code_ref_of_locator`.
+
+Formats (docs/reference/record-contract.md §4 for speed runs; this project's memory-run contract for peak
+memory):
 
   case key      `<axis><value>-...-<dtype>`, axes sorted by name: `hidden4096-rows2048-bf16`; a
                 categorical row (model_config) appends `~<model>`: `hidden4096-rows1024-bf16~llama_3_8b`

@@ -8,8 +8,8 @@ chunks (`liger/csv.py`); each row is decided in this order:
   -> config binding (unknown config) -> unknown GPU -> median / timestamp / band issue
   -> duplicate run id -> BenchmarkRun.
 
-Profile `reference` (RECORDS.md): a `memory` row skips as a memory row, and an unknown mode is
-folded into unknown config. Profile `full`: the catalogue's memory metric makes peak-memory runs, and
+Profile `reference` (docs/reference/record-contract.md): a `memory` row skips as a memory row, and an
+unknown mode is folded into unknown config. Profile `full`: the catalogue's memory metric makes peak-memory runs, and
 an unknown mode is its own reason (`SkipReason`). In both, only exactly `speed` (and `memory`) are
 known metrics: any other (`speed ` with a space, ``) skips as an unknown metric, counted by its
 name, and a repeated header line or a row of nothing but empty cells is an issue.
@@ -84,8 +84,8 @@ _DAYS = (31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
 # an input of all-distinct rows cannot grow them without bound.
 _CACHE_LIMIT = 200_000
 
-# RECORDS.md step 1 counts every non-speed row as a memory row; only Liger's memory metric is one here,
-# anything else is an unknown metric (the records are the same, the report says what the rows were).
+# The record contract's step 1 (docs/reference/record-contract.md §4) counts every non-speed row as a memory
+# row; only Liger's memory metric is one here, anything else is an unknown metric (the records are the same, the report says what the rows were).
 REFERENCE_MEMORY_METRIC = "memory"
 
 # Upstream column positions (liger/csv.py UPSTREAM_COLUMNS) of the cells a row decision reads.

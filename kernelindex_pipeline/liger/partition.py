@@ -94,9 +94,9 @@ def slice_history(data: bytes) -> HistorySlices:
 class PartitionCsv:
     """One partition's raw benchmark CSV and where it came from.
 
-    `mode` names the source: `history` (rows Liger-Kernel committed), `ci` (a Liger CI results file)
-    or `sweep` (rows our own GPU sweep measured); `measured` then carries what the sweep knows that the
-    CSV cannot say, and `sweep` the sweep's typed result.
+    `mode` names the source (not a timed pass, as `mode` means elsewhere): `history` (rows Liger-Kernel
+    committed), `ci` (a Liger CI results file) or `sweep` (rows our own GPU sweep measured); for a sweep,
+    `measured` carries what the sweep knows that the CSV cannot say, and `sweep` the sweep's typed result.
     """
 
     gpu: str
@@ -104,7 +104,7 @@ class PartitionCsv:
     mode: str
     csv_bytes: bytes
     snapshot: dict
-    measured: object | None = None  # liger.normalize.MeasuredContext for execute mode
+    measured: object | None = None  # liger.normalize.MeasuredContext of a sweep (mode `sweep`)
     sweep: object | None = None  # sweep.protocol.SweepResult of a sweep: outcomes, host, timings
 
     @property

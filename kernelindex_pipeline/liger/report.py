@@ -1,4 +1,4 @@
-"""What a Liger import reports: every input row's fate, counted by reason (RECORDS.md section 5).
+"""What a Liger import reports: every input row's fate, counted by reason (docs/reference/record-contract.md §5).
 
 Conservation: rowsRead == runs + every skip (including duplicates and rows left out by a filter)
 + every issue. `ImportReport.conserved()` checks it; tests assert it for every import.

@@ -1,4 +1,4 @@
-"""Record names: `kebab(s)` as RECORDS.md §3 defines it."""
+"""Record names: `kebab(s)` as docs/reference/record-contract.md §3 defines it."""
 
 from __future__ import annotations
 

@@ -438,8 +438,8 @@ def derive_efficiency(
     models: CostModels | None = None,
     peaks: PeakTable | None = None,
 ) -> EfficiencyReport:
-    """The efficiency of every latency run of `manifests` (history, CI and sweep runs alike): the sidecar's,
-    the export's and the efficiency_table asset's."""
+    """The efficiency of every latency run of `manifests` (history, CI and sweep runs alike): the site's
+    (`build_site`), the export's sidecar (`export_sidecar`) and the efficiency_table asset's."""
     _check_threshold(low_threshold)
     index = manifests if isinstance(manifests, RecordIndex) else RecordIndex(manifests)
     deriver = _Deriver(index, models or default_cost_models(), peaks or default_peaks())
@@ -468,10 +468,10 @@ def derive_series_efficiency(
     models: CostModels | None = None,
     peaks: PeakTable | None = None,
 ) -> EfficiencyReport:
-    """The report's efficiency: the same groups and figures as `derive_efficiency`, made from the latency
-    series the report already built (every run of a series shares its group), with facts for the runs the
-    report draws (each series' point per Liger version), so a report of 1M runs does no work per run. Its
-    sentinel ceilings are the best of the sentinel series' points."""
+    """The same groups and figures as `derive_efficiency`, made from latency series already built (every
+    run of a series shares its group), with facts for each series' point per Liger version only. No
+    production code calls it (the site derives per run); bench/efficiency.py measures it. Its sentinel
+    ceilings are the best of the sentinel series' points."""
     _check_threshold(low_threshold)
     deriver = _Deriver(index, models or default_cost_models(), peaks or default_peaks())
     rows: dict[str, _Row] = {}

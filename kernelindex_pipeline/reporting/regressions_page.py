@@ -1,9 +1,10 @@
 """The regressions page (regressions.html), its chart data (data/regressions.js) and regressions.json, from a
 RegressionReport.
 
-One minute for a reader: a summary line, the host effects as their own small chart and table, then the
-changes grouped by cause (liger, environment, host, unknown), each group sorted by magnitude then
-confidence; every change has a trend chart of its series (observedAt on x, Liger version boundaries
+One minute for a reader: a summary line, the changes grouped by the commit that made them ("What changed
+it", with their bisections), the pending steps, the host changes, the host effects as their own small chart
+and table, then the changes by cause (`CAUSES`: the five of docs/concepts/detection.md, "Verdict and
+cause"), each sorted by magnitude then confidence; every change has a trend chart of its series (observedAt on x, Liger version boundaries
 marked, the noise band shaded around each segment's level, the change point drawn). Latency and peak
 memory series alike. The charts are drawn in the browser (site.js, the vendored Vega-Lite) from the compact
 JSON of data/regressions.js, each only when it scrolls into view; a point's tooltip names its run (date, source,

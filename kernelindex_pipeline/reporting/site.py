@@ -4,7 +4,7 @@ Layout of DIR (readable from ``file://`` and offline: no server, no network, no 
 
 - ``index.html``: the landing page: what changed since the previous build in DIR, counts, the coverage pivot
   (kernel x GPU x Liger version, each cell linking into the kernel's page with those filters set), the
-  efficiency ranking (``html.efficiency_section``), the regressions summary and a first chart (runs per
+  efficiency ranking (``efficiency_section``), the regressions summary and a first chart (runs per
   Liger version and GPU) drawn from ``data/summary.js``;
 - ``kernels/<kernel>.html``: one page per kernel; its charts are drawn in the browser by ``site.js`` from
   ``data/<kernel>.js`` (that kernel's compact JSON, loaded by a ``<script>`` tag: browsers refuse

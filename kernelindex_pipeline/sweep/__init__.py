@@ -4,11 +4,8 @@
     result = run_sweep(SweepRequest(gpu="nvidia-h100-80gb-hbm3", liger_version="0.8.5"))
     result.csv_path, result.outcomes, result.measured_context()
 
-Modules: protocol (request, result, reply, error report and their message codec), run (run_sweep:
-the rounds, the sentinel, coverage), discovery (the release's scripts), workdir (fresh benchmark tree),
-data_csv (the data CSV and who wrote which row), process (one contained script), environment
-(cached per-version venv), host (probe + GPU check), outcomes (statuses, errors), k8s (pod spec of a
-GPU partition), pipes_entry (the external process under Dagster Pipes).
+The package's API is `run_sweep` and the protocol's types; every module, with its job:
+docs/concepts/architecture.md ("The packages", `sweep/`); how a sweep runs: docs/concepts/sweeps.md.
 """
 
 from .data_csv import UPSTREAM_COLUMNS, read_data_csv

@@ -16,6 +16,10 @@ Environment variables are allowlisted (`SCRIPT_ENV_ALLOWLIST`, `SWEEP_ENV_ALLOWL
 third-party code and get only what they need to find the GPU stack, never the catalogue URL or any
 other credential of the host; the sweep process itself restarts with its own allowlist
 (`restart_with_sweep_environment`) so that no secret sits in its /proc/<pid>/environ either.
+
+The module's last part is the sweep's ExecutionEnvironment: which host facts are its identity
+(`environment_identity`, `ENVIRONMENT_IDENTITY_FIELDS`) and which are labels (`environment_labels`,
+`L2_LABEL` among them), and the project versions a sweep measured. Why: docs/decisions/0004-environment-identity-and-labels.md.
 """
 
 from __future__ import annotations

@@ -9,9 +9,13 @@
    (process.py), every round and backend variant (rounds.py, backends.py), the sentinel around them;
 5. after each script read the shared data CSV back: count the rows it added, and restore earlier
    scripts' rows if it left the file damaged (a kill during its rewrite), so no failure loses them
-   (data_csv.py).
+   (data_csv.py);
+6. recheck every sample artifact against its digest, merge the rounds into one data CSV (rounds.py),
+   take the sentinel band from this GPU's earlier sweeps (a history file in the environment cache) and
+   append this sweep's sentinel to it (sentinel.py);
+7. publish the evidence (raw samples, logs) to the artifact store (artifact_store.py).
 
-Everything returned is plain data (`SweepResult.to_dict()` is JSON; protocol.py).
+Everything returned is plain data (`SweepResult.to_dict()` is JSON; protocol.py). See docs/concepts/sweeps.md.
 """
 
 from __future__ import annotations

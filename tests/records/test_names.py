@@ -1,4 +1,4 @@
-"""kebab(): RECORDS.md §3, including the 100-character cut."""
+"""kebab(): docs/reference/record-contract.md §3, including the 100-character cut."""
 
 from __future__ import annotations
 
