@@ -1,10 +1,9 @@
 """What changed a series, with its evidence, and the changes grouped by what changed them.
 
-Detection (`regressions.py`) finds a change between the last run before and the first run after (a
-*boundary*); a source's attributor (Liger's: `liger/attribution.py`) ranks the causes ``liger_kernel``,
-``benchmark_script``, ``environment``, ``host`` and ``unknown``, each with the evidence that names it
-(the README, "Attribution", explains them once). The first ranked cause is the change's ``cause``;
-``source`` marks a step across two origins of runs, which is listed apart and never a change.
+Detection finds a change between the last run before and the first run after (a *boundary*); a
+source's attributor (Liger's: `liger/attribution.py`) ranks its `CAUSES`, each with the evidence that
+names it; the first is the change's ``cause``. What each means: docs/concepts/detection.md ("The
+causes"). ``source`` marks a step across two origins of runs, which is listed apart and never a change.
 
 This module holds the source-independent part: the evidence types, the grouping of changes by
 (boundary, suspect) for the page, the JSON and the check message. It imports nothing of any source.

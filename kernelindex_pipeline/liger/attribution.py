@@ -1,17 +1,11 @@
 """Why a Liger series changed: causes ranked with their evidence, from Liger's git history, the
 benchmark scripts' imports and the toolchain timeline.
 
-At each change's boundary (last run before, first run after), each run is read as a `harness.Checkout`
-(its commit, and the paths its workflow took from the default branch at its measurement time). The
-candidates: ``liger_kernel`` (commits in the code window touching the kernel files, `kernel_sources`),
-``benchmark_script`` (commits in the harness window touching the script, its utilities, the test modules it
-times), ``environment`` (the measured toolchain difference; else releases of unpinned packages the series'
-code imports, and commits to the Modal image or to reached requirements), ``host`` (a commit changing the
-GPU request, or many unrelated scripts moving with nothing reaching them), else ``unknown``. The ranking
-follows the boundary's footprint; the host changes are folded into one entry each
-(`detection.host_changes`). The one explanation of these rules is the README ("Attribution").
-
-Git is queried per boundary and per commit, never per series; all answers are cached.
+`LigerAttributor.attribute(report)` sets each change's ranked `causes` and `cause` (and folds the host
+changes, `detection.host_changes`); `detect_and_attribute` is detection, then this, the one call the CLI
+and the Dagster asset make. What each cause means and how they are ranked: docs/concepts/detection.md
+("The causes"); where the evidence comes from: docs/concepts/attribution.md. Git is queried per boundary
+and per commit, never per series; all answers are cached.
 """
 
 from __future__ import annotations
