@@ -627,6 +627,12 @@ class CatalogueStore:
             {kind: n for kind, n in counts.items() if kind not in KINDS}
         )
 
+    def run_publications(self) -> dict[str, int]:
+        """Each BenchmarkRun's digest -> the id of the publication that first published it (where it came from:
+        that publication's source snapshot names the file)."""
+        statement = select(objects.c.digest, objects.c.first_publication_id).where(objects.c.kind == "BenchmarkRun")
+        return self._read(lambda conn: {row[0]: row[1] for row in conn.execute(statement)})
+
     def publications(self, partition: str | None = None) -> list[dict[str, Any]]:
         """The publication log (oldest first), optionally for one partition, each with its source
         snapshot and import report (None when the publication had none)."""

@@ -186,6 +186,9 @@ def _report_inputs(args: argparse.Namespace) -> Iterator[tuple[Iterable[dict], l
     store = CatalogueStore.open(catalogue_url(args.catalogue), read_only=True)
     try:
         regressions = _detect_and_attribute(args, settings, manifests=store.manifests(), marks=store.acknowledgements())
+        from kernelindex_pipeline.catalogue.origins import run_origins
+
+        args.origins = run_origins(store)  # each point's link to where its run came from
         yield store.manifests(), None, regressions
     finally:
         store.close()
@@ -195,7 +198,9 @@ def _site(args: argparse.Namespace) -> int:
     from kernelindex_pipeline.reporting.site import build_site
 
     with _report_inputs(args) as (manifests, coverage, regressions):
-        result = build_site(manifests, args.out, coverage=coverage, regressions=regressions)
+        result = build_site(
+            manifests, args.out, coverage=coverage, regressions=regressions, origins=getattr(args, "origins", None)
+        )
     if result.changed and set(result.changed.values()) == {"new"} and not result.pages_kept:
         changed = f"first build in {args.out}: {len(result.changed)} kernels new"
     else:

@@ -25,6 +25,7 @@ from kernelindex_pipeline.catalogue.kernelindex import (
     snapshots_of_publications,
     source_commit_of_publications,
 )
+from kernelindex_pipeline.catalogue.origins import run_origins
 from kernelindex_pipeline.catalogue.tables import export_tables
 from kernelindex_pipeline.defs.import_plan import FINGERPRINT
 from kernelindex_pipeline.defs.resources import (
@@ -258,7 +259,9 @@ def catalogue_report(
     regressions = dataclasses.replace(benchmark_regressions, bisections=latest_verdicts(context.instance))
     with catalogue.open() as store:
         coverage = CoverageTable.of(r for reports in _latest_reports(store.publications()).values() for r in reports)
-        site = build_site(store.manifests(), out, coverage=coverage.cells, regressions=regressions)
+        site = build_site(
+            store.manifests(), out, coverage=coverage.cells, regressions=regressions, origins=run_origins(store)
+        )
     c = site.counts
     changed = ", ".join(f"{k} ({v})" for k, v in sorted(site.changed.items())) or "nothing"
     context.log.info(

@@ -13,6 +13,7 @@ import sys
 
 from dagster import AssetExecutionContext, Failure, MetadataValue
 
+from kernelindex_pipeline.catalogue.origins import RUN_ID_KEY
 from kernelindex_pipeline.defs.resources import BenchmarkRunnerResource, LigerGitResource, LigerReleaseResource
 from kernelindex_pipeline.liger.normalize import MeasuredContext
 from kernelindex_pipeline.liger.partition import PartitionCsv
@@ -145,6 +146,7 @@ def _sweep_reply(
         "resolvedVersion": version,
         "rows": result.rows,
         "partition": {"gpu": gpu, "liger_version": version},
+        RUN_ID_KEY: context.run.run_id,  # the site links the sweep's points to this run in the UI
     }
     measured = MeasuredContext(**result.measured_context())
     return PartitionCsv(gpu, version, "sweep", reply.csv_bytes, snapshot, measured=measured, sweep=result)

@@ -24,9 +24,11 @@ Kernel data (``KI.load({...})`` in ``data/<kernel>.js``), columns by index to st
 workloads on one varying axis with their x (``series.find_sweeps``); ``series`` rows are
 ``[gpu, provider, mode, metric, workload, environment]`` and ``points[i]`` the series' points
 ``[version, median, p20, p80, observedAt, run digest, source, commit, % of peak, runs folded, caveat,
-efficiency caveat]``: what a chart rings the point for and says in its tooltip (null: nothing), the pass's
+efficiency caveat, origin]``: what a chart rings the point for and says in its tooltip (null: nothing), the pass's
 (``efficiency.pass_caveats``: a forward that computes gradients) on every chart, the efficiency's
-(``efficiency.efficiency_caveats``: above a ceiling, L2-resident) on the percent-of-peak chart.
+(``efficiency.efficiency_caveats``: above a ceiling, L2-resident) on the percent-of-peak chart; ``origin``: the
+index in ``origins`` (the links to where runs came from, ``catalogue/origins.py``: the CI run's file on
+gh-pages, the release's sdist, the sweep's run in the Dagster UI) of the point's run, null where not known.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ import html
 import json
 import os
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -69,7 +71,7 @@ from .series import MODE_ORDER, PEAK_MEMORY_METRIC, RecordIndex, Series, build_s
 from .site_files import copy_assets, js_payload, script_tags, write_text
 
 STATE_NAME = "site-state.json"
-SITE_FORMAT = 2  # bump when the data layout changes: every kernel is then rewritten
+SITE_FORMAT = 3  # bump when the data layout changes: every kernel is then rewritten
 METRICS = ("latency", PEAK_MEMORY_METRIC)
 SUMMARY_DATA = "summary.js"
 # data/ files that are not a kernel's: a kernel whose slug would take one of these names gets a hashed slug
@@ -131,6 +133,7 @@ def kernel_data(
     efficiency: EfficiencyReport,
     sources: dict[tuple, tuple[str, str | None]],
     index: RecordIndex,
+    origins: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """The compact JSON of one kernel's page (layout in the module docstring). A point's source is the source
     run detection read it from (a records file, a catalogue chain) where detection judged its series, else the
@@ -149,6 +152,7 @@ def kernel_data(
     environments = sorted({s.key.environment_digest for s in series})
     p_index = {p: i for i, p in enumerate(providers)}
     rows, points = [], []
+    links: dict[str, int] = {}  # origin URL -> its index in the data's `origins`
     for s in series:
         rows.append(
             [
@@ -160,9 +164,14 @@ def kernel_data(
                 environments.index(s.key.environment_digest),
             ]
         )
-        points.append(_points(s, {v: i for i, v in enumerate(versions)}, efficiency, sources, index))
+        drawn = _points(s, {v: i for i, v in enumerate(versions)}, efficiency, sources, index)
+        for point, p in zip(drawn, s.points, strict=True):
+            url = (origins or {}).get(p.run_digest)
+            point.append(None if url is None else links.setdefault(url, len(links)))
+        points.append(drawn)
     return {
         "format": SITE_FORMAT,
+        "origins": list(links),
         "kernel": kernel,
         "title": series[0].kernel_title,
         "gpus": [{"slug": g, "name": n} for g, n in gpus.items()],
@@ -302,12 +311,14 @@ def build_site(
     title: str = "Liger-Kernel benchmarks in the KernelIndex catalogue",
     coverage: Iterable[CoverageCell] | None = None,
     regressions: RegressionReport | None = None,
+    origins: Mapping[str, str] | None = None,
 ) -> SiteResult:
     """Write the site into `out_dir` (layout in the module docstring). Incremental: a kernel whose data has the
     previous build's fingerprint keeps its files untouched, and every other file is written only where its
     content changed; the result lists the pages rewritten and kept, the landing page says which kernels are new,
     changed or gone. `regressions`: the detection result to show (the asset's, or the CLI's with its settings);
-    without it detection runs here with the default settings."""
+    without it detection runs here with the default settings. `origins`: run digest -> the link to where it
+    came from (`catalogue.origins.run_origins`), on each point."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     if regressions is None:  # detection reads the manifests as the index takes them: one pass, none kept whole
@@ -330,7 +341,7 @@ def build_site(
         previous,
         title,
         pages,
-        lambda kernel: kernel_data(kernel, by_kernel[kernel], efficiency, sources, index),
+        lambda kernel: kernel_data(kernel, by_kernel[kernel], efficiency, sources, index, origins),
     )
     _remove_gone(out_dir, previous, state)
     changed = {k: "new" for k in state if k not in previous}

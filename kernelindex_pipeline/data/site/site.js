@@ -4,7 +4,7 @@
   "use strict";
   const KI = (window.KI = window.KI || {});
   const METRIC_TITLE = { latency: "latency", peak_memory: "peak memory" };
-  const P = { version: 0, median: 1, p20: 2, p80: 3, date: 4, run: 5, source: 6, commit: 7, pct: 8, folded: 9, caveat: 10, pctCaveat: 11 };
+  const P = { version: 0, median: 1, p20: 2, p80: 3, date: 4, run: 5, source: 6, commit: 7, pct: 8, folded: 9, caveat: 10, pctCaveat: 11, origin: 12 };
 
   KI.load = function (data) {
     KI.data = data;
@@ -41,7 +41,10 @@
     { field: "provider" }, { field: "version", title: "Liger" }, { field: "case", title: "workload" },
     { field: "shown", title: "value" }, { field: "raw", title: "median (raw)" }, { field: "band", title: "p20–p80 (raw)" },
     { field: "date" }, { field: "source" }, { field: "commit" }, { field: "run", title: "run digest" }, { field: "caveat" },
+    { field: "from", title: "from (click the point)" },
   ];
+  // where a point's run came from (reporting/site.py: the data's `origins`): a click on the point opens it
+  const HREF = { field: "origin" };
 
   // A point with a caveat (implausible efficiency, a forward that computes gradients: reporting/efficiency.py
   // point_caveats) is ringed, and its tooltip says why.
@@ -188,6 +191,7 @@
       band: p[P.p20] == null ? "–" : `${p[P.p20]}–${p[P.p80]} ${RAW_UNIT[s.metric] || ""}`.trim(), date: p[P.date], source: p[P.source] || "–",
       commit: p[P.commit] || "not recorded", run: p[P.run], pct: p[P.pct],
       caveat: p[P.caveat] || "–", ringed: Boolean(p[P.caveat]),
+      origin: p[P.origin] == null ? null : d.origins[p[P.origin]], from: p[P.origin] == null ? "not known" : d.origins[p[P.origin]],
     };
   }
 
@@ -222,7 +226,7 @@
             encoding: { x, y: { field: "lo", type: "quantitative" }, y2: { field: "hi" }, color, detail: { field: "line" } } },
           { mark: { type: "line", point: true },
             encoding: { x, y: { field: "value", type: "quantitative", title: unit[1], scale: { zero: false } }, color,
-              detail: { field: "line" }, tooltip: RUN_TOOLTIP } },
+              detail: { field: "line" }, tooltip: RUN_TOOLTIP, href: HREF } },
           ringLayer(x, { field: "value", type: "quantitative" }, RUN_TOOLTIP),
         ],
       };
@@ -237,7 +241,7 @@
         layer: [
           { mark: { type: "line", point: true },
             encoding: { x: versionX, y: { field: "value", type: "quantitative", title: unit[1], scale: { zero: false } }, color,
-              detail: { field: "sid" }, tooltip: RUN_TOOLTIP } },
+              detail: { field: "sid" }, tooltip: RUN_TOOLTIP, href: HREF } },
           ringLayer(versionX, { field: "value", type: "quantitative" }, RUN_TOOLTIP),
         ],
       };
@@ -254,7 +258,7 @@
         layer: [
           { mark: { type: "line", point: true },
             encoding: { x, y: { field: "pct", type: "quantitative", title: "% of peak" }, color, detail: { field: "line" },
-              tooltip: [{ field: "pct", title: "% of peak" }, ...RUN_TOOLTIP] } },
+              tooltip: [{ field: "pct", title: "% of peak" }, ...RUN_TOOLTIP], href: HREF } },
           ringLayer(x, { field: "pct", type: "quantitative" }, [{ field: "pct", title: "% of peak" }, ...RUN_TOOLTIP]),
         ],
       };
@@ -412,6 +416,9 @@
     return found;
   }
 
+  // a compared value, linked to where its run came from where that is known
+  const linked = (r) => (r.origin ? `<a class="origin" href="${esc(r.origin)}">${r.value}</a>` : String(r.value));
+
   function drawCompare(d, matching, c) {
     const table = document.getElementById("compare-table");
     const A = compareSide(d, matching, c, c.a);
@@ -437,7 +444,7 @@
       ratios.push({ case: ra.case, ratio: round(ratio), a: ra.raw, b: rb.raw, dateA: ra.date, dateB: rb.date,
         commitA: ra.commit, commitB: rb.commit });
       rows.push(`<tr class="compare-row" data-workload="${esc(ra.case)}" data-ratio="${ratio}"><td>${esc(ra.case)}</td>` +
-        `<td class="num">${ra.value}</td><td class="num">${rb.value}</td><td class="num ${ratio > 1.05 ? "worse" : ratio < 0.95 ? "better" : ""}">×${round(ratio)}</td></tr>`);
+        `<td class="num">${linked(ra)}</td><td class="num">${linked(rb)}</td><td class="num ${ratio > 1.05 ? "worse" : ratio < 0.95 ? "better" : ""}">×${round(ratio)}</td></tr>`);
     }
     table.innerHTML = both.length ? rows.join("") : '<tr><td>No workload has both sides: choose other A and B.</td></tr>';
     table.dataset.rows = String(both.length);
