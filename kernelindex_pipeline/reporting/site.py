@@ -29,6 +29,9 @@ efficiency caveat, origin]``: what a chart rings the point for and says in its t
 (``efficiency.efficiency_caveats``: above a ceiling, L2-resident) on the percent-of-peak chart; ``origin``: the
 index in ``origins`` (the links to where runs came from, ``catalogue/origins.py``: the CI run's file on
 gh-pages, the release's sdist, the sweep's run in the Dagster UI) of the point's run, null where not known.
+``changes`` are detection's changes of the page's series (the regressions page's, `_series_changes`):
+``[series, before observedAt, after observedAt, B/A, ci95 low, ci95 high, change id]``, so the compare view
+gives, for two runs of a series, the changes detected between them with the regressions page's numbers.
 """
 
 from __future__ import annotations
@@ -123,6 +126,25 @@ def _run_sources(regressions: RegressionReport) -> dict[tuple, tuple[str, str | 
     return found
 
 
+def _series_changes(regressions: RegressionReport) -> dict[tuple, list[list[Any]]]:
+    """(kernel, mode, provider, workload, gpu, metric) -> detection's changes of that series, as the kernel data's
+    ``changes`` rows less the series index: the runs either side of the boundary, the ratio and its 95 %
+    interval rounded as regressions.json writes them (`Change.to_dict`: the regressions page's numbers)."""
+    found: dict[tuple, list[list[Any]]] = defaultdict(list)
+    for change in regressions.changes:
+        k, entry = change.key, change.to_dict()
+        found[(k.kernel, k.mode, k.provider, k.workload_digest, k.gpu, k.metric)].append(
+            [
+                entry["before"]["observedAt"],
+                entry["after"]["observedAt"],
+                entry["magnitude"],
+                *entry["ci95"],
+                acknowledgements.change_id(change),
+            ]
+        )
+    return found
+
+
 def _version_order(versions: Iterable[str]) -> list[str]:
     return sorted(set(versions), key=lambda v: (parse_version(v) is None, parse_version(v) or v, v))
 
@@ -134,6 +156,7 @@ def kernel_data(
     sources: dict[tuple, tuple[str, str | None]],
     index: RecordIndex,
     origins: Mapping[str, str] | None = None,
+    changes: Mapping[tuple, list[list[Any]]] | None = None,
 ) -> dict[str, Any]:
     """The compact JSON of one kernel's page (layout in the module docstring). A point's source is the source
     run detection read it from (a records file, a catalogue chain) where detection judged its series, else the
@@ -153,7 +176,12 @@ def kernel_data(
     p_index = {p: i for i, p in enumerate(providers)}
     rows, points = [], []
     links: dict[str, int] = {}  # origin URL -> its index in the data's `origins`
+    detected: list[list[Any]] = []
     for s in series:
+        for change in (changes or {}).get(
+            (s.kernel, s.mode, s.provider, s.key.workload_digest, s.gpu_slug, s.metric), ()
+        ):
+            detected.append([len(rows), *change])
         rows.append(
             [
                 list(gpus).index(s.gpu_slug),
@@ -172,6 +200,7 @@ def kernel_data(
     return {
         "format": SITE_FORMAT,
         "origins": list(links),
+        "changes": detected,
         "kernel": kernel,
         "title": series[0].kernel_title,
         "gpus": [{"slug": g, "name": n} for g, n in gpus.items()],
@@ -334,6 +363,7 @@ def build_site(
     before = _read_state(out_dir)
     previous = before.get("kernels", {})
     sources = _run_sources(regressions)
+    changes = _series_changes(regressions)
     pages = _Pages()
     state = _write_kernels(
         out_dir,
@@ -341,7 +371,7 @@ def build_site(
         previous,
         title,
         pages,
-        lambda kernel: kernel_data(kernel, by_kernel[kernel], efficiency, sources, index, origins),
+        lambda kernel: kernel_data(kernel, by_kernel[kernel], efficiency, sources, index, origins, changes),
     )
     _remove_gone(out_dir, previous, state)
     changed = {k: "new" for k in state if k not in previous}

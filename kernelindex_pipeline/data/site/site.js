@@ -419,6 +419,20 @@
   // a compared value, linked to where its run came from where that is known
   const linked = (r) => (r.origin ? `<a class="origin" href="${esc(r.origin)}">${r.value}</a>` : String(r.value));
 
+  // Detection's changes of one series between two of its runs (reporting/site.py: the data's `changes`, the
+  // regressions page's ratio and 95 % interval), each as B / A: a change measured from B to A is inverted.
+  // null: A and B are not one series (two GPUs), nothing to say.
+  function detectedBetween(d, sa, pa, sb, pb) {
+    if (sa.id !== sb.id) return null;
+    const [da, db] = [String(pa[P.date] || ""), String(pb[P.date] || "")];
+    const [lo, hi] = da <= db ? [da, db] : [db, da];
+    return (d.changes || []).filter((ch) => ch[0] === sa.id && ch[1] >= lo && ch[2] <= hi)
+      .map(([, before, after, ratio, low, high, id]) => (da <= db ? { ratio, low, high, id, after }
+        : { ratio: round(1 / ratio), low: round(1 / high), high: round(1 / low), id, after }));
+  }
+  const detectedText = (found) => (found == null ? "–" : found.length === 0 ? "none (within noise)"
+    : found.map((f) => `×${f.ratio} [${f.low}–${f.high}]`).join(" · "));
+
   function drawCompare(d, matching, c) {
     const table = document.getElementById("compare-table");
     const A = compareSide(d, matching, c, c.a);
@@ -431,7 +445,8 @@
       : (d.gpus.find((g) => g.slug === side) || { name: side }).name);
     const values = [];
     const ratios = [];
-    const rows = [`<tr><th>workload</th><th>A: ${esc(name(c.a))} (${unit[1]})</th><th>B: ${esc(name(c.b))} (${unit[1]})</th><th>B / A</th></tr>`];
+    const rows = [`<tr><th>workload</th><th>A: ${esc(name(c.a))} (${unit[1]})</th><th>B: ${esc(name(c.b))} (${unit[1]})</th><th>B / A</th>` +
+      "<th>detected change between them, B / A [95 %] (the regressions page's)</th></tr>"];
     for (const w of both) {
       const [sa, pa] = A.get(w);
       const [sb, pb] = B.get(w);
@@ -443,8 +458,10 @@
       const ratio = pb[P.median] / pa[P.median];
       ratios.push({ case: ra.case, ratio: round(ratio), a: ra.raw, b: rb.raw, dateA: ra.date, dateB: rb.date,
         commitA: ra.commit, commitB: rb.commit });
+      const found = detectedBetween(d, sa, pa, sb, pb);
       rows.push(`<tr class="compare-row" data-workload="${esc(ra.case)}" data-ratio="${ratio}"><td>${esc(ra.case)}</td>` +
-        `<td class="num">${linked(ra)}</td><td class="num">${linked(rb)}</td><td class="num ${ratio > 1.05 ? "worse" : ratio < 0.95 ? "better" : ""}">×${round(ratio)}</td></tr>`);
+        `<td class="num">${linked(ra)}</td><td class="num">${linked(rb)}</td><td class="num ${ratio > 1.05 ? "worse" : ratio < 0.95 ? "better" : ""}">×${round(ratio)}</td>` +
+        `<td class="detected" data-changes="${esc(JSON.stringify(found))}">${esc(detectedText(found))}</td></tr>`);
     }
     table.innerHTML = both.length ? rows.join("") : '<tr><td>No workload has both sides: choose other A and B.</td></tr>';
     table.dataset.rows = String(both.length);
