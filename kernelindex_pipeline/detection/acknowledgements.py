@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -86,5 +86,13 @@ def unacknowledged(report: RegressionReport, changes: list[Change]) -> list[Chan
 
 def group_acknowledgement(report: RegressionReport, changes: list[Change]) -> Acknowledgement | None:
     """The acknowledgement every change of a group shares, or None (none, or not all alike)."""
-    marks = {report.acknowledged.get(change_id(c)) for c in changes}
-    return marks.pop() if len(marks) == 1 and None not in marks else None
+    return shared_mark([report.acknowledged.get(change_id(c)) for c in changes])
+
+
+def shared_mark(marks: list[Acknowledgement | None]) -> Acknowledgement | None:
+    """The first of `marks` when every one is there and says the same (status, note, who, when, fixed in: each
+    belongs to its own change), else None."""
+    if not marks or None in marks:
+        return None
+    first = marks[0]
+    return first if all(replace(m, change=first.change) == first for m in marks) else None
