@@ -131,12 +131,20 @@ def catalogue_url(tmp_path) -> str:
 
 
 @pytest.fixture
-def server_env(release_cache, catalogue_url) -> dict[str, str]:
+def site_port() -> int:
+    """Where `kernelindex-pipeline serve` serves the site in the test (and the UI's catalogue_report links it)."""
+    return free_port()
+
+
+@pytest.fixture
+def server_env(release_cache, catalogue_url, site_port) -> dict[str, str]:
     return {
         **os.environ,
         "KERNELINDEX_CACHE_DIR": str(release_cache),
         "KERNELINDEX_HISTORY_RELEASE": HISTORY_RELEASE,  # pins the history: no listing of the index
         "KERNELINDEX_CATALOGUE_URL": catalogue_url,
+        "KERNELINDEX_SITE_URL": f"http://127.0.0.1:{site_port}/",
+        "KERNELINDEX_LIGER_URL": "none",  # no Liger clone from the import commands
     }
 
 
@@ -225,9 +233,10 @@ def wait_for_run(server: DagsterDevServer, predicate, what: str) -> dict:
 
 
 def import_ci(server: DagsterDevServer, env: dict[str, str]) -> subprocess.CompletedProcess:
-    """`kernelindex-pipeline import-ci` against the UI's instance, while the UI (and its daemon) runs."""
+    """`kernelindex-pipeline import-ci --wait` against the UI's instance, while the UI (and its daemon) runs: it
+    ends when the catalogue-wide assets (the site among them) are refreshed."""
     return subprocess.run(
-        [sys.executable, "-m", "kernelindex_pipeline.cli", "import-ci", *map(str, CI_FILES)],
+        [sys.executable, "-m", "kernelindex_pipeline.cli", "import-ci", "--wait", *map(str, CI_FILES)],
         env={**env, "DAGSTER_HOME": str(server.home)},
         capture_output=True,
         text=True,
@@ -245,7 +254,9 @@ def import_ci(server: DagsterDevServer, env: dict[str, str]) -> subprocess.Compl
 # the whole-test limit is only a backstop above their sum.
 @pytest.mark.timeout(1800)
 @pytest.mark.slow  # 127 s on a quiet two-core machine
-def test_three_chains_in_the_ui(chromium, dagster_server, catalogue_url, expected_digests, history_slices, server_env):
+def test_three_chains_in_the_ui(
+    chromium, dagster_server, catalogue_url, expected_digests, history_slices, server_env, site_port
+):
     from playwright.sync_api import expect, sync_playwright
 
     from kernelindex_pipeline.catalogue.store import CatalogueStore
@@ -285,6 +296,32 @@ def test_three_chains_in_the_ui(chromium, dagster_server, catalogue_url, expecte
                 timings["import_ci_two_files_s"] = round(time.monotonic() - started, 1)
                 assert imported.returncode == 0, imported.stdout + imported.stderr[-3000:]
                 progress(imported.stdout.strip())
+
+                progress("the catalogue_report asset's link opens the site, served by kernelindex-pipeline serve")
+                site_url = f"http://127.0.0.1:{site_port}/"
+                serving = subprocess.Popen(
+                    [sys.executable, "-m", "kernelindex_pipeline.cli", "serve", "--port", str(site_port)],
+                    env={**server_env, "DAGSTER_HOME": str(server.home)},
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                    stdin=subprocess.DEVNULL,
+                )
+                try:
+                    page.goto(f"{server.url}/assets/catalogue_report")
+                    link = page.locator(f"a[href='{site_url}']").first
+                    expect(link).to_be_visible()
+                    shots.take("catalogue-report-link")
+                    with page.context.expect_page() as opened:  # the UI opens metadata links in a new tab
+                        link.click()
+                    site = opened.value
+                    site.wait_for_load_state()
+                    assert site.url == site_url
+                    expect(site.locator("#headline")).to_be_visible()  # the site's landing page, over http
+                    expect(site.get_by_text("Latest runs").first).to_be_visible()
+                    site.close()
+                finally:
+                    serving.terminate()
+                    serving.wait(timeout=30)
 
                 page.goto(f"{server.url}/asset-groups")
                 for source in ("history", "ci", "sweep"):
