@@ -723,10 +723,12 @@ def headline(regressions: RegressionReport) -> str:
             verdict = '<span class="caution">nothing judged yet (too few runs per series)</span>'
         elif not slow:
             verdict = '<span class="ok">no slowdowns</span>'
-        else:
+        else:  # without a Liger clone no commit is named: say so rather than "from 0 commits"
+            named = f"{len(commits)} commit{'s' if len(commits) != 1 else ''}" if commits else ""
             verdict = (
-                f'<span class="alert">{len(slow)} slowdown{"s" if len(slow) != 1 else ""} from '
-                f"{len(commits)} commit{'s' if len(commits) != 1 else ''}</span>"
+                f'<span class="alert">{len(slow)} slowdown{"s" if len(slow) != 1 else ""}'
+                + (f" from {named}" if named else ", no commit named")
+                + "</span>"
             )
         worst = "".join(
             f'<li class="worst" data-kernel="{_e(c.key.kernel)}">{_e(c.key.kernel)} {_e(c.key.mode)} '

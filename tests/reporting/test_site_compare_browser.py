@@ -1,5 +1,6 @@
 """The kernel page's compare of two runs of one GPU gives, per case, the changes detection found between them with
-the regressions page's numbers (B / A and its 95 % interval, regressions.json's `magnitude` and `ci95`), in Chromium.
+the regressions page's numbers (B / A and its 95 % interval, regressions.json's `magnitude` and `ci95`), and links
+each compared value to where its run came from, in Chromium.
 Input: the small constructed catalogue (rms_norm's Liger forward 30 % slower in 0.8.1)."""
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ import json
 
 import pytest
 
+from kernelindex_pipeline.records.canonical import digest_of
 from kernelindex_pipeline.reporting.site import build_site
 from tests.reporting.test_site import browser  # noqa: F401 - the module's shared Chromium (a fixture)
 from tests.reporting.test_site_catalogue import data_of, small_catalogue
@@ -16,7 +18,14 @@ from tests.reporting.test_site_catalogue import data_of, small_catalogue
 @pytest.mark.browser
 @pytest.mark.slow
 def test_compare_two_runs_gives_the_regressions_pages_changes_between_them(tmp_path, browser):  # noqa: F811
-    site = build_site(small_catalogue().manifests(), tmp_path / "site")
+    manifests = small_catalogue().manifests()
+    # each run linked where it came from (catalogue/origins.py makes these from the publications)
+    origins = {
+        digest_of(m): f"https://ci.test/{m['metadata']['labels']['liger_version']}/{digest_of(m)}"
+        for m in manifests
+        if m["kind"] == "BenchmarkRun"
+    }
+    site = build_site(manifests, tmp_path / "site", origins=origins)
     report = json.loads((tmp_path / "site" / "regressions.json").read_text(encoding="utf-8"))
     expected = sorted(
         [c["magnitude"], *c["ci95"], c["id"]]
@@ -51,6 +60,12 @@ def test_compare_two_runs_gives_the_regressions_pages_changes_between_them(tmp_p
         cells = detected()
         assert sorted([f["ratio"], f["low"], f["high"], f["id"]] for found, _ in cells for f in found) == expected
         assert all(text == f"×{found[0]['ratio']} [{found[0]['low']}–{found[0]['high']}]" for found, text in cells)
+        # each compared value links to its run's origin: A's to a 0.8.0 run, B's to a 0.8.1 run
+        links = page.eval_on_selector_all(
+            "#compare-table tr.compare-row", "rs => rs.map(r => [...r.querySelectorAll('a.origin')].map(a => a.href))"
+        )
+        assert len(links) == 4 and all(len(pair) == 2 for pair in links), links
+        assert all(a in origins.values() and "/0.8.0/" in a and "/0.8.1/" in b for a, b in links)
 
         page.select_option("#c-a", runs[1][0])  # B before A: the same changes, as B / A
         page.select_option("#c-b", runs[0][0])
