@@ -4,6 +4,9 @@ Catalogue: `sqlite_url` (a fresh SQLite file), `postgres_url` (a fresh schema on
 named by KERNELINDEX_TEST_POSTGRES_URL; on CI a missing server is a failure, never a skip),
 `catalogue_records` (the 21 seed manifests) and `synthetic_runs` (more BenchmarkRuns derived from them).
 
+Browser: `chromium_endpoint` (one Chromium for the session, started on first use) and `browser` (a
+test's own Playwright connection to it; tests/support/browser.py says why not one for the session).
+
 Dagster: every test of a module that uses Dagster must leave Dagster's current defs-state storage as it
 found it, even after garbage collection (`_no_dagster_instance_context_leak`, see there).
 """
@@ -132,3 +135,21 @@ def synthetic_runs(catalogue_records):
     """`synthetic_runs(count, start=0) -> dict[digest, manifest]`: BenchmarkRuns cloned from the seed
     runs (factories.cloned_runs)."""
     return functools.partial(factories.cloned_runs, catalogue_records)
+
+
+@pytest.fixture(scope="session")
+def chromium_endpoint(tmp_path_factory):
+    """The DevTools address of the session's one Chromium (tests/support/browser.py)."""
+    from tests.support.browser import chromium_process
+
+    with chromium_process(tmp_path_factory.mktemp("chromium-profile")) as endpoint:
+        yield endpoint
+
+
+@pytest.fixture
+def browser(chromium_endpoint):
+    """A Playwright `Browser` connected to the session's Chromium for this test."""
+    from tests.support.browser import connected
+
+    with connected(chromium_endpoint) as connection:
+        yield connection

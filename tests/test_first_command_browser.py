@@ -7,7 +7,7 @@ Offline and self-contained: Liger's CI list is a path that does not exist (as wh
 unreachable: the command falls back to the snapshot and says so) and no Liger clone is made
 (KERNELINDEX_LIGER_URL=none). The first command's `import-history` half needs the package index (the
 liger-kernel sdist) and is left out here: tests/test_ui_browser.py imports the history through the UI; the
-slowdown is in the CI runs. Needs Chromium (tests/test_ui_browser.py's fixture: skipped without it, failed on CI).
+slowdown is in the CI runs. Needs Chromium (the session's, tests/support/browser.py: the test fails without it).
 """
 
 from __future__ import annotations
@@ -20,8 +20,7 @@ import threading
 
 import pytest
 
-from tests.support.ui_support import CHROMIUM_ARGS
-from tests.test_ui_browser import chromium  # noqa: F401 (fixture)
+from tests.support.browser import connected, page_of
 
 pytestmark = [pytest.mark.browser]
 
@@ -50,7 +49,7 @@ def _first_line(process: subprocess.Popen, pattern: str, timeout_s: float = 60) 
 
 
 @pytest.mark.slow  # about 2 minutes on two shared cores: the eleven CI runs' import and the catalogue refresh
-def test_the_first_commands_output_leads_to_the_flce_slowdown_on_the_first_screen(chromium, tmp_path):  # noqa: F811
+def test_the_first_commands_output_leads_to_the_flce_slowdown_on_the_first_screen(chromium_endpoint, tmp_path):
     home = tmp_path / "home"
     env = {
         **os.environ,
@@ -79,27 +78,20 @@ def test_the_first_commands_output_leads_to_the_flce_slowdown_on_the_first_scree
     )
     try:
         url = _first_line(server, r"serving \S+ at (http://127\.0\.0\.1:\d+/\S*)").group(1)
-        from playwright.sync_api import sync_playwright
-
-        with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=str(chromium), args=CHROMIUM_ARGS)
-            try:
-                page = browser.new_page(viewport=FIRST_SCREEN)
-                errors: list[str] = []
-                page.on("pageerror", lambda e: errors.append(str(e)))
-                page.goto(url)
-                headline = page.locator('#headline li.gpu-headline[data-gpu="nvidia-h100-80gb-hbm3"]')
-                worst = headline.locator('li.worst[data-kernel="fused_linear_cross_entropy"]').first
-                worst.wait_for(timeout=30_000)
-                text = worst.inner_text()
-                assert "fused_linear_cross_entropy" in text and "(2845fe8)" in text and "0.6.1" in text, text
-                assert float(re.search(r"×(\d+\.\d+)", text).group(1)) > 2  # the ×2.6 slowdown
-                box = worst.bounding_box()
-                assert box is not None and 0 <= box["y"] and box["y"] + box["height"] <= FIRST_SCREEN["height"], box
-                assert page.evaluate("window.scrollY") == 0  # as the page opens, nothing scrolled
-                assert errors == []
-            finally:
-                browser.close()
+        with connected(chromium_endpoint) as browser, page_of(browser, **FIRST_SCREEN, offline=False) as page:
+            errors: list[str] = []
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.goto(url)
+            headline = page.locator('#headline li.gpu-headline[data-gpu="nvidia-h100-80gb-hbm3"]')
+            worst = headline.locator('li.worst[data-kernel="fused_linear_cross_entropy"]').first
+            worst.wait_for(timeout=30_000)
+            text = worst.inner_text()
+            assert "fused_linear_cross_entropy" in text and "(2845fe8)" in text and "0.6.1" in text, text
+            assert float(re.search(r"×(\d+\.\d+)", text).group(1)) > 2  # the ×2.6 slowdown
+            box = worst.bounding_box()
+            assert box is not None and 0 <= box["y"] and box["y"] + box["height"] <= FIRST_SCREEN["height"], box
+            assert page.evaluate("window.scrollY") == 0  # as the page opens, nothing scrolled
+            assert errors == []
     finally:
         server.terminate()
         server.wait(timeout=30)

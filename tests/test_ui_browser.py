@@ -10,7 +10,7 @@ step are written to tests/artifacts/ui/ (kept on failure, with a last `failure` 
 and the backfill's time to tests/artifacts/ui/timings.json.
 
 Needs the package index (the liger-kernel 0.8.5 sdist, cached in $KERNELINDEX_CACHE_DIR or
-~/.cache/kernelindex-pipeline) and Chromium (`apt-get install -y chromium`). Run it alone with
+~/.cache/kernelindex-pipeline) and Chromium (`apt-get install -y chromium`; the session's, tests/support/browser.py). Run it alone with
 `.venv/bin/pytest -s tests/test_ui_browser.py` (-s shows progress).
 """
 
@@ -28,11 +28,10 @@ from pathlib import Path
 import pytest
 
 from tests.support import FIXTURES
+from tests.support.browser import connected
 from tests.support.ui_support import (
     ARTIFACTS,
     BACKFILL_TERMINAL,
-    CHROMIUM,
-    CHROMIUM_ARGS,
     REPO_ROOT,
     RUN_TERMINAL,
     DagsterDevServer,
@@ -54,10 +53,6 @@ CI_FILES = [FIXTURES / "liger-ci" / name for name in ("7644a0f-v0.7.0.csv", "070
 STAGES = ["benchmark_csv", "benchmark_rows", "kernelindex_records", "catalogue_publication"]
 RECORD_CHECKS = ["records_schema_valid", "record_digests_recompute", "run_references_resolve", "rows_conserved"]
 RUNS_TIMEOUT_S = 420  # on two shared cores
-
-
-def _on_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() in ("true", "1", "yes")
 
 
 def asset_path(source: str, stage: str) -> list[str]:
@@ -113,16 +108,6 @@ def dagster_home(tmp_path, history_slices) -> Path:
         register_partitions(instance, "history", history_slices.partitions)
         register_partitions(instance, "sweep", [SWEEP_PARTITION])
     return home
-
-
-@pytest.fixture
-def chromium() -> Path:
-    if not CHROMIUM.exists():
-        message = f"Chromium not found at {CHROMIUM}: apt-get install -y chromium (or set KERNELINDEX_CHROMIUM)"
-        if _on_ci():
-            pytest.fail(message + " (CI=true: the browser test must run on CI)")
-        pytest.skip(message)
-    return CHROMIUM
 
 
 @pytest.fixture
@@ -255,9 +240,9 @@ def import_ci(server: DagsterDevServer, env: dict[str, str]) -> subprocess.Compl
 @pytest.mark.timeout(1800)
 @pytest.mark.slow  # 127 s on a quiet two-core machine
 def test_three_chains_in_the_ui(
-    chromium, dagster_server, catalogue_url, expected_digests, history_slices, server_env, site_port
+    chromium_endpoint, dagster_server, catalogue_url, expected_digests, history_slices, server_env, site_port
 ):
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
     from kernelindex_pipeline.catalogue.store import CatalogueStore
     from kernelindex_pipeline.defs.partitions import benchmark_partition_key
@@ -267,8 +252,7 @@ def test_three_chains_in_the_ui(
     sweep_key = benchmark_partition_key(*SWEEP_PARTITION)
     timings: dict[str, float] = {}
     expect.set_options(timeout=60_000)  # a busy two-core machine renders slowly (reset below: it is global)
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(chromium), args=CHROMIUM_ARGS)
+    with connected(chromium_endpoint) as browser:
         try:
             page = browser.new_page(viewport={"width": 1500, "height": 950})
             page.set_default_timeout(60_000)
@@ -355,7 +339,6 @@ def test_three_chains_in_the_ui(
                 shots.take("failure")
                 raise
         finally:
-            browser.close()
             expect.set_options(timeout=5_000)  # Playwright's default, for other tests in the session
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     (ARTIFACTS / "timings.json").write_text(json.dumps(timings, indent=2) + "\n")

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.support import FIXTURES
-from tests.support.ui_support import CHROMIUM, CHROMIUM_ARGS
+from tests.support.browser import page_of
 
 CI_DIR = FIXTURES / "liger-ci-report"
 
@@ -41,48 +41,39 @@ def _screenshot(page, locator, env: str, tmp_path: Path) -> None:
         shutil.copyfile(shot, os.environ[env])
 
 
-def test_efficiency_charts_and_table_in_chromium(ci_report, tmp_path):
-    if not CHROMIUM.exists():
-        pytest.fail(f"Chromium not found at {CHROMIUM}: apt-get install -y chromium")
-    from playwright.sync_api import sync_playwright
-
+def test_efficiency_charts_and_table_in_chromium(browser, ci_report, tmp_path):
     state = json.loads((ci_report.path.parent / "site-state.json").read_text(encoding="utf-8"))["kernels"]
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1300, "height": 1000})
-            kernels = set()
-            for kernel, facts in state.items():
-                page.goto((ci_report.path.parent / "kernels" / f"{facts['slug']}.html").resolve().as_uri())
-                page.wait_for_selector("#chart-grid[data-figure-count]", timeout=30_000)
-                if page.locator('figure.chart[data-chart-kind="efficiency"]').count():
-                    kernels.add(kernel)
-                if kernel == "rms_norm":
-                    chart = page.locator('figure.chart[data-chart-kind="efficiency"]').first
-                    chart.scroll_into_view_if_needed()
-                    chart.locator(".vega[data-rendered='1'] svg").wait_for(timeout=30_000)
-                    rows = page.evaluate(
-                        """() => document.querySelector('figure.chart[data-chart-kind="efficiency"] .vega').chartRows"""
-                    )
-                    assert rows and all(0 < r["pct"] for r in rows)
-                    _screenshot(page, chart, "KERNELINDEX_EFFICIENCY_SCREENSHOT", tmp_path)
-            # bytes-bound and FLOP-bound kernels with cost models have charts; a kernel without one has none
-            assert {"rms_norm", "layer_norm", "swiglu", "fused_linear_cross_entropy", "embedding"} <= kernels
-            assert "dyt" not in kernels
+    with page_of(browser, 1300, 1000) as page:
+        kernels = set()
+        for kernel, facts in state.items():
+            page.goto((ci_report.path.parent / "kernels" / f"{facts['slug']}.html").resolve().as_uri())
+            page.wait_for_selector("#chart-grid[data-figure-count]", timeout=30_000)
+            if page.locator('figure.chart[data-chart-kind="efficiency"]').count():
+                kernels.add(kernel)
+            if kernel == "rms_norm":
+                chart = page.locator('figure.chart[data-chart-kind="efficiency"]').first
+                chart.scroll_into_view_if_needed()
+                chart.locator(".vega[data-rendered='1'] svg").wait_for(timeout=30_000)
+                rows = page.evaluate(
+                    """() => document.querySelector('figure.chart[data-chart-kind="efficiency"] .vega').chartRows"""
+                )
+                assert rows and all(0 < r["pct"] for r in rows)
+                _screenshot(page, chart, "KERNELINDEX_EFFICIENCY_SCREENSHOT", tmp_path)
+        # bytes-bound and FLOP-bound kernels with cost models have charts; a kernel without one has none
+        assert {"rms_norm", "layer_norm", "swiglu", "fused_linear_cross_entropy", "embedding"} <= kernels
+        assert "dyt" not in kernels
 
-            page.goto(ci_report.path.resolve().as_uri())
-            page.wait_for_load_state("load")
-            rows = page.evaluate("""() => Array.from(document.querySelectorAll('#efficiency-section tr.efficiency')).map(r => ({
-                    gpu: r.dataset.gpu, kernel: r.dataset.kernel, mode: r.dataset.mode, pct: Number(r.dataset.pct),
-                    flags: r.dataset.flags, implausible: r.classList.contains('implausible'),
-                    ranked: !!r.closest('table.efficiency-ranking'), folded: !!r.closest('details:not([open])'),
-                    shown: r.getBoundingClientRect().height > 0}))""")
-            ranked = [r for r in rows if r["ranked"]]
-            assert ranked and all(r["shown"] and not r["implausible"] for r in ranked)
-            assert [r["pct"] for r in ranked] == sorted(r["pct"] for r in ranked)  # one GPU: least efficient first
-            folded = [r for r in rows if not r["ranked"]]
-            assert folded and all(r["implausible"] and r["folded"] for r in folded)  # apart, folded
-            assert any("l2-resident" in r["flags"] for r in folded if r["kernel"] == "embedding")
-            _screenshot(page, page.locator("#efficiency-section"), "KERNELINDEX_EFFICIENCY_TABLE_SCREENSHOT", tmp_path)
-        finally:
-            browser.close()
+        page.goto(ci_report.path.resolve().as_uri())
+        page.wait_for_load_state("load")
+        rows = page.evaluate("""() => Array.from(document.querySelectorAll('#efficiency-section tr.efficiency')).map(r => ({
+                gpu: r.dataset.gpu, kernel: r.dataset.kernel, mode: r.dataset.mode, pct: Number(r.dataset.pct),
+                flags: r.dataset.flags, implausible: r.classList.contains('implausible'),
+                ranked: !!r.closest('table.efficiency-ranking'), folded: !!r.closest('details:not([open])'),
+                shown: r.getBoundingClientRect().height > 0}))""")
+        ranked = [r for r in rows if r["ranked"]]
+        assert ranked and all(r["shown"] and not r["implausible"] for r in ranked)
+        assert [r["pct"] for r in ranked] == sorted(r["pct"] for r in ranked)  # one GPU: least efficient first
+        folded = [r for r in rows if not r["ranked"]]
+        assert folded and all(r["implausible"] and r["folded"] for r in folded)  # apart, folded
+        assert any("l2-resident" in r["flags"] for r in folded if r["kernel"] == "embedding")
+        _screenshot(page, page.locator("#efficiency-section"), "KERNELINDEX_EFFICIENCY_TABLE_SCREENSHOT", tmp_path)

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from tests.support import FIXTURES, ROOT
+from tests.support.browser import Watched
 from tests.support.run_series import run_series
-from tests.support.ui_support import CHROMIUM, CHROMIUM_ARGS
 
 CSVS = sorted((FIXTURES / "liger-ci").glob("*.csv")) + sorted((FIXTURES / "liger-ci-report").glob("*.csv"))
 
@@ -228,37 +228,6 @@ def test_kernel_file_names_never_collide():
 
 
 # --------------------------------------------------------------------------- in Chromium
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not CHROMIUM.exists():
-        pytest.fail(f"Chromium not found at {CHROMIUM}: apt-get install -y chromium")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
-
-
-class Watched:
-    """A page whose console errors, page errors and every request are recorded; nothing but file:// is served
-    (any other request is aborted and recorded), so the site is opened as it would be offline."""
-
-    def __init__(self, browser):
-        self.context = browser.new_context(viewport={"width": 1300, "height": 1000}, offline=True)
-        self.errors: list[str] = []
-        self.requests: list[str] = []
-        self.page = self.context.new_page()
-        self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
-        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
-        self.page.on("request", lambda r: self.requests.append(r.url))
-
-    def close(self):
-        self.context.close()
 
 
 def _shot(page, name: str) -> None:

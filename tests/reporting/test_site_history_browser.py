@@ -15,8 +15,8 @@ from collections import Counter, defaultdict
 
 import pytest
 
+from tests.support.browser import page_of
 from tests.support.run_series import run_series
-from tests.support.ui_support import CHROMIUM, CHROMIUM_ARGS
 
 pytestmark = [pytest.mark.network, pytest.mark.browser]
 
@@ -45,11 +45,7 @@ def expected_series_by_kernel(manifests) -> dict[str, set]:
 
 
 @pytest.mark.slow  # 24 s on a quiet two-core machine
-def test_full_history_site_renders_in_chromium(history_manifests, tmp_path):
-    if not CHROMIUM.exists():
-        pytest.skip(f"Chromium not found at {CHROMIUM}: apt-get install -y chromium")
-    from playwright.sync_api import sync_playwright
-
+def test_full_history_site_renders_in_chromium(browser, history_manifests, tmp_path):
     from kernelindex_pipeline.reporting.site import build_site
 
     result = build_site(history_manifests, tmp_path / "site")
@@ -61,47 +57,42 @@ def test_full_history_site_renders_in_chromium(history_manifests, tmp_path):
     state = json.loads((result.path.parent / "site-state.json").read_text(encoding="utf-8"))["kernels"]
     assert {k: f["series"] for k, f in state.items()} == {k: len(v) for k, v in expected.items()}
 
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1300, "height": 1000})
-            errors = []
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-            page.goto(result.path.resolve().as_uri())
-            page.wait_for_selector("#overview-chart[data-rendered='1'] svg", timeout=30_000)
-            assert int(page.locator("body").get_attribute("data-series-count")) == result.counts["series"]
-            # the kernel list leads to every kernel's page, as a reader would use it; each page draws its charts
-            links = page.eval_on_selector_all("nav#kernels a", "as => as.map(a => a.getAttribute('href'))")
-            assert sorted(links) == sorted(f"kernels/{f['slug']}.html" for f in state.values())
-            page.get_by_role("link", name="LayerNorm").first.click()
-            page.wait_for_selector("figure.chart .vega[data-rendered='1'] svg", timeout=30_000)
-            assert page.url.endswith("/kernels/layer-norm.html")
-            for kernel, facts in state.items():
-                page.goto((result.path.parent / "kernels" / f"{facts['slug']}.html").resolve().as_uri())
-                page.locator("figure.chart").first.scroll_into_view_if_needed()  # drawn once in view
-                page.wait_for_selector("figure.chart .vega[data-rendered]", timeout=30_000)
-                assert page.locator("figure.chart .vega[data-rendered='error']").count() == 0, (kernel, errors)
-                kinds = set(page.eval_on_selector_all("figure.chart", "fs => fs.map(f => f.dataset.chartKind)"))
-                assert kinds & {"latency", "memory"}, f"no latency or memory chart for {kernel}"
-                if kernel == "rms_norm":  # Liger over the Transformers baseline: the history has both
-                    assert "speedup" in kinds
-                    screenshot = tmp_path / "site-rms-norm.png"  # its first sweep's charts, drawn
-                    page.add_style_tag(content=".filters{position:static}")  # no sticky bar over the shot
-                    sweep = page.locator("div.sweep").first
-                    sweep.scroll_into_view_if_needed()
-                    page.wait_for_function(
-                        "[...document.querySelector('div.sweep').querySelectorAll('.vega')]"
-                        ".every(v => v.dataset.rendered === '1')",
-                        timeout=30_000,
-                    )
-                    sweep.screenshot(path=str(screenshot))
-                    assert screenshot.stat().st_size > 10_000
-                    if os.environ.get("KERNELINDEX_REPORT_SCREENSHOT"):
-                        shutil.copyfile(screenshot, os.environ["KERNELINDEX_REPORT_SCREENSHOT"])
-            assert errors == []
-        finally:
-            browser.close()
+    with page_of(browser, 1300, 1000) as page:
+        errors = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.goto(result.path.resolve().as_uri())
+        page.wait_for_selector("#overview-chart[data-rendered='1'] svg", timeout=30_000)
+        assert int(page.locator("body").get_attribute("data-series-count")) == result.counts["series"]
+        # the kernel list leads to every kernel's page, as a reader would use it; each page draws its charts
+        links = page.eval_on_selector_all("nav#kernels a", "as => as.map(a => a.getAttribute('href'))")
+        assert sorted(links) == sorted(f"kernels/{f['slug']}.html" for f in state.values())
+        page.get_by_role("link", name="LayerNorm").first.click()
+        page.wait_for_selector("figure.chart .vega[data-rendered='1'] svg", timeout=30_000)
+        assert page.url.endswith("/kernels/layer-norm.html")
+        for kernel, facts in state.items():
+            page.goto((result.path.parent / "kernels" / f"{facts['slug']}.html").resolve().as_uri())
+            page.locator("figure.chart").first.scroll_into_view_if_needed()  # drawn once in view
+            page.wait_for_selector("figure.chart .vega[data-rendered]", timeout=30_000)
+            assert page.locator("figure.chart .vega[data-rendered='error']").count() == 0, (kernel, errors)
+            kinds = set(page.eval_on_selector_all("figure.chart", "fs => fs.map(f => f.dataset.chartKind)"))
+            assert kinds & {"latency", "memory"}, f"no latency or memory chart for {kernel}"
+            if kernel == "rms_norm":  # Liger over the Transformers baseline: the history has both
+                assert "speedup" in kinds
+                screenshot = tmp_path / "site-rms-norm.png"  # its first sweep's charts, drawn
+                page.add_style_tag(content=".filters{position:static}")  # no sticky bar over the shot
+                sweep = page.locator("div.sweep").first
+                sweep.scroll_into_view_if_needed()
+                page.wait_for_function(
+                    "[...document.querySelector('div.sweep').querySelectorAll('.vega')]"
+                    ".every(v => v.dataset.rendered === '1')",
+                    timeout=30_000,
+                )
+                sweep.screenshot(path=str(screenshot))
+                assert screenshot.stat().st_size > 10_000
+                if os.environ.get("KERNELINDEX_REPORT_SCREENSHOT"):
+                    shutil.copyfile(screenshot, os.environ["KERNELINDEX_REPORT_SCREENSHOT"])
+        assert errors == []
 
     # every series with too few runs for a change (two on each side) is reported as insufficient data, not as
     # "no regression"; the others are judged

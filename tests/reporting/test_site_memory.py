@@ -12,8 +12,8 @@ import pytest
 from kernelindex_pipeline.reporting.series import PEAK_MEMORY_METRIC, build_series, find_sweeps, run_metric
 from kernelindex_pipeline.reporting.site import build_site
 from kernelindex_pipeline.reporting.site_files import read_js_payload
+from tests.support.browser import connected, page_of
 from tests.support.factories import SampleCatalogue
-from tests.support.ui_support import CHROMIUM, CHROMIUM_ARGS
 
 MIB = 2**20
 HIDDEN = (1024, 2048, 4096, 8192)
@@ -281,13 +281,9 @@ def saving_newest_catalogue() -> SampleCatalogue:
 
 
 @pytest.fixture(scope="module")
-def drawn(tmp_path_factory):
+def drawn(tmp_path_factory, chromium_endpoint):
     """kernel page -> chart kind -> (title, rows) of every chart the page draws (site.js keeps each chart's rows on
     its element), from four small sites, in one Chromium."""
-    if not CHROMIUM.exists():
-        pytest.fail(f"Chromium not found at {CHROMIUM}: apt-get install -y chromium")
-    from playwright.sync_api import sync_playwright
-
     sites = {
         "memory": (memory_catalogue().manifests(), "rms-norm"),
         "csv": (csv_memory_manifests(), "rms-norm"),
@@ -295,12 +291,10 @@ def drawn(tmp_path_factory):
         "newest": (saving_newest_catalogue().manifests(), "rms-norm"),
     }
     found = {}
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            for name, (manifests, slug) in sites.items():
-                site = build_site(manifests, tmp_path_factory.mktemp(name))
-                page = browser.new_page(viewport={"width": 1300, "height": 4000})  # every chart in view
+    with connected(chromium_endpoint) as browser:
+        for name, (manifests, slug) in sites.items():
+            site = build_site(manifests, tmp_path_factory.mktemp(name))
+            with page_of(browser, 1300, 4000) as page:  # every chart in view
                 errors = []
                 page.on("pageerror", lambda e, errors=errors: errors.append(str(e)))
                 page.goto((site.path.parent / "kernels" / f"{slug}.html").resolve().as_uri())
@@ -315,10 +309,7 @@ def drawn(tmp_path_factory):
                     "fs => fs.map(f => [f.dataset.chartKind, f.querySelector('.vega').chartTitle, "
                     "f.querySelector('.vega').chartRows, f.querySelector('.vega').dataset.rendered])",
                 )
-                assert errors == [] and all(r == "1" for *_, r in found[name]), (name, errors)
-                page.close()
-        finally:
-            browser.close()
+            assert errors == [] and all(r == "1" for *_, r in found[name]), (name, errors)
     return found
 
 

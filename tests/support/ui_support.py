@@ -19,22 +19,10 @@ import psutil
 import requests
 
 from tests.support import ROOT, TESTS
+from tests.support.browser import CHROMIUM, CHROMIUM_ARGS  # noqa: F401 (re-exported: the UI tests' screenshots)
 
 REPO_ROOT = ROOT
 ARTIFACTS = TESTS / "artifacts" / "ui"
-
-# Debian's Chromium: Playwright cannot download its own browser here.
-CHROMIUM = Path(os.environ.get("KERNELINDEX_CHROMIUM", "/usr/bin/chromium"))
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 T = TypeVar("T")
 
