@@ -5,8 +5,10 @@ op, an imported helper, a benchmark script and the workflow), the toolchain time
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -174,61 +176,101 @@ def _synthetic_runs(shas: dict[str, str]) -> list[tuple[str, dict]]:
     return out
 
 
-def test_changes_are_attributed_to_the_commits_that_touch_them(liger, tmp_path):
-    report = detect_in_record_files(_record_files(tmp_path, _synthetic_runs(liger.shas)))
+@dataclass(frozen=True)
+class Attributed:
+    """The synthetic history's changes (`_synthetic_runs`) after Liger's attribution, with a torch release."""
+
+    report: Any
+    notes: list[str]
+    by_case: dict[tuple[str, str, str], Any]  # (kernel, provider, case) -> its change
+
+    def subjects(self, kernel: str, provider: str, case: str) -> list[str]:
+        """The subjects of the commits the change's first cause names."""
+        return [commit.subject for commit in self.by_case[(kernel, provider, case)].causes[0].commits]
+
+
+@pytest.fixture(scope="module")
+def attributed(liger, tmp_path_factory) -> Attributed:
+    report = detect_in_record_files(_record_files(tmp_path_factory.mktemp("runs"), _synthetic_runs(liger.shas)))
     torch_release = ToolchainTimeline({"torch": [("2.5.1", "2024-10-01T00:00:00Z"), ("2.6.0", "2025-02-14T00:00:00Z")]})
     attributor = LigerAttributor(LigerSourceHistory(liger.path), torch_release)
     attributor.attribute(report)
     by_case = {(c.key.kernel, c.key.provider, c.trend.case_key): c for c in report.changes}
-    assert set(by_case) == {("rms_norm", "liger", case) for case in "abcde"} | {
+    return Attributed(report, list(attributor.notes), by_case)
+
+
+def test_every_step_of_the_synthetic_history_is_a_change_and_nothing_else_is(attributed):
+    assert set(attributed.by_case) == {("rms_norm", "liger", case) for case in "abcde"} | {
         ("rms_norm", "torch", case) for case in "cd"
     } | {("softmax", "torch", case) for case in "ab"}
-    subjects = {k: [s.subject for s in c.causes[0].commits] for k, c in by_case.items()}
+    assert attributed.notes == []
 
-    op = by_case[("rms_norm", "liger", "a")]
-    assert op.cause == attr.LIGER_KERNEL and subjects[("rms_norm", "liger", "a")] == ["rms_norm: slower op (#101)"]
+
+def test_a_step_only_liger_took_at_a_commit_to_the_kernels_op_is_that_commit(attributed):
+    op = attributed.by_case[("rms_norm", "liger", "a")]
+    assert op.cause == attr.LIGER_KERNEL and attributed.subjects("rms_norm", "liger", "a") == [
+        "rms_norm: slower op (#101)"
+    ]
     assert op.causes[0].commits[0].files == ("src/liger_kernel/ops/rms_norm.py",)
-    # both providers moved at the script commit: the measurement changed, so the script comes first (its
-    # diff stat shown), the helper commit in the same range only as a lower-ranked kernel suspect
-    script = by_case[("rms_norm", "liger", "c")]
-    assert script.cause == attr.BENCHMARK_SCRIPT and [c.subject for c in script.causes[0].commits] == [
+
+
+def test_a_step_both_providers_took_at_a_script_commit_is_the_script_first_with_its_diff_stat(attributed):
+    # the measurement changed, so the script comes first; the helper commit in the same range only as a
+    # lower-ranked kernel suspect
+    script = attributed.by_case[("rms_norm", "liger", "c")]
+    assert script.cause == attr.BENCHMARK_SCRIPT and attributed.subjects("rms_norm", "liger", "c") == [
         "bench rms_norm (#103)"
     ]
     assert "benchmark_rms_norm.py" in script.causes[0].diffstat
     assert [e.cause for e in script.causes] == [attr.BENCHMARK_SCRIPT, attr.LIGER_KERNEL]
-    assert by_case[("rms_norm", "torch", "c")].causes[0].cause == attr.BENCHMARK_SCRIPT
-    # ops/helper.py is rms_norm's only at the later end: still a suspect; softmax's commit never is
-    # a commit to ops/utils.py that changes only a function rms_norm never calls is not (#108), nor one that
-    # only documents the op (#109: a docstring and a comment)
-    late = subjects[("rms_norm", "liger", "e")]
-    assert set(late) == {"rms_norm uses helper (#106)", "helper scale (#107)"} and "softmax (#105)" not in late
-    # a baseline moved where torch had a release: environment, named by torch; the workflow commit beside it
-    # is no suspect (the workflow runs on GitHub's runner: what it decides for the GPU host is the checkout)
-    baseline = by_case[("softmax", "torch", "a")]
+    assert attributed.by_case[("rms_norm", "torch", "c")].causes[0].cause == attr.BENCHMARK_SCRIPT
+
+
+def test_a_commit_to_code_the_kernel_imports_only_at_the_later_end_is_still_a_suspect(attributed):
+    # ops/helper.py is rms_norm's only at the later end; softmax's commit never is a suspect; a commit to
+    # ops/utils.py that changes only a function rms_norm never calls is not (#108), nor one that only
+    # documents the op (#109: a docstring and a comment)
+    late = attributed.subjects("rms_norm", "liger", "e")
+    assert set(late) == {"rms_norm uses helper (#106)", "helper scale (#107)"}
+
+
+def test_a_baseline_step_where_torch_had_a_release_is_the_environment_named_by_torch_not_the_workflow(attributed):
+    # the workflow commit beside it is no suspect (the workflow runs on GitHub's runner: what it decides for
+    # the GPU host is the checkout)
+    baseline = attributed.by_case[("softmax", "torch", "a")]
     assert baseline.cause == attr.ENVIRONMENT
     assert baseline.causes[0].toolchain == (
         {"package": "torch", "before": "2.5.1", "after": "2.6.0", "released": "2025-02-14T00:00:00Z"},
     )
     assert baseline.causes[0].commits == ()
-    assert attributor.notes == []
 
-    groups = attr.group_changes(report.changes)
+
+def test_changes_are_grouped_one_entry_per_commit_with_its_series(attributed):
+    groups = attr.group_changes(attributed.report.changes)
     heads = {(g.cause, tuple(c.subject for c in g.evidence.commits)): len(g.changes) for g in groups}
     assert heads[(attr.LIGER_KERNEL, ("rms_norm: slower op (#101)",))] == 2  # one entry, its two series
     assert heads[(attr.BENCHMARK_SCRIPT, ("bench rms_norm (#103)",))] == 4
-    message = attr.check_message(groups)
+
+
+def test_the_check_message_names_the_commits_and_the_toolchain_of_the_rest(attributed):
+    message = attr.check_message(attr.group_changes(attributed.report.changes))
     # the environment's two are named by their toolchain, not by the workflow commit beside it
     assert message.startswith("7 slowdowns from 3 commits: ")
-    assert liger.shas["op"][:8] in message and "rms_norm: slower op (#101)" in message
+    assert "rms_norm: slower op (#101)" in message
     assert message.endswith("Without a commit: 2 environment (toolchain: torch 2.5.1 → 2.6.0)")
+
+
+def test_a_groups_json_links_its_commits_and_its_id_is_stable_and_its_own(attributed, liger):
+    groups = attr.group_changes(attributed.report.changes)
     as_json = groups[0].to_dict()
     assert as_json["suspects"]["commits"][0]["url"].startswith("https://github.com/linkedin/Liger-Kernel/commit/")
     assert {"id", "gpu", "before", "after", "cause", "suspects", "otherCauses", "changes", "series"} <= set(as_json)
-    # a group's id (what a bisection is launched with) is its own: stable, and another for every group
+    assert as_json["gpu"] == attributed.report.changes[0].key.gpu
+    assert liger.shas["op"][:8] in attr.check_message(groups)
+    # a group's id (what a bisection is launched with): stable, and another for every group
     ids = [g.to_dict()["id"] for g in groups]
-    assert ids == [g.to_dict()["id"] for g in attr.group_changes(report.changes)]
+    assert ids == [g.to_dict()["id"] for g in attr.group_changes(attributed.report.changes)]
     assert len(set(ids)) == len(ids) and all(i.startswith("g-") and len(i) == 14 for i in ids)
-    assert as_json["gpu"] == report.changes[0].key.gpu
 
 
 # ------------------------------------------------------------------------------------- hostile
