@@ -70,6 +70,70 @@ def test_the_top_of_tests_holds_only_cross_cutting_tests_and_the_package_own_mod
     )
 
 
+# The other direction: every module has a test file of its name (tests/<package>/test_<module>[_<aspect>].py),
+# except these, each with where it is tested instead or why it needs no file of its own. An entry for a module
+# that is gone, or that has a test file of its name now, fails too, so the list stays true.
+UNTESTED_BY_NAME = {
+    "cli/__main__.py": "thin: `python -m kernelindex_pipeline.cli`, run by every test that starts the CLI in a process",
+    "defs/chain_values.py": "the chains' IO manager: tests/defs/test_history_chain.py, test_ci_chain.py",
+    "defs/checks.py": "the chains' blocking checks: tests/defs/test_history_chain.py, test_sweep_chain.py",
+    "defs/environment_resources.py": "tests/test_definitions.py",
+    "defs/import_summary.py": "tests/defs/test_import_plan.py, test_import_daemon.py",
+    "defs/launch.py": "tests/defs/test_import_daemon.py, tests/cli/test_imports.py",
+    "defs/partitions.py": "tests/defs/test_chain_sensors.py, test_ci_chain.py",
+    "defs/partitions_registered.py": "tests/defs/test_chain_sensors.py",
+    "defs/sources.py": "thin: the list of the three chains (tests/test_definitions.py)",
+    "detection/changepoints.py": "tests/detection/test_regressions.py (the property tests, the t distribution)",
+    "detection/host_changes.py": "tests/liger/test_attribution_windows.py (hostChanges)",
+    "detection/run_facts.py": "tests/detection/test_regressions.py (adapters), tests/liger/test_identity.py",
+    "imports/archive.py": "tests/liger/test_release.py",
+    "imports/coverage.py": "tests/liger/test_catalogue_coverage.py, tests/reporting/test_site.py",
+    "imports/fetch.py": "tests/liger/test_ci.py, tests/cli/test_imports.py",
+    "imports/output.py": "tests/cli/test_records.py",
+    "imports/result.py": "thin: a dataclass of an import's result, made by every import",
+    "lazy_exports.py": "thin: PEP 562 re-exports, used by every package's __init__",
+    "liger/builders.py": "tests/liger/test_normalize.py, test_catalogue_profiles.py (every record it builds)",
+    "liger/harness.py": "tests/liger/test_attribution_windows.py",
+    "liger/importer.py": "thin: the import path every importer test calls (tests/liger/test_normalize.py, ...)",
+    "liger/kernel_sources.py": "tests/liger/test_attribution.py, test_source_history.py",
+    "liger/report.py": "tests/liger/test_normalize.py",
+    "liger/run_facts.py": "tests/detection/test_regressions.py, tests/liger/test_identity.py",
+    "liger/runs.py": "the importer's fast path: every import test's BenchmarkRuns (tests/liger/test_normalize.py)",
+    "liger/sample_statistics.py": "tests/sweep/test_samples.py, test_rounds.py",
+    "liger/sentinel.py": "tests/sweep/test_sentinel.py",
+    "records/metrics.py": "thin: the memory-run contract's names, read by every detection and site test",
+    "records/units.py": "tests/records/test_canonical.py, tests/catalogue/test_kernelindex.py",
+    "redaction.py": "tests/catalogue/test_store_redaction.py",
+    "reporting/site_files.py": "tests/reporting/test_site_catalogue.py, tests/cli/test_catalogue_report.py",
+    "sweep/discovery.py": "tests/sweep/test_run.py, tests/liger/test_release.py",
+    "sweep/gpu_state.py": "tests/sweep/test_rounds.py",
+    "sweep/process.py": "tests/sweep/test_contain.py, test_run.py (every script a sweep runs)",
+    "sweep/sample_hook/sitecustomize.py": "tests/sweep/test_samples.py (in the scripts' interpreter)",
+    "sweep/sentinel_program.py": "tests/sweep/test_run.py (the sentinel every sweep runs)",
+    "sweep/tp.py": "tests/sweep/test_rounds.py",
+    "sweep/workdir.py": "tests/sweep/test_run.py, test_environment.py",
+}
+
+
+def _has_test_file(module: str) -> bool:
+    """tests/<package>/test_<module>.py or test_<module>_<aspect>.py (top-level modules: tests/test_<module>...)."""
+    parts = module.split("/")
+    folder = TESTS / parts[0] if len(parts) > 1 else TESTS
+    stem = parts[-1].removesuffix(".py")
+    return any(folder.glob(f"test_{stem}.py")) or any(folder.glob(f"test_{stem}_*.py"))
+
+
+def test_every_module_has_a_test_file_of_its_name_or_says_where_it_is_tested():
+    modules = _package_modules()
+    missing = sorted(m for m in modules if not _has_test_file(m) and m not in UNTESTED_BY_NAME)
+    assert not missing, (
+        "give each module tests/<package>/test_<module>.py, or an entry in UNTESTED_BY_NAME saying where it is "
+        "tested: " + ", ".join(missing)
+    )
+    stale = sorted(m for m in UNTESTED_BY_NAME if m not in modules or _has_test_file(m))
+    assert not stale, "UNTESTED_BY_NAME names modules that are gone or have a test file now: " + ", ".join(stale)
+
+
 ARCHITECTURE = ROOT / "docs" / "concepts" / "architecture.md"
 
 
