@@ -1,4 +1,4 @@
-"""Exports that KernelIndex's own publication code accepts as they are (issue 18).
+"""Exports that KernelIndex's own publication code accepts as they are (docs/reference/exports.md).
 
 Two routes into KernelIndex (SamMausberg/KernelIndex apps/web/src/server/catalog):
 

@@ -1,4 +1,4 @@
-"""`bisect`: which commit of a change's suspects moved a series, measured on this host (issue 27).
+"""`bisect`: which commit of a change's suspects moved a series, measured on this host (docs/concepts/bisection.md).
 
 Either a group of a regressions.json (``--regressions FILE --group ID``: its boundary, its series, its
 suspects) or a kernel by hand (``--kernel --gpu --good --bad --mode``). Each step sweeps the kernel's own

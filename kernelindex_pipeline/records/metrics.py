@@ -1,4 +1,4 @@
-"""What a BenchmarkRun measured: the memory-run contract (issue 8), read in one place.
+"""What a BenchmarkRun measured: the memory-run contract, read in one place.
 
 A run measured latency when it has `spec.timing` (its median in `timing.latencyNs.median`, ns); it
 measured peak memory when it has no timing and its first measurement is `peak_memory` in bytes (the

@@ -1,4 +1,4 @@
-"""YAML that YAML 1.1 and YAML 1.2 readers read back to the same values (issue 32).
+"""YAML that YAML 1.1 and YAML 1.2 readers read back to the same values.
 
 PyYAML writes YAML 1.1: it quotes a string only where a YAML 1.1 reader would take it for something else.
 KernelIndex reads YAML 1.2 (the `yaml` package, core schema), which takes some strings PyYAML leaves plain

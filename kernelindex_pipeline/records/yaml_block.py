@@ -1,4 +1,4 @@
-"""A block-style YAML writer that writes the bytes PyYAML writes, several times faster (issue 33).
+"""A block-style YAML writer that writes the bytes PyYAML writes, several times faster.
 
 The exports dump the whole catalogue as YAML twice (the submission bundle, KernelIndex's submission
 document). PyYAML's emitter is libyaml's (C) there, but its representer and resolver are Python: a node per

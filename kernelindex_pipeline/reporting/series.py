@@ -14,7 +14,7 @@ from whatever record holds the digest. Liger identities (externalIds, benchmarks
 titles, case keys) are parsed by `liger.identity`, the module that builds them.
 
 A series holds one metric: latency (runs with ``spec.timing``) or peak memory (runs whose
-``measurements[0]`` is ``peak_memory`` in bytes, the memory-run contract of issue 8).
+``measurements[0]`` is ``peak_memory`` in bytes, the memory-run contract, `records/metrics.py`).
 ``build_series(..., metric=...)`` builds the series of one metric; runs of the other metric
 are counted, not skipped. Memory runs share workload, implementation and environment with
 the speed runs of their case, so both metrics' series meet on the same sweeps.

@@ -1,4 +1,4 @@
-"""Where a sweep's evidence ends up: a content-addressed, write-once artifact store (issue 18 item 3).
+"""Where a sweep's evidence ends up: a content-addressed, write-once artifact store.
 
 A sweep writes raw samples and logs into its work directory (sweep/samples.py, run.py); before
 its result leaves the sweep process, `publish_evidence` copies each file into the store under its
