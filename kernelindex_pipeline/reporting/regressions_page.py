@@ -12,7 +12,7 @@ Liger version, commit, raw value). Machine-checkable: ``<section class="cause" d
 ``<figure class="trend" data-kernel data-metric data-direction data-trend data-split>``, ``<figure
 id="host-effects">``.
 
-data/regressions.js (``KI.load({...})``): ``sources``/``versions`` are lookup tables; ``trends[i]`` is a judged
+data/regressions.js (``KI.load({...})``): ``sources``/``versions`` are lookup tables (``sourceOrigins[i]``: the link to where source i came from, or null); ``trends[i]`` is a judged
 series that has a change: ``metric``, ``t`` (observedAt), ``v`` (raw values, ns or bytes), ``c`` (host effects
 taken out), ``ver``/``src`` (indexes into versions/sources), ``ref`` (the code measured, or null), ``band`` (the
 noise factor) and ``segments`` ([first, last index, level]); a figure's ``data-trend`` indexes it and its
@@ -25,6 +25,7 @@ import html
 import json
 import math
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -67,18 +68,22 @@ class WrittenRegressions:
 
 
 def write_regressions(
-    report: RegressionReport, out_dir: str | os.PathLike[str], efficiency: EfficiencyReport | None = None
+    report: RegressionReport,
+    out_dir: str | os.PathLike[str],
+    efficiency: EfficiencyReport | None = None,
+    source_origins: Mapping[str, str] | None = None,
 ) -> WrittenRegressions:
     """DIR/regressions.json (the documented shape), DIR/regressions.html and its chart data DIR/data/regressions.js,
     with the charting library and site.js beside them (a page that opens from file://, offline); with `efficiency`,
-    each latency change also says how it moved the percent of peak. A file whose content is unchanged is kept."""
+    each latency change also says how it moved the percent of peak; with `source_origins` (a source run's label ->
+    the link to where it came from), each trend point links there. A file whose content is unchanged is kept."""
     out = Path(out_dir)
     json_path, page, data = out / JSON_NAME, out / PAGE_NAME, out / DATA_DIR / DATA_NAME
     trends = _charted_trends(report)
     copy_assets(out)
     rewritten = [
         write_text(json_path, json.dumps(report.to_dict(), indent=1, ensure_ascii=False) + "\n"),
-        write_text(data, js_payload(regressions_data(report, trends))),
+        write_text(data, js_payload(regressions_data(report, trends, source_origins))),
         write_text(page, render_page(report, efficiency, trends)),  # the page last: it is what readers open
     ]
     return WrittenRegressions(json=json_path, page=page, data=data, rewritten=sum(rewritten))
@@ -149,8 +154,11 @@ def _trend_data(t: Trend, versions: dict[str, int], sources: dict[str, int]) -> 
     }
 
 
-def regressions_data(report: RegressionReport, trends: dict[int, int]) -> dict[str, Any]:
-    """The compact JSON the page's charts are drawn from (layout in the module docstring)."""
+def regressions_data(
+    report: RegressionReport, trends: dict[int, int], source_origins: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """The compact JSON the page's charts are drawn from (layout in the module docstring; ``sourceOrigins``: per
+    source, the link to where its runs came from, or null)."""
     versions: dict[str, int] = {}
     sources: dict[str, int] = {}
     by_id = {id(c.trend): c.trend for c in report.changes}
@@ -180,6 +188,7 @@ def regressions_data(report: RegressionReport, trends: dict[int, int]) -> dict[s
         "page": "regressions",
         "versions": list(versions),
         "sources": list(sources),
+        "sourceOrigins": [(source_origins or {}).get(label) for label in sources],
         "trends": drawn,
         "host": host,
         "classes": list(dict.fromkeys(h["class"] for h in host)),  # the legend in latency order

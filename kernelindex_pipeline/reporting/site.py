@@ -145,6 +145,18 @@ def _series_changes(regressions: RegressionReport) -> dict[tuple, list[list[Any]
     return found
 
 
+def _source_origins(index: RecordIndex, origins: Mapping[str, str]) -> dict[str, str]:
+    """Detection's label of a catalogue's source run (``"<gpu> <observedAt>"``: the runs of one GPU at one time,
+    `detection.regressions`) -> the link to where its first run came from, for the regressions page's points."""
+    found: dict[str, str] = {}
+    for row in index.runs:
+        url = origins.get(row.digest)
+        ident = identity.parse_external_id(row.external_id or "") if url else None
+        if ident is not None and ident.gpu_slug:
+            found.setdefault(f"{ident.gpu_slug} {row.observed_at}", url)
+    return found
+
+
 def _version_order(versions: Iterable[str]) -> list[str]:
     return sorted(set(versions), key=lambda v: (parse_version(v) is None, parse_version(v) or v, v))
 
@@ -380,7 +392,9 @@ def build_site(
     }
     changed |= {k: "removed" for k in previous if k not in state}
     copy_assets(out_dir)
-    written = write_regressions(regressions, out_dir, efficiency=efficiency)
+    written = write_regressions(
+        regressions, out_dir, efficiency=efficiency, source_origins=_source_origins(index, origins or {})
+    )
     pages.add(REGRESSIONS_PAGE, bool(written.rewritten))
     write_sidecar(efficiency, out_dir)
     counts = {

@@ -9,6 +9,7 @@ from kernelindex_pipeline.catalogue.store import CatalogueStore
 from kernelindex_pipeline.liger import ci_snapshot
 from kernelindex_pipeline.records.canonical import digest_of
 from kernelindex_pipeline.reporting.site import build_site
+from kernelindex_pipeline.reporting.site_files import read_js_payload
 from tests.reporting.test_site_catalogue import data_of, small_catalogue
 
 SDIST = "https://files.pythonhosted.org/packages/ab/cd/liger_kernel-0.8.1.tar.gz"
@@ -74,5 +75,14 @@ def test_site_points_link_where_their_runs_came_from(tmp_path, monkeypatch):
                 assert data["origins"][point[12]] == origins[point[5]]  # [5]: the run digest
                 linked.add(data["origins"][point[12]])
     assert linked == set(expected.values())  # every point linked, each chain's link among them
+    # the regressions page's trend points: each source run (detection's '<gpu> <observedAt>') links its origin
+    regressions = read_js_payload((tmp_path / "site" / "data" / "regressions.js").read_text(encoding="utf-8"))
+    by_source = dict(zip(regressions["sources"], regressions["sourceOrigins"], strict=True))
+    assert regressions["trends"] and set(by_source.values()) == {CI_URL, SDIST}  # rms_norm's two versions' runs
+    for trend in regressions["trends"]:
+        for i, when in zip(trend["src"], trend["t"], strict=True):
+            version = "0.8.0" if when < "2025-06" else "0.8.1"  # the catalogue's 0.8.0 runs: March to May
+            assert by_source[regressions["sources"][i]] == expected[version], (regressions["sources"][i], when)
+
     data = data_of(build_site(manifests, tmp_path / "unlinked"), "rms_norm")
     assert data["origins"] == [] and {p[12] for points in data["points"] for p in points} == {None}

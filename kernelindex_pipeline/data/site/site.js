@@ -510,8 +510,9 @@
     const [f, name] = t.metric === "peak_memory" ? [2 ** 20, "MiB"] : [1e6, "ms"];
     const rows = [];
     t.t.forEach((date, i) => {
+      const origin = (d.sourceOrigins || [])[t.src[i]] || null;  // where the run came from (a click opens it)
       const run = { date, when: date, version: d.versions[t.ver[i]], source: d.sources[t.src[i]], commit: t.ref[i] || "not recorded",
-        raw: String(t.v[i]), corrected: String(t.c[i]) };
+        raw: String(t.v[i]), corrected: String(t.c[i]), origin, from: origin || "not known" };
       rows.push(Object.assign({ kind: "measured", value: round(t.v[i] / f) }, run));
       rows.push(Object.assign({ kind: "host effects out", value: round(t.c[i] / f) }, run));
     });
@@ -527,7 +528,7 @@
     const y = { type: "quantitative", title: name, scale: log ? { type: "log" } : { zero: false } };
     const tooltip = [{ field: "when", title: "date" }, { field: "source" }, { field: "version", title: "Liger" }, { field: "commit" },
       { field: "kind", title: "value" }, { field: "value", title: name }, { field: "raw", title: "raw value" },
-      { field: "corrected", title: "host effects out (raw)" }];
+      { field: "corrected", title: "host effects out (raw)" }, { field: "from", title: "from (click the point)" }];
     return {
       width: 330, height: 170,
       layer: [
@@ -550,7 +551,7 @@
           encoding: { x, y: Object.assign({}, y, { field: "value" }),
             color: { field: "kind", type: "nominal", title: null,
               scale: { domain: ["measured", "host effects out"], range: ["#bbbbbb", "#0969da"] } },
-            tooltip } },
+            tooltip, href: { field: "origin" } } },
       ],
     };
   }
