@@ -24,7 +24,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the repository: tests.support
-from tests.support.ui_support import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
+from tests.support.browser import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
 
 CLI = [sys.executable, "-W", "ignore", "-m", "kernelindex_pipeline.cli"]
 NOTE = "the screenshot's example: expected (site_screenshots.py)"

@@ -11,13 +11,13 @@ import pytest
 
 from kernelindex_pipeline.records.canonical import digest_of
 from kernelindex_pipeline.reporting.site import build_site
-from tests.reporting.test_site import browser  # noqa: F401 - the module's shared Chromium (a fixture)
 from tests.reporting.test_site_catalogue import data_of, small_catalogue
+from tests.support.browser import page_of
 
 
 @pytest.mark.browser
 @pytest.mark.slow
-def test_compare_two_runs_gives_the_regressions_pages_changes_between_them(tmp_path, browser):  # noqa: F811
+def test_compare_two_runs_gives_the_regressions_pages_changes_between_them(tmp_path, browser):
     manifests = small_catalogue().manifests()
     # each run linked where it came from (catalogue/origins.py makes these from the publications)
     origins = {
@@ -36,8 +36,7 @@ def test_compare_two_runs_gives_the_regressions_pages_changes_between_them(tmp_p
     data = data_of(site, "rms_norm")
     assert sorted(row[3:] for row in data["changes"]) == sorted(expected)  # the data carries them as they are
 
-    page = browser.new_page(viewport={"width": 1300, "height": 1000})
-    try:
+    with page_of(browser) as page:
         page.goto((tmp_path / "site" / "kernels" / "rms-norm.html").resolve().as_uri())
         page.wait_for_selector("#compare-ratio[data-rendered='1'] svg", timeout=30_000)
         page.select_option("#c-by", "run")
@@ -78,5 +77,3 @@ def test_compare_two_runs_gives_the_regressions_pages_changes_between_them(tmp_p
 
         page.select_option("#c-b", runs[1][0])  # one run against itself: nothing between them
         assert all(found == [] and text == "none (within noise)" for found, text in detected())
-    finally:
-        page.close()
