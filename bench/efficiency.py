@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from kernelindex_pipeline.detection.regressions import detect_regressions
+from kernelindex_pipeline.detection.detect import detect_regressions
 from kernelindex_pipeline.liger import identity
 from kernelindex_pipeline.records.canonical import API_VERSION, digest_of
 from kernelindex_pipeline.records.names import kebab

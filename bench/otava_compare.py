@@ -138,7 +138,7 @@ def main() -> int:
         return 0
 
     from kernelindex_pipeline.detection.changepoints import DetectionSettings
-    from kernelindex_pipeline.detection.regressions import detect_in_record_files
+    from kernelindex_pipeline.detection.detect import detect_in_record_files
 
     start = time.perf_counter()
     report = detect_in_record_files(args.records, DetectionSettings(min_effect=args.min_effect))
@@ -184,8 +184,8 @@ def main() -> int:
 def _synthetic_comparison(args: argparse.Namespace) -> None:
     """Synthetic series with known answers, through detect_regressions (panels as catalogues) and Otava."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository: tests.reporting
-    from kernelindex_pipeline.detection.regressions import detect_regressions
-    from tests.detection.test_regressions import panel as as_runs
+    from kernelindex_pipeline.detection.detect import detect_regressions
+    from tests.detection.test_detect import panel as as_runs
 
     steps, slow = synthetic()
     hits = 0

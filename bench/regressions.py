@@ -28,7 +28,7 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 
-from kernelindex_pipeline.detection.regressions import detect_regressions
+from kernelindex_pipeline.detection.detect import detect_regressions
 from kernelindex_pipeline.liger.attribution import LigerAttribution
 
 DIGEST = "sha256:" + "0" * 64

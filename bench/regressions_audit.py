@@ -188,7 +188,7 @@ def evidence_groups(fresh: list[dict], ci: Path, clone: str | None) -> list[dict
     """The changes to label, grouped as the page groups them (boundary, cause, first suspects), each with
     its raw values per run (over the series' median) and, per boundary, both runs' checkouts and the
     commits of the code window that touch Liger's code or benchmarks. In-process: needs the package."""
-    from kernelindex_pipeline.detection.regressions import detect_in_record_files
+    from kernelindex_pipeline.detection.detect import detect_in_record_files
     from kernelindex_pipeline.liger.attribution import LigerAttribution, LigerAttributor
 
     with tempfile.TemporaryDirectory() as scratch:

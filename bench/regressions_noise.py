@@ -18,7 +18,7 @@ import argparse
 import time
 from collections import Counter
 
-from kernelindex_pipeline.detection.regressions import detect_in_record_files
+from kernelindex_pipeline.detection.detect import detect_in_record_files
 
 
 def main() -> int:

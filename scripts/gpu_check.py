@@ -450,7 +450,7 @@ def regression_counts(regressions) -> dict:
 
 def judge_and_report(manifests: list, swept: list[dict], gpu: str, versions: list[str], evidence: Path):
     """The regression detector over every release (regressions.json/.md) and the site; (regressions, site)."""
-    from kernelindex_pipeline.detection.regressions import detect_regressions
+    from kernelindex_pipeline.detection.detect import detect_regressions
     from kernelindex_pipeline.imports.coverage import CoverageTable
     from kernelindex_pipeline.reporting.site import build_site
 

@@ -12,6 +12,7 @@ PACKAGE = ROOT / "kernelindex_pipeline"
 # Tests of no one module: they stay at the top of tests/.
 CROSS_CUTTING = {
     "test_bench_night",  # bench/night.py's nights and its comparison with a rebuild
+    "test_bench_regressions_audit",  # bench/regressions_audit.py's labelled audit and its scoring
     "test_docs",  # the docs against the code (the CLI synopses, the README links)
     "test_first_command_browser",  # the README's first command to the site in Chromium (issue 30)
     "test_gpu_check_script",  # scripts/gpu_check end to end

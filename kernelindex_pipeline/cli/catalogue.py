@@ -431,7 +431,7 @@ def _bisections(files: list[Path]) -> dict[str, dict]:
 
 
 def _regressions(args: argparse.Namespace) -> int:
-    from kernelindex_pipeline.detection.regressions import RegressionInputError
+    from kernelindex_pipeline.detection.changes import RegressionInputError
     from kernelindex_pipeline.reporting.regressions_page import write_regressions
 
     settings = _detection_settings(args)

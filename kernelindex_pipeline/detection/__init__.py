@@ -11,11 +11,11 @@ from __future__ import annotations
 from kernelindex_pipeline.lazy_exports import lazy_exports
 
 _EXPORTS = {
-    "Change": "regressions",
-    "HostEffect": "regressions",
-    "RegressionReport": "regressions",
-    "detect_in_record_files": "regressions",
-    "detect_regressions": "regressions",
+    "Change": "changes",
+    "HostEffect": "changes",
+    "RegressionReport": "changes",
+    "detect_in_record_files": "detect",
+    "detect_regressions": "detect",
 }
 
 __all__ = sorted(_EXPORTS)

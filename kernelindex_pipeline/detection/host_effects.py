@@ -307,7 +307,7 @@ def gpu_class(run_gpu: np.ndarray, run: np.ndarray, cls: np.ndarray) -> np.ndarr
 def usual_spread(sd: pd.Series, run_gpu: np.ndarray) -> pd.Series:
     """Per (run, class) of `sd` (a spread over kernel groups, index (run, cls)), the class's usual spread on
     the run's GPU: the median over that GPU's runs of the class. Two GPUs are never compared (as the noise
-    priors, `regressions._noise_priors`), so a sweep on one GPU never moves another's. A GPU with fewer than
+    priors, `detect._noise_priors`), so a sweep on one GPU never moves another's. A GPU with fewer than
     MIN_USUAL_RUNS runs in the class borrows in the same order as the noise priors: the median over the
     GPU's runs of every class, else (the GPU itself has too few runs) over every run."""
     runs = sd.index.get_level_values(0).to_numpy()

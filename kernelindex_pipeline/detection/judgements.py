@@ -1,7 +1,7 @@
 """Per-series judgements kept across detections, so a refresh judges afresh only the series whose inputs
 changed (issue 21: "recompute only what changed: series touched by new runs").
 
-A series' judgement (`regressions._judge_series`: its changes, the pending step at its newest run, the
+A series' judgement (`detect._judge_series`: its changes, the pending step at its newest run, the
 noise they were judged with) is a pure function of the series' corrected log values, the extra
 uncertainty of each value (`host_effects`), the noise it starts from, its noise prior and that prior's
 weight, and the detection settings. The store keys each judgement by a digest of exactly those inputs
@@ -49,7 +49,7 @@ import numpy as np
 from . import changepoints
 from .changepoints import DetectionSettings, Split
 
-# The version of what a judgement means. Anyone changing how a series is judged (regressions._judge_series,
+# The version of what a judgement means. Anyone changing how a series is judged (detect._judge_series,
 # changepoints.py, the inputs handed to them) or what is stored must bump it, so stored judgements of the
 # old code are never reused. The key also carries a digest of changepoints.py and of the judging function's
 # source (`_code_digest`), which catches most such changes even when nobody bumps this.

@@ -1,6 +1,6 @@
 """What regression detection needs to know about one run, and how a source's records provide it.
 
-Detection (`regressions.py`, `host_effects.py`, `changepoints.py`) reads runs only through `RunFacts`,
+Detection (`detect.py`, `host_effects.py`, `changepoints.py`) reads runs only through `RunFacts`,
 a plain record of run facts; it never parses a source's identities itself. Each source of runs has an
 *adapter* (`RunFactsAdapter`), kept on the source's side (Liger's: `liger/run_facts.py`, which parses the
 externalIds `liger/identity.py` builds): `facts(run)` gives a run's RunFacts or why it cannot be used,
@@ -62,7 +62,7 @@ class RunFacts(NamedTuple):
     order: float | None = None
     # Where the measurement was made, when the source tells its kinds apart (Liger: committed history
     # rows, Liger's CI runs, our sweeps): machine, toolchain and code differ at once across two origins, so
-    # each origin's runs are series of their own (`regressions.py`). None: one origin.
+    # each origin's runs are series of their own (`detect.py`). None: one origin.
     origin: str | None = None
 
 

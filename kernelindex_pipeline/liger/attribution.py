@@ -570,7 +570,7 @@ def detect_and_attribute(
     acknowledgements (`marks`, its rows). The one composition the CLI and the benchmark_regressions asset
     share; the notes (a clone that cannot be used, a damaged judgement store) are theirs to show."""
     from kernelindex_pipeline.detection import acknowledgements
-    from kernelindex_pipeline.detection.regressions import detect_in_record_files, detect_regressions
+    from kernelindex_pipeline.detection.detect import detect_in_record_files, detect_regressions
 
     liger = LigerAttribution(clone)
     if from_files:

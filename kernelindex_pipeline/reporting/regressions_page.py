@@ -38,8 +38,8 @@ from kernelindex_pipeline.detection.attribution import (
     short_subject,
     with_bisection,
 )
+from kernelindex_pipeline.detection.changes import CAUSES, PEAK_MEMORY, Change, RegressionReport, Trend, run_name
 from kernelindex_pipeline.detection.host_effects import CLASS_LABELS, MIN_GROUPS
-from kernelindex_pipeline.detection.regressions import CAUSES, PEAK_MEMORY, Change, RegressionReport, Trend, run_name
 
 from .efficiency import EfficiencyReport, change_efficiency, format_pct
 from .site_files import DATA_DIR, copy_assets, js_payload, script_tags, write_text

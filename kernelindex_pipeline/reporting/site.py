@@ -49,7 +49,8 @@ from typing import Any
 
 from kernelindex_pipeline.detection import acknowledgements
 from kernelindex_pipeline.detection.attribution import short_subject
-from kernelindex_pipeline.detection.regressions import RegressionReport, detect_regressions, run_name
+from kernelindex_pipeline.detection.changes import RegressionReport, run_name
+from kernelindex_pipeline.detection.detect import detect_regressions
 from kernelindex_pipeline.imports.coverage import CoverageCell
 from kernelindex_pipeline.liger import identity
 from kernelindex_pipeline.records.names import kebab

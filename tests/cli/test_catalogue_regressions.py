@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from kernelindex_pipeline.cli import main
-from tests.detection.test_regressions import panel
+from tests.detection.test_detect import panel
 
 
 def _sweep_files(tmp_path) -> list[str]:

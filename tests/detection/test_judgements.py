@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 from kernelindex_pipeline.detection import judgements
 from kernelindex_pipeline.detection.changepoints import DetectionSettings
-from kernelindex_pipeline.detection.regressions import detect_regressions
-from tests.detection.test_regressions import START, panel
+from kernelindex_pipeline.detection.detect import detect_regressions
+from tests.detection.test_detect import START, panel
 from tests.support.factories import detection_run as run
 
 H100 = "nvidia-h100-80gb-hbm3"  # the GPU of every detection_run

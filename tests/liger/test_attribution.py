@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from kernelindex_pipeline.detection import attribution as attr
-from kernelindex_pipeline.detection.regressions import detect_in_record_files
+from kernelindex_pipeline.detection.detect import detect_in_record_files
 from kernelindex_pipeline.liger.attribution import LigerAttributor, code_ref_of_label
 from kernelindex_pipeline.liger.kernel_sources import KernelSources
 from kernelindex_pipeline.liger.source_history import LigerSourceHistory, SourceHistoryError
@@ -390,7 +390,7 @@ def test_cli_names_the_commits_and_a_missing_clone_is_a_note(liger, tmp_path, ca
 def test_a_sweep_names_its_release_and_its_changes_name_the_commits_between_tags(liger, tmp_path):
     """Sweeps in a catalogue: each run's implementation is pinned to the release it measured
     (projectRevision.version), which is the run's code; the commits between two tags are the suspects."""
-    from kernelindex_pipeline.detection.regressions import detect_regressions
+    from kernelindex_pipeline.detection.detect import detect_regressions
     from kernelindex_pipeline.liger.attribution import LigerAttribution
     from kernelindex_pipeline.liger.builders import LIGER_REPOSITORY
     from kernelindex_pipeline.records.canonical import digest_of
@@ -460,7 +460,7 @@ def test_transform_labels_each_run_with_the_commit_its_ci_file_names(tmp_path):
     """The label is metadata (no digest changes) and the fast path's canonical line stays the manifest's
     canonical JSON; a catalogue of such runs gives detection each run's code."""
     from kernelindex_pipeline.cli import main
-    from kernelindex_pipeline.detection.regressions import detect_regressions
+    from kernelindex_pipeline.detection.detect import detect_regressions
     from kernelindex_pipeline.liger.attribution import LigerAttribution
     from kernelindex_pipeline.liger.runs import CODE_REF_LABEL
     from kernelindex_pipeline.records.canonical import canonical_bytes, digest_of
@@ -513,7 +513,7 @@ def test_ranking_follows_the_footprint_of_a_boundary(liger):
     import numpy as np
 
     from kernelindex_pipeline.detection.changepoints import Split
-    from kernelindex_pipeline.detection.regressions import Change
+    from kernelindex_pipeline.detection.changes import Change
 
     sources = [
         SimpleNamespace(label=liger.shas["base"], observed_at="2025-01-06T00:00:00.000Z", versions={"0.1": 1}),

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from kernelindex_pipeline.detection import attribution as attr
-from kernelindex_pipeline.detection.regressions import detect_in_record_files
+from kernelindex_pipeline.detection.detect import detect_in_record_files
 from kernelindex_pipeline.liger.attribution import LigerAttribution, LigerAttributor
 from kernelindex_pipeline.liger.harness import replaced_paths
 from kernelindex_pipeline.liger.source_history import LigerSourceHistory

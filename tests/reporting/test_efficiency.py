@@ -240,7 +240,7 @@ def test_export_carries_the_figures_in_a_sidecar_not_in_the_records(tmp_path, sq
 
 
 def test_regressions_page_says_how_a_change_moved_efficiency(tmp_path):
-    from kernelindex_pipeline.detection.regressions import detect_regressions
+    from kernelindex_pipeline.detection.detect import detect_regressions
     from kernelindex_pipeline.reporting.regressions_page import write_regressions
 
     catalogue = SampleCatalogue()

@@ -8,9 +8,9 @@ import json
 
 import numpy as np
 
-from kernelindex_pipeline.detection.regressions import detect_regressions
+from kernelindex_pipeline.detection.detect import detect_regressions
 from kernelindex_pipeline.reporting.regressions_page import write_regressions
-from tests.detection.test_regressions import panel
+from tests.detection.test_detect import panel
 
 CULPRIT = "e98d0cd81c14dbb4082d8e005013ca5765baa170"
 

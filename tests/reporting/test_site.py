@@ -117,7 +117,7 @@ def test_data_and_pivot_account_for_every_series_and_version(site, manifests):
 def test_a_build_streams_its_input_once_and_detects_what_detection_alone_finds(site, manifests, tmp_path):
     """build_site reads a one-shot stream once (detection takes each record as the index reads it), and its
     regressions are detection's own over the same records, a record given twice counted once."""
-    from kernelindex_pipeline.detection.regressions import detect_regressions
+    from kernelindex_pipeline.detection.detect import detect_regressions
     from kernelindex_pipeline.reporting.site import build_site
 
     alone = detect_regressions(manifests).to_dict()
@@ -383,7 +383,7 @@ def test_the_package_needs_no_matplotlib(tmp_path):
         f"sys.path.insert(0, {str(ROOT)!r})  # tests.support\n"
         "import kernelindex_pipeline.definitions\n"
         "from tests.support.factories import SampleCatalogue\n"
-        "from kernelindex_pipeline.detection.regressions import detect_regressions\n"
+        "from kernelindex_pipeline.detection.detect import detect_regressions\n"
         "from kernelindex_pipeline.reporting.regressions_page import write_regressions\n"
         "from kernelindex_pipeline.reporting.site import build_site\n"
         "catalogue = SampleCatalogue()\n"
@@ -419,9 +419,9 @@ def test_the_landing_page_opens_with_the_latest_runs_and_their_worst_slowdowns(t
     """Issue 30: the headline first (per GPU its newest run and the slowdowns, worst first), then the rest."""
     import numpy as np
 
-    from kernelindex_pipeline.detection.regressions import detect_regressions
+    from kernelindex_pipeline.detection.detect import detect_regressions
     from kernelindex_pipeline.reporting.site import build_site
-    from tests.detection.test_regressions import panel
+    from tests.detection.test_detect import panel
 
     rng = np.random.default_rng(5)
     base = 200_000 * np.exp(np.clip(rng.normal(0, 0.01, size=(24, 8)), -0.025, 0.025))

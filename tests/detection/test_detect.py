@@ -16,11 +16,8 @@ from hypothesis import strategies as st
 
 from kernelindex_pipeline.cli import main
 from kernelindex_pipeline.detection.changepoints import DetectionSettings, find_changes, t_quantile, t_sf2
-from kernelindex_pipeline.detection.regressions import (
-    RegressionInputError,
-    detect_in_record_files,
-    detect_regressions,
-)
+from kernelindex_pipeline.detection.changes import RegressionInputError
+from kernelindex_pipeline.detection.detect import detect_in_record_files, detect_regressions
 from tests.support.ci_slice import unpack_ci_slice
 from tests.support.factories import SampleCatalogue
 from tests.support.factories import detection_run as run
@@ -601,7 +598,7 @@ def test_pending_steps_have_their_own_section_on_the_page_and_in_the_json(tmp_pa
 
 
 def test_runs_are_named_by_version_and_commit_then_date_never_by_gpu_and_timestamp(tmp_path):
-    from kernelindex_pipeline.detection.regressions import run_name
+    from kernelindex_pipeline.detection.changes import run_name
     from kernelindex_pipeline.reporting.regressions_page import write_regressions
 
     stamp = "2025-08-01T00:15:17.000Z"

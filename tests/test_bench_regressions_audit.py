@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
+BENCH = Path(__file__).resolve().parents[1] / "bench"
 spec = importlib.util.spec_from_file_location("regressions_audit", BENCH / "regressions_audit.py")
 audit = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(audit)
