@@ -27,6 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # tests.support: the synthetic repository and host the CPU tests use
 
+from kernelindex_pipeline.detection.document import regressions_json  # noqa: E402
 from kernelindex_pipeline.reporting.regressions_page import write_regressions  # noqa: E402
 from tests.reporting.test_regressions_page import stepped_report  # noqa: E402
 from tests.support.liger_bisection import build_host, build_repository, report_of  # noqa: E402
@@ -62,7 +63,7 @@ def main() -> int:
             return done.returncode
     document = json.loads(verdict.read_text("utf-8"))
     detected = stepped_report()
-    group_id = detected.to_dict()["groups"][0]["id"]
+    group_id = regressions_json(detected)["groups"][0]["id"]
     document["plan"]["group"] = group_id  # the detected group stands for the one bisected
     with tempfile.TemporaryDirectory() as site:  # the page's scripts and vendored charts are the site's, not kept
         paths = write_regressions(dataclasses.replace(detected, bisections={group_id: document}), Path(site))

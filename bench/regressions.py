@@ -29,6 +29,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 
 from kernelindex_pipeline.detection.detect import detect_regressions
+from kernelindex_pipeline.detection.document import regressions_json
 from kernelindex_pipeline.liger.attribution import LigerAttribution
 
 DIGEST = "sha256:" + "0" * 64
@@ -108,7 +109,7 @@ def main() -> int:
         f"changes by cause {by_cause}; peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB"
     )
     if args.judgement_store:
-        _again(runs, args.judgement_store, report.to_dict())
+        _again(runs, args.judgement_store, regressions_json(report))
     return 0 if elapsed < 60 else 1
 
 
@@ -119,7 +120,7 @@ def _again(runs: list[dict], store: str, first: dict) -> None:
     again = detect_regressions(runs, adapters=liger.adapters, judgement_store=store)
     liger.attribute(again)
     elapsed, cpu = time.perf_counter() - t, time.process_time() - cpu
-    same = "the same report" if again.to_dict() == first else "A DIFFERENT REPORT"
+    same = "the same report" if regressions_json(again) == first else "A DIFFERENT REPORT"
     print(
         f"again with the store: {elapsed:.1f} s wall, {cpu:.1f} s CPU; {again.judgements.line()}; {same}; "
         f"store {os.path.getsize(store) / 2**20:.1f} MiB"

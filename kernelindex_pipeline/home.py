@@ -3,8 +3,8 @@ and the catalogue URL, each with its one default.
 
 The CLI, the Dagster resources and the embedded catalogue all fall back to the same folder when
 DAGSTER_HOME is unset; release downloads, the artifact store and script environments share one cache
-root. Each default is said here once so they cannot drift apart. Importing this module imports no
-Dagster (only `local_instance` does, when called), so domain code such as `catalogue.store`,
+root. Each default is said here once so they cannot drift apart. It imports no Dagster (the instance
+in DAGSTER_HOME is `defs.instance.local_instance`), so domain code such as `catalogue.store`,
 `liger.release` and `sweep` can use it too.
 """
 
@@ -43,39 +43,11 @@ def dagster_home() -> Path:
 
 def prepared_dagster_home() -> Path:
     """DAGSTER_HOME as an absolute path, created when new and set in this process's environment (so
-    Dagster and every process started from here find the same instance; see `local_instance`)."""
+    Dagster and every process started from here find the same instance; see `defs.instance`)."""
     home = dagster_home().resolve()
     home.mkdir(parents=True, exist_ok=True)
     os.environ[DAGSTER_HOME_ENV] = str(home)
     return home
-
-
-def local_instance(home: Path):
-    """DAGSTER_HOME's instance (home given a copy of the project's dagster.yaml when new).
-
-    Dagster creates and migrates its SQLite storage when an instance is first made; two processes
-    doing that at once on a fresh home break it ("table runs already exists", "more than one head
-    present"), sometimes for good. So that step is serialised across processes with a file lock in
-    DAGSTER_HOME (filelock: released when the holder dies), and ends only once every storage database
-    exists (some are created on first use)."""
-    import shutil
-    import tempfile
-
-    from dagster import DagsterInstance
-    from filelock import FileLock
-
-    with FileLock(home / ".kernelindex-instance.lock"):
-        config = home / "dagster.yaml"
-        if not config.exists():  # written whole, never seen half-copied by another process
-            with tempfile.NamedTemporaryFile("wb", dir=home, prefix=".dagster.yaml.", delete=False) as tmp:
-                with open(Path(__file__).resolve().parent / "data" / "dagster.yaml", "rb") as source:
-                    shutil.copyfileobj(source, tmp)
-            os.replace(tmp.name, config)
-        instance = DagsterInstance.get()
-        instance.get_runs_count()
-        instance.get_dynamic_partitions("kernelindex-instance-check")
-        instance.all_instigator_state()
-    return instance
 
 
 def cache_root() -> Path:

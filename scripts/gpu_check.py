@@ -451,11 +451,14 @@ def regression_counts(regressions) -> dict:
 def judge_and_report(manifests: list, swept: list[dict], gpu: str, versions: list[str], evidence: Path):
     """The regression detector over every release (regressions.json/.md) and the site; (regressions, site)."""
     from kernelindex_pipeline.detection.detect import detect_regressions
+    from kernelindex_pipeline.detection.document import regressions_json
     from kernelindex_pipeline.imports.coverage import CoverageTable
     from kernelindex_pipeline.reporting.site import build_site
 
     regressions = detect_regressions(manifests)
-    (evidence / "regressions.json").write_text(json.dumps(regressions.to_dict(), indent=1, default=str, sort_keys=True))
+    (evidence / "regressions.json").write_text(
+        json.dumps(regressions_json(regressions), indent=1, default=str, sort_keys=True)
+    )
     (evidence / "regressions.md").write_text(regressions.markdown() + "\n")
     report = build_site(
         manifests,

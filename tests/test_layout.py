@@ -1,10 +1,15 @@
 """The tests mirror the package (issue 16 item 4): the tests of kernelindex_pipeline/<package>/<module>.py are
 in tests/<package>/test_<module>.py (or test_<module>_<aspect>.py where one module has several files), the
-helpers are in tests/support/, and only the cross-cutting tests stay at the top of tests/."""
+helpers are in tests/support/, and only the cross-cutting tests stay at the top of tests/; the architecture page
+lists every module and no other; and no two modules import each other, directly or around a cycle
+(docs/concepts/architecture.md, "Layers"; the packages' order is import-linter's, run by tests/test_lint.py)."""
 
 from __future__ import annotations
 
 import re
+import sys
+
+import grimp
 
 from tests.support import ROOT, TESTS
 
@@ -173,3 +178,60 @@ def test_the_architecture_page_lists_every_module_of_the_package():
 def test_every_module_the_architecture_page_lists_exists():
     missing = sorted(_architecture_page_modules() - _package_modules())
     assert not missing, "docs/concepts/architecture.md lists modules that are not in the package: " + ", ".join(missing)
+
+
+def _module_cycles(package: str) -> list[list[str]]:
+    """The import cycles among `package`'s modules (strongly connected components of more than one module,
+    each sorted), type-checking imports included: a cycle there is still two modules that need each other.
+    grimp builds the graph; the components are Tarjan's (grimp offers no cycle listing of its own)."""
+    graph = grimp.build_graph(package, cache_dir=None)
+    imports = {m: sorted(graph.find_modules_directly_imported_by(m)) for m in sorted(graph.modules)}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        on_stack.add(module)
+        for imported in imports[module]:
+            if imported not in index:
+                visit(imported)
+                low[module] = min(low[module], low[imported])
+            elif imported in on_stack:
+                low[module] = min(low[module], index[imported])
+        if low[module] == index[module]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == module:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for module in imports:
+        if module not in index:
+            visit(module)
+    return cycles
+
+
+def test_no_two_modules_of_the_package_import_each_other():
+    cycles = _module_cycles("kernelindex_pipeline")
+    assert not cycles, "import cycles: " + "; ".join(" <-> ".join(c) for c in cycles)
+
+
+def test_the_cycle_finder_finds_a_cycle_through_a_type_checking_import(tmp_path, monkeypatch):
+    package = tmp_path / "cyclic"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("from cyclic import b\n")
+    (package / "b.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from cyclic import c\n")
+    (package / "c.py").write_text("import cyclic.a\n")
+    (package / "d.py").write_text("import cyclic.a\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert _module_cycles("cyclic") == [["cyclic.a", "cyclic.b", "cyclic.c"]]
+    sys.modules.pop("cyclic", None)

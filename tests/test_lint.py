@@ -42,3 +42,55 @@ def test_the_docs_site_builds_strictly(tmp_path):
     )
     assert completed.returncode == 0, completed.stdout + completed.stderr
     assert (tmp_path / "site" / "index.html").is_file()
+
+
+def _lint_imports(root: Path) -> subprocess.CompletedProcess:
+    """import-linter's contracts (`[tool.importlinter]` in pyproject.toml) over the package under `root`."""
+    lint_imports = shutil.which("lint-imports", path=str(Path(sys.executable).parent)) or shutil.which("lint-imports")
+    assert lint_imports, "import-linter is not installed: it is in the [test] extra (bash scripts/setup installs it)"
+    return subprocess.run(
+        [lint_imports, "--no-cache", "--config", str(root / "pyproject.toml")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},  # the package under root, ahead of the installed one
+    )
+
+
+def test_the_layers_contracts_are_kept():
+    """Each package imports only those below it, and no domain package imports Dagster
+    (docs/concepts/architecture.md, "Layers")."""
+    completed = _lint_imports(ROOT)
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    assert "2 kept, 0 broken" in completed.stdout, completed.stdout
+
+
+def _copy_with(tmp_path: Path, module: str, line: str) -> Path:
+    """The package and pyproject.toml copied under tmp_path, `line` appended to `module` (a path in the package)."""
+    shutil.copytree(
+        ROOT / "kernelindex_pipeline", tmp_path / "kernelindex_pipeline", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    target = tmp_path / "kernelindex_pipeline" / module
+    target.write_text(target.read_text("utf-8") + "\n" + line + "\n", encoding="utf-8")
+    return tmp_path
+
+
+def test_an_upward_import_breaks_the_layers_contract(tmp_path):
+    """records/ is below every other package: its importing the CLI is reported, with the import and its line."""
+    root = _copy_with(tmp_path, "records/names.py", "import kernelindex_pipeline.cli.imports  # noqa")
+    completed = _lint_imports(root)
+    assert completed.returncode != 0, completed.stdout
+    assert "each package imports only the packages below it BROKEN" in completed.stdout, completed.stdout
+    assert "kernelindex_pipeline.records.names -> kernelindex_pipeline.cli.imports" in completed.stdout, (
+        completed.stdout
+    )
+
+
+def test_dagster_in_detection_breaks_the_plain_python_contract(tmp_path):
+    root = _copy_with(tmp_path, "detection/changes.py", "import dagster  # noqa")
+    completed = _lint_imports(root)
+    assert completed.returncode != 0, completed.stdout
+    assert "only defs/, cli/ and definitions.py import Dagster BROKEN" in completed.stdout, completed.stdout
+    assert "kernelindex_pipeline.detection.changes -> dagster" in completed.stdout, completed.stdout

@@ -15,7 +15,6 @@ from kernelindex_pipeline.home import (
     LIGER_URL_ENV,
     SITE_DIR,
     liger_clone,
-    local_instance,
     prepared_dagster_home,
 )
 
@@ -114,6 +113,7 @@ def _run_import(args: argparse.Namespace, run) -> int:
         logging.getLogger("dagster").setLevel(logging.WARNING)
     from kernelindex_pipeline.defs.import_daemon import clean_up_after_dead_command
     from kernelindex_pipeline.defs.import_plan import UnknownPartitions
+    from kernelindex_pipeline.defs.instance import local_instance
     from kernelindex_pipeline.defs.run_control import LaunchError, ui_hint
 
     print(f"DAGSTER_HOME={home}", file=sys.stderr)

@@ -70,7 +70,7 @@ def _transform(args: argparse.Namespace) -> int:
         )
     code_ref = None
     if args.csv is not None:
-        from kernelindex_pipeline.liger.ci import code_ref_of_locator
+        from kernelindex_pipeline.liger.identity import code_ref_of_locator
 
         source, snapshot, label = args.csv, None, str(args.csv)
         code_ref = code_ref_of_locator(str(args.csv))  # a CI file named by its run directory: 2845fe8.csv

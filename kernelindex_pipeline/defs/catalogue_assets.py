@@ -36,6 +36,7 @@ from kernelindex_pipeline.defs.resources import (
 from kernelindex_pipeline.defs.sources import CHAINS
 from kernelindex_pipeline.detection import RegressionReport, acknowledgements
 from kernelindex_pipeline.detection.attribution import check_message, group_changes
+from kernelindex_pipeline.detection.document import regressions_json
 from kernelindex_pipeline.home import SITE_DIR, dagster_home, site_url
 from kernelindex_pipeline.imports.coverage import CoverageTable
 from kernelindex_pipeline.liger.attribution import detect_and_attribute
@@ -195,7 +196,7 @@ def benchmark_regressions(
             "effects estimated again to find out",
             "host_effects": len(result.host_effects),
             "insufficient_data": len(result.insufficient),
-            "settings": MetadataValue.json(result.to_dict()["settings"]),
+            "settings": MetadataValue.json(regressions_json(result)["settings"]),
             "table": MetadataValue.md(result.markdown()),
             "by_commit": check_message(group_changes(result.changes)),
         },

@@ -13,10 +13,9 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import asdict, dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from .regressions import Change, RegressionReport
+from .changes import Change, RegressionReport
 
 STATUSES = ("acknowledged", "expected", "fixed")
 

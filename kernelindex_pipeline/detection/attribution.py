@@ -16,18 +16,10 @@ import json
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from .regressions import Change
+from .changes import CAUSES, COMMIT_CAUSES, CauseEvidence, Change, CommitSuspect
 
-LIGER_KERNEL = "liger_kernel"
-BENCHMARK_SCRIPT = "benchmark_script"
-ENVIRONMENT = "environment"
-HOST = "host"
-UNKNOWN = "unknown"
-CAUSES = (LIGER_KERNEL, BENCHMARK_SCRIPT, ENVIRONMENT, HOST, UNKNOWN)
-COMMIT_CAUSES = (LIGER_KERNEL, BENCHMARK_SCRIPT)
 _PR_REF = re.compile(r"\s*\(#\d+\)$")  # GitHub's squash-merge suffix: "subject (#830)"
 _MARKDOWN = re.compile(r"([\\`*_\[\]<>#|~])")
 
@@ -49,48 +41,6 @@ def short_subject(subject: str, limit: int = 70) -> str:
 def escape_markdown(text: str) -> str:
     """Text that Markdown shows as it is (a commit subject with backticks or asterisks, in Dagster's UI)."""
     return _MARKDOWN.sub(r"\\\1", text)
-
-
-@dataclass(frozen=True)
-class CommitSuspect:
-    sha: str
-    date: str
-    subject: str
-    url: str
-    files: tuple[str, ...]  # the files of the commit that touch what the cause names
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"sha": self.sha, "date": self.date, "subject": self.subject, "url": self.url, "files": list(self.files)}
-
-
-@dataclass(frozen=True)
-class CauseEvidence:
-    """One cause that may apply to a change, with what names it."""
-
-    cause: str
-    commits: tuple[CommitSuspect, ...] = ()
-    toolchain: tuple[dict[str, Any], ...] = ()  # {"package", "before", "after", "released"} or {"measured": ...}
-    diffstat: str = ""  # `git diff --stat` of the files the commits touch (script changes)
-    note: str = ""
-
-    @property
-    def suspect_key(self) -> tuple:
-        """What a group of changes shares: the commits, or the toolchain difference."""
-        if self.commits:
-            return tuple(c.sha for c in self.commits)
-        return tuple(sorted(str(sorted(t.items())) for t in self.toolchain))
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "cause": self.cause,
-            "commits": [c.to_dict() for c in self.commits],
-            "toolchain": [dict(t) for t in self.toolchain],
-        }
-        if self.diffstat:
-            out["diffstat"] = self.diffstat
-        if self.note:
-            out["note"] = self.note
-        return out
 
 
 @dataclass

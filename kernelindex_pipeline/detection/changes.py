@@ -13,7 +13,6 @@ from typing import Any
 
 import numpy as np
 
-from . import acknowledgements, attribution, host_changes
 from .changepoints import DetectionSettings, Split
 from .judgements import JudgementReuse
 from .run_facts import LATENCY as LATENCY  # re-exported: the metric names are run_facts'
@@ -21,7 +20,13 @@ from .run_facts import PEAK_MEMORY as PEAK_MEMORY
 
 SLOWDOWN = "slowdown"
 SPEEDUP = "speedup"
-CAUSES = attribution.CAUSES  # liger_kernel, benchmark_script, environment, host, unknown
+LIGER_KERNEL = "liger_kernel"
+BENCHMARK_SCRIPT = "benchmark_script"
+ENVIRONMENT = "environment"
+HOST = "host"
+UNKNOWN = "unknown"
+CAUSES = (LIGER_KERNEL, BENCHMARK_SCRIPT, ENVIRONMENT, HOST, UNKNOWN)
+COMMIT_CAUSES = (LIGER_KERNEL, BENCHMARK_SCRIPT)
 
 
 class RegressionInputError(ValueError):
@@ -29,6 +34,96 @@ class RegressionInputError(ValueError):
 
 
 # ------------------------------------------------------------------------------------- results
+
+
+@dataclass(frozen=True)
+class CommitSuspect:
+    sha: str
+    date: str
+    subject: str
+    url: str
+    files: tuple[str, ...]  # the files of the commit that touch what the cause names
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"sha": self.sha, "date": self.date, "subject": self.subject, "url": self.url, "files": list(self.files)}
+
+
+@dataclass(frozen=True)
+class CauseEvidence:
+    """One cause that may apply to a change, with what names it."""
+
+    cause: str
+    commits: tuple[CommitSuspect, ...] = ()
+    toolchain: tuple[dict[str, Any], ...] = ()  # {"package", "before", "after", "released"} or {"measured": ...}
+    diffstat: str = ""  # `git diff --stat` of the files the commits touch (script changes)
+    note: str = ""
+
+    @property
+    def suspect_key(self) -> tuple:
+        """What a group of changes shares: the commits, or the toolchain difference."""
+        if self.commits:
+            return tuple(c.sha for c in self.commits)
+        return tuple(sorted(str(sorted(t.items())) for t in self.toolchain))
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "cause": self.cause,
+            "commits": [c.to_dict() for c in self.commits],
+            "toolchain": [dict(t) for t in self.toolchain],
+        }
+        if self.diffstat:
+            out["diffstat"] = self.diffstat
+        if self.note:
+            out["note"] = self.note
+        return out
+
+
+@dataclass(frozen=True)
+class ClassFactor:
+    latency_class: str
+    log_factor: float
+    half_width: float  # of the 95 % interval, log scale
+    series: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "latencyClass": self.latency_class,
+            "factor": round(math.exp(self.log_factor), 4),
+            "ci95": [
+                round(math.exp(self.log_factor - self.half_width), 4),
+                round(math.exp(self.log_factor + self.half_width), 4),
+            ],
+            "series": self.series,
+        }
+
+
+@dataclass
+class HostChange:
+    """One lasting move of a run's host: where, by how much per latency class, which series."""
+
+    gpu: str
+    before: dict[str, Any]  # the last run before (observedAt, ligerVersion, source, environmentDigest, codeRef)
+    after: dict[str, Any]  # the first run after
+    direction: str
+    evidence: CauseEvidence  # ``host``: its note, and the commit that changed the GPU request
+    factors: list[ClassFactor] = field(default_factory=list)
+    changes: list[Change] = field(default_factory=list)  # the steps it explains (not changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "gpu": self.gpu,
+            "before": self.before,
+            "after": self.after,
+            "direction": self.direction,
+            "factors": [f.to_dict() for f in self.factors],
+            "commits": [c.to_dict() for c in self.evidence.commits],
+            "note": self.evidence.note,
+            "seriesMoved": len(self.changes),
+            "series": [
+                {k: d[k] for k in ("kernel", "mode", "provider", "caseKey", "metric", "direction", "magnitude")}
+                for d in (c.to_dict() for c in self.changes)
+            ],
+        }
 
 
 @dataclass(frozen=True)
@@ -87,7 +182,7 @@ class Change:
     split: Split
     cause: str
     # ranked causes with their evidence (a source's attributor fills it; the first is `cause`)
-    causes: list[attribution.CauseEvidence] = field(default_factory=list)
+    causes: list[CauseEvidence] = field(default_factory=list)
 
     @property
     def key(self) -> GpuSeriesKey:
@@ -207,12 +302,12 @@ class RegressionReport:
     pending: list[Change] = field(default_factory=list)
     # steps where a series changes source (history rows, CI runs, our sweeps): listed apart, never a change
     # lasting moves of a run's host, each one entry for the series it moved (`host_changes.py`)
-    host_changes: list[host_changes.HostChange] = field(default_factory=list)
+    host_changes: list[HostChange] = field(default_factory=list)
     # verdicts of bisections of its groups, by group id (the bisection JSON, README "Bisection"): shown with
     # their group (page, JSON `groups[].bisection`); what was measured afterwards, never part of detection
     bisections: dict[str, dict[str, Any]] = field(default_factory=dict)
     # series judged afresh and reused from the judgement store (how the result was computed, not part of it:
-    # not in to_dict, which is the same with or without a store)
+    # not in regressions.json (document.py), which is the same with or without a store)
     judgements: JudgementReuse = field(default_factory=JudgementReuse)
 
     @property
@@ -286,53 +381,3 @@ class RegressionReport:
         if limit and len(self.changes) > limit:
             lines.append(f"\n… and {len(self.changes) - limit} more.")
         return "\n".join(lines)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The documented shape of regressions.json (README, "Regression detection")."""
-        s = self.settings
-        return {
-            "series": len(self.trends),
-            "insufficient": len(self.insufficient),
-            "settings": {"alpha": s.alpha, "minEffect": s.min_effect, "minSegment": s.min_segment},
-            "counts": self.counts(),
-            "sources": [
-                {
-                    "source": r.label,
-                    "gpu": r.gpu,
-                    "observedAt": r.observed_at,
-                    "ligerVersions": sorted(r.versions),
-                    "codeRef": r.code_ref,
-                }
-                for r in self.sources
-            ],
-            "hostEffects": [h.to_dict() for h in self.host_effects],
-            "changes": [
-                self._with_acknowledgement(c.to_dict(), [c], acknowledgements.change_id(c)) for c in self.changes
-            ],
-            "groups": [
-                attribution.with_bisection(self._with_acknowledgement(g.to_dict(), g.changes, g.id), self.bisections)
-                for g in attribution.group_changes(self.changes)
-            ],
-            "attributionNotes": list(self.attribution_notes),
-            "pending": [c.to_dict() for c in self.pending],
-            "hostChanges": [h.to_dict() for h in self.host_changes],
-            "insufficientSeries": _insufficient_summary(self.insufficient),
-            "skippedRuns": dict(self.skipped),
-        }
-
-    def _with_acknowledgement(self, entry: dict[str, Any], changes: list[Change], entry_id: str) -> dict[str, Any]:
-        """A change's or a group's JSON with its id and, where every change of it is acknowledged alike,
-        the acknowledgement (`acknowledgements.py`)."""
-        ids = [acknowledgements.change_id(c) for c in changes]
-        entry = {"id": entry_id, **entry}
-        if entry_id != ids[0] or len(ids) > 1:  # a group: the changes an acknowledgement of it marks
-            entry["changeIds"] = ids
-        marked = acknowledgements.group_acknowledgement(self, changes)
-        if marked is not None:
-            entry["acknowledgement"] = marked.to_dict()
-        return entry
-
-
-def _insufficient_summary(items: list[Insufficient]) -> list[dict[str, Any]]:
-    grouped = Counter((i.key.kernel, i.key.gpu, i.key.metric, i.runs) for i in items)
-    return [{"kernel": k, "gpu": g, "metric": m, "runs": r, "series": n} for (k, g, m, r), n in sorted(grouped.items())]

@@ -17,68 +17,16 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import attribution, host_effects
-
-if TYPE_CHECKING:
-    from .regressions import Change, RegressionReport
+from . import host_effects
+from .changes import HOST, CauseEvidence, Change, ClassFactor, HostChange, RegressionReport
 
 Z95 = 1.959964  # two-sided 95 % normal quantile
 # asymptotic efficiency of the median against the mean for normal data: se(median) = 1.2533 sd / sqrt(n)
 MEDIAN_SE = math.sqrt(math.pi / 2)
 MAD_TO_SD = 1.4826  # the MAD of normal data times this is its standard deviation
-
-
-@dataclass(frozen=True)
-class ClassFactor:
-    latency_class: str
-    log_factor: float
-    half_width: float  # of the 95 % interval, log scale
-    series: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "latencyClass": self.latency_class,
-            "factor": round(math.exp(self.log_factor), 4),
-            "ci95": [
-                round(math.exp(self.log_factor - self.half_width), 4),
-                round(math.exp(self.log_factor + self.half_width), 4),
-            ],
-            "series": self.series,
-        }
-
-
-@dataclass
-class HostChange:
-    """One lasting move of a run's host: where, by how much per latency class, which series."""
-
-    gpu: str
-    before: dict[str, Any]  # the last run before (observedAt, ligerVersion, source, environmentDigest, codeRef)
-    after: dict[str, Any]  # the first run after
-    direction: str
-    evidence: attribution.CauseEvidence  # ``host``: its note, and the commit that changed the GPU request
-    factors: list[ClassFactor] = field(default_factory=list)
-    changes: list[Change] = field(default_factory=list)  # the steps it explains (not changes)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "gpu": self.gpu,
-            "before": self.before,
-            "after": self.after,
-            "direction": self.direction,
-            "factors": [f.to_dict() for f in self.factors],
-            "commits": [c.to_dict() for c in self.evidence.commits],
-            "note": self.evidence.note,
-            "seriesMoved": len(self.changes),
-            "series": [
-                {k: d[k] for k in ("kernel", "mode", "provider", "caseKey", "metric", "direction", "magnitude")}
-                for d in (c.to_dict() for c in self.changes)
-            ],
-        }
 
 
 def _boundary(change: Change) -> tuple:
@@ -101,7 +49,7 @@ def fold(report: RegressionReport) -> None:
     out of `report.changes` into `report.host_changes`."""
     marked: dict[tuple, list[Change]] = defaultdict(list)
     for change in report.changes:
-        if change.cause == attribution.HOST:
+        if change.cause == HOST:
             marked[(*_boundary(change), change.direction)].append(change)
     if not marked:
         return
@@ -110,14 +58,14 @@ def fold(report: RegressionReport) -> None:
     taken: set[int] = set()
     for (gpu, _, _, direction), changes in marked.items():
         first = changes[0]
-        commits = next((e.commits for e in first.causes if e.cause == attribution.HOST and e.commits), ())
-        note = next((e.note for e in first.causes if e.cause == attribution.HOST), "")
+        commits = next((e.commits for e in first.causes if e.cause == HOST and e.commits), ())
+        note = next((e.note for e in first.causes if e.cause == HOST), "")
         entry = HostChange(
             gpu=gpu,
             before=first.side(first.split.index - 1),
             after=first.side(first.split.index),
             direction=direction,
-            evidence=attribution.CauseEvidence(attribution.HOST, commits, note=note),
+            evidence=CauseEvidence(HOST, commits, note=note),
             changes=list(changes),
         )
         factors = {cls: _class_factor(members) for cls, members in _by_class(changes).items()}

@@ -5,14 +5,36 @@ CLI's `transform` and the tests all hold an import as an `ImportResult`."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol
 
 from kernelindex_pipeline.imports.output import sort_key
 
-if TYPE_CHECKING:  # annotations only: the source's report and snapshot types
-    from kernelindex_pipeline.liger.release import SourceSnapshot
-    from kernelindex_pipeline.liger.report import ImportReport
+
+class SourceReport(Protocol):
+    """What every source's report of an import is (Liger's: `liger.report.ImportReport`, which has more):
+    report.json's document, which the chains and the store keep without reading it."""
+
+    def to_dict(self) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class SourceSnapshot:
+    """Where an input came from and exactly which bytes were read: `sha256` and `sizeBytes` are those of the
+    bytes the locator names (for a member of an archive, `<archive>#<member>`, the member's), the archive's
+    own in `archiveSha256` and `archiveSizeBytes`."""
+
+    locator: str
+    resolvedVersion: str | None
+    sha256: str
+    sizeBytes: int
+    fetchedAt: str
+    parserVersion: str  # the parser that read them (Liger's: liger.release.PARSER_VERSION)
+    archiveSha256: str | None = None
+    archiveSizeBytes: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if v is not None or not k.startswith("archive")}
 
 
 @dataclass
@@ -31,7 +53,7 @@ class ImportResult:
     """`manifests`: digest -> manifest, one object per digest (runs too, unless they were streamed)."""
 
     manifests: dict[str, dict[str, Any]]
-    report: ImportReport
+    report: SourceReport
     snapshot: SourceSnapshot | None = None
     names_by_digest: dict[str, list[str]] = field(default_factory=dict)
 

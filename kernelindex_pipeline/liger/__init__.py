@@ -22,7 +22,6 @@ _EXPORTS = {
     "InvalidRecord": "normalize",
     "MeasuredContext": "normalize",
     "RunRecord": "normalize",
-    "SourceSnapshot": "release",
     "import_chunks": "importer",
     "import_csv": "importer",
 }

@@ -19,31 +19,28 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from kernelindex_pipeline.detection import attribution as attr
 from kernelindex_pipeline.detection import host_changes
+from kernelindex_pipeline.detection.changes import (
+    BENCHMARK_SCRIPT,
+    CAUSES,
+    ENVIRONMENT,
+    HOST,
+    LIGER_KERNEL,
+    UNKNOWN,
+    CauseEvidence,
+    CommitSuspect,
+)
 from kernelindex_pipeline.detection.run_facts import PEAK_MEMORY
 
 from .harness import Checkout, HarnessReader
+from .identity import code_ref_of_label
 from .kernel_sources import ENVIRONMENT_PATHS, MODAL_IMAGE, KernelPaths, KernelSources, code_of
 from .source_history import Commit, LigerSourceHistory, SourceHistoryError
 from .toolchain import ToolchainTimeline, requirements, unpinned_requirements
 
 # a CI run directory / file: benchmarks/<sha>[-vX.Y.Z]/ (Liger's gh-pages), or a release tag
-_CI_LABEL = re.compile(r"^(?P<sha>[0-9a-f]{7,40})(?:-(?P<tag>v\d+(?:\.\d+)*\S*))?$")
-_TAG_LABEL = re.compile(r"^v\d+(?:\.\d+)+$")
 WIDE_SHARE = 0.5  # "most scripts" (as detection's host rule: at least half of the groups judged there)
 WIDE_MIN_SCRIPTS = 3
-
-
-def code_ref_of_label(label: str) -> str | None:
-    """The code a source run's label names: ``2845fe8`` and ``7644a0f-v0.7.0`` a commit, ``v0.6.3`` a tag."""
-    name = label.rsplit("/", 1)[-1]
-    for suffix in (".gz", ".jsonl", ".json", ".csv"):
-        name = name.removesuffix(suffix)
-    found = _CI_LABEL.match(name)
-    if found:
-        return found.group("sha")
-    return name if _TAG_LABEL.match(name) else None
 
 
 def is_liger_provider(provider: str) -> bool:
@@ -77,7 +74,7 @@ class LigerAttributor:
         self.timeline = timeline
         self.software_recorded = set(software_recorded)  # environment digests whose records name the software
         self.notes: list[str] = []
-        self._evidence: dict[tuple, tuple[attr.CauseEvidence, ...]] = {}
+        self._evidence: dict[tuple, tuple[CauseEvidence, ...]] = {}
         self._resolved: dict[str, str | None] = {}
         self._unpinned: dict[str, tuple[str, ...] | None] = {}
         self._liger: dict[str, bool] = {}
@@ -133,42 +130,40 @@ class LigerAttributor:
             boundary = _Boundary(t.key.gpu, int(t.run_index[s.index - 1]), int(t.run_index[s.index]))
             sides = (t.environments[s.index - 1], t.environments[s.index])
             found = self._candidates(report, boundary, t.key.kernel, sides)
-            evidence = {e.cause: e for e in found if e.cause != attr.HOST}
-            host_commits = next((e.commits for e in found if e.cause == attr.HOST), ())
+            evidence = {e.cause: e for e in found if e.cause != HOST}
+            host_commits = next((e.commits for e in found if e.cause == HOST), ())
             if t.environments[s.index - 1] != t.environments[s.index]:
                 measured = {
                     "measured": f"environment {t.environments[s.index - 1][:15]}… → {t.environments[s.index][:15]}…"
                 }
-                old = evidence.get(attr.ENVIRONMENT)
-                evidence[attr.ENVIRONMENT] = attr.CauseEvidence(
-                    attr.ENVIRONMENT, old.commits if old else (), (measured,)
-                )
+                old = evidence.get(ENVIRONMENT)
+                evidence[ENVIRONMENT] = CauseEvidence(ENVIRONMENT, old.commits if old else (), (measured,))
             if not self._is_liger(t.key.provider):
-                evidence.pop(attr.LIGER_KERNEL, None)  # Liger's code does not time a baseline
+                evidence.pop(LIGER_KERNEL, None)  # Liger's code does not time a baseline
             examined = self._code_examined(report, boundary)
             wide = footprint.wide(change, boundary)
             if (
                 t.key.metric != PEAK_MEMORY  # a host's speed does not change what a kernel allocates
-                and not any(c in evidence for c in (attr.LIGER_KERNEL, attr.BENCHMARK_SCRIPT, attr.ENVIRONMENT))
-                and (host_commits or (wide and examined) or (change.cause == attr.HOST and not examined))
+                and not any(c in evidence for c in (LIGER_KERNEL, BENCHMARK_SCRIPT, ENVIRONMENT))
+                and (host_commits or (wide and examined) or (change.cause == HOST and not examined))
             ):
                 # nothing that reaches this series changed, and the run moved: its host did (a commit that
                 # changes the GPU request, or many unrelated scripts one way; where the code could not be
                 # examined, detection's whole latency class moving)
-                evidence[attr.HOST] = attr.CauseEvidence(attr.HOST, host_commits, note=_host_note(host_commits, wide))
+                evidence[HOST] = CauseEvidence(HOST, host_commits, note=_host_note(host_commits, wide))
             order = footprint.order(change, boundary)
-            unknown = attr.CauseEvidence(attr.UNKNOWN, note=self._unknown_note(report, boundary))
+            unknown = CauseEvidence(UNKNOWN, note=self._unknown_note(report, boundary))
             if not examined:
                 # the code may differ but no commit could be listed: Liger's code is a cause not looked at,
                 # ranked where the kernel and the script would be, never skipped in favour of the next one
-                at = min(order.index(attr.LIGER_KERNEL), order.index(attr.BENCHMARK_SCRIPT))
-                order = [c for c in order if c not in (attr.LIGER_KERNEL, attr.BENCHMARK_SCRIPT)]
-                order.insert(at, attr.UNKNOWN)
-                evidence[attr.UNKNOWN] = unknown
+                at = min(order.index(LIGER_KERNEL), order.index(BENCHMARK_SCRIPT))
+                order = [c for c in order if c not in (LIGER_KERNEL, BENCHMARK_SCRIPT)]
+                order.insert(at, UNKNOWN)
+                evidence[UNKNOWN] = unknown
             ranked = [evidence[c] for c in order if c in evidence]
             change.causes = ranked or [unknown]
             change.cause = change.causes[0].cause
-        report.changes.sort(key=lambda c: (attr.CAUSES.index(c.cause), -abs(c.split.log_ratio), c.split.p_value))
+        report.changes.sort(key=lambda c: (CAUSES.index(c.cause), -abs(c.split.log_ratio), c.split.p_value))
         if self.harness is not None:
             for note in self.harness.notes:
                 self._note(note)
@@ -214,7 +209,7 @@ class LigerAttributor:
 
     def _gather(
         self, report: Any, boundary: _Boundary, kernel: str, environments: tuple[str, str]
-    ) -> list[attr.CauseEvidence]:
+    ) -> list[CauseEvidence]:
         """Each cause's evidence for one kernel at one boundary: kernel files over the code window (the two
         runs' commits), script files over the window of the commits they were read from (the harness, where
         the workflow took them from the default branch), the environment over the code window, the
@@ -222,18 +217,18 @@ class LigerAttributor:
         before, after = report.sources[boundary.before], report.sources[boundary.after]
         ends = (self.checkout(before), self.checkout(after))
         paths: KernelPaths | None = None
-        out: list[attr.CauseEvidence] = []
-        host: tuple[attr.CommitSuspect, ...] = ()
-        environment_commits: tuple[attr.CommitSuspect, ...] = ()
+        out: list[CauseEvidence] = []
+        host: tuple[CommitSuspect, ...] = ()
+        environment_commits: tuple[CommitSuspect, ...] = ()
         if ends[0] and ends[1] and ends[0].key != ends[1].key and self.sources is not None:
             try:
                 paths = self.sources.paths(ends[0], kernel).between(self.sources.paths(ends[1], kernel))
                 changes_code = self._changes_code(paths)
-                for cause, files in ((attr.LIGER_KERNEL, paths.kernel), (attr.BENCHMARK_SCRIPT, paths.script)):
+                for cause, files in ((LIGER_KERNEL, paths.kernel), (BENCHMARK_SCRIPT, paths.script)):
                     touching = self._touching(ends, files, paths, changes_code)
                     if touching:
-                        diffstat = self._diffstat(ends, touching) if cause == attr.BENCHMARK_SCRIPT else ""
-                        out.append(attr.CauseEvidence(cause, touching, diffstat=diffstat))
+                        diffstat = self._diffstat(ends, touching) if cause == BENCHMARK_SCRIPT else ""
+                        out.append(CauseEvidence(cause, touching, diffstat=diffstat))
                 reach = _reaching(paths.packages)
                 environment = self._environment_changed(ends, reach)
                 environment_commits = self._touching(
@@ -247,9 +242,9 @@ class LigerAttributor:
                 paths, out, host, environment_commits = None, [], (), ()
         toolchain = self._toolchain(before, after, ends[1].code if ends[1] else None, environments, paths)
         if environment_commits or toolchain:
-            out.append(attr.CauseEvidence(attr.ENVIRONMENT, environment_commits, tuple(toolchain)))
+            out.append(CauseEvidence(ENVIRONMENT, environment_commits, tuple(toolchain)))
         if host:
-            out.append(attr.CauseEvidence(attr.HOST, host))
+            out.append(CauseEvidence(HOST, host))
         return out
 
     def _window(self, a: str, b: str, files: frozenset[str]) -> list[Commit]:
@@ -268,7 +263,7 @@ class LigerAttributor:
         files: frozenset[str],
         paths: KernelPaths,
         changes_code: Callable[[str, str], bool] | None = None,
-    ) -> tuple[attr.CommitSuspect, ...]:
+    ) -> tuple[CommitSuspect, ...]:
         """The commits that change `files`, each file over the window of the commits its two ends read it
         from, the most direct first."""
         by_window: dict[tuple[str, str], set[str]] = defaultdict(set)
@@ -284,7 +279,7 @@ class LigerAttributor:
                 if known is None or item[:2] < known[:2]:
                     found[item[2].sha] = item
         ordered = sorted(found.values(), key=lambda item: (item[0], item[1]))
-        return tuple(attr.CommitSuspect(c.sha, c.date, c.subject, c.url, hit) for _, _, c, hit in ordered)
+        return tuple(CommitSuspect(c.sha, c.date, c.subject, c.url, hit) for _, _, c, hit in ordered)
 
     def _changes_code(self, paths: KernelPaths) -> Callable[[str, str], bool]:
         sources = self.sources
@@ -336,7 +331,7 @@ class LigerAttributor:
             self._environment[key] = frozenset(changed)
         return self._environment[key]
 
-    def _diffstat(self, ends: tuple[Checkout, Checkout], touching: tuple[attr.CommitSuspect, ...]) -> str:
+    def _diffstat(self, ends: tuple[Checkout, Checkout], touching: tuple[CommitSuspect, ...]) -> str:
         touched = sorted({f for c in touching for f in c.files})
         if not touched or self.history is None:
             return ""
@@ -437,7 +432,7 @@ def _gpu_request(text: str) -> str:
     return ";".join(m.group(1).replace("'", '"') for m in _GPU_KEYWORD.finditer(text or ""))
 
 
-def _host_note(commits: tuple[attr.CommitSuspect, ...], wide: bool) -> str:
+def _host_note(commits: tuple[CommitSuspect, ...], wide: bool) -> str:
     if commits:
         return "the benchmark's GPU request changed between the runs (another host pool)"
     if wide:
@@ -493,11 +488,11 @@ class _Footprint:
     def order(self, change: Any, boundary: _Boundary) -> list[str]:
         t = change.trend
         if self.wide(change, boundary):
-            return [attr.ENVIRONMENT, attr.HOST, attr.BENCHMARK_SCRIPT, attr.LIGER_KERNEL]
+            return [ENVIRONMENT, HOST, BENCHMARK_SCRIPT, LIGER_KERNEL]
         baselines = (boundary.gpu, boundary.after, t.key.kernel, change.direction) in self.baseline_moved
         if self.is_liger(t.key.provider) and not baselines:
-            return [attr.LIGER_KERNEL, attr.BENCHMARK_SCRIPT, attr.ENVIRONMENT, attr.HOST]
-        return [attr.BENCHMARK_SCRIPT, attr.ENVIRONMENT, attr.LIGER_KERNEL, attr.HOST]
+            return [LIGER_KERNEL, BENCHMARK_SCRIPT, ENVIRONMENT, HOST]
+        return [BENCHMARK_SCRIPT, ENVIRONMENT, LIGER_KERNEL, HOST]
 
 
 def software_recorded(manifests: Iterable[dict[str, Any]]) -> set[str]:

@@ -18,30 +18,15 @@ import hashlib
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from urllib.parse import urlsplit
 
 from kernelindex_pipeline.imports.fetch import FetchedFile, FetchError, absolute_path, check_locator_text
 from kernelindex_pipeline.liger.partition import PartitionCsv, parts_digest, slice_history
-from kernelindex_pipeline.redaction import scheme_of
 
 
 class CiSourceError(FetchError):
     """A CI file that was read but cannot be used (e.g. its rows cannot be sliced): names the file."""
-
-
-def code_ref_of_locator(locator: str) -> str | None:
-    """The Liger commit a CI results file names: its run directory (gh-pages
-    ``benchmarks/<sha>[-vX.Y.Z]/benchmark.csv``) or, for a local copy, its file name (``<sha>[-vX.Y.Z].csv``).
-    None when neither reads as one."""
-    from .attribution import code_ref_of_label
-
-    path = PurePosixPath(urlsplit(locator).path if scheme_of(locator).lower() in ("http", "https") else locator)
-    for name in (path.name, path.parent.name):
-        found = code_ref_of_label(name) if name else None
-        if found is not None and not found.startswith("v"):  # a commit; a bare tag is not a CI run directory
-            return found
-    return None
 
 
 def read_locator_list(path: Path) -> list[str]:

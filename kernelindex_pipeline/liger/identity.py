@@ -29,8 +29,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import PurePosixPath
+from urllib.parse import urlsplit
 
 from kernelindex_pipeline.records.names import kebab
+from kernelindex_pipeline.redaction import scheme_of
 
 FLOAT_DTYPES = ("bf16", "fp16", "fp32")
 MEMORY_SEGMENT = "memory"  # the benchmark/externalId segment of peak-memory runs
@@ -236,3 +239,32 @@ def protocol_title(mode: str, memory: bool = False) -> str:
 
 def gpu_slug(gpu_name: str) -> str:
     return kebab(gpu_name)
+
+
+# ------------------------------------------------------------------ source runs: the code they measured
+
+_CI_LABEL = re.compile(r"^(?P<sha>[0-9a-f]{7,40})(?:-(?P<tag>v\d+(?:\.\d+)*\S*))?$")
+_TAG_LABEL = re.compile(r"^v\d+(?:\.\d+)+$")
+
+
+def code_ref_of_label(label: str) -> str | None:
+    """The code a source run's label names: ``2845fe8`` and ``7644a0f-v0.7.0`` a commit, ``v0.6.3`` a tag."""
+    name = label.rsplit("/", 1)[-1]
+    for suffix in (".gz", ".jsonl", ".json", ".csv"):
+        name = name.removesuffix(suffix)
+    found = _CI_LABEL.match(name)
+    if found:
+        return found.group("sha")
+    return name if _TAG_LABEL.match(name) else None
+
+
+def code_ref_of_locator(locator: str) -> str | None:
+    """The Liger commit a CI results file names: its run directory (gh-pages
+    ``benchmarks/<sha>[-vX.Y.Z]/benchmark.csv``) or, for a local copy, its file name (``<sha>[-vX.Y.Z].csv``).
+    None when neither reads as one."""
+    path = PurePosixPath(urlsplit(locator).path if scheme_of(locator).lower() in ("http", "https") else locator)
+    for name in (path.name, path.parent.name):
+        found = code_ref_of_label(name) if name else None
+        if found is not None and not found.startswith("v"):  # a commit; a bare tag is not a CI run directory
+            return found
+    return None

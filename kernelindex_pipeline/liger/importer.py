@@ -8,11 +8,11 @@ from collections.abc import Callable, Iterable
 from os import PathLike
 from pathlib import Path
 
-from kernelindex_pipeline.imports.result import ImportResult
+from kernelindex_pipeline.imports.result import ImportResult, SourceSnapshot
 from kernelindex_pipeline.liger.catalogue import DEFAULT_PROFILE, Catalogue, default_catalogue
 from kernelindex_pipeline.liger.csv import Chunk, CsvReader
 from kernelindex_pipeline.liger.normalize import MeasuredContext, Normalizer, RunRecord, schema_validator
-from kernelindex_pipeline.liger.release import SourceSnapshot, snapshot_of_bytes, snapshot_of_file
+from kernelindex_pipeline.liger.release import snapshot_of_bytes, snapshot_of_file
 from kernelindex_pipeline.liger.sentinel import sentinel_manifests
 from kernelindex_pipeline.records.canonical import digest_of
 
@@ -54,7 +54,7 @@ def import_csv(
     this liger_version. Rows left out count as `skipped.filteredOut`.
     measured: facts for rows the pipeline ran itself (see MeasuredContext).
     code_ref: the Liger commit (or tag) the rows measured, where the source names it (a CI run directory,
-    `ci.code_ref_of_locator`): every run gets the metadata label `runs.CODE_REF_LABEL` (no digest changes).
+    `identity.code_ref_of_locator`): every run gets the metadata label `runs.CODE_REF_LABEL` (no digest changes).
     on_run: receive each BenchmarkRun as a RunRecord instead of keeping it in `manifests` (for
     millions of rows); shared objects are always kept.
     profile: the packaged catalogue's profile, `full` (default) or `reference` (KernelIndex parity);

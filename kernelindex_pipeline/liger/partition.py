@@ -176,21 +176,22 @@ def parse_partition_csv(partition_csv: PartitionCsv) -> ParsedRows:
 
 def build_records(parsed: ParsedRows, partition_csv: PartitionCsv, profile: str = DEFAULT_PROFILE):
     """The partition's ImportResult: every row of `parsed` normalized, every manifest validated."""
+    from kernelindex_pipeline.imports.result import SourceSnapshot
     from kernelindex_pipeline.liger import import_chunks
-    from kernelindex_pipeline.liger.release import SourceSnapshot
+    from kernelindex_pipeline.liger.release import PARSER_VERSION
 
     snapshot_fields = {
         k: partition_csv.snapshot.get(k) for k in ("locator", "resolvedVersion", "sha256", "sizeBytes", "fetchedAt")
     }
     code_ref = None
     if partition_csv.mode == "ci":  # a CI file names the commit it measured (its run directory)
-        from kernelindex_pipeline.liger.ci import code_ref_of_locator
+        from kernelindex_pipeline.liger.identity import code_ref_of_locator
 
         code_ref = code_ref_of_locator(str(partition_csv.snapshot.get("locator") or ""))
     return import_chunks(
         parsed.chunks,
         parsed.drift_warnings,
-        SourceSnapshot(**snapshot_fields),
+        SourceSnapshot(**snapshot_fields, parserVersion=PARSER_VERSION),
         gpu=partition_csv.gpu,
         liger_version=partition_csv.liger_version,
         measured=partition_csv.measured,

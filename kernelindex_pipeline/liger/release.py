@@ -20,9 +20,7 @@ import re
 import subprocess
 import sys
 import tarfile
-from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
@@ -37,6 +35,7 @@ from kernelindex_pipeline.imports.archive import (
     utc_now,
     verify_archive,
 )
+from kernelindex_pipeline.imports.result import SourceSnapshot
 
 PACKAGE = "liger-kernel"
 HISTORY_CSV = "benchmark/data/all_benchmark_data.csv"
@@ -49,25 +48,6 @@ MAX_HISTORY_CSV_BYTES = 256 * 2**20
 class ReleaseError(ArchiveError):
     """A release could not be fetched or read; the message says which and why. Verification and
     extraction raise its base, imports.archive.ArchiveError."""
-
-
-@dataclass(frozen=True)
-class SourceSnapshot:
-    """Where an input came from and exactly which bytes were read: `sha256` and `sizeBytes` are those of the
-    bytes the locator names (for a member of an archive, `<archive>#<member>`, the member's), the archive's
-    own in `archiveSha256` and `archiveSizeBytes`."""
-
-    locator: str
-    resolvedVersion: str | None
-    sha256: str
-    sizeBytes: int
-    fetchedAt: str
-    parserVersion: str = PARSER_VERSION
-    archiveSha256: str | None = None
-    archiveSizeBytes: int | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items() if v is not None or not k.startswith("archive")}
 
 
 def check_version(version: str) -> str:
@@ -176,6 +156,7 @@ def read_history_csv(artifact: CachedArchive) -> tuple[bytes, SourceSnapshot]:
         sha256=hashlib.sha256(data).hexdigest(),
         sizeBytes=len(data),
         fetchedAt=artifact.fetched_at,
+        parserVersion=PARSER_VERSION,
         archiveSha256=artifact.sha256,
         archiveSizeBytes=artifact.size,
     )
@@ -200,8 +181,8 @@ def snapshot_of_file(path: Path) -> SourceSnapshot:
         sha = sha256_file(path)
     except OSError as exc:
         raise ReleaseError(f"cannot read {path}: {exc}") from None
-    return SourceSnapshot(path.resolve().as_uri(), None, sha, stat.st_size, utc_now())
+    return SourceSnapshot(path.resolve().as_uri(), None, sha, stat.st_size, utc_now(), PARSER_VERSION)
 
 
 def snapshot_of_bytes(data: bytes, locator: str = "bytes:") -> SourceSnapshot:
-    return SourceSnapshot(locator, None, hashlib.sha256(data).hexdigest(), len(data), utc_now())
+    return SourceSnapshot(locator, None, hashlib.sha256(data).hexdigest(), len(data), utc_now(), PARSER_VERSION)

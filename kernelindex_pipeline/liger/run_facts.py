@@ -30,7 +30,7 @@ class LigerRunFacts:
     series follows.
 
     The code measured (`code_ref`): a records file named by a CI run directory (``2845fe8``,
-    ``7644a0f-v0.7.0``: a commit) or a release tag (``v0.6.3``), see `attribution.code_ref_of_label`; a
+    ``7644a0f-v0.7.0``: a commit) or a release tag (``v0.6.3``), see `identity.code_ref_of_label`; a
     sweep's run: the release its pinned ImplementationRevision names (``projectRevision.version``); a run of
     Liger's CI in a catalogue: its label `runs.CODE_REF_LABEL`, set from the file's run directory. With
     Liger's clone (`history`) a run's place on the run timeline (`order`) is its commit's time, so a manual
@@ -49,7 +49,7 @@ class LigerRunFacts:
         self.unplaced: set[str] = set()  # code refs the clone cannot place (its runs keep their measured place)
 
     def enter_source(self, label: str | None) -> None:
-        from .attribution import code_ref_of_label
+        from .identity import code_ref_of_label
 
         self._code_ref = code_ref_of_label(label) if label else None
         self._order = self._order_of(self._code_ref)

@@ -38,7 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from kernelindex_pipeline.liger import identity
 from kernelindex_pipeline.liger.costs import BYTES, Cost, CostModels, NoCost, cost_of, default_cost_models
-from kernelindex_pipeline.sweep.environment import L2_LABEL  # a sweep host's reported L2 size
+from kernelindex_pipeline.liger.measured_rows import L2_LABEL  # a sweep host's reported L2 size
 
 from .series import LATENCY_METRIC, RecordIndex, RunRow, Series
 

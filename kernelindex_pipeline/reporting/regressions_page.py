@@ -32,13 +32,21 @@ from typing import Any
 
 from kernelindex_pipeline.detection import acknowledgements
 from kernelindex_pipeline.detection.attribution import (
-    CauseEvidence,
     check_message,
     group_changes,
     short_subject,
     with_bisection,
 )
-from kernelindex_pipeline.detection.changes import CAUSES, PEAK_MEMORY, Change, RegressionReport, Trend, run_name
+from kernelindex_pipeline.detection.changes import (
+    CAUSES,
+    PEAK_MEMORY,
+    CauseEvidence,
+    Change,
+    RegressionReport,
+    Trend,
+    run_name,
+)
+from kernelindex_pipeline.detection.document import regressions_json
 from kernelindex_pipeline.detection.host_effects import CLASS_LABELS, MIN_GROUPS
 
 from .efficiency import EfficiencyReport, change_efficiency, format_pct
@@ -82,7 +90,7 @@ def write_regressions(
     trends = _charted_trends(report)
     copy_assets(out)
     rewritten = [
-        write_text(json_path, json.dumps(report.to_dict(), indent=1, ensure_ascii=False) + "\n"),
+        write_text(json_path, json.dumps(regressions_json(report), indent=1, ensure_ascii=False) + "\n"),
         write_text(data, js_payload(regressions_data(report, trends, source_origins))),
         write_text(page, render_page(report, efficiency, trends)),  # the page last: it is what readers open
     ]
@@ -255,7 +263,7 @@ def render_page(
             + "".join(
                 f"<tr><td>{_e(i['kernel'])}</td><td>{_e(i['gpu'])}</td><td>{_e(i['metric'])}</td>"
                 f'<td class="num">{i["runs"]}</td><td class="num">{i["series"]}</td></tr>'
-                for i in report.to_dict()["insufficientSeries"]
+                for i in regressions_json(report)["insufficientSeries"]
             )
             + "</table></section>"
         )

@@ -43,6 +43,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from kernelindex_pipeline.home import cache_root
+from kernelindex_pipeline.liger.measured_rows import L2_LABEL
 
 from .outcomes import ConfigurationError, EnvironmentBuildError
 
@@ -536,7 +537,6 @@ def _build(
 #                                                 (nvidia-smi state an operator changes freely)
 #                                               L2 size the device reports (the GPU decides it)
 ENVIRONMENT_IDENTITY_FIELDS = ("hardware", "driver major", "cudaToolkit", "torch", "triton", "liger extras")
-L2_LABEL = "l2_cache_bytes"  # the L2 size the host reports: reporting/efficiency.py flags L2-resident runs by it
 ENVIRONMENT_LABEL_FIELDS = (
     "os_kernel",
     "operating_system",

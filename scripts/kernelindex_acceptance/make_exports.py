@@ -46,7 +46,7 @@ def wide_exports(out: Path, csv: Path, commit: str) -> None:
     the full profile, memory runs included (scenario dirs wide-*)."""
     from kernelindex_pipeline.catalogue.kernelindex import snapshot_of_bytes
     from kernelindex_pipeline.liger import import_csv
-    from kernelindex_pipeline.liger.ci import code_ref_of_locator
+    from kernelindex_pipeline.liger.identity import code_ref_of_locator
 
     shared = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "liger-ci"
     records, snapshots = [], []
@@ -112,7 +112,7 @@ def catalogue_route(out: Path, work: Path) -> None:
     from kernelindex_pipeline.catalogue.store import CatalogueStore
     from kernelindex_pipeline.cli import main as cli
     from kernelindex_pipeline.imports.fetch import fetch
-    from kernelindex_pipeline.liger import ci, import_csv
+    from kernelindex_pipeline.liger import ci, identity, import_csv
     from kernelindex_pipeline.liger.ci_snapshot import extract_snapshot
 
     shutil.rmtree(work, ignore_errors=True)
@@ -122,7 +122,9 @@ def catalogue_route(out: Path, work: Path) -> None:
         for path in files:
             for (gpu, version), parts in ci.gather([fetch(str(path))]).parts.items():
                 for part in parts:
-                    result = import_csv(part.csv_bytes, profile="reference", code_ref=ci.code_ref_of_locator(str(path)))
+                    result = import_csv(
+                        part.csv_bytes, profile="reference", code_ref=identity.code_ref_of_locator(str(path))
+                    )
                     store.publish(result.manifests, partition=f"ci:{gpu}|{version}", source=part.snapshot)
         for host, extra in (("host-a", {}), ("host-b", {"kernel": "5.15.0-122-generic", "day": DAY_B})):
             records, _ = scenarios.standin_sweep(host, public_base_url=scenarios.PUBLIC_EVIDENCE, **extra)

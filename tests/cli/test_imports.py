@@ -108,7 +108,7 @@ def test_every_ci_run_keeps_the_snapshot_of_its_file_local_files_too(tmp_path, s
 
     from kernelindex_pipeline.catalogue.export import BUNDLE_LOADER_NAME
     from kernelindex_pipeline.imports.fetch import fetch
-    from kernelindex_pipeline.liger import ci, import_csv
+    from kernelindex_pipeline.liger import ci, identity, import_csv
     from kernelindex_pipeline.liger.ci_snapshot import GH_PAGES, extract_snapshot
     from tests.support import FIXTURES
     from tests.support import kernelindex_scenarios as scenarios
@@ -122,7 +122,7 @@ def test_every_ci_run_keeps_the_snapshot_of_its_file_local_files_too(tmp_path, s
             for (gpu, version), parts in ci.gather([fetch(str(path))]).parts.items():
                 for part in parts:
                     records = import_csv(
-                        part.csv_bytes, profile="reference", code_ref=ci.code_ref_of_locator(str(path))
+                        part.csv_bytes, profile="reference", code_ref=identity.code_ref_of_locator(str(path))
                     )
                     store.publish(records.manifests, partition=f"ci:{gpu}|{version}", source=part.snapshot)
         sweep, _ = scenarios.standin_sweep()

@@ -234,8 +234,9 @@ def test_launched_as_the_launchpad_launches_it_the_queued_run_bisects_the_group(
     """The job as a user starts it from the UI: `dagster job launch` of the workspace's code location with the
     group's id (and the host's runner settings) as run config, queued on the instance under DAGSTER_HOME and
     run by dagster-daemon in a process of its own; the verdict and the step runs are on that instance."""
+    from kernelindex_pipeline.defs.instance import local_instance
     from kernelindex_pipeline.defs.run_control import LOCATION, TERMINAL, launch, queue_daemon
-    from kernelindex_pipeline.home import CATALOGUE_URL_ENV, LIGER_GIT_ENV, local_instance
+    from kernelindex_pipeline.home import CATALOGUE_URL_ENV, LIGER_GIT_ENV
     from tests.support.ui_support import wait_for
 
     commits, root = bench["repo"].commits, bench["root"]

@@ -78,8 +78,8 @@ def test_kill_9_of_the_supervisor_takes_its_command_with_it():
 
 @pytest.mark.slow  # dagster-daemon and its code server start, then stop: 10-20 s on a quiet two-core machine
 def test_kill_9_of_the_supervisor_takes_dagster_daemon_and_its_code_server_with_it(tmp_path, monkeypatch):
+    from kernelindex_pipeline.defs.instance import local_instance
     from kernelindex_pipeline.defs.run_control import dagster_tool, workspace_file
-    from kernelindex_pipeline.home import local_instance
 
     home = tmp_path / "home"
     home.mkdir()

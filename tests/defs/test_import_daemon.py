@@ -43,8 +43,8 @@ from kernelindex_pipeline.defs.import_daemon import (
     worker_pid,
 )
 from kernelindex_pipeline.defs.import_summary import ImportSummary
+from kernelindex_pipeline.defs.instance import local_instance
 from kernelindex_pipeline.defs.run_control import LaunchError, launch, wait_for_catalogue_refresh
-from kernelindex_pipeline.home import local_instance
 from kernelindex_pipeline.liger import import_csv
 from tests import support
 from tests.support.cli_process import CLI

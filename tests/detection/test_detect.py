@@ -18,6 +18,7 @@ from kernelindex_pipeline.cli import main
 from kernelindex_pipeline.detection.changepoints import DetectionSettings, find_changes, t_quantile, t_sf2
 from kernelindex_pipeline.detection.changes import RegressionInputError
 from kernelindex_pipeline.detection.detect import detect_in_record_files, detect_regressions
+from kernelindex_pipeline.detection.document import regressions_json
 from tests.support.ci_slice import unpack_ci_slice
 from tests.support.factories import SampleCatalogue
 from tests.support.factories import detection_run as run
@@ -143,7 +144,7 @@ def test_a_series_of_two_runs_is_insufficient_not_unchanged():
     assert report.trends == [] and len(report.insufficient) == 4 and report.changes == []
     assert not report.data_sufficient
     assert "not evidence of 'no regression'" in report.summary()
-    assert report.to_dict()["insufficientSeries"] == [
+    assert regressions_json(report)["insufficientSeries"] == [
         {"kernel": "kernel0", "gpu": "nvidia-h100-80gb-hbm3", "metric": "latency", "runs": 2, "series": 4}
     ]
 
@@ -462,7 +463,7 @@ def test_a_second_source_plugs_in_with_its_adapter_and_unknown_sources_are_count
     report = detect_regressions(runs, adapters={"other-bench": other})
     [change] = report.changes
     assert change.trend.case_key == "case0" and change.to_dict()["after"]["codeRef"] == "abc1234"
-    assert report.to_dict()["sources"][0]["codeRef"] == "abc1234"
+    assert regressions_json(report)["sources"][0]["codeRef"] == "abc1234"
 
 
 def test_runs_are_ordered_by_the_adapters_order_key():

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from kernelindex_pipeline.detection import judgements
 from kernelindex_pipeline.detection.changepoints import DetectionSettings
 from kernelindex_pipeline.detection.detect import detect_regressions
+from kernelindex_pipeline.detection.document import regressions_json
 from tests.detection.test_detect import START, panel
 from tests.support.factories import detection_run as run
 
@@ -75,7 +76,7 @@ def test_a_second_detection_of_the_same_runs_reuses_every_judgement_and_gives_th
     written = store.read_bytes()
     second = detect_regressions(runs, judgement_store=store)
     assert (second.judgements.rejudged, second.judgements.reused) == (0, 24)
-    assert second.to_dict() == first.to_dict() == detect_regressions(runs).to_dict()
+    assert regressions_json(second) == regressions_json(first) == regressions_json(detect_regressions(runs))
     assert store.read_bytes() == written  # nothing new: the file is left as it was
     assert second.judgements.notes == [] and str(store) in second.judgements.line()
 
@@ -94,7 +95,7 @@ def test_a_new_run_on_one_gpu_rejudges_that_gpus_series_only(tmp_path):
     assert (after.judgements.rejudged, after.judgements.reused) == (24, 24)
     reused = {t.key for t in after.trends if t.key.gpu == H100}
     assert len(reused) == 24  # the reused ones are the H100's, whose runs did not change
-    assert after.to_dict() == detect_regressions(newer).to_dict()
+    assert regressions_json(after) == regressions_json(detect_regressions(newer))
     assert len(stored_keys(store)) == 48  # the A100's old judgements are gone: the store holds the current ones
 
 
@@ -115,7 +116,7 @@ def test_a_new_sweep_on_one_gpu_leaves_every_series_of_the_other_gpu_reused(tmp_
     runs = panel(new[H100]) + on_gpu(panel(new[A100]), A100)
     report = detect_regressions(runs, judgement_store=store)
     assert (report.judgements.rejudged, report.judgements.reused) == (24, 24)
-    assert report.to_dict() == detect_regressions(runs).to_dict()
+    assert regressions_json(report) == regressions_json(detect_regressions(runs))
 
 
 def test_a_new_run_of_a_series_alone_on_its_gpu_rejudges_that_series_only(tmp_path):
@@ -131,7 +132,7 @@ def test_a_new_run_of_a_series_alone_on_its_gpu_rejudges_that_series_only(tmp_pa
     newer = runs + on_gpu([run("solo", "liger", "case0", START + timedelta(days=70), 300_000.0)], A100)
     report = detect_regressions(newer, judgement_store=store)
     assert (report.judgements.rejudged, report.judgements.reused) == (1, 24)
-    assert report.to_dict() == detect_regressions(newer).to_dict()
+    assert regressions_json(report) == regressions_json(detect_regressions(newer))
 
 
 @settings(max_examples=12, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
@@ -177,7 +178,7 @@ def test_a_file_that_is_not_our_store_is_a_note_and_left_as_it_is(tmp_path, cont
         [note] = report.judgements.notes
         assert note.startswith(f"judgement store {store}: not a judgement store") and "left as it is" in note
         assert "\n" not in note
-        assert report.to_dict() == detect_regressions(runs).to_dict()
+        assert regressions_json(report) == regressions_json(detect_regressions(runs))
     assert store.read_bytes() == content
 
 
@@ -209,7 +210,7 @@ def test_a_damaged_store_of_ours_is_reused_where_it_can_be_and_rewritten(tmp_pat
     assert report.judgements.rejudged + report.judgements.reused == 24
     [note] = report.judgements.notes
     assert note.startswith(f"judgement store {store}: ") and note.endswith("judged afresh and the store rewritten")
-    assert report.to_dict() == detect_regressions(runs).to_dict()
+    assert regressions_json(report) == regressions_json(detect_regressions(runs))
     again = detect_regressions(runs, judgement_store=store)  # rewritten whole: usable again
     assert (again.judgements.reused, again.judgements.notes) == (24, [])
 
@@ -227,7 +228,7 @@ def test_a_malformed_judgement_in_the_store_is_never_reused(tmp_path):
     assert (report.judgements.rejudged, report.judgements.reused) == (1, 23)
     [note] = report.judgements.notes
     assert "1 stored judgement not reused (an entry with a change that is not 3 indices" in note
-    assert report.to_dict() == detect_regressions(runs).to_dict()
+    assert regressions_json(report) == regressions_json(detect_regressions(runs))
 
 
 def test_an_entry_whose_changes_were_emptied_no_longer_matches_its_key(tmp_path):
@@ -287,8 +288,8 @@ def test_a_stored_entry_is_checked_in_full_before_it_is_reused(tmp_path, edit, w
     report = detect_regressions(runs, judgement_store=store)
     assert (report.judgements.rejudged, report.judgements.reused) == (1, 23)
     assert why in report.judgements.notes[0]
-    assert report.to_dict() == detect_regressions(runs).to_dict()
-    json.dumps(report.to_dict(), allow_nan=False)
+    assert regressions_json(report) == regressions_json(detect_regressions(runs))
+    json.dumps(regressions_json(report), allow_nan=False)
 
 
 def _fifo(path):
@@ -406,7 +407,7 @@ def test_changed_settings_rejudge_every_series(tmp_path):
     stricter = DetectionSettings(alpha=0.0001)
     report = detect_regressions(runs, stricter, judgement_store=store)
     assert (report.judgements.rejudged, report.judgements.reused) == (24, 0)
-    assert report.to_dict() == detect_regressions(runs, stricter).to_dict()
+    assert regressions_json(report) == regressions_json(detect_regressions(runs, stricter))
 
 
 def test_another_judgement_version_is_not_reused(tmp_path, monkeypatch):
@@ -426,7 +427,7 @@ def test_a_store_that_cannot_be_written_is_a_note_and_the_result_stands(tmp_path
     runs = panel(levels())
     report = detect_regressions(runs, judgement_store=blocker / "judgements.json")  # its folder is a file
     assert report.judgements.rejudged == 24 and any("not written" in n for n in report.judgements.notes)
-    assert report.to_dict() == detect_regressions(runs).to_dict()
+    assert regressions_json(report) == regressions_json(detect_regressions(runs))
 
 
 def test_without_a_store_every_series_is_judged_in_memory():

@@ -13,8 +13,10 @@ from typing import Any
 import pytest
 
 from kernelindex_pipeline.detection import attribution as attr
+from kernelindex_pipeline.detection.changes import BENCHMARK_SCRIPT, ENVIRONMENT, HOST, LIGER_KERNEL, UNKNOWN
 from kernelindex_pipeline.detection.detect import detect_in_record_files
-from kernelindex_pipeline.liger.attribution import LigerAttributor, code_ref_of_label
+from kernelindex_pipeline.liger.attribution import LigerAttributor
+from kernelindex_pipeline.liger.identity import code_ref_of_label
 from kernelindex_pipeline.liger.kernel_sources import KernelSources
 from kernelindex_pipeline.liger.source_history import LigerSourceHistory, SourceHistoryError
 from kernelindex_pipeline.liger.toolchain import ToolchainTimeline, packaged_timeline, unpinned_requirements
@@ -208,9 +210,7 @@ def test_every_step_of_the_synthetic_history_is_a_change_and_nothing_else_is(att
 
 def test_a_step_only_liger_took_at_a_commit_to_the_kernels_op_is_that_commit(attributed):
     op = attributed.by_case[("rms_norm", "liger", "a")]
-    assert op.cause == attr.LIGER_KERNEL and attributed.subjects("rms_norm", "liger", "a") == [
-        "rms_norm: slower op (#101)"
-    ]
+    assert op.cause == LIGER_KERNEL and attributed.subjects("rms_norm", "liger", "a") == ["rms_norm: slower op (#101)"]
     assert op.causes[0].commits[0].files == ("src/liger_kernel/ops/rms_norm.py",)
 
 
@@ -218,12 +218,12 @@ def test_a_step_both_providers_took_at_a_script_commit_is_the_script_first_with_
     # the measurement changed, so the script comes first; the helper commit in the same range only as a
     # lower-ranked kernel suspect
     script = attributed.by_case[("rms_norm", "liger", "c")]
-    assert script.cause == attr.BENCHMARK_SCRIPT and attributed.subjects("rms_norm", "liger", "c") == [
+    assert script.cause == BENCHMARK_SCRIPT and attributed.subjects("rms_norm", "liger", "c") == [
         "bench rms_norm (#103)"
     ]
     assert "benchmark_rms_norm.py" in script.causes[0].diffstat
-    assert [e.cause for e in script.causes] == [attr.BENCHMARK_SCRIPT, attr.LIGER_KERNEL]
-    assert attributed.by_case[("rms_norm", "torch", "c")].causes[0].cause == attr.BENCHMARK_SCRIPT
+    assert [e.cause for e in script.causes] == [BENCHMARK_SCRIPT, LIGER_KERNEL]
+    assert attributed.by_case[("rms_norm", "torch", "c")].causes[0].cause == BENCHMARK_SCRIPT
 
 
 def test_a_commit_to_code_the_kernel_imports_only_at_the_later_end_is_still_a_suspect(attributed):
@@ -238,7 +238,7 @@ def test_a_baseline_step_where_torch_had_a_release_is_the_environment_named_by_t
     # the workflow commit beside it is no suspect (the workflow runs on GitHub's runner: what it decides for
     # the GPU host is the checkout)
     baseline = attributed.by_case[("softmax", "torch", "a")]
-    assert baseline.cause == attr.ENVIRONMENT
+    assert baseline.cause == ENVIRONMENT
     assert baseline.causes[0].toolchain == (
         {"package": "torch", "before": "2.5.1", "after": "2.6.0", "released": "2025-02-14T00:00:00Z"},
     )
@@ -248,8 +248,8 @@ def test_a_baseline_step_where_torch_had_a_release_is_the_environment_named_by_t
 def test_changes_are_grouped_one_entry_per_commit_with_its_series(attributed):
     groups = attr.group_changes(attributed.report.changes)
     heads = {(g.cause, tuple(c.subject for c in g.evidence.commits)): len(g.changes) for g in groups}
-    assert heads[(attr.LIGER_KERNEL, ("rms_norm: slower op (#101)",))] == 2  # one entry, its two series
-    assert heads[(attr.BENCHMARK_SCRIPT, ("bench rms_norm (#103)",))] == 4
+    assert heads[(LIGER_KERNEL, ("rms_norm: slower op (#101)",))] == 2  # one entry, its two series
+    assert heads[(BENCHMARK_SCRIPT, ("bench rms_norm (#103)",))] == 4
 
 
 def test_the_check_message_names_the_commits_and_the_toolchain_of_the_rest(attributed):
@@ -297,7 +297,7 @@ def test_commits_the_clone_lacks_leave_the_cause_unknown_with_a_note(liger, ci_s
     assert report.changes
     attributor = LigerAttributor(LigerSourceHistory(liger.path), None)
     attributor.attribute(report)
-    assert {c.cause for c in report.changes} <= {attr.UNKNOWN, attr.HOST}
+    assert {c.cause for c in report.changes} <= {UNKNOWN, HOST}
     assert any("commit 2845fe8 is not in the clone" in n and "fetch" in n for n in attributor.notes)
 
 
@@ -307,7 +307,7 @@ def test_without_a_clone_the_code_is_an_unexamined_cause_ranked_before_the_toolc
     report = detect_in_record_files(ci_slice)
     attributor = LigerAttributor(None, packaged_timeline())
     attributor.attribute(report)
-    assert {c.cause for c in report.changes} <= {attr.ENVIRONMENT, attr.HOST, attr.UNKNOWN}
+    assert {c.cause for c in report.changes} <= {ENVIRONMENT, HOST, UNKNOWN}
     flce = [
         c
         for c in report.changes
@@ -315,10 +315,10 @@ def test_without_a_clone_the_code_is_an_unexamined_cause_ranked_before_the_toolc
         and c.key.provider == "liger"
         and c.trend.sources[c.split.index] == "2845fe8"
     ]
-    assert flce and all(c.cause == attr.UNKNOWN and "no Liger clone" in c.causes[0].note for c in flce)
+    assert flce and all(c.cause == UNKNOWN and "no Liger clone" in c.causes[0].note for c in flce)
     # transformers 4.54.x was released between 5e8f12b (2025-07-18) and 2845fe8 (2025-08-01), torch 2.8.0 after
     for change in flce:
-        [environment] = [e for e in change.causes[1:] if e.cause == attr.ENVIRONMENT]
+        [environment] = [e for e in change.causes[1:] if e.cause == ENVIRONMENT]
         assert {t["package"] for t in environment.toolchain} == {"transformers"}
     assert attributor.notes == ["no Liger clone given (--liger-git DIR): changes name no commits"]
 
@@ -437,7 +437,7 @@ def test_a_sweep_names_its_release_and_its_changes_name_the_commits_between_tags
         ("rms_norm", "liger", "b"),
     }
     assert all(
-        c.cause == attr.LIGER_KERNEL and [s.subject for s in c.causes[0].commits] == ["rms_norm: slower op (#101)"]
+        c.cause == LIGER_KERNEL and [s.subject for s in c.causes[0].commits] == ["rms_norm: slower op (#101)"]
         for c in report.changes
     )
 
@@ -446,7 +446,7 @@ def test_a_sweep_names_its_release_and_its_changes_name_the_commits_between_tags
 
 
 def test_a_ci_file_names_its_commit():
-    from kernelindex_pipeline.liger.ci import code_ref_of_locator
+    from kernelindex_pipeline.liger.identity import code_ref_of_locator
 
     gh_pages = "https://raw.githubusercontent.com/linkedin/Liger-Kernel/gh-pages/benchmarks/{}/benchmark.csv"
     assert code_ref_of_locator(gh_pages.format("7644a0f-v0.7.0")) == "7644a0f"
@@ -543,12 +543,12 @@ def test_ranking_follows_the_footprint_of_a_boundary(liger):
     )
     LigerAttributor(LigerSourceHistory(liger.path), timeline).attribute(wide)
     [rms] = [c for c in wide.changes if c.key.kernel == "rms_norm"]
-    assert [e.cause for e in rms.causes] == [attr.ENVIRONMENT, attr.LIGER_KERNEL]
+    assert [e.cause for e in rms.causes] == [ENVIRONMENT, LIGER_KERNEL]
 
     alone = SimpleNamespace(sources=sources, changes=[change("rms_norm", "liger")], trends=wide.trends)
     LigerAttributor(LigerSourceHistory(liger.path), timeline).attribute(alone)
     [rms] = alone.changes
-    assert [e.cause for e in rms.causes] == [attr.LIGER_KERNEL, attr.ENVIRONMENT]
+    assert [e.cause for e in rms.causes] == [LIGER_KERNEL, ENVIRONMENT]
     assert [c.subject for c in rms.causes[0].commits] == ["rms_norm: slower op (#101)"]
 
 

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from kernelindex_pipeline.detection import attribution as attr
+from kernelindex_pipeline.detection.changes import BENCHMARK_SCRIPT, ENVIRONMENT, LIGER_KERNEL, UNKNOWN
 from kernelindex_pipeline.detection.detect import detect_in_record_files
+from kernelindex_pipeline.detection.document import regressions_json
 from kernelindex_pipeline.liger.attribution import LigerAttribution, LigerAttributor
 from kernelindex_pipeline.liger.harness import replaced_paths
 from kernelindex_pipeline.liger.source_history import LigerSourceHistory
@@ -137,9 +138,9 @@ def test_a_harness_commit_between_an_older_commit_and_its_later_measurement_is_t
     liger.attribute(report)
     assert report.changes and {c.key.kernel for c in report.changes} == {"softmax_beta=True"}
     for change in report.changes:
-        assert change.cause == attr.BENCHMARK_SCRIPT, change.causes
+        assert change.cause == BENCHMARK_SCRIPT, change.causes
         assert [c.subject for c in change.causes[0].commits] == ["bench softmax (#201)"]
-        assert all(e.cause != attr.LIGER_KERNEL for e in change.causes)
+        assert all(e.cause != LIGER_KERNEL for e in change.causes)
     assert report.host_changes == []
 
 
@@ -155,7 +156,7 @@ def test_without_the_harness_window_the_same_step_has_no_suspect(tmp_path):
     liger = LigerAttribution(shas["path"])
     report = detect_in_record_files(_runs(tmp_path / "runs", runs), adapters=liger.adapters)
     liger.attribute(report)
-    assert report.changes and {c.cause for c in report.changes} == {attr.UNKNOWN}
+    assert report.changes and {c.cause for c in report.changes} == {UNKNOWN}
 
 
 def test_a_gpu_request_change_that_moves_unrelated_scripts_is_one_host_entry(tmp_path):
@@ -185,7 +186,7 @@ def test_a_gpu_request_change_that_moves_unrelated_scripts_is_one_host_entry(tmp
     for factor in host.factors:
         low, high = factor.to_dict()["ci95"]
         assert low <= factor.to_dict()["factor"] <= high and abs(factor.to_dict()["factor"] - 1.3) < 0.02
-    saved = report.to_dict()
+    saved = regressions_json(report)
     assert saved["counts"]["hostChanges"] == 1 and saved["counts"]["changes"] == 0
     assert saved["hostChanges"][0]["commits"][0]["subject"] == "Make H100 a strict requirement (#791)"
 
@@ -248,9 +249,9 @@ def test_a_package_release_is_a_suspect_only_of_series_whose_code_imports_it(tmp
     for (kernel, _, _), change in causes.items():
         named = [t.get("package") for e in change.causes for t in e.toolchain]
         if kernel == "rms_norm":
-            assert change.cause == attr.ENVIRONMENT and named == ["transformers"]
+            assert change.cause == ENVIRONMENT and named == ["transformers"]
         else:
-            assert change.cause == attr.UNKNOWN and "transformers" not in named
+            assert change.cause == UNKNOWN and "transformers" not in named
             assert "no release of a package it imports" in change.causes[0].note
 
 
@@ -327,4 +328,4 @@ def test_a_change_the_host_move_does_not_explain_stays_a_change(tmp_path, same):
         assert ("rms_norm", "liger") in {(c.key.kernel, c.key.provider) for c in host.changes}
     else:
         assert {(c.key.kernel, c.key.provider) for c in report.changes} == {("rms_norm", "liger")}
-        assert {c.cause for c in report.changes} == {attr.LIGER_KERNEL}
+        assert {c.cause for c in report.changes} == {LIGER_KERNEL}

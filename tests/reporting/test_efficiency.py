@@ -8,13 +8,13 @@ import pytest
 
 from kernelindex_pipeline.liger.catalogue import default_catalogue
 from kernelindex_pipeline.liger.identity import gpu_slug
+from kernelindex_pipeline.liger.measured_rows import L2_LABEL
 from kernelindex_pipeline.records.canonical import digest_of
 from kernelindex_pipeline.reporting.efficiency import (
     FLAG_ABOVE_MEASURED,
     FLAG_ABOVE_PEAK,
     FLAG_L2,
     FLAG_LOW,
-    L2_LABEL,
     STATUS_NO_COST,
     STATUS_NO_PEAK,
     default_peaks,

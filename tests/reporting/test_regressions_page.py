@@ -9,6 +9,7 @@ import json
 import numpy as np
 
 from kernelindex_pipeline.detection.detect import detect_regressions
+from kernelindex_pipeline.detection.document import regressions_json
 from kernelindex_pipeline.reporting.regressions_page import write_regressions
 from tests.detection.test_detect import panel
 
@@ -49,7 +50,7 @@ def verdict_document(group_id: str) -> dict:
 
 def test_a_groups_bisection_is_in_the_json_and_on_the_page_with_the_culprit_first(tmp_path):
     report = stepped_report()
-    groups = report.to_dict()["groups"]
+    groups = regressions_json(report)["groups"]
     assert groups and all(g["bisection"] is None for g in groups)  # no bisection yet: said, not left out
     group_id = groups[0]["id"]
     bisected = dataclasses.replace(report, bisections={group_id: verdict_document(group_id)})

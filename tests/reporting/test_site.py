@@ -118,13 +118,14 @@ def test_a_build_streams_its_input_once_and_detects_what_detection_alone_finds(s
     """build_site reads a one-shot stream once (detection takes each record as the index reads it), and its
     regressions are detection's own over the same records, a record given twice counted once."""
     from kernelindex_pipeline.detection.detect import detect_regressions
+    from kernelindex_pipeline.detection.document import regressions_json
     from kernelindex_pipeline.reporting.site import build_site
 
-    alone = detect_regressions(manifests).to_dict()
-    assert site.regressions.to_dict() == alone
+    alone = regressions_json(detect_regressions(manifests))
+    assert regressions_json(site.regressions) == alone
     assert alone["sources"] and alone["insufficientSeries"], "detection should have read runs to compare"
     twice = build_site((m for m in [*manifests, *manifests[: len(manifests) // 2]]), tmp_path)
-    assert twice.regressions.to_dict() == alone
+    assert regressions_json(twice.regressions) == alone
 
 
 def test_rebuild_rewrites_only_what_changed(manifests, tmp_path):

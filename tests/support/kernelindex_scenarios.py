@@ -70,7 +70,7 @@ def ci_files(profile: str = "full") -> tuple[list[dict], list[dict]]:
     """Slices of four real CI files, each imported as `import-ci` does: its runs labelled with the commit its
     run directory names (`liger_code_ref`), one snapshot per file at its gh-pages URL."""
     from kernelindex_pipeline.liger import import_csv
-    from kernelindex_pipeline.liger.ci import code_ref_of_locator
+    from kernelindex_pipeline.liger.identity import code_ref_of_locator
 
     records: dict[str, dict] = {}
     snapshots = []

@@ -16,10 +16,11 @@ from dagster import DagsterInstance
 from kernelindex_pipeline.defs.partitions import source_partitions
 
 # What `import-history` and `import-ci` do first (cli.imports._run_import opens the instance with
-# home.local_instance), then a partition registration as both imports do.
+# defs.instance.local_instance), then a partition registration as both imports do.
 SNIPPET = textwrap.dedent(
     """
-    from kernelindex_pipeline.home import local_instance, prepared_dagster_home
+    from kernelindex_pipeline.defs.instance import local_instance
+    from kernelindex_pipeline.home import prepared_dagster_home
     from kernelindex_pipeline.defs.partitions import register_partitions
 
     with local_instance(prepared_dagster_home()) as instance:
