@@ -117,7 +117,7 @@ with CatalogueStore.open(url, read_only=True) as store:
         export_tables(store, out / "exports"); export_sidecar(store.manifests(), out / "exports")
     elif stage == "regressions":
         from kernelindex_pipeline.liger.attribution import detect_and_attribute
-        from kernelindex_pipeline.detection.changepoints import DetectionSettings
+        from kernelindex_pipeline.detection.settings import DetectionSettings
         result, _ = detect_and_attribute(store.manifests(), DetectionSettings(), None,
                                          judgement_store=Path(state) / "judgements", marks=store.acknowledgements())
         (Path(state) / "regressions.pickle").write_bytes(pickle.dumps(result))

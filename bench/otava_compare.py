@@ -137,8 +137,8 @@ def main() -> int:
         )
         return 0
 
-    from kernelindex_pipeline.detection.changepoints import DetectionSettings
     from kernelindex_pipeline.detection.detect import detect_in_record_files
+    from kernelindex_pipeline.detection.settings import DetectionSettings
 
     start = time.perf_counter()
     report = detect_in_record_files(args.records, DetectionSettings(min_effect=args.min_effect))

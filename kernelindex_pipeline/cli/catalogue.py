@@ -352,12 +352,13 @@ def _regressions_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _detection_arguments(p: argparse.ArgumentParser) -> None:
-    """The detection settings, the same for `regressions` and `site` (and `report`, its old name; detection.changepoints.DetectionSettings,
-    whose defaults apply where an option is not given; not imported here: `--help` stays light, and
-    tests/cli/test_records.py checks these texts against DetectionSettings)."""
-    p.add_argument("--alpha", type=float, help="significance level per series (default 0.001)")
-    p.add_argument("--min-effect", type=float, help="smallest change reported, as a fraction (default 0.05 = 5%%)")
-    p.add_argument("--min-segment", type=int, help="runs needed on each side of a change (default 2)")
+    """The detection settings, the same for `regressions` and `site` (and
+    `report`, its old name): one option per setting that
+    detection.settings declares, with its help and default (the default applies where it is not given)."""
+    from kernelindex_pipeline.detection.settings import SETTINGS
+
+    for setting in SETTINGS:
+        p.add_argument(setting.option, type=setting.type, help=setting.help_with_default.replace("%", "%%"))
     p.add_argument(
         "--liger-git",
         metavar="DIR",
@@ -406,9 +407,9 @@ def _detect_and_attribute(
 
 
 def _detection_settings(args: argparse.Namespace):
-    from kernelindex_pipeline.detection.changepoints import DetectionSettings
+    from kernelindex_pipeline.detection.settings import SETTINGS, DetectionSettings
 
-    given = {"alpha": args.alpha, "min_effect": args.min_effect, "min_segment": args.min_segment}
+    given = {s.name: getattr(args, s.name) for s in SETTINGS}
     try:
         return DetectionSettings(**{name: value for name, value in given.items() if value is not None})
     except ValueError as exc:

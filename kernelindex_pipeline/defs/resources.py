@@ -14,7 +14,7 @@ from pydantic import Field
 
 from kernelindex_pipeline.catalogue.store import CatalogueStore, redact_url
 from kernelindex_pipeline.defs.pipes_messages import CompleteLinePipesMessageReader
-from kernelindex_pipeline.detection.changepoints import DetectionSettings
+from kernelindex_pipeline.detection.settings import SETTINGS, DetectionSettings
 from kernelindex_pipeline.home import (
     CATALOGUE_URL_ENV,
     LIGER_CLONE_DIR,
@@ -47,17 +47,18 @@ class CatalogueResource(ConfigurableResource):
         return redact_url(self.url) if self.url else "embedded SQLite under DAGSTER_HOME"
 
 
+_SETTING = {s.name: s for s in SETTINGS}
+
+
 class RegressionSettingsResource(ConfigurableResource):
-    """The one settings object of regression detection (detection.changepoints.DetectionSettings): the
+    """The one settings object of regression detection (detection.settings.DetectionSettings): the
     `benchmark_regressions` asset judges with it; its check and the report read that asset's result."""
 
-    alpha: float = Field(
-        default=DetectionSettings.alpha, description="Significance level per series (Bonferroni over candidate splits)."
-    )
-    min_effect: float = Field(
-        default=DetectionSettings.min_effect, description="Smallest change reported (fraction, 0.05 = 5 %)."
-    )
-    min_segment: int = Field(default=DetectionSettings.min_segment, description="Runs needed on each side of a change.")
+    # Each setting's default and description are detection.settings.SETTINGS' (declared once there);
+    # tests/defs/test_resources.py checks these fields are exactly those settings.
+    alpha: float = Field(default=_SETTING["alpha"].default, description=_SETTING["alpha"].help)
+    min_effect: float = Field(default=_SETTING["min_effect"].default, description=_SETTING["min_effect"].help)
+    min_segment: int = Field(default=_SETTING["min_segment"].default, description=_SETTING["min_segment"].help)
     judgement_store: str = Field(
         default="",
         description="File of per-series judgements a refresh reuses where a series' inputs are unchanged "
@@ -65,7 +66,7 @@ class RegressionSettingsResource(ConfigurableResource):
     )
 
     def settings(self) -> DetectionSettings:
-        return DetectionSettings(alpha=self.alpha, min_effect=self.min_effect, min_segment=self.min_segment)
+        return DetectionSettings(**{s.name: getattr(self, s.name) for s in SETTINGS})
 
     def judgement_store_path(self) -> Path:
         return Path(self.judgement_store) if self.judgement_store else default_judgement_store()

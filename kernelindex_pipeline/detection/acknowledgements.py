@@ -13,9 +13,10 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import asdict, dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .changes import Change, RegressionReport
+if TYPE_CHECKING:  # annotations only: the CLI reads STATUSES without loading the result model (numpy)
+    from .changes import Change, RegressionReport
 
 STATUSES = ("acknowledged", "expected", "fixed")
 

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .settings import DetectionSettings
+
 PRIOR_DF = 10.0  # weight of the model noise when the merge step re-estimates it from a segment's scatter
 NOISE_PRIOR_DF = 8.0  # weight of the pooled noise when too few series tell how much their noise differs
 MIN_PRIOR_DF, MAX_PRIOR_DF = 1.0, 50.0  # bounds of the estimated weight of the pooled noise
@@ -24,32 +26,6 @@ CLIP = 3.0  # outlier guard, in sigma around the running median
 MEDIAN_WINDOW = 5
 SIGMA_FLOOR = 1e-3  # 0.1 %: memory series repeat exactly; a zero noise would make any change infinite
 _MAD = 1.4826  # MAD -> standard deviation of a normal distribution
-
-
-@dataclass(frozen=True)
-class DetectionSettings:
-    """The statistical policy (documented in the README; the CLI exposes it)."""
-
-    alpha: float = 0.001  # significance level per series (Bonferroni over candidate splits)
-    min_effect: float = 0.05  # smallest reported shift: |after/before - 1| (or before/after - 1) >= 5 %
-    min_segment: int = 2  # runs on each side of a change
-
-    def __post_init__(self) -> None:
-        if not 0 < self.alpha < 1:
-            raise ValueError(f"significance level must be in (0, 1), e.g. 0.001; got {self.alpha!r}")
-        if not 0 <= self.min_effect < 10:
-            raise ValueError(f"minimum effect must be a fraction >= 0, e.g. 0.05 for 5 %; got {self.min_effect!r}")
-        if self.min_segment < 1:
-            raise ValueError(f"minimum segment must be at least one run; got {self.min_segment!r}")
-
-    @property
-    def min_log_effect(self) -> float:
-        return math.log1p(self.min_effect)
-
-    @property
-    def min_runs(self) -> int:
-        """Runs a series needs before it can be judged at all."""
-        return 2 * self.min_segment
 
 
 @dataclass(frozen=True)

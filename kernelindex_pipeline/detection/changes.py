@@ -13,10 +13,11 @@ from typing import Any
 
 import numpy as np
 
-from .changepoints import DetectionSettings, Split
+from .changepoints import Split
 from .judgements import JudgementReuse
 from .run_facts import LATENCY as LATENCY  # re-exported: the metric names are run_facts'
 from .run_facts import PEAK_MEMORY as PEAK_MEMORY
+from .settings import DetectionSettings
 
 SLOWDOWN = "slowdown"
 SPEEDUP = "speedup"

@@ -14,11 +14,10 @@ from .changes import Change, Insufficient, RegressionReport
 
 def regressions_json(report: RegressionReport) -> dict[str, Any]:
     """The report as regressions.json: its documented shape (docs/reference/regressions-json.md)."""
-    s = report.settings
     return {
         "series": len(report.trends),
         "insufficient": len(report.insufficient),
-        "settings": {"alpha": s.alpha, "minEffect": s.min_effect, "minSegment": s.min_segment},
+        "settings": report.settings.to_json(),
         "counts": report.counts(),
         "sources": [
             {

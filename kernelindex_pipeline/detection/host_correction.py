@@ -13,9 +13,10 @@ import numpy as np
 import pandas as pd
 
 from . import host_effects
-from .changepoints import DetectionSettings, Split
+from .changepoints import Split
 from .changes import SLOWDOWN, SPEEDUP, Change, GpuSeriesKey, HostEffect, SourceRun, Trend
 from .run_facts import PEAK_MEMORY
+from .settings import DetectionSettings
 
 MIN_HOST_MOVES = 2  # host moves a launch-bound series needs for a slope of its own (`against_host_speed`)
 HOST_CAUSE_SHARE = 0.5

@@ -47,7 +47,8 @@ from typing import Any
 import numpy as np
 
 from . import changepoints
-from .changepoints import DetectionSettings, Split
+from .changepoints import Split
+from .settings import DetectionSettings
 
 # The version of what a judgement means. Anyone changing how a series is judged (detect._judge_series,
 # changepoints.py, the inputs handed to them) or what is stored must bump it, so stored judgements of the

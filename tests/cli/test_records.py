@@ -208,16 +208,27 @@ def test_help_imports_no_heavy_library():
     assert out == "", f"the argument parser imported {out}"
 
 
-def test_detection_option_defaults_are_the_detectors():
+def test_detection_options_are_the_declared_settings_with_their_defaults():
+    """`regressions` and `site` take one option per declared detection setting (detection.settings), of its
+    type, with its help and default, and a setting not given is the declared default."""
     from kernelindex_pipeline.cli import build_parser
-    from kernelindex_pipeline.detection.changepoints import DetectionSettings
+    from kernelindex_pipeline.detection.settings import SETTINGS, DetectionSettings
 
-    for command in ("regressions", "report"):
-        text = build_parser()._subparsers._group_actions[0].choices[command].format_help()
-        assert (
-            f"(default {DetectionSettings.alpha:g})" in text
-            and f"(default {DetectionSettings.min_effect:g} = {DetectionSettings.min_effect:.0%})"
-            in " ".join(text.split())
-            and f"runs needed on each side of a change (default {DetectionSettings.min_segment})"
-            in " ".join(text.split())
-        )
+    parser = build_parser()
+    for command in ("regressions", "site"):
+        sub = parser._subparsers._group_actions[0].choices[command]
+        options = {a.option_strings[0]: a for a in sub._actions if a.dest in {s.name for s in SETTINGS}}
+        assert sorted(options) == sorted(s.option for s in SETTINGS), command
+        for setting in SETTINGS:
+            action = options[setting.option]
+            assert action.type is setting.type and action.default is None, (command, setting.name)
+            assert action.help.replace("%%", "%") == f"{setting.help} (default {setting.default:g})"
+        help_text = " ".join(sub.format_help().split())
+        assert all(f"(default {s.default:g})" in help_text for s in SETTINGS), help_text
+    args = parser.parse_args(["regressions", "--out", "out", "--min-segment", "3"])
+    from kernelindex_pipeline.cli.catalogue import _detection_settings
+
+    assert _detection_settings(args) == DetectionSettings(min_segment=3)
+    assert {s.name: s.default for s in SETTINGS} == {
+        name: getattr(DetectionSettings(), name) for name in ("alpha", "min_effect", "min_segment")
+    }

@@ -104,3 +104,30 @@ def test_a_working_catalogue_with_a_query_string_password(tmp_path, monkeypatch,
     success, logs, stored = _materialize_with_url(tmp_path, monkeypatch, url)
     assert success and "already present" in logs
     _assert_absent([password], logs, stored)
+
+
+def test_the_regression_settings_resource_is_the_declared_detection_settings():
+    """RegressionSettingsResource has a field per declared detection setting (detection.settings), with its
+    default and description, and gives detection exactly what it was configured with."""
+    from kernelindex_pipeline.defs.resources import RegressionSettingsResource
+    from kernelindex_pipeline.detection.settings import SETTINGS, DetectionSettings
+
+    fields = RegressionSettingsResource.model_fields
+    for setting in SETTINGS:
+        assert fields[setting.name].default == setting.default and fields[setting.name].description == setting.help
+    assert set(fields) - {s.name for s in SETTINGS} == {"judgement_store"}
+    configured = RegressionSettingsResource(alpha=0.01, min_effect=0.2, min_segment=3)
+    assert configured.settings() == DetectionSettings(alpha=0.01, min_effect=0.2, min_segment=3)
+
+
+def test_regressions_json_records_every_declared_setting_under_its_key():
+    from kernelindex_pipeline.detection.detect import detect_regressions
+    from kernelindex_pipeline.detection.document import regressions_json
+    from kernelindex_pipeline.detection.settings import SETTINGS, DetectionSettings
+
+    given = DetectionSettings(alpha=0.01, min_effect=0.2, min_segment=3)
+    assert (
+        regressions_json(detect_regressions([], given))["settings"]
+        == {s.json_key: getattr(given, s.name) for s in SETTINGS}
+        == {"alpha": 0.01, "minEffect": 0.2, "minSegment": 3}
+    )

@@ -15,10 +15,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kernelindex_pipeline.cli import main
-from kernelindex_pipeline.detection.changepoints import DetectionSettings, find_changes, t_quantile, t_sf2
+from kernelindex_pipeline.detection.changepoints import find_changes, t_quantile, t_sf2
 from kernelindex_pipeline.detection.changes import RegressionInputError
 from kernelindex_pipeline.detection.detect import detect_in_record_files, detect_regressions
 from kernelindex_pipeline.detection.document import regressions_json
+from kernelindex_pipeline.detection.settings import DetectionSettings
 from tests.support.ci_slice import unpack_ci_slice
 from tests.support.factories import SampleCatalogue
 from tests.support.factories import detection_run as run

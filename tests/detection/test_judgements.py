@@ -16,9 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kernelindex_pipeline.detection import judgements
-from kernelindex_pipeline.detection.changepoints import DetectionSettings
 from kernelindex_pipeline.detection.detect import detect_regressions
 from kernelindex_pipeline.detection.document import regressions_json
+from kernelindex_pipeline.detection.settings import DetectionSettings
 from tests.detection.test_detect import START, panel
 from tests.support.factories import detection_run as run
 
