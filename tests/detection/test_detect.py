@@ -575,7 +575,7 @@ def test_a_step_at_the_newest_run_is_pending_never_a_change_one_run_early(n, see
         d["direction"] == ("slowdown" if up else "speedup")
         and abs(math.log(d["magnitude"] / (1.25 if up else 0.8))) < 0.1
     )
-    assert report.to_dict()["pending"] == [c.to_dict() for c in report.pending]
+    assert regressions_json(report)["pending"] == [c.to_dict() for c in report.pending]
     assert report.counts()["pending"] == len(report.pending) <= 2  # the step, and noise at most once more
     # one run later the step has its second run: a change, no longer pending
     later = np.c_[base, base[:, -1:] * np.exp(rng.normal(0, 0.01, size=(24, 1)))]
