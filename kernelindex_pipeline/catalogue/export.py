@@ -217,7 +217,7 @@ def _write_atomically(path: Path, chunks: Iterable[bytes]) -> str:
 SUBMISSION_NAME = "kernelindex-submission.yaml"
 IMPORT_BUNDLE_NAME = "kernelindex-import-bundle.json"
 SWEEP_BUNDLE_NAME = "kernelindex-import-bundle.sweeps.json"
-# shipped beside the bundles: KernelIndex's publishBundle takes the snapshots' dates as Dates (README)
+# shipped beside the bundles: KernelIndex's publishBundle takes the snapshots' dates as Dates (docs/reference/exports.md)
 BUNDLE_LOADER_NAME = "kernelindex-load-bundle.mjs"
 UPSTREAM_SCHEMES = ("https", "file")  # snapshots of Liger's files (history, CI); any other is a sweep's
 

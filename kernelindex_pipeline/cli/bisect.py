@@ -3,7 +3,7 @@
 Either a group of a regressions.json (``--regressions FILE --group ID``: its boundary, its series, its
 suspects) or a kernel by hand (``--kernel --gpu --good --bad --mode``). Each step sweeps the kernel's own
 benchmark script at one commit on this host (sweep/bisection.py over liger/bisection.py); the verdict and
-every step are printed and written as JSON (README, "Bisection"). Exit 0 with any verdict (``not
+every step are printed and written as JSON (docs/concepts/bisection.md). Exit 0 with any verdict (``not
 reproduced`` is a finding), 1 when the clone, the group or the commits cannot be used, 2 for usage.
 """
 

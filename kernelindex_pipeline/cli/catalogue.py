@@ -37,7 +37,7 @@ def _export_arguments(p: argparse.ArgumentParser) -> None:
         "--kernelindex",
         action="store_true",
         help="also write kernelindex-submission.yaml and kernelindex-import-bundle.json, the files KernelIndex's own "
-        "publication code takes (README: Publishing in KernelIndex); runs in time order, peak-memory runs left out",
+        "publication code takes (docs/reference/exports.md); runs in time order, peak-memory runs left out",
     )
     p.add_argument(
         "--kernelindex-memory",

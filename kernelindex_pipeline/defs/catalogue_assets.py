@@ -61,7 +61,7 @@ class CatalogueExportConfig(OutputDirConfig):
     kernelindex_memory_runs: bool = Field(
         default=False,
         description="Include peak-memory runs in the KernelIndex files. Off: KernelIndex ranks every primary value "
-        "as a latency (README: Publishing in KernelIndex).",
+        "as a latency (docs/reference/exports.md: Publishing in KernelIndex).",
     )
     kernelindex_source_commit: str = Field(
         default="",
@@ -221,7 +221,7 @@ def no_regressions(benchmark_regressions: RegressionReport) -> AssetCheckResult:
         )
         description = (
             f"Nothing judged: {why}. Import more runs of the same series (Liger's CI results: "
-            "`kernelindex-pipeline import-ci`, README: Operating it) and refresh."
+            "`kernelindex-pipeline import-ci`, docs/operate/imports.md) and refresh."
         )
     else:
         # "N slowdowns from M commits: <sha> <subject> (n); ..." then the rest by cause

@@ -75,7 +75,7 @@ class RegressionSettingsResource(ConfigurableResource):
 class BisectionTriggerResource(ConfigurableResource):
     """What the nightly bisection trigger (`bisection_trigger_sensor`, off until an operator turns it on)
     may spend: each bisection it starts stops cleanly at `per_group_gpu_seconds`, and it starts no more
-    in a UTC day than `daily_gpu_seconds` covers (README, "Bisection")."""
+    in a UTC day than `daily_gpu_seconds` covers (docs/concepts/bisection.md)."""
 
     daily_gpu_seconds: float = Field(default=3600.0, ge=0, description="GPU-seconds the trigger may start per UTC day.")
     per_group_gpu_seconds: float = Field(
@@ -87,7 +87,7 @@ class BisectionTriggerResource(ConfigurableResource):
 class LigerGitResource(ConfigurableResource):
     """A local clone of Liger-Kernel for attribution (`liger/attribution.py`): regression causes name the
     commits between two runs, and runs are ordered by their code. Production keeps a blob-less clone and
-    refreshes it (README, "Regression detection")."""
+    refreshes it (docs/concepts/attribution.md, "Production clone")."""
 
     path: str = Field(
         default="",

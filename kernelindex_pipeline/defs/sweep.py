@@ -89,7 +89,7 @@ def run_commit_sweep_through_pipes(
     liger_git: LigerGitResource,
     runner: BenchmarkRunnerResource,
 ) -> PartitionCsv:
-    """A sweep of Liger built at `commit` (a bisection step, README "Bisection"): the wheel from the clone
+    """A sweep of Liger built at `commit` (a bisection step, docs/concepts/bisection.md): the wheel from the clone
     (cached by commit), the benchmark scripts of the `harness` commit (empty: the commit's own). Only the
     subprocess runner: the build and the harness are files of this host. A commit that does not build is a
     Failure that is not retried."""

@@ -93,8 +93,8 @@ class ChangeGroup:
 
 
 def bisection_summary(document: dict[str, Any]) -> dict[str, Any]:
-    """What a group shows of the bisection of it: the verdict and every step of a bisection's JSON (README,
-    "Bisection"; written by `kernelindex-pipeline bisect` and bisection_job), read by its documented keys."""
+    """What a group shows of the bisection of it: the verdict and every step of a bisection's JSON
+    (docs/concepts/bisection.md; written by `kernelindex-pipeline bisect` and bisection_job), read by its documented keys."""
     return {
         "verdict": document.get("verdict"),
         "label": document.get("label"),

@@ -15,7 +15,7 @@ import numpy as np
 
 from .changepoints import Split
 from .judgements import JudgementReuse
-from .run_facts import LATENCY as LATENCY  # re-exported: the metric names are run_facts'
+from .run_facts import LATENCY as LATENCY  # re-exported: records/metrics.py's metric names, through run_facts
 from .run_facts import PEAK_MEMORY as PEAK_MEMORY
 from .settings import DetectionSettings
 
@@ -304,7 +304,7 @@ class RegressionReport:
     # steps where a series changes source (history rows, CI runs, our sweeps): listed apart, never a change
     # lasting moves of a run's host, each one entry for the series it moved (`host_changes.py`)
     host_changes: list[HostChange] = field(default_factory=list)
-    # verdicts of bisections of its groups, by group id (the bisection JSON, README "Bisection"): shown with
+    # verdicts of bisections of its groups, by group id (the bisection JSON, docs/concepts/bisection.md): shown with
     # their group (page, JSON `groups[].bisection`); what was measured afterwards, never part of detection
     bisections: dict[str, dict[str, Any]] = field(default_factory=dict)
     # series judged afresh and reused from the judgement store (how the result was computed, not part of it:

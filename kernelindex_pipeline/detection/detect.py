@@ -481,7 +481,7 @@ def _trend(
 def _with_causes(found: list[tuple[Trend, Split]], trends: list[Trend]) -> list[Change]:
     """Changes with their cause, sorted by cause, then magnitude, then p-value."""
     changes: list[Change] = []
-    undecided: list[tuple[Trend, Split]] = []  # without a version or environment difference
+    undecided: list[tuple[Trend, Split]] = []  # without an environment difference
     for trend, split in found:
         if trend.environments[split.index - 1] != trend.environments[split.index]:
             changes.append(Change(trend, split, "environment"))

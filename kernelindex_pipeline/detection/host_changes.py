@@ -10,7 +10,7 @@ explains (within the minimum effect of the factor, or inside both intervals) joi
 goes beyond it stays a change. None of an entry's series is also a change at that boundary; their steps
 stay splits of their series, so their other changes are judged within their own segments.
 
-The README ("Regression detection", host changes) explains where this sits among the causes.
+docs/concepts/detection.md ("Origins and host changes") explains where this sits among the causes.
 """
 
 from __future__ import annotations

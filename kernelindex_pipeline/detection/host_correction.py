@@ -1,6 +1,6 @@
 """Host correction: which series time the host rather than the GPU (launch-bound), how they follow the
 host's speed, latency classes too sparse to estimate alone, which run-level host effects are reported, and
-when a change no version or environment explains is `host` rather than `unknown`. Called by `detect.py`;
+when a change no environment difference explains is `host` rather than `unknown`. Called by `detect.py`;
 explained once in docs/concepts/detection.md ("Host effects").
 """
 
@@ -127,7 +127,7 @@ def merge_sparse_classes(classes: np.ndarray, groups: np.ndarray, gpus: np.ndarr
 
 
 def host_or_unknown(pending: list[tuple[Trend, Split]], trends: list[Trend]) -> list[Change]:
-    """A change without a version or environment difference is `host` when at least HOST_CAUSE_SHARE
+    """A change without an environment difference is `host` when at least HOST_CAUSE_SHARE
     of the kernel groups judged across that run, in that latency class, changed the same way there."""
     moved: dict[tuple[int, int, str], set[int]] = defaultdict(set)
     for trend, split in pending:

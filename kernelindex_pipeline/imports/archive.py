@@ -12,7 +12,7 @@ with the decompressed size capped). Extraction takes only regular files and dire
 hardlinks, devices or FIFOs at all: an sdist needs none, and a link is how tarfile's own `data` filter
 was defeated, CVE-2025-4517), checks every target path, caps member count, per-member and total size,
 and goes into a temporary directory renamed into place, so a refused or corrupt archive leaves nothing
-behind. The limits are below (MAX_*) and in the README.
+behind. The limits are below (MAX_*) and in docs/reference/bad-input.md.
 """
 
 from __future__ import annotations

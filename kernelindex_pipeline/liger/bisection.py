@@ -165,7 +165,7 @@ class Verdict:
         return sum(s.seconds for s in self.steps)
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON of a bisection verdict (README, "Bisection")."""
+        """The JSON of a bisection verdict (docs/concepts/bisection.md)."""
         return {
             "verdict": self.kind,
             "label": self.label,

@@ -7,7 +7,7 @@ current benchmark folder (since #791: a manual run of ``commit_hash`` checks out
 the one on the default branch at the run's measurement time, since scheduled and manual runs use the
 default branch's workflow. Paths it checks out from the default branch come from that branch's tip at
 the measurement time; every other file (``src/liger_kernel``, the Modal image, ``setup.py``) comes from
-the run's commit. The README ("Attribution") says where this can be wrong.
+the run's commit. docs/concepts/attribution.md says where this can be wrong.
 """
 
 from __future__ import annotations

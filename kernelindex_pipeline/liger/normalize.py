@@ -14,7 +14,7 @@ an unknown mode is its own reason (`SkipReason`). In both, only exactly `speed` 
 known metrics: any other (`speed ` with a space, ``) skips as an unknown metric, counted by its
 name, and a repeated header line or a row of nothing but empty cells is an issue.
 
-Bad data (README "What bad input gets"): run identity is decided on valid rows only, so an invalid
+Bad data (docs/reference/bad-input.md): run identity is decided on valid rows only, so an invalid
 copy of a row (bad timestamp, NaN median) is an issue and never makes the valid copy a duplicate.
 A median must round to a value > 0 (ns or bytes); a finite p20/p80 band must be ordered as published,
 0 < p20 <= median <= p80, or the run is published without it and listed under `droppedBands`.

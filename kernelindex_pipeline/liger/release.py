@@ -6,8 +6,8 @@ Later calls reuse the cached file after re-hashing it; a file whose bytes no lon
 sha256 is moved aside and fetched again.
 
 A release is untrusted input: `imports.archive` verifies the whole archive before anything is read
-from it and extracts only regular files and directories, within limits (MAX_* there and in the
-README). Here: which release (pip), where its history CSV is (`HISTORY_CSV`, read straight from the
+from it and extracts only regular files and directories, within limits (MAX_* there and in
+docs/reference/bad-input.md). Here: which release (pip), where its history CSV is (`HISTORY_CSV`, read straight from the
 verified archive, at most MAX_HISTORY_CSV_BYTES), and where its root is (the directory holding
 benchmark/).
 """

@@ -357,7 +357,7 @@ def run_bisection(
 
 
 def bisection_document(plan: BisectionPlan, verdict: Verdict, builds: dict[str, dict] | None = None) -> dict[str, Any]:
-    """The JSON a bisection writes (README, "Bisection"): the plan, then the verdict with its steps."""
+    """The JSON a bisection writes (docs/concepts/bisection.md): the plan, then the verdict with its steps."""
     return {
         "format": "kernelindex-pipeline/bisection/v1",
         "plan": plan.to_dict(),
