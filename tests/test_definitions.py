@@ -61,11 +61,15 @@ def test_asset_graph_snapshot(defs):
             "deps": ["sweep/benchmark_csv", "sweep/kernelindex_records"],
             "partitioned": True,
         },
-        "catalogue_export": {"deps": publications, "partitioned": False},
+        # the export and the site read efficiency_table's one derivation of the efficiency figures
+        "catalogue_export": {"deps": sorted([*publications, "efficiency_table"]), "partitioned": False},
         "benchmark_regressions": {"deps": publications, "partitioned": False},
         "benchmark_coverage": {"deps": publications, "partitioned": False},
         # the report shows the regressions asset's stored result (detected once)
-        "catalogue_report": {"deps": sorted([*publications, "benchmark_regressions"]), "partitioned": False},
+        "catalogue_report": {
+            "deps": sorted([*publications, "benchmark_regressions", "efficiency_table"]),
+            "partitioned": False,
+        },
         "efficiency_table": {"deps": publications, "partitioned": False},
         # what bisection_job records (its steps are runs of the sweep chain): observed, never refreshed
         "bisection_verdict": {"deps": [], "partitioned": False},

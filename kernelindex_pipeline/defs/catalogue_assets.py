@@ -30,6 +30,7 @@ from kernelindex_pipeline.catalogue.tables import export_tables
 from kernelindex_pipeline.defs.import_plan import FINGERPRINT
 from kernelindex_pipeline.defs.resources import (
     CatalogueResource,
+    EfficiencySettingsResource,
     LigerGitResource,
     RegressionSettingsResource,
 )
@@ -41,11 +42,11 @@ from kernelindex_pipeline.home import SITE_DIR, dagster_home, site_url
 from kernelindex_pipeline.imports.coverage import CoverageTable
 from kernelindex_pipeline.liger.attribution import detect_and_attribute
 from kernelindex_pipeline.reporting.efficiency import (
-    DEFAULT_LOW_THRESHOLD,
     IMPLAUSIBLE_FLAGS,
     derive_efficiency,
-    export_sidecar,
+    place_sidecar,
     rank_by_efficiency,
+    read_sidecar,
     table_markdown,
     write_sidecar,
 )
@@ -67,15 +68,6 @@ class CatalogueExportConfig(OutputDirConfig):
         default="",
         description="The Liger commit (or tag) the KernelIndex files' operations link their benchmark script at. "
         "Empty: v<version> of the newest history release the catalogue holds (none without a history).",
-    )
-
-
-class EfficiencyConfig(OutputDirConfig):
-    low_threshold: float = Field(
-        default=DEFAULT_LOW_THRESHOLD,
-        gt=0,
-        le=1,
-        description="A plausible reading below this fraction of peak is 'low efficiency'.",
     )
 
 
@@ -106,11 +98,12 @@ def _out(config: OutputDirConfig, name: str) -> Path:
 
 @asset(**CATALOGUE_WIDE)
 def catalogue_export(
-    context: AssetExecutionContext, config: CatalogueExportConfig, catalogue: CatalogueResource
+    context: AssetExecutionContext, config: CatalogueExportConfig, catalogue: CatalogueResource, efficiency_table: str
 ) -> MaterializeResult:
     """The whole catalogue as files: JSON Lines (one canonical manifest per line) with its small
     manifest file, a multi-document YAML submission bundle that `validate` accepts, the derived
-    efficiency figures in a sidecar file beside them (efficiency.jsonl, never in the records), and the
+    efficiency figures in a sidecar file beside them (efficiency.jsonl as `efficiency_table` wrote it, never in
+    the records), and the
     two files KernelIndex's own publication code takes (kernelindex-submission.yaml,
     kernelindex-import-bundle.json; peak-memory runs only with `kernelindex_memory_runs`)."""
     out = _out(config, "exports")
@@ -120,7 +113,7 @@ def catalogue_export(
         jsonl = export_jsonl(store, out)
         bundle = export_bundle(store, out)
         tables = export_tables(store, out)
-        sidecar = export_sidecar(store.manifests(), out)
+        sidecar = place_sidecar(Path(efficiency_table), out)
         publications = store.publications()
         kernelindex = export_kernelindex(
             store.manifests(),
@@ -248,11 +241,13 @@ def catalogue_report(
     config: OutputDirConfig,
     catalogue: CatalogueResource,
     benchmark_regressions: RegressionReport,
+    efficiency_table: str,
 ) -> MaterializeResult:
     """The catalogue as an interactive static site (reporting/site.py): a landing page (what changed since the
     previous build, the coverage pivot of the latest import of every partition and file, efficiency, the
     regressions), a page per kernel drawn in the browser from that kernel's data, the regressions page (the
-    `benchmark_regressions` result, as stored). Only kernels whose data changed are rewritten."""
+    `benchmark_regressions` result, as stored), efficiency as `efficiency_table` derived it. Only kernels whose
+    data changed are rewritten."""
     from kernelindex_pipeline.defs.bisection_job import latest_verdicts
 
     out = _out(config, SITE_DIR)
@@ -261,7 +256,12 @@ def catalogue_report(
     with catalogue.open() as store:
         coverage = CoverageTable.of(r for reports in _latest_reports(store.publications()).values() for r in reports)
         site = build_site(
-            store.manifests(), out, coverage=coverage.cells, regressions=regressions, origins=run_origins(store)
+            store.manifests(),
+            out,
+            coverage=coverage.cells,
+            regressions=regressions,
+            origins=run_origins(store),
+            efficiency=read_sidecar(efficiency_table),
         )
     c = site.counts
     changed = ", ".join(f"{k} ({v})" for k, v in sorted(site.changed.items())) or "nothing"
@@ -329,20 +329,25 @@ def benchmark_coverage(context: AssetExecutionContext, catalogue: CatalogueResou
 
 @asset(**CATALOGUE_WIDE)
 def efficiency_table(
-    context: AssetExecutionContext, config: EfficiencyConfig, catalogue: CatalogueResource
-) -> MaterializeResult:
+    context: AssetExecutionContext,
+    config: OutputDirConfig,
+    catalogue: CatalogueResource,
+    efficiency_settings: EfficiencySettingsResource,
+) -> Output[str]:
     """Percent of peak of every latency run in the catalogue (its workload's minimum bytes or FLOPs per
     second against the GPU's datasheet peak and a sweep's measured ceiling, reporting/efficiency.py),
-    written as the efficiency.jsonl sidecar, and the least efficient (kernel, pass) per GPU."""
+    written as the efficiency.jsonl sidecar, and the least efficient (kernel, pass) per GPU. Derived once per
+    refresh, here: the value is the sidecar's path, which the export copies and the site reads."""
     out = _out(config, "efficiency")
     with catalogue.open() as store:
         index = RecordIndex(store.manifests())
-    report = derive_efficiency(index, low_threshold=config.low_threshold)
+    report = derive_efficiency(index, low_threshold=efficiency_settings.low_threshold)
     rows = rank_by_efficiency(build_series(index), report)
     path = write_sidecar(report, out)
     counts = report.counts()
     context.log.info(f"efficiency of {counts.get('ok', 0)} runs written to {path}")
-    return MaterializeResult(
+    return Output(
+        str(path),
         metadata={
             "runs_with_figures": counts.get("ok", 0),
             "no_cost_model": counts.get("no cost model", 0),
@@ -351,8 +356,9 @@ def efficiency_table(
             "implausible": sum(1 for r in report.runs.values() if any(f in IMPLAUSIBLE_FLAGS for f in r.flags)),
             "sidecar": MetadataValue.path(str(path)),
             "least_efficient": MetadataValue.md(table_markdown(rows)),  # implausible readings last, flagged
+            "low_threshold": report.low_threshold,
             RECOMPUTED: f"all {len(report.runs)} runs: derived afresh from the whole catalogue on each refresh",
-        }
+        },
     )
 
 

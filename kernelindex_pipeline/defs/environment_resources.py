@@ -14,6 +14,7 @@ from kernelindex_pipeline.defs.resources import (
     BenchmarkRunnerResource,
     BisectionTriggerResource,
     CatalogueResource,
+    EfficiencySettingsResource,
     GpuFleetResource,
     LigerGitResource,
     LigerReleaseResource,
@@ -44,6 +45,7 @@ def resources_from_environment() -> dict:
         ),
         "fleet": GpuFleetResource(gpu_pools=_from_env("KERNELINDEX_GPU_POOLS")),
         "regression_settings": RegressionSettingsResource(),
+        "efficiency_settings": EfficiencySettingsResource(),
         "liger_git": LigerGitResource(path=_from_env(LIGER_GIT_ENV)),
         "bisection_trigger": BisectionTriggerResource(),
     }

@@ -26,6 +26,7 @@ from kernelindex_pipeline.home import (
 )
 from kernelindex_pipeline.imports.archive import CachedArchive
 from kernelindex_pipeline.liger import release
+from kernelindex_pipeline.reporting.efficiency import DEFAULT_LOW_THRESHOLD
 
 
 class CatalogueResource(ConfigurableResource):
@@ -70,6 +71,18 @@ class RegressionSettingsResource(ConfigurableResource):
 
     def judgement_store_path(self) -> Path:
         return Path(self.judgement_store) if self.judgement_store else default_judgement_store()
+
+
+class EfficiencySettingsResource(ConfigurableResource):
+    """The settings of the efficiency figures (reporting/efficiency.py): `efficiency_table` derives them once
+    per refresh with these, and the export and the site read that one derivation (docs/concepts/efficiency.md)."""
+
+    low_threshold: float = Field(
+        default=DEFAULT_LOW_THRESHOLD,
+        gt=0,
+        le=1,
+        description="A plausible reading below this fraction of peak is 'low efficiency'.",
+    )
 
 
 class BisectionTriggerResource(ConfigurableResource):

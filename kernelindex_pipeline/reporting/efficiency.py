@@ -24,6 +24,7 @@ from __future__ import annotations
 import filecmp
 import json
 import os
+import shutil
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -530,6 +531,17 @@ def write_sidecar(report: EfficiencyReport, out_dir: str | os.PathLike[str]) -> 
     if path.exists() and filecmp.cmp(tmp, path, shallow=False):  # unchanged: a site rebuild keeps the file
         tmp.unlink()
     else:
+        os.replace(tmp, path)
+    return path
+
+
+def place_sidecar(sidecar: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> Path:
+    """A sidecar `write_sidecar` wrote, put beside an export's files as it is (its bytes; kept where they are
+    already the same), so every output shows one derivation."""
+    path = Path(out_dir) / SIDECAR_NAME
+    if not (path.exists() and filecmp.cmp(sidecar, path, shallow=False)):
+        tmp = path.with_name(path.name + ".tmp")
+        shutil.copyfile(sidecar, tmp)
         os.replace(tmp, path)
     return path
 

@@ -354,13 +354,15 @@ def build_site(
     coverage: Iterable[CoverageCell] | None = None,
     regressions: RegressionReport | None = None,
     origins: Mapping[str, str] | None = None,
+    efficiency: EfficiencyReport | None = None,
 ) -> SiteResult:
     """Write the site into `out_dir` (layout in the module docstring). Incremental: a kernel whose data has the
     previous build's fingerprint keeps its files untouched, and every other file is written only where its
     content changed; the result lists the pages rewritten and kept, the landing page says which kernels are new,
     changed or gone. `regressions`: the detection result to show (the asset's, or the CLI's with its settings);
     without it detection runs here with the default settings. `origins`: run digest -> the link to where it
-    came from (`catalogue.origins.run_origins`), on each point."""
+    came from (`catalogue.origins.run_origins`), on each point. `efficiency`: the figures to show (the
+    efficiency_table asset's); without them they are derived here with the default threshold."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     if regressions is None:  # detection reads the manifests as the index takes them: one pass, none kept whole
@@ -369,7 +371,8 @@ def build_site(
     else:
         index = RecordIndex(manifests)
     latency, memory = build_series(index), build_series(index, PEAK_MEMORY_METRIC)
-    efficiency = derive_efficiency(index)
+    if efficiency is None:
+        efficiency = derive_efficiency(index)
     by_kernel: dict[str, list[Series]] = defaultdict(list)
     for s in [*latency, *memory]:
         by_kernel[s.kernel].append(s)

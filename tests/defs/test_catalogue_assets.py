@@ -18,7 +18,12 @@ from kernelindex_pipeline.defs.catalogue_assets import (
     efficiency_table,
     no_regressions,
 )
-from kernelindex_pipeline.defs.resources import CatalogueResource, LigerGitResource, RegressionSettingsResource
+from kernelindex_pipeline.defs.resources import (
+    CatalogueResource,
+    EfficiencySettingsResource,
+    LigerGitResource,
+    RegressionSettingsResource,
+)
 from kernelindex_pipeline.records.io import load_manifests
 from tests.defs.test_history_chain import _materialize_all, instance, resources  # noqa: F401 (fixtures)
 from tests.support.factories import SAMPLE_GPU, SampleCatalogue
@@ -39,10 +44,18 @@ def test_export_regressions_and_report_over_the_published_history(instance, reso
             alpha=0.001, min_effect=0.05, judgement_store=str(tmp_path / "judgements.json")
         ),
         "liger_git": LigerGitResource(),
+        "efficiency_settings": EfficiencySettingsResource(),
     }
     with DagsterInstance.ephemeral() as fresh:
         result = materialize(
-            [catalogue_export, benchmark_regressions, benchmark_coverage, catalogue_report, no_regressions],
+            [
+                efficiency_table,
+                catalogue_export,
+                benchmark_regressions,
+                benchmark_coverage,
+                catalogue_report,
+                no_regressions,
+            ],
             instance=fresh,
             resources=detection,
             run_config=config,
@@ -215,7 +228,10 @@ def test_efficiency_table_asset_over_the_published_history(instance, resources, 
         result = materialize(
             [efficiency_table],
             instance=fresh,
-            resources={"catalogue": CatalogueResource(url=sqlite_url)},
+            resources={
+                "catalogue": CatalogueResource(url=sqlite_url),
+                "efficiency_settings": EfficiencySettingsResource(),
+            },
             run_config={"ops": {"efficiency_table": {"config": {"out_dir": str(tmp_path / "eff")}}}},
         )
     assert result.success
@@ -306,3 +322,42 @@ def test_an_acknowledged_regression_stays_off_the_check_until_its_series_changes
         store.publish(later.manifests(), partition="later")
     evaluation = check()
     assert not evaluation.passed and evaluation.metadata["regressions"].value == 1
+
+
+@pytest.mark.slow
+def test_a_low_threshold_reaches_the_table_the_export_and_the_site(tmp_path, sqlite_url):
+    """Efficiency is derived once per refresh, by efficiency_table with the operator's low_threshold
+    (EfficiencySettingsResource); the export's and the site's efficiency.jsonl are that derivation, byte for
+    byte, and the table's count and the site's text say the threshold (issue 28)."""
+    from kernelindex_pipeline.catalogue.store import CatalogueStore
+    from kernelindex_pipeline.records.canonical import digest_of
+    from kernelindex_pipeline.reporting.efficiency import FLAG_LOW, derive_efficiency, read_sidecar
+    from tests.reporting.test_efficiency import softmax_run
+
+    catalogue = SampleCatalogue()
+    run = softmax_run(catalogue, 65536, 4096, 1_000_000)  # 2.147 TB/s: 64 % of the H100's 3.35 TB/s
+    assert FLAG_LOW not in derive_efficiency(catalogue.manifests()).runs[digest_of(run)].flags  # not by default
+    with CatalogueStore.open(sqlite_url) as store:
+        store.publish(catalogue.manifests(), partition="samples")
+    out = tmp_path / "out"
+    names = ("efficiency_table", "catalogue_export", "catalogue_report")
+    with DagsterInstance.ephemeral() as fresh:
+        result = materialize(
+            [efficiency_table, catalogue_export, benchmark_regressions, catalogue_report],
+            instance=fresh,
+            resources={
+                "catalogue": CatalogueResource(url=sqlite_url),
+                "efficiency_settings": EfficiencySettingsResource(low_threshold=0.95),
+                "regression_settings": RegressionSettingsResource(judgement_store=str(tmp_path / "judgements.json")),
+                "liger_git": LigerGitResource(),
+            },
+            run_config={"ops": {name: {"config": {"out_dir": str(out / name)}} for name in names}},
+        )
+    assert result.success
+    sidecars = [(out / name / "efficiency.jsonl").read_bytes() for name in names]
+    assert sidecars[0] == sidecars[1] == sidecars[2]
+    figures = read_sidecar(out / "efficiency_table" / "efficiency.jsonl")
+    assert figures.low_threshold == 0.95 and FLAG_LOW in figures.runs[digest_of(run)].flags
+    (table,) = result.asset_materializations_for_node("efficiency_table")
+    assert table.metadata["low_efficiency"].value == 1 and table.metadata["low_threshold"].value == 0.95
+    assert "below 95% is <em>low efficiency</em>" in (out / "catalogue_report" / "index.html").read_text("utf-8")

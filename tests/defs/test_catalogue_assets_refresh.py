@@ -9,20 +9,30 @@ from __future__ import annotations
 from dagster import Definitions, evaluate_automation_conditions
 
 from kernelindex_pipeline.catalogue.store import CatalogueStore
-from kernelindex_pipeline.defs.catalogue_assets import catalogue_export
+from kernelindex_pipeline.defs.catalogue_assets import catalogue_export, efficiency_table
 from kernelindex_pipeline.defs.history_chain import HISTORY
 from kernelindex_pipeline.defs.import_plan import RANGE_END_TAG, RANGE_START_TAG
 from kernelindex_pipeline.defs.partitions import registered_keys
+from kernelindex_pipeline.defs.resources import EfficiencySettingsResource
 from tests.defs.test_history_chain import CHAIN, instance, resources  # noqa: F401 (fixtures)
 from tests.support.dagster_support import LocalReleases, build_history_sdist, history_rows
 
 EXPORT = catalogue_export.key
 
 
+def _with_efficiency(given: dict) -> dict:
+    """The chain's resources and the efficiency settings that efficiency_table (the export's input) needs."""
+    return {**given, "efficiency_settings": EfficiencySettingsResource()}
+
+
 def _import(dagster_instance, chain_resources):
     """One run of history_import_job over every registered partition, as import-history launches it."""
     keys = registered_keys(dagster_instance, "history")
-    defs = Definitions(assets=[*CHAIN, catalogue_export], jobs=[HISTORY.job], resources=chain_resources)
+    defs = Definitions(
+        assets=[*CHAIN, catalogue_export, efficiency_table],
+        jobs=[HISTORY.job],
+        resources=_with_efficiency(chain_resources),
+    )
     return defs.resolve_job_def(HISTORY.job.name).execute_in_process(
         instance=dagster_instance, tags={RANGE_START_TAG: keys[0], RANGE_END_TAG: keys[-1]}
     )
@@ -40,7 +50,7 @@ def _publication(result) -> dict:
 
 def _requested(dagster_instance, chain_resources, cursor):
     """Whether the catalogue export is requested at this evaluation, and the cursor for the next one."""
-    defs = Definitions(assets=[*CHAIN, catalogue_export], resources=chain_resources)
+    defs = Definitions(assets=[*CHAIN, catalogue_export, efficiency_table], resources=_with_efficiency(chain_resources))
     result = evaluate_automation_conditions(defs=defs, instance=dagster_instance, cursor=cursor)
     return ({EXPORT} if result.get_num_requested(EXPORT) else set()), result.cursor
 

@@ -10,16 +10,21 @@ import pytest
 from dagster import DagsterInstance, Definitions, evaluate_automation_conditions, materialize
 
 from kernelindex_pipeline.catalogue.store import CatalogueStore
-from kernelindex_pipeline.defs.catalogue_assets import catalogue_export
+from kernelindex_pipeline.defs.catalogue_assets import catalogue_export, efficiency_table
 from kernelindex_pipeline.defs.chain_values import IO_MANAGER_KEY, ChainValuesIOManager
 from kernelindex_pipeline.defs.ci_chain import CI, LigerCiResource
 from kernelindex_pipeline.defs.partitions import register_partitions
-from kernelindex_pipeline.defs.resources import CatalogueResource
+from kernelindex_pipeline.defs.resources import CatalogueResource, EfficiencySettingsResource
 from tests.support import FIXTURES
 from tests.support.dagster_support import LocalReleases, build_history_sdist
 
 KNOWN = "nvidia-h200|0.5.10"
 ABSENT = "nvidia-h200|9.9.9"
+
+
+def _with_efficiency(given: dict) -> dict:
+    """The chain's resources and the efficiency settings that efficiency_table (the export's input) needs."""
+    return {**given, "efficiency_settings": EfficiencySettingsResource()}
 
 
 @pytest.fixture
@@ -45,7 +50,7 @@ def _counts(sqlite_url) -> dict:
 
 
 def _export_requested(instance, resources, cursor):
-    defs = Definitions(assets=[*CI.assets, catalogue_export], resources=resources)
+    defs = Definitions(assets=[*CI.assets, catalogue_export, efficiency_table], resources=_with_efficiency(resources))
     result = evaluate_automation_conditions(defs=defs, instance=instance, cursor=cursor)
     return bool(result.get_num_requested(catalogue_export.key)), result.cursor
 
