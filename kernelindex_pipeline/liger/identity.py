@@ -1,8 +1,8 @@
 """Liger identities: every text format the normalizer writes, built and parsed here.
 
-Three formats are still written or read elsewhere: the sweep sentinel builds its own case key (without
-the axis sort) and externalId (`liger/sentinel.py`), and the run labels that name a commit are parsed by
-`attribution.code_ref_of_label` and `ci.code_ref_of_locator`.
+Two formats are still written elsewhere: the sweep sentinel builds its own case key (without the axis
+sort) and externalId (`liger/sentinel.py`). The source-run labels and CI locators that name a commit are
+parsed here too (`code_ref_of_label`, `code_ref_of_locator`, at the end).
 
 Formats (docs/reference/record-contract.md §4 for speed runs; this project's memory-run contract for peak
 memory):

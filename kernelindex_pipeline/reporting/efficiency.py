@@ -439,8 +439,9 @@ def derive_efficiency(
     models: CostModels | None = None,
     peaks: PeakTable | None = None,
 ) -> EfficiencyReport:
-    """The efficiency of every latency run of `manifests` (history, CI and sweep runs alike): the site's
-    (`build_site`), the export's sidecar (`export_sidecar`) and the efficiency_table asset's."""
+    """The efficiency of every latency run of `manifests` (history, CI and sweep runs alike): the
+    efficiency_table asset's, which the export and the site of a refresh read (`place_sidecar`,
+    `read_sidecar`); the `export` and `site` commands' (`export_sidecar`, `build_site`)."""
     _check_threshold(low_threshold)
     index = manifests if isinstance(manifests, RecordIndex) else RecordIndex(manifests)
     deriver = _Deriver(index, models or default_cost_models(), peaks or default_peaks())
