@@ -442,7 +442,7 @@ def _regressions(args: argparse.Namespace) -> int:
         else:
             from kernelindex_pipeline.catalogue.store import CatalogueStore
 
-            with CatalogueStore.open(catalogue_url(args.catalogue)) as store:
+            with CatalogueStore.open(catalogue_url(args.catalogue), read_only=True) as store:
                 report = _detect_and_attribute(
                     args, settings, manifests=store.manifests(), marks=store.acknowledgements()
                 )

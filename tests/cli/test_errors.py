@@ -210,9 +210,11 @@ def test_export_of_a_missing_catalogue_creates_nothing(tmp_path, capsys):
     assert code == 1 and "no catalogue at" in err and not path.exists()
 
 
-def test_export_from_a_read_only_directory(published_catalogue, catalogue_records):
-    """The catalogue (WAL mode) in a directory the exporting user cannot write to: as root, the export
-    runs as `nobody` (root ignores permissions); otherwise the directory is made read-only."""
+@pytest.mark.parametrize("command", ["export", "regressions"])
+def test_a_reader_runs_on_a_catalogue_in_a_read_only_directory(command, published_catalogue, catalogue_records):
+    """The catalogue (WAL mode) in a directory the reading user cannot write to: `export` and `regressions`
+    open it read-only. As root, the command runs as `nobody` (root ignores permissions); otherwise the
+    directory is made read-only."""
     shared = Path(tempfile.mkdtemp(prefix="kernelindex-ro-"))
     try:
         ro_dir, out = shared / "ro", shared / "out"
@@ -221,17 +223,20 @@ def test_export_from_a_read_only_directory(published_catalogue, catalogue_record
         out.mkdir()
         for path, mode in ((shared, 0o755), (out, 0o777), (ro_dir / "catalogue.sqlite", 0o444), (ro_dir, 0o555)):
             path.chmod(mode)
-        command = [*CLI, "export", "--catalogue", f"sqlite:///{ro_dir / 'catalogue.sqlite'}", "--out", str(out)]
+        argv = [*CLI, command, "--catalogue", f"sqlite:///{ro_dir / 'catalogue.sqlite'}", "--out", str(out)]
         if os.geteuid() == 0:
             if not shutil.which("setpriv"):
                 pytest.fail("running as root needs setpriv (util-linux) to drop to an unprivileged user")
-            command = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *command]
+            argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *argv]
         completed = subprocess.run(
-            command, capture_output=True, text=True, timeout=300, env={**os.environ, "HOME": str(out)}, cwd=out
+            argv, capture_output=True, text=True, timeout=300, env={**os.environ, "HOME": str(out)}, cwd=out
         )
         assert completed.returncode == 0, completed.stderr
-        lines = (out / "kernelindex-catalogue.jsonl").read_bytes().splitlines()
-        assert len(lines) == len(catalogue_records)
+        if command == "export":
+            lines = (out / "kernelindex-catalogue.jsonl").read_bytes().splitlines()
+            assert len(lines) == len(catalogue_records)
+        else:
+            assert json.loads((out / "regressions.json").read_text("utf-8"))["counts"]["runs"] > 0
         assert sorted(p.name for p in ro_dir.iterdir()) == ["catalogue.sqlite"]  # no -wal, no -shm
     finally:
         for path in (shared, *shared.rglob("*")):
