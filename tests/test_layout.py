@@ -81,7 +81,6 @@ def test_the_top_of_tests_holds_only_cross_cutting_tests_and_the_package_own_mod
 # that is gone, or that has a test file of its name now, fails too, so the list stays true.
 UNTESTED_BY_NAME = {
     "cli/__main__.py": "thin: `python -m kernelindex_pipeline.cli`, run by every test that starts the CLI in a process",
-    "defs/chain_values.py": "the chains' IO manager: tests/defs/test_history_chain.py, test_ci_chain.py",
     "defs/checks.py": "the chains' blocking checks: tests/defs/test_history_chain.py, test_sweep_chain.py",
     "defs/environment_resources.py": "tests/test_definitions.py",
     "defs/import_summary.py": "tests/defs/test_import_plan.py, test_import_daemon.py",

@@ -29,6 +29,7 @@ from pydantic import Field
 
 from kernelindex_pipeline.home import dagster_home
 from kernelindex_pipeline.imports.output import read_json, read_records_jsonl, write_json, write_records_jsonl
+from kernelindex_pipeline.liger.identity import code_ref_of_locator
 from kernelindex_pipeline.liger.partition import ParsedRows, PartitionCsv
 
 IO_MANAGER_KEY = "chain_values"
@@ -63,6 +64,7 @@ def _write_parts(directory: Path, parts: list[PartitionCsv]) -> None:
             "mode": part.mode,
             "snapshot": part.snapshot,
             "sweep": part.sweep.to_dict() if part.sweep is not None else None,
+            "codeRef": part.code_ref,
         }
         write_json(directory / f"part-{i:03d}.json", about)
 
@@ -79,9 +81,22 @@ def _read_parts(directory: Path) -> list[PartitionCsv]:
             sweep = SweepResult.from_dict(about["sweep"])
             measured = MeasuredContext(**sweep.measured_context())
         csv_bytes = about_path.with_suffix(".csv").read_bytes()
+        if "codeRef" in about:
+            code_ref = about["codeRef"]
+        else:  # written before parts kept their commit: a CI part's is its file's run directory, as ci.gather reads it
+            code_ref = (
+                code_ref_of_locator(str(about["snapshot"].get("locator") or "")) if about["mode"] == "ci" else None
+            )
         parts.append(
             PartitionCsv(
-                about["gpu"], about["ligerVersion"], about["mode"], csv_bytes, about["snapshot"], measured, sweep
+                about["gpu"],
+                about["ligerVersion"],
+                about["mode"],
+                csv_bytes,
+                about["snapshot"],
+                measured,
+                sweep,
+                code_ref=code_ref,
             )
         )
     return parts

@@ -22,6 +22,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from kernelindex_pipeline.imports.fetch import FetchedFile, FetchError, absolute_path, check_locator_text
+from kernelindex_pipeline.liger.identity import code_ref_of_locator
 from kernelindex_pipeline.liger.partition import PartitionCsv, parts_digest, slice_history
 
 
@@ -79,6 +80,7 @@ def gather(files: Iterable[FetchedFile]) -> CiPartitions:
             raise CiSourceError(f"{file.locator}: {error}") from None
         if slices.unattributable_rows:
             out.unattributable[file.locator] = slices.unattributable_rows
+        code_ref = code_ref_of_locator(file.locator)  # a CI file names the commit it measured: its run directory
         for (gpu, version), part in slices.partitions.items():
             snapshot = {
                 "locator": file.locator,
@@ -90,5 +92,7 @@ def gather(files: Iterable[FetchedFile]) -> CiPartitions:
                 "rows": part.rows,
                 "partitionSha256": hashlib.sha256(part.csv_bytes).hexdigest(),
             }
-            out.parts.setdefault((gpu, version), []).append(PartitionCsv(gpu, version, "ci", part.csv_bytes, snapshot))
+            out.parts.setdefault((gpu, version), []).append(
+                PartitionCsv(gpu, version, "ci", part.csv_bytes, snapshot, code_ref=code_ref)
+            )
     return out

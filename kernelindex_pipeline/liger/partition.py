@@ -106,6 +106,7 @@ class PartitionCsv:
     snapshot: dict
     measured: object | None = None  # liger.normalize.MeasuredContext of a sweep (mode `sweep`)
     sweep: object | None = None  # sweep.protocol.SweepResult of a sweep: outcomes, host, timings
+    code_ref: str | None = None  # the commit the rows measured, where the source names it (a CI run directory)
 
     @property
     def content_digest(self) -> str:
@@ -183,11 +184,6 @@ def build_records(parsed: ParsedRows, partition_csv: PartitionCsv, profile: str 
     snapshot_fields = {
         k: partition_csv.snapshot.get(k) for k in ("locator", "resolvedVersion", "sha256", "sizeBytes", "fetchedAt")
     }
-    code_ref = None
-    if partition_csv.mode == "ci":  # a CI file names the commit it measured (its run directory)
-        from kernelindex_pipeline.liger.identity import code_ref_of_locator
-
-        code_ref = code_ref_of_locator(str(partition_csv.snapshot.get("locator") or ""))
     return import_chunks(
         parsed.chunks,
         parsed.drift_warnings,
@@ -196,5 +192,5 @@ def build_records(parsed: ParsedRows, partition_csv: PartitionCsv, profile: str 
         liger_version=partition_csv.liger_version,
         measured=partition_csv.measured,
         profile=profile,
-        code_ref=code_ref,
+        code_ref=partition_csv.code_ref,
     )

@@ -73,6 +73,16 @@ def test_files_are_gathered_per_partition_in_file_order():
     assert gathered.digest(("nvidia-h200", "0.5.10")) != gathered.digest(("nvidia-h100-80gb-hbm3", "0.7.0"))
 
 
+def test_each_part_carries_the_commit_its_file_names():
+    """The CI reader names the commit a file measured (its run directory, here its file name) on each of its
+    parts, which the records then carry; a file that names none gives parts without one."""
+    files = [fetching.fetch(str(FIXTURES / name)) for name in ("7644a0f-v0.7.0.csv", "0701bab.csv")]
+    unnamed = fetching.FetchedFile("benchmark.csv", files[1].data, files[1].fetched_at)
+    gathered = ci.gather([*files, unnamed])
+    assert [p.code_ref for p in gathered.parts[("nvidia-h100-80gb-hbm3", "0.7.0")]] == ["7644a0f"]
+    assert [p.code_ref for p in gathered.parts[("nvidia-h200", "0.5.10")]] == ["0701bab", None]
+
+
 def test_the_locator_list_keeps_each_locator_once(tmp_path):
     listing = tmp_path / "ci-files.txt"
     listing.write_text("# weekly runs\nhttps://example.com/a.csv\n\n")
