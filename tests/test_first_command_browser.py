@@ -8,6 +8,10 @@ unreachable: the command falls back to the snapshot and says so) and no Liger cl
 (KERNELINDEX_LIGER_URL=none). The first command's `import-history` half needs the package index (the
 liger-kernel sdist) and is left out here: tests/test_ui_browser.py imports the history through the UI; the
 slowdown is in the CI runs. Needs Chromium (the session's, tests/support/browser.py: the test fails without it).
+
+With a Liger clone given (KERNELINDEX_TEST_LIGER_GIT=DIR, a clone of github.com/linkedin/Liger-Kernel with its
+history, as `git clone --filter=blob:none --bare` makes), the same walk names the slowdown's commit, 2845fe83;
+without one that test is skipped and says so (a clone cannot be made offline).
 """
 
 from __future__ import annotations
@@ -48,8 +52,10 @@ def _first_line(process: subprocess.Popen, pattern: str, timeout_s: float = 60) 
     return found["match"]
 
 
-@pytest.mark.slow  # about 2 minutes on two shared cores: the eleven CI runs' import and the catalogue refresh
-def test_the_first_commands_output_leads_to_the_flce_slowdown_on_the_first_screen(chromium_endpoint, tmp_path):
+def _walk(chromium_endpoint, tmp_path, liger_git: str | None) -> tuple[str, str]:
+    """The README's first command's `import-ci --wait` (offline: the shipped snapshot), then its site through
+    `serve` in Chromium at the first screen's size: the answer's first line and the landing page's FLCE line
+    (the worst of the H100's), each checked for what both walks show."""
     home = tmp_path / "home"
     env = {
         **os.environ,
@@ -58,6 +64,8 @@ def test_the_first_commands_output_leads_to_the_flce_slowdown_on_the_first_scree
         "KERNELINDEX_LIGER_URL": "none",
     }
     env.pop("KERNELINDEX_LIGER_GIT", None)
+    if liger_git:
+        env["KERNELINDEX_LIGER_GIT"] = liger_git
     first = subprocess.run(
         [*CLI, "import-ci", "--wait"], capture_output=True, text=True, env=env, timeout=900, stdin=subprocess.DEVNULL
     )
@@ -92,6 +100,22 @@ def test_the_first_commands_output_leads_to_the_flce_slowdown_on_the_first_scree
             assert box is not None and 0 <= box["y"] and box["y"] + box["height"] <= FIRST_SCREEN["height"], box
             assert page.evaluate("window.scrollY") == 0  # as the page opens, nothing scrolled
             assert errors == []
+            return answer.group(1), text
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+@pytest.mark.slow  # about 2 minutes on two shared cores: the eleven CI runs' import and the catalogue refresh
+def test_the_first_commands_output_leads_to_the_flce_slowdown_on_the_first_screen(chromium_endpoint, tmp_path):
+    _walk(chromium_endpoint, tmp_path, liger_git=None)
+
+
+@pytest.mark.slow  # as above, and attribution reads the clone
+def test_with_a_liger_clone_the_flce_slowdown_names_its_commit_2845fe83(chromium_endpoint, tmp_path):
+    liger_git = os.environ.get("KERNELINDEX_TEST_LIGER_GIT")
+    if not liger_git:
+        pytest.skip("no Liger clone given: set KERNELINDEX_TEST_LIGER_GIT=DIR (git clone --bare of Liger-Kernel)")
+    answer, flce = _walk(chromium_endpoint, tmp_path, liger_git=liger_git)
+    assert "2845fe83 Add `accum_dtype`" in answer, answer  # the commit, with its subject
+    assert "2845fe83" in flce, flce
