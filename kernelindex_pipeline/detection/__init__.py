@@ -3,7 +3,7 @@ the judgement store, acknowledgements. Source-neutral: it imports neither `liger
 plugs in through `run_facts` (docs/concepts/detection.md).
 
 The names below are re-exported lazily (PEP 562, as in `liger/__init__`): a Dagster code location that imports
-`detection.changepoints` (its settings) need not import numpy or pandas at load.
+`detection.settings` need not import numpy or pandas at load.
 """
 
 from __future__ import annotations

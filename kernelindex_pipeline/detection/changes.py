@@ -1,7 +1,7 @@
 """What regression detection found: each judged series (`Trend`), each change with its cause and evidence
-(`Change`), the host effects taken out, and the whole result (`RegressionReport`), with the documented
-JSON shape of regressions.json (docs/reference/regressions-json.md). Made by `detect.py`; read by the
-page, the check, the CLI and attribution. The model is explained once, in docs/concepts/detection.md.
+(`Change`, the causes, `CauseEvidence`), the host effects taken out and the host changes folded, and the whole
+result (`RegressionReport`). Made by `detect.py`; read by the page, the check, the CLI and attribution; written
+as regressions.json by `document.py`. The model is explained once, in docs/concepts/detection.md.
 """
 
 from __future__ import annotations
