@@ -556,10 +556,31 @@ def test_a_flat_gpu_bound_series_takes_no_host_correction_and_memory_none():
         assert np.max(np.abs(np.log(t.corrected[[3, 6]] / t.values[[3, 6]]))) > 0.3
 
 
+# A known failure of the host correction (open): on the panel of n=8, seed=720, up=False the newest run's
+# host effect is estimated at +0.09 log for kernel0 alone (no host effect reported), so one run after the
+# step the corrected series reads as a second step and stays pending (x0.838 at index 8) instead of a change
+# at index 7. Hypothesis drew that case for one version of this test's source (derandomized examples follow
+# the source); the detection at 221ea99, before this stop's restructuring, gives the same result.
+KNOWN_HOST_CORRECTION_FAILURE = (
+    "host correction: a step in one series of 24 at the run before the newest is partly taken as a host effect "
+    "(n=8, seed=720, up=False); test_the_known_case_of_the_host_correction_failure pins it"
+)
+
+
 @pytest.mark.slow  # two detections per example: about 1.5 times the other property tests
 @PROPERTY
 @given(n=st.integers(8, 30), seed=st.integers(0, 2**32 - 1), up=st.booleans())
 def test_a_step_at_the_newest_run_is_pending_never_a_change_one_run_early(n, seed, up):
+    _pending_then_a_change(n, seed, up)
+
+
+@pytest.mark.xfail(strict=True, reason=KNOWN_HOST_CORRECTION_FAILURE)
+def test_the_known_case_of_the_host_correction_failure():
+    """Fails today (strict: when the host correction is fixed this passes, and both xfail marks go)."""
+    _pending_then_a_change(8, 720, False)
+
+
+def _pending_then_a_change(n: int, seed: int, up: bool) -> None:
     # From eight runs: on six, two draws of +1.9 and +2.5 sd just before the step and one of -2.5 sd at
     # it leave a 25 % step at p = 0.003, honestly not pending (with the detection of before this test's
     # CI failure as with today's)
