@@ -13,16 +13,10 @@ from kernelindex_pipeline.defs.catalogue_assets import catalogue_export, efficie
 from kernelindex_pipeline.defs.history_chain import HISTORY
 from kernelindex_pipeline.defs.import_plan import RANGE_END_TAG, RANGE_START_TAG
 from kernelindex_pipeline.defs.partitions import registered_keys
-from kernelindex_pipeline.defs.resources import EfficiencySettingsResource
 from tests.defs.test_history_chain import CHAIN, instance, resources  # noqa: F401 (fixtures)
-from tests.support.dagster_support import LocalReleases, build_history_sdist, history_rows
+from tests.support.dagster_support import LocalReleases, build_history_sdist, history_rows, with_efficiency_settings
 
 EXPORT = catalogue_export.key
-
-
-def _with_efficiency(given: dict) -> dict:
-    """The chain's resources and the efficiency settings that efficiency_table (the export's input) needs."""
-    return {**given, "efficiency_settings": EfficiencySettingsResource()}
 
 
 def _import(dagster_instance, chain_resources):
@@ -31,7 +25,7 @@ def _import(dagster_instance, chain_resources):
     defs = Definitions(
         assets=[*CHAIN, catalogue_export, efficiency_table],
         jobs=[HISTORY.job],
-        resources=_with_efficiency(chain_resources),
+        resources=with_efficiency_settings(chain_resources),
     )
     return defs.resolve_job_def(HISTORY.job.name).execute_in_process(
         instance=dagster_instance, tags={RANGE_START_TAG: keys[0], RANGE_END_TAG: keys[-1]}
@@ -50,7 +44,9 @@ def _publication(result) -> dict:
 
 def _requested(dagster_instance, chain_resources, cursor):
     """Whether the catalogue export is requested at this evaluation, and the cursor for the next one."""
-    defs = Definitions(assets=[*CHAIN, catalogue_export, efficiency_table], resources=_with_efficiency(chain_resources))
+    defs = Definitions(
+        assets=[*CHAIN, catalogue_export, efficiency_table], resources=with_efficiency_settings(chain_resources)
+    )
     result = evaluate_automation_conditions(defs=defs, instance=dagster_instance, cursor=cursor)
     return ({EXPORT} if result.get_num_requested(EXPORT) else set()), result.cursor
 

@@ -14,17 +14,12 @@ from kernelindex_pipeline.defs.catalogue_assets import catalogue_export, efficie
 from kernelindex_pipeline.defs.chain_values import IO_MANAGER_KEY, ChainValuesIOManager
 from kernelindex_pipeline.defs.ci_chain import CI, LigerCiResource
 from kernelindex_pipeline.defs.partitions import register_partitions
-from kernelindex_pipeline.defs.resources import CatalogueResource, EfficiencySettingsResource
+from kernelindex_pipeline.defs.resources import CatalogueResource
 from tests.support import FIXTURES
-from tests.support.dagster_support import LocalReleases, build_history_sdist
+from tests.support.dagster_support import LocalReleases, build_history_sdist, with_efficiency_settings
 
 KNOWN = "nvidia-h200|0.5.10"
 ABSENT = "nvidia-h200|9.9.9"
-
-
-def _with_efficiency(given: dict) -> dict:
-    """The chain's resources and the efficiency settings that efficiency_table (the export's input) needs."""
-    return {**given, "efficiency_settings": EfficiencySettingsResource()}
 
 
 @pytest.fixture
@@ -50,7 +45,9 @@ def _counts(sqlite_url) -> dict:
 
 
 def _export_requested(instance, resources, cursor):
-    defs = Definitions(assets=[*CI.assets, catalogue_export, efficiency_table], resources=_with_efficiency(resources))
+    defs = Definitions(
+        assets=[*CI.assets, catalogue_export, efficiency_table], resources=with_efficiency_settings(resources)
+    )
     result = evaluate_automation_conditions(defs=defs, instance=instance, cursor=cursor)
     return bool(result.get_num_requested(catalogue_export.key)), result.cursor
 

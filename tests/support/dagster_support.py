@@ -81,3 +81,10 @@ class LocalReleases(LigerReleaseResource):
 
     def versions(self) -> list[str]:
         return ["0.0.1", "0.5.0", self.version]
+
+
+def with_efficiency_settings(given: dict) -> dict:
+    """Resources and the efficiency settings that efficiency_table (the export's and the site's input) needs."""
+    from kernelindex_pipeline.defs.resources import EfficiencySettingsResource
+
+    return {**given, "efficiency_settings": EfficiencySettingsResource()}
