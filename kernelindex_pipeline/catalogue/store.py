@@ -125,7 +125,8 @@ objects = Table(
     Column("kind", String(64), nullable=False, index=True),
     Column("name", Text, nullable=False),
     Column("manifest", Text, nullable=False),  # canonical JSON (RFC 8785) of the whole manifest
-    Column("first_publication_id", Integer, ForeignKey("publications.id"), nullable=False),
+    # indexed: the refreshes read what each publication brought (`records(publications=...)`, issue 33)
+    Column("first_publication_id", Integer, ForeignKey("publications.id"), nullable=False, index=True),
 )
 
 # Regressions marked as known (detection/acknowledgements.py): one row per change, the latest mark wins.
@@ -327,12 +328,24 @@ class CatalogueStore:
         with self._engine.connect() as conn:
             existing = set(inspect(conn).get_table_names())
         if existing >= set(metadata.tables):
+            self._create_missing_indexes()
             return  # the usual case: no write lock needed just to open a catalogue
         # Under the publication lock, so two processes opening a fresh catalogue at once do not both
         # try to create the tables.
         with self._write_engine.begin() as conn:
             self._take_publication_lock(conn)
             metadata.create_all(conn, checkfirst=True)
+
+    def _create_missing_indexes(self) -> None:
+        """Indexes added after a catalogue was made (create_all adds tables, not an index of an existing one)."""
+        with self._engine.connect() as conn:
+            have = {index["name"] for index in inspect(conn).get_indexes(objects.name)}
+        missing = [index for index in objects.indexes if index.name not in have]
+        if missing:
+            with self._write_engine.begin() as conn:
+                self._take_publication_lock(conn)
+                for index in missing:
+                    index.create(conn, checkfirst=True)
 
     @property
     def _write_engine(self) -> Engine:
@@ -552,9 +565,12 @@ class CatalogueStore:
         for _, manifest in self.records(kinds):
             yield manifest
 
-    def records(self, kinds: Iterable[str] | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
+    def records(
+        self, kinds: Iterable[str] | None = None, *, publications: Iterable[int] | None = None
+    ) -> Iterator[tuple[str, dict[str, Any]]]:
         """(digest, manifest) of every record, in the order and streamed as `manifests` (the stored digest:
-        no recomputation)."""
+        no recomputation). `publications`: only the records these publications first brought (ids of
+        `publications()`; an incremental refresh reads what the publications since its last one added)."""
         by_bytes = (lambda column: column.collate("C")) if self.dialect == "postgresql" else (lambda column: column)
         rank = case({kind: i for i, kind in enumerate(KINDS)}, value=objects.c.kind, else_=len(KINDS))
         statement = select(objects.c.digest, objects.c.manifest).order_by(
@@ -562,6 +578,8 @@ class CatalogueStore:
         )
         if kinds is not None:
             statement = statement.where(objects.c.kind.in_(list(kinds)))
+        if publications is not None:
+            statement = statement.where(objects.c.first_publication_id.in_(sorted(set(publications))))
         for digest, text in self._stream(statement):
             yield digest, json.loads(text)
 
@@ -612,6 +630,21 @@ class CatalogueStore:
         statement = select(func.count(), func.max(objects.c.first_publication_id))
         count, newest = self._read(lambda conn: conn.execute(statement).one())
         return "sha256:" + hashlib.sha256(f"objects={count};newest={newest}".encode()).hexdigest()
+
+    def publications_with_records(self, after: int = 0) -> dict[int, str]:
+        """Publication id -> partition of every publication after id `after` that brought new records, oldest
+        first: what an incremental refresh has to read (`records(publications=...)`); {} when nothing new."""
+        statement = (
+            select(publications.c.id, publications.c.partition)
+            .where(publications.c.id > after, publications.c.new_count > 0)
+            .order_by(publications.c.id)
+        )
+        return self._read(lambda conn: {row[0]: row[1] for row in conn.execute(statement)})
+
+    def newest_publication(self) -> int:
+        """The id of the newest publication (0 for an empty catalogue): where an incremental refresh stands."""
+        statement = select(func.coalesce(func.max(publications.c.id), 0))
+        return int(self._read(lambda conn: conn.execute(statement).scalar_one()))
 
     def get(self, digest: str) -> dict[str, Any] | None:
         """The manifest with this digest, or None."""

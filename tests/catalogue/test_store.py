@@ -280,3 +280,37 @@ def test_acknowledgements_are_kept_and_the_latest_mark_of_a_change_wins(catalogu
         assert from_rows(store.acknowledgements()) == {"chg-1": fixed, "chg-2": other}
     with pytest.raises(ValueError, match="needs the commit"):
         Acknowledgement("chg-3", "fixed", "", "a", "2026-02-01T00:00:00Z")
+
+
+def test_a_refresh_reads_what_each_publication_since_its_last_brought(store, catalogue_records, synthetic_runs):
+    runs = synthetic_runs(6)
+    first, second = dict(list(runs.items())[:3]), dict(list(runs.items())[3:])
+    assert store.newest_publication() == 0 and store.publications_with_records() == {}
+    one = store.publish(catalogue_records | first, partition="a", source=None, report=None)
+    store.publish(first, partition="a", source=None, report=None)  # a republication that brings nothing
+    three = store.publish(second, partition="b", source=None, report=None)
+
+    assert store.newest_publication() == three.publication_id
+    assert store.publications_with_records() == {one.publication_id: "a", three.publication_id: "b"}
+    assert store.publications_with_records(after=one.publication_id) == {three.publication_id: "b"}
+    assert store.publications_with_records(after=three.publication_id) == {}
+    assert dict(store.records(publications=[three.publication_id])) == second
+    assert {d for d, _ in store.records(publications=[one.publication_id])} == set(catalogue_records | first)
+    # the same order as the whole catalogue's, restricted to those publications
+    whole = [d for d, _ in store.records()]
+    assert [d for d, _ in store.records(publications=[one.publication_id])] == [d for d in whole if d not in second]
+
+
+def test_a_catalogue_made_before_the_publication_index_gets_it_when_opened_to_write(tmp_path, catalogue_records):
+    url = f"sqlite:///{tmp_path}/old.sqlite"
+    with CatalogueStore.open(url) as store:
+        store.publish(catalogue_records, partition="a", source=None, report=None)
+    with sqlite3.connect(tmp_path / "old.sqlite") as conn:
+        conn.execute("DROP INDEX ix_objects_first_publication_id")
+    with CatalogueStore.open(url, read_only=True) as store:  # a reader adds nothing and still reads
+        assert dict(store.records(publications=[1])) == catalogue_records
+    with sqlite3.connect(tmp_path / "old.sqlite") as conn:
+        assert not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'ix_objects_first_publication_id'").fetchall()
+    CatalogueStore.open(url).close()
+    with sqlite3.connect(tmp_path / "old.sqlite") as conn:
+        assert conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'ix_objects_first_publication_id'").fetchall()
