@@ -331,16 +331,13 @@ def _panel(obs: _Observations, run_of: np.ndarray, n_sources: int) -> _Panel:
     uniq, inverse = np.unique(pair, return_inverse=True)
     order = np.argsort(inverse, kind="stable")
     cuts = np.flatnonzero(np.diff(inverse[order])) + 1
-    if len(uniq) < n:  # repeats of a case within one source run
-        x = np.array([np.median(g) for g in np.split(logv[order], cuts)])
-    else:
-        x = logv[order]
+    x = _group_medians(logv, inverse, np.r_[0, cuts]) if len(uniq) < n else logv[order]
     p_sid = uniq // n_sources
     p_run = uniq % n_sources  # uniq is sorted by series then run index, i.e. time within the GPU
     # latency class of each series by its typical (median) value; memory is a class of its own
     starts = np.flatnonzero(np.r_[True, p_sid[1:] != p_sid[:-1]])
     bounds = np.r_[starts, len(p_sid)]
-    typical = np.array([np.median(x[a:b]) for a, b in zip(bounds[:-1], bounds[1:], strict=True)])
+    typical = _group_medians(x, p_sid, starts)
     series_ids = p_sid[starts]
     is_memory = np.array([keys[s].metric == PEAK_MEMORY for s in series_ids])
     series_class = np.where(is_memory, host_effects.MEMORY_CLASS, host_effects.latency_class(typical))
@@ -366,6 +363,18 @@ def _panel(obs: _Observations, run_of: np.ndarray, n_sources: int) -> _Panel:
         series_script=series_script,
         scripts=list(script_ids),
     )
+
+
+def _group_medians(values: np.ndarray, group: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """np.median of each group's values (`group`: each value's group, in any order; `starts`: where each group
+    begins once the values are sorted by group): the same numbers as one np.median per group (the middle value,
+    or the mean of the two middle ones), in one sort; a call per group was a third of detection at 100k runs."""
+    if not np.isfinite(values).all():  # np.median's NaN rules, kept by the slow path
+        ordered = values[np.argsort(group, kind="stable")]
+        return np.array([np.median(g) for g in np.split(ordered, starts[1:])])
+    ordered = values[np.lexsort((values, group))]
+    sizes = np.diff(np.r_[starts, len(values)])
+    return (ordered[starts + (sizes - 1) // 2] + ordered[starts + sizes // 2]) / 2
 
 
 def _host_corrected(
