@@ -47,6 +47,7 @@ from sqlalchemy import (
     event,
     func,
     inspect,
+    or_,
     select,
     update,
 )
@@ -583,6 +584,35 @@ class CatalogueStore:
         for digest, text in self._stream(statement):
             yield digest, json.loads(text)
 
+    def runs_by_external_id(self, prefixes: Iterable[str]) -> Iterator[tuple[str, dict[str, Any], int]]:
+        """(digest, manifest, first publication id) of every BenchmarkRun whose sourceNative.externalId starts
+        with one of `prefixes`, in the order of `records` (name, then digest), streamed. Read through the
+        ``runs`` table's (source, external_id) index, one range per source and prefix, so a refresh reads the
+        runs of a few series families without parsing the catalogue's other manifests. Runs without a string
+        source and externalId are not in that table, hence never here."""
+        wanted = sorted({p for p in prefixes if p})
+        if not wanted:
+            return
+        by_bytes = (lambda column: column.collate("C")) if self.dialect == "postgresql" else (lambda column: column)
+        sources = self._read(lambda conn: [row[0] for row in conn.execute(select(runs.c.source).distinct())])
+        ranges = []
+        for source in sources:
+            for prefix in wanted:
+                within = by_bytes(runs.c.external_id) >= prefix
+                if (upper := _prefix_upper_bound(prefix)) is not None:
+                    within = within & (by_bytes(runs.c.external_id) < upper)
+                ranges.append((runs.c.source == source) & within)
+        if not ranges:
+            return
+        statement = (
+            select(objects.c.digest, objects.c.manifest, objects.c.first_publication_id)
+            .join(runs, runs.c.digest == objects.c.digest)
+            .where(or_(*ranges))
+            .order_by(by_bytes(objects.c.name), objects.c.digest)
+        )
+        for digest, text, publication in self._stream(statement):
+            yield digest, json.loads(text), publication
+
     def _stream(self, statement: Any) -> Iterator[Any]:
         """The rows of `statement`, fetched in batches over one connection (a server-side
         cursor on PostgreSQL); database errors become CatalogueError as in `_read`."""
@@ -858,6 +888,15 @@ def _kind_rank(kind: str) -> int:
 
 def _ordered_counts(counts: Mapping[str, int]) -> dict[str, int]:
     return {kind: counts[kind] for kind in sorted(counts, key=lambda k: (_kind_rank(k), k))}
+
+
+def _prefix_upper_bound(prefix: str) -> str | None:
+    """The least string above every string that starts with `prefix` (code-point order), None where there is
+    none (a prefix of only the highest code point)."""
+    stripped = prefix.rstrip(chr(0x10FFFF))
+    if not stripped:
+        return None
+    return stripped[:-1] + chr(ord(stripped[-1]) + 1)
 
 
 def _chunks(items: list, size: int) -> Iterator[list]:

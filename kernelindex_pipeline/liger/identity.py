@@ -146,6 +146,12 @@ def external_id_head(text: str) -> str:
     return text[: text.rfind("/") + 1]
 
 
+def kernel_external_id_prefix(kernel: str) -> str:
+    """What the externalId of every run of `kernel` starts with (speed and memory runs, every provider, GPU and
+    case): a reader of one kernel's runs asks the catalogue for these (`CatalogueStore.runs_by_external_id`)."""
+    return f"{kernel}/"
+
+
 def parse_external_id(text: str) -> RunIdentity | None:
     parts = text.split("/") if text else []
     memory = len(parts) == 7 and parts[2] == MEMORY_SEGMENT

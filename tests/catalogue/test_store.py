@@ -301,6 +301,31 @@ def test_a_refresh_reads_what_each_publication_since_its_last_brought(store, cat
     assert [d for d, _ in store.records(publications=[one.publication_id])] == [d for d in whole if d not in second]
 
 
+def test_runs_are_read_by_external_id_prefix_in_the_catalogue_order(store, catalogue_records, synthetic_runs):
+    """`runs_by_external_id`: the runs whose externalId starts with a prefix (a Liger kernel's `<kernel>/`), with
+    the publication that first brought each, in the order `records` streams them; nothing else."""
+    runs = synthetic_runs(9)
+    first, second = dict(list(runs.items())[:5]), dict(list(runs.items())[5:])
+    one = store.publish(catalogue_records | first, partition="a", source=None, report=None)
+    two = store.publish(second, partition="b", source=None, report=None)
+    brought = {d: one.publication_id for d in catalogue_records | first} | {d: two.publication_id for d in second}
+    every = catalogue_records | runs
+    whole = [d for d, m in store.records() if m["kind"] == "BenchmarkRun"]
+
+    def external_id(digest):
+        return every[digest]["spec"]["sourceNative"]["externalId"]
+
+    for prefixes in (["jsd/"], ["jsd/", "megatron_cross_entropy/"], ["jsd/forward/torch/"], ["j"]):
+        read = list(store.runs_by_external_id(prefixes))
+        expected = [d for d in whole if external_id(d).startswith(tuple(prefixes))]
+        assert expected and [d for d, _, _ in read] == expected
+        assert all(manifest == every[d] and publication == brought[d] for d, manifest, publication in read)
+    assert list(store.runs_by_external_id(["jsd"])) == list(store.runs_by_external_id(["jsd/"]))
+    assert list(store.runs_by_external_id(["nothing/"])) == [] == list(store.runs_by_external_id([]))
+    # a prefix is a prefix, not a pattern: no LIKE wildcards
+    assert list(store.runs_by_external_id(["%"])) == [] == list(store.runs_by_external_id(["_sd/"]))
+
+
 def test_a_catalogue_made_before_the_publication_index_gets_it_when_opened_to_write(tmp_path, catalogue_records):
     url = f"sqlite:///{tmp_path}/old.sqlite"
     with CatalogueStore.open(url) as store:
