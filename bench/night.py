@@ -11,8 +11,9 @@ folder (the first, full refresh), then plays three nights, each followed by the 
 - `nothing`: no publication at all.
 
 Each stage runs in a fresh process that reports its wall and CPU seconds and its peak RSS (VmHWM), as a
-Dagster run's step would: `export` (JSON Lines, YAML bundle, Parquet tables, efficiency sidecar; not the
-KernelIndex files, which need records the synthetic runs only name by a placeholder digest), `regressions`
+Dagster run's step would: `export` (the asset's export per publication, catalogue/parts.py: JSON Lines and
+Parquet parts and their manifest, then the efficiency sidecar; not the KernelIndex files, which need records the
+synthetic runs only name by a placeholder digest), `regressions`
 (detection with Liger's adapter, the judgement store kept beside the folder between nights, as the asset keeps
 it), `efficiency` (the efficiency_table asset's work), `site` (build_site with the regressions result).
 
@@ -49,7 +50,11 @@ from kernelindex_pipeline.records.names import kebab  # noqa: E402
 BATCH = 50_000
 STAGES = ("export", "regressions", "efficiency", "site")
 # files whose bytes carry the time they were written, compared without that field
-STAMPED = {"kernelindex-catalogue.jsonl.manifest.json": "generatedAt", "site-state.json": "built"}
+STAMPED = {
+    "kernelindex-catalogue.jsonl.manifest.json": "generatedAt",
+    "kernelindex-catalogue.parts.json": "generatedAt",
+    "site-state.json": "built",
+}
 # the landing page's "Data updated" section says what changed since the previous build in its folder (a rebuild
 # into a fresh folder: "First build"); compared without it
 CHANGED_SECTION = re.compile(r'<section id="changed">.*?</section>', re.S)
@@ -110,11 +115,11 @@ note = {}
 out = Path(out); out.mkdir(parents=True, exist_ok=True)
 with CatalogueStore.open(url, read_only=True) as store:
     if stage == "export":
-        from kernelindex_pipeline.catalogue.export import export_bundle, export_jsonl
-        from kernelindex_pipeline.catalogue.tables import export_tables
+        from kernelindex_pipeline.catalogue.parts import export_parts
         from kernelindex_pipeline.reporting.efficiency import export_sidecar
-        export_jsonl(store, out / "exports"); export_bundle(store, out / "exports")
-        export_tables(store, out / "exports"); export_sidecar(store.manifests(), out / "exports")
+        parts = export_parts(store, out / "exports")  # the asset's export: the parts since the last one
+        export_sidecar(store.manifests(), out / "exports")
+        note = {"partsWritten": len(parts.written) + len(parts.repaired), "partsKept": len(parts.kept)}
     elif stage == "regressions":
         from kernelindex_pipeline.liger.attribution import detect_and_attribute
         from kernelindex_pipeline.detection.settings import DetectionSettings

@@ -148,7 +148,35 @@ def _band(spec: dict[str, Any], metric: str) -> tuple[float | None, float | None
     return found.get("p20"), found.get("p80")
 
 
-def _run_row(digest: str, manifest: dict[str, Any], workloads: dict[str, dict], environments: dict[str, dict]) -> dict:
+def workload_row(digest: str, manifest: dict[str, Any]) -> dict[str, Any]:
+    """The `workloads` table's row of a WorkloadCase."""
+    spec = manifest.get("spec") or {}
+    return {
+        "digest": digest,
+        "name": (manifest.get("metadata") or {}).get("name"),
+        "operation_digest": spec.get("operationSpecDigest"),
+        "axes": _json(spec.get("axes")),
+        "dtype": _dtype(spec),
+    }
+
+
+def environment_row(digest: str, manifest: dict[str, Any]) -> dict[str, Any]:
+    """The `environments` table's row of an ExecutionEnvironment."""
+    spec, metadata = manifest.get("spec") or {}, manifest.get("metadata") or {}
+    hardware = spec.get("hardware") or {}
+    return {
+        "digest": digest,
+        "name": metadata.get("name"),
+        "gpu_product": hardware.get("product"),
+        "gpu_form_factor": hardware.get("formFactor"),
+        "gpu_architecture": hardware.get("architecture"),
+        "software": _json(spec.get("software")),
+        "labels": _json(metadata.get("labels")),
+    }
+
+
+def run_row(digest: str, manifest: dict[str, Any], workloads: Any, environments: Any) -> dict[str, Any]:
+    """The `runs` table's row of a BenchmarkRun; `workloads` / `environments`: digest -> row mappings (`.get`)."""
     spec, metadata = manifest.get("spec") or {}, manifest.get("metadata") or {}
     native = spec.get("sourceNative") or {}
     ident = identity.parse_external_id(native.get("externalId") or "")
@@ -200,34 +228,19 @@ def write_tables(records: Iterable[tuple[str, dict[str, Any]]], out_dir: str | o
     environments: dict[str, dict] = {}
     try:
         for line, (digest, manifest) in enumerate(records, start=1):
-            kind, spec = manifest.get("kind"), manifest.get("spec") or {}
+            kind = manifest.get("kind")
             name = (manifest.get("metadata") or {}).get("name")
             tables[RECORDS_TABLE].add({"digest": digest, "kind": kind, "name": name, "line": line})
             if kind == "WorkloadCase":
-                row = {
-                    "digest": digest,
-                    "name": name,
-                    "operation_digest": spec.get("operationSpecDigest"),
-                    "axes": _json(spec.get("axes")),
-                    "dtype": _dtype(spec),
-                }
+                row = workload_row(digest, manifest)
                 workloads[digest] = row
                 tables[WORKLOADS_TABLE].add(row)
             elif kind == "ExecutionEnvironment":
-                hardware = spec.get("hardware") or {}
-                row = {
-                    "digest": digest,
-                    "name": name,
-                    "gpu_product": hardware.get("product"),
-                    "gpu_form_factor": hardware.get("formFactor"),
-                    "gpu_architecture": hardware.get("architecture"),
-                    "software": _json(spec.get("software")),
-                    "labels": _json((manifest.get("metadata") or {}).get("labels")),
-                }
+                row = environment_row(digest, manifest)
                 environments[digest] = row
                 tables[ENVIRONMENTS_TABLE].add(row)
             elif kind == "BenchmarkRun":
-                tables[RUNS_TABLE].add(_run_row(digest, manifest, workloads, environments))
+                tables[RUNS_TABLE].add(run_row(digest, manifest, workloads, environments))
     except BaseException:
         for table in tables.values():
             table.abandon()

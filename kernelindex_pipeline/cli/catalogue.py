@@ -31,7 +31,20 @@ def _export_arguments(p: argparse.ArgumentParser) -> None:
         type=Path,
         required=True,
         metavar="DIR",
-        help="writes the JSON Lines export, its manifest, the YAML bundle and efficiency.jsonl",
+        help="writes the whole catalogue as one JSON Lines file, its manifest, the YAML bundle, the four Parquet "
+        "tables and efficiency.jsonl (with --parts: the export per publication, as the catalogue_export asset does)",
+    )
+    p.add_argument(
+        "--parts",
+        action="store_true",
+        help="write the export per publication into DIR instead (catalogue/parts.py: jsonl/, tables/ and "
+        "kernelindex-catalogue.parts.json): only the publications since DIR's last export, the rest checked and kept",
+    )
+    p.add_argument("--rebuild", action="store_true", help="with --parts: write every part afresh (the same bytes)")
+    p.add_argument(
+        "--verify",
+        action="store_true",
+        help="with --parts: check every kept part's files by sha256, not by size only",
     )
     p.add_argument(
         "--kernelindex",
@@ -61,6 +74,9 @@ def _export(args: argparse.Namespace) -> int:
 
     if args.kernelindex_memory and not args.kernelindex:
         raise UsageError("--kernelindex-memory goes with --kernelindex")
+    for flag in ("rebuild", "verify"):
+        if getattr(args, flag) and not args.parts:
+            raise UsageError(f"--{flag} goes with --parts")
     if args.source_commit is not None:
         from kernelindex_pipeline.catalogue.kernelindex import check_source_ref
 
@@ -71,6 +87,8 @@ def _export(args: argparse.Namespace) -> int:
         except ValueError as error:
             raise UsageError(f"--source-commit: {error}") from None
     store = CatalogueStore.open(catalogue_url(args.catalogue), read_only=True)
+    if args.parts:
+        return _export_parts(store, args)
     try:
         jsonl = export_jsonl(store, args.out)  # checks the catalogue's integrity first
         bundle = export_bundle(store, args.out)
@@ -93,6 +111,36 @@ def _export(args: argparse.Namespace) -> int:
             "KernelIndex's 100-character cut): key on digests"
         )
     print(f"{sidecar} (derived efficiency figures, beside the records)")
+    _print_kernelindex(kernelindex)
+    return 0
+
+
+def _export_parts(store, args: argparse.Namespace) -> int:
+    """`export --parts`: the export per publication (catalogue/parts.py), incremental in --out."""
+    from kernelindex_pipeline.catalogue.parts import RUNS_DATASET, export_parts
+    from kernelindex_pipeline.reporting.efficiency import export_sidecar
+
+    try:
+        parts = export_parts(
+            store,
+            args.out,
+            rebuild=args.rebuild,
+            verify="sha256" if args.verify else "size",
+            log=lambda warning: print(f"warning: {warning}", file=sys.stderr),
+        )
+        sidecar = export_sidecar(store.manifests(), args.out)
+        kernelindex = _kernelindex_export(store, args) if args.kernelindex else None
+    finally:
+        store.close()
+    print(f"{parts.records} records from {store.safe_url} in {len(parts.parts)} parts: {parts.recomputed()}")
+    print(f"{parts.manifest_path} (every part and file, with its sha256)")
+    print(f"{args.out / RUNS_DATASET} (runs, a Parquet dataset partitioned by source / gpu / liger_version)")
+    print(f"{sidecar} (derived efficiency figures, beside the records)")
+    _print_kernelindex(kernelindex)
+    return 0
+
+
+def _print_kernelindex(kernelindex) -> None:
     if kernelindex is not None:
         print(
             f"{kernelindex.submission.path}: {kernelindex.submission.records_by_kind['BenchmarkRun']} runs for KernelIndex"
@@ -101,7 +149,6 @@ def _export(args: argparse.Namespace) -> int:
             print(f"{bundle.path}: {bundle.records_by_kind['BenchmarkRun']} runs")
         for note in kernelindex.notes:
             print(f"KernelIndex export: {note}")
-    return 0
 
 
 def _kernelindex_export(store, args: argparse.Namespace):

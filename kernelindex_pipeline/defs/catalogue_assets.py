@@ -19,14 +19,14 @@ from dagster import (
 )
 from pydantic import Field
 
-from kernelindex_pipeline.catalogue.export import export_bundle, export_jsonl, export_kernelindex
+from kernelindex_pipeline.catalogue.export import export_kernelindex
 from kernelindex_pipeline.catalogue.kernelindex import (
     check_source_ref,
     snapshots_of_publications,
     source_commit_of_publications,
 )
 from kernelindex_pipeline.catalogue.origins import run_origins
-from kernelindex_pipeline.catalogue.tables import export_tables
+from kernelindex_pipeline.catalogue.parts import RUNS_DATASET, export_parts
 from kernelindex_pipeline.defs.import_plan import FINGERPRINT
 from kernelindex_pipeline.defs.resources import (
     CatalogueResource,
@@ -69,6 +69,11 @@ class CatalogueExportConfig(OutputDirConfig):
         description="The Liger commit (or tag) the KernelIndex files' operations link their benchmark script at. "
         "Empty: v<version> of the newest history release the catalogue holds (none without a history).",
     )
+    rebuild: bool = Field(
+        default=False,
+        description="Write every part of the export afresh (the same bytes as the incremental export gives) instead "
+        "of only the publications since the last one (docs/reference/exports.md).",
+    )
 
 
 GROUP = "catalogue"
@@ -100,19 +105,21 @@ def _out(config: OutputDirConfig, name: str) -> Path:
 def catalogue_export(
     context: AssetExecutionContext, config: CatalogueExportConfig, catalogue: CatalogueResource, efficiency_table: str
 ) -> MaterializeResult:
-    """The whole catalogue as files: JSON Lines (one canonical manifest per line) with its small
-    manifest file, a multi-document YAML submission bundle that `validate` accepts, the derived
-    efficiency figures in a sidecar file beside them (efficiency.jsonl as `efficiency_table` wrote it, never in
-    the records), and the
-    two files KernelIndex's own publication code takes (kernelindex-submission.yaml,
-    kernelindex-import-bundle.json; peak-memory runs only with `kernelindex_memory_runs`)."""
+    """The catalogue as files, one part per publication that brought records (catalogue/parts.py): its records as
+    JSON Lines (one canonical manifest per line), its rows of the Parquet tables (runs as a dataset partitioned by
+    source / GPU / Liger version), and a manifest (kernelindex-catalogue.parts.json) listing every part and file with
+    its sha256. A refresh writes the parts of the publications since the last one and the manifest, and keeps the
+    rest (checked by size; a missing or damaged part is rewritten, with a warning); `rebuild` writes every part
+    (the same bytes). Beside them: the derived efficiency figures (efficiency.jsonl as `efficiency_table` wrote
+    it, never in the records) and the two files KernelIndex's own publication code takes
+    (kernelindex-submission.yaml, kernelindex-import-bundle.json; peak-memory runs only with
+    `kernelindex_memory_runs`), still written whole. One file of the whole catalogue (kernelindex-catalogue.jsonl,
+    the YAML bundle): `kernelindex-pipeline export --out DIR`."""
     out = _out(config, "exports")
     with catalogue.open() as store:
         # read first: the export holds at least this content (the import commands' --wait compares it)
         fingerprint = store.content_fingerprint()
-        jsonl = export_jsonl(store, out)
-        bundle = export_bundle(store, out)
-        tables = export_tables(store, out)
+        parts = export_parts(store, out, rebuild=config.rebuild, log=context.log.warning)
         sidecar = place_sidecar(Path(efficiency_table), out)
         publications = store.publications()
         kernelindex = export_kernelindex(
@@ -125,23 +132,24 @@ def catalogue_export(
             if config.kernelindex_source_commit
             else source_commit_of_publications(publications),
         )
-    context.log.info(f"exported {jsonl.records} records to {out}")
+    context.log.info(f"exported {parts.records} records to {out}: {parts.recomputed()}")
     return MaterializeResult(
         metadata={
-            "records": jsonl.records,
+            "records": parts.records,
             FINGERPRINT: fingerprint,
-            "jsonl": MetadataValue.path(str(jsonl.path)),
-            "jsonl_sha256": jsonl.sha256,
-            "bundle": MetadataValue.path(str(bundle.path)),
-            "runs_table": MetadataValue.path(str(tables.paths["runs.parquet"])),
-            "table_rows": MetadataValue.json(tables.rows),
+            "manifest": MetadataValue.path(str(parts.manifest_path)),
+            "parts": len(parts.parts),
+            "parts_written": MetadataValue.json(parts.written + sorted(parts.repaired)),
+            "export_warnings": MetadataValue.json(parts.warnings),
+            "runs_dataset": MetadataValue.path(str(out / RUNS_DATASET)),
+            "table_rows": MetadataValue.json(parts.table_rows),
             "efficiency_sidecar": MetadataValue.path(str(sidecar)),
             "kernelindex_submission": MetadataValue.path(str(kernelindex.submission.path)),
             "kernelindex_import_bundles": MetadataValue.json([str(bundle.path) for bundle in kernelindex.bundles]),
             "kernelindex_runs": kernelindex.submission.records_by_kind["BenchmarkRun"],
             "kernelindex_notes": MetadataValue.json(kernelindex.notes),
-            RECOMPUTED: f"all {jsonl.records} records: every export file is written afresh from the whole catalogue "
-            "on each refresh (not yet per partition, issue 33)",
+            RECOMPUTED: f"{parts.recomputed()}; the KernelIndex files written whole "
+            f"({kernelindex.submission.records_by_kind['BenchmarkRun']} runs: not yet per part)",
         }
     )
 

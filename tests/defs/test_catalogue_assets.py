@@ -67,16 +67,22 @@ def test_export_regressions_and_report_over_the_published_history(instance, reso
         node: result.asset_materializations_for_node(node)[0].metadata["recomputed"].value
         for node in ("catalogue_export", "benchmark_regressions", "benchmark_coverage", "catalogue_report")
     }
-    assert recomputed["catalogue_export"].startswith("all ") and "whole catalogue" in recomputed["catalogue_export"]
+    # a first export into an empty folder: every part (one per publication of the history's three partitions)
+    assert recomputed["catalogue_export"].startswith("all 3 parts written (no manifest: a first export)")
+    assert "the KernelIndex files written whole" in recomputed["catalogue_export"]
     assert " series judged afresh (their inputs changed), 0 reused" in recomputed["benchmark_regressions"]
     assert " kernel pages rewritten (their data changed)" in recomputed["catalogue_report"]
     assert recomputed["benchmark_coverage"].startswith("all ")
 
     (export,) = result.asset_materializations_for_node("catalogue_export")
-    jsonl = Path(export.metadata["jsonl"].value)
-    assert export.metadata["records"].value == len(jsonl.read_text().splitlines()) == len(load_manifests(jsonl))
+    described = json.loads(Path(export.metadata["manifest"].value).read_text())
+    jsonl = [Path(export.metadata["manifest"].value).parent / p["files"][0]["path"] for p in described["parts"]]
+    records = [m for path in jsonl for _, m in load_manifests(path)]
+    assert export.metadata["records"].value == len(records) == described["records"] > 0
+    assert export.metadata["parts"].value == 3 and export.metadata["export_warnings"].value == []
+    assert export.metadata["table_rows"].value["runs"] == sum(m["kind"] == "BenchmarkRun" for m in records)
     # the KernelIndex files: speed runs only (memory runs behind kernelindex_memory_runs, default off)
-    runs = [m for m in map(json.loads, jsonl.read_text().splitlines()) if m["kind"] == "BenchmarkRun"]
+    runs = [m for m in records if m["kind"] == "BenchmarkRun"]
     assert export.metadata["kernelindex_runs"].value == sum("timing" in r["spec"] for r in runs) < len(runs)
     assert Path(export.metadata["kernelindex_submission"].value).is_file()
     # operations link their benchmark script at the revision of the history's sdist (liger-kernel 0.6.0: v0.6.0)

@@ -47,7 +47,7 @@ def test_import_ci_publishes_what_transform_makes_then_nothing_new(tmp_path):
     # --wait: the command also waited for the catalogue automation's refresh, with a line per refreshed asset.
     assert "waiting for the catalogue automation" in first.stderr and "] catalogue_export refreshed" in first.stderr
     assert "catalogue-wide assets refreshed by run" in first.stderr, first.stderr[-3000:]
-    assert (home / "exports" / "kernelindex-catalogue.jsonl").is_file()
+    assert (home / "exports" / "kernelindex-catalogue.parts.json").is_file()  # the export per publication
     expected = set().union(*(import_csv(path).manifests for path in FILES))
     assert _catalogue(home, expected) == (expected, len(expected))
     assert "2 partitions in 1 run(s)" in first.stdout, first.stdout
