@@ -94,7 +94,7 @@ class PartsResult:
     records: int
     records_by_kind: dict[str, int]
     parts: list[int]  # every part the manifest lists, oldest first
-    written: list[int] = field(default_factory=list)  # new parts (publications the manifest did not list)
+    written: list[int] = field(default_factory=list)  # parts written: publications the manifest did not list
     repaired: dict[int, str] = field(default_factory=dict)  # listed parts rewritten -> why (missing, damaged, ...)
     removed: list[int] = field(default_factory=list)  # parts of publications the catalogue no longer has
     kept: list[int] = field(default_factory=list)
@@ -107,7 +107,7 @@ class PartsResult:
     def recomputed(self) -> str:
         """One honest line: how many parts written vs kept, and why (the asset's `recomputed` metadata)."""
         total = len(self.parts)
-        fresh = len(self.written) + len(self.repaired)
+        fresh = len(self.written) + len(self.repaired)  # written and repaired are disjoint
         if self.rebuild:
             head = f"all {total} parts written ({self.rebuild})"
         else:
@@ -160,7 +160,7 @@ def export_parts(
     wanted = store.publications_with_records()  # publication id -> partition, oldest first
     listed = {part["publication"]: part for part in previous.get("parts", [])}
     result = PartsResult(manifest_path, 0, {}, list(wanted), rebuild=why_rebuild, warnings=warnings)
-    lookups = (_Rows(store, tables.workload_row), _Rows(store, tables.environment_row))
+    lookups: tuple[_Rows, _Rows] | None = None
     parts = []
     for publication, partition in wanted.items():
         old = listed.get(publication)
@@ -173,8 +173,9 @@ def export_parts(
                 continue
             result.repaired[publication] = problem
             warn(f"part {publication} ({partition}): {problem}; rewritten")
-        elif not why_rebuild:
+        else:
             result.written.append(publication)
+        lookups = lookups or _references(store)
         parts.append(_write_part(store, out, publication, partition, lookups))
     result.removed = sorted(set(listed) - set(wanted))
 
@@ -262,35 +263,36 @@ def _sha256(path: Path) -> str:
 class _Rows:
     """Rows of the workloads (or environments) that runs refer to, as of a part: those the part itself brought or an
     earlier publication did (a reference to a record published later stays unresolved, so a part's rows never
-    depend on what came after it, and an incremental export equals a rebuild). Read from the store once each."""
+    depend on what came after it, and an incremental export equals a rebuild)."""
 
-    def __init__(self, store: CatalogueStore, make: Callable[[str, dict], dict]) -> None:
-        self.store, self.make = store, make
-        self.found: dict[str, tuple[int, dict]] = {}  # digest -> (first publication, row); (0, {}) when absent
+    def __init__(self, found: dict[str, tuple[int, dict]]) -> None:
+        self.found = found  # digest -> (the publication that first brought it, its row)
         self.publication = 0  # the part being written
 
     def add(self, digest: str, row: dict) -> None:
         self.found[digest] = (self.publication, row)
 
     def get(self, digest: str, default: Any = None) -> Any:
-        if not digest:
-            return default
-        if digest not in self.found:
-            self.found[digest] = _first_published(self.store, digest, self.make)
-        publication, row = self.found[digest]
+        publication, row = self.found.get(digest or "", (0, None))
         return row if row and publication <= self.publication else default
 
 
-def _first_published(store: CatalogueStore, digest: str, make: Callable[[str, dict], dict]) -> tuple[int, dict]:
-    """(the publication that first brought `digest`, its row), or (0, {}) when the catalogue lacks it."""
+def _references(store: CatalogueStore) -> tuple[_Rows, _Rows]:
+    """Every workload's and environment's row with its first publication, read once (through the kind index: a few
+    thousand records however many runs) before any part is streamed: a read inside a part's stream would nest."""
     from sqlalchemy import select
 
     from .store import objects
 
-    statement = select(objects.c.first_publication_id, objects.c.manifest).where(objects.c.digest == digest)
+    made = {"WorkloadCase": tables.workload_row, "ExecutionEnvironment": tables.environment_row}
+    found: dict[str, dict[str, tuple[int, dict]]] = {kind: {} for kind in made}
+    statement = select(objects.c.kind, objects.c.digest, objects.c.first_publication_id, objects.c.manifest).where(
+        objects.c.kind.in_(list(made))
+    )
     with store.engine.connect() as conn:
-        found = conn.execute(statement).one_or_none()
-    return (0, {}) if found is None else (found[0], make(digest, json.loads(found[1])))
+        for kind, digest, publication, text in conn.execute(statement):
+            found[kind][digest] = (publication, made[kind](digest, json.loads(text)))
+    return _Rows(found["WorkloadCase"]), _Rows(found["ExecutionEnvironment"])
 
 
 def _write_part(
