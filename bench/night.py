@@ -123,11 +123,15 @@ with CatalogueStore.open(url, read_only=True) as store:
     elif stage == "regressions":
         from kernelindex_pipeline.liger.attribution import detect_and_attribute
         from kernelindex_pipeline.detection.settings import DetectionSettings
-        result, _ = detect_and_attribute(store.manifests(), DetectionSettings(), None,
+        from kernelindex_pipeline.catalogue.run_table import RunTable
+        table = RunTable(Path(state) / "run-table")  # the asset's is beside the catalogue; each folder its own here
+        update = table.update(store)
+        result, _ = detect_and_attribute(table.facts(store), DetectionSettings(), None,
                                          judgement_store=Path(state) / "judgements", marks=store.acknowledgements())
+        note = {"runTableRowsRead": update.rows_written}
         (Path(state) / "regressions.pickle").write_bytes(pickle.dumps(result))
         (out / "regressions.md").write_text(result.markdown())
-        note = {"seriesRejudged": result.judgements.rejudged, "seriesReused": result.judgements.reused}
+        note |= {"seriesRejudged": result.judgements.rejudged, "seriesReused": result.judgements.reused}
     elif stage == "efficiency":
         from kernelindex_pipeline.reporting.efficiency import derive_efficiency, rank_by_efficiency, write_sidecar
         from kernelindex_pipeline.reporting.series import RecordIndex, build_series

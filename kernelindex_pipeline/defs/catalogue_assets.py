@@ -27,6 +27,7 @@ from kernelindex_pipeline.catalogue.kernelindex import (
 )
 from kernelindex_pipeline.catalogue.origins import run_origins
 from kernelindex_pipeline.catalogue.parts import RUNS_DATASET, export_parts
+from kernelindex_pipeline.catalogue.run_table import RunTable, run_table_beside
 from kernelindex_pipeline.defs.import_plan import FINGERPRINT
 from kernelindex_pipeline.defs.resources import (
     CatalogueResource,
@@ -164,15 +165,21 @@ def benchmark_regressions(
     """Change points over every run of each series (kernel, mode, provider, workload, GPU, metric), with
     whole-run host effects taken out, and a cause per change ranked with its evidence (detection, then
     Liger's attribution: `liger.attribution.detect_and_attribute`; docs/concepts/detection.md). Series without
-    enough runs are counted as insufficient, never as 'no regression'.
+    enough runs are counted as insufficient, never as 'no regression'. The runs are read from the catalogue's
+    run table (catalogue/run_table.py), which each refresh brings up to date from the publications since.
 
     Detected once, here: the result is this asset's value (stored by the IO manager), which its check and
     the report read, so the alert, the check and the page always show one judgement with one settings. A
     refresh judges afresh only the series whose inputs changed since the last one (the judgement store of
     `regression_settings`; metadata `series_rejudged` / `series_reused`)."""
     with catalogue.open() as store:
+        table = RunTable(run_table_beside(store))
+        update = table.update(store)  # the runs of the publications since the last refresh, read from them
+        for warning in update.warnings:
+            context.log.warning(warning)
+        context.log.info(update.line())
         result, notes = detect_and_attribute(
-            store.manifests(),
+            table.facts(store),
             regression_settings.settings(),
             liger_git.clone() or None,
             judgement_store=regression_settings.judgement_store_path(),
@@ -192,9 +199,11 @@ def benchmark_regressions(
             # judged afresh (their inputs changed) and reused from the previous refresh (detection/judgements.py)
             "series_rejudged": result.judgements.rejudged,
             "series_reused": result.judgements.reused,
-            RECOMPUTED: f"{result.judgements.rejudged} series judged afresh (their inputs changed), "
-            f"{result.judgements.reused} reused from the judgement store; every run read and every GPU's host "
-            "effects estimated again to find out",
+            RECOMPUTED: f"{update.line()}; {result.judgements.rejudged} series judged afresh (their inputs "
+            f"changed), {result.judgements.reused} reused from the judgement store; every run's facts read from the "
+            "run table, and every GPU's host effects estimated again to find out (the noise they are judged "
+            "against is pooled across GPUs)",
+            "run_table": MetadataValue.path(str(table.path)),
             "host_effects": len(result.host_effects),
             "insufficient_data": len(result.insufficient),
             "settings": MetadataValue.json(regressions_json(result)["settings"]),

@@ -42,7 +42,7 @@ from .changes import (
     Trend,
 )
 from .judgements import JudgementStore
-from .run_facts import PEAK_MEMORY, AdapterRegistry, FactsAdapter, facts_of
+from .run_facts import PEAK_MEMORY, AdapterRegistry, FactsAdapter, RunFacts, RunFactsTable, facts_of
 
 SESSION_GAP_S = 30 * 60  # a sweep's rows are at most minutes apart (160 s on Liger's CI); runs are hours apart
 
@@ -72,7 +72,42 @@ class _Observations:
 
     def add(self, manifests: Iterable[dict[str, Any]], source: str | None = None) -> None:
         self.registry.enter(source)
-        registry, skipped, series, keys = self.registry, self.skipped, self.series, self.keys
+        registry = self.registry
+
+        def facts() -> Iterable[RunFacts | str]:
+            for manifest in manifests:
+                if not isinstance(manifest, dict):
+                    continue
+                if manifest.get("kind") != "BenchmarkRun":
+                    registry.see(manifest)
+                    continue
+                yield facts_of(manifest, registry)
+
+        self._take(facts(), source)
+
+    def add_table(self, table: RunFactsTable) -> None:
+        """A catalogue's runs from its run table: the other records seen first, then each run's own facts
+        completed by its source's adapter (the same facts as `add` of the catalogue's manifests)."""
+        registry = self.registry
+        registry.enter(None)
+        for manifest in table.records:
+            registry.see(manifest)
+        completions: dict[str | None, Any] = {}
+
+        def facts() -> Iterable[RunFacts | str]:
+            for source, own in table.runs:
+                if source not in completions:
+                    completions[source] = registry.completion(source)
+                complete = completions[source]
+                if complete is None or own is None:
+                    yield registry.no_adapter
+                else:
+                    yield own if isinstance(own, str) else complete(own)
+
+        self._take(facts(), None)
+
+    def _take(self, every: Iterable[RunFacts | str], source: str | None) -> None:
+        skipped, series, keys = self.skipped, self.series, self.keys
         sid_of, value, observed, order = self.sid.append, self.value.append, self.observed.append, self.order.append
         version, code_ref, environment, sources = (
             self.version.append,
@@ -80,13 +115,7 @@ class _Observations:
             self.environment.append,
             self.source.append,
         )
-        for manifest in manifests:
-            if not isinstance(manifest, dict):
-                continue
-            if manifest.get("kind") != "BenchmarkRun":
-                registry.see(manifest)
-                continue
-            facts = facts_of(manifest, registry)
+        for facts in every:
             if isinstance(facts, str):
                 skipped[facts] += 1
                 continue
@@ -213,6 +242,19 @@ def detect_regressions(
     unchanged and then rewrites; None: every series is judged afresh."""
     obs = _Observations(adapters)
     obs.add(manifests)
+    return _detect(obs, settings or DetectionSettings(), judgement_store)
+
+
+def detect_in_run_table(
+    table: RunFactsTable,
+    settings: DetectionSettings | None = None,
+    adapters: Mapping[str, FactsAdapter] | None = None,
+    judgement_store: str | os.PathLike[str] | None = None,
+) -> RegressionReport:
+    """`detect_regressions` of a catalogue, its runs read from a run table (`run_facts.RunFactsTable`, e.g.
+    catalogue/run_table.py's): the same report as from its manifests, without parsing every run."""
+    obs = _Observations(adapters)
+    obs.add_table(table)
     return _detect(obs, settings or DetectionSettings(), judgement_store)
 
 

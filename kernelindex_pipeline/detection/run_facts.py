@@ -18,7 +18,7 @@ would need every installed environment re-installed before a new source is seen.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple, Protocol
 
 from kernelindex_pipeline.records.metrics import LATENCY, PEAK_MEMORY, run_metric
@@ -75,6 +75,9 @@ class RunFactsAdapter(Protocol):
 
     # Optional: `enter_source(label: str | None)`, told before the records of one source run given as a
     # whole (a records file, e.g. `2845fe8/records.jsonl`: its label may name the code measured).
+    # Optional, for a run table (`RunFactsTable`): `own_facts(run)`, a staticmethod, what the run says by
+    # itself (no other record seen: what a table keeps per run), and `complete(facts)`, what `facts` adds to
+    # it once the other records are seen; `facts(run)` is then `complete(own_facts(run))`.
 
 
 FactsFunction = Callable[[dict[str, Any]], "RunFacts | str"]
@@ -186,6 +189,17 @@ class AdapterRegistry:
             if enter is not None:
                 enter(label)
 
+    def completion(self, source: str | None) -> Callable[[RunFacts], RunFacts | str] | None:
+        """The adapter's `complete` for a run table's runs of `source`; None without an adapter for it.
+        TypeError for an adapter that reads only manifests (a plain function): it cannot use a run table."""
+        adapter = self._adapters.get(source) if isinstance(source, str) else None
+        if adapter is None:
+            return None
+        complete = getattr(adapter, "complete", None)
+        if complete is None:
+            raise TypeError(f"the run-facts adapter of {source!r} reads manifests only (no complete()): no run table")
+        return complete
+
     def get(self, source: str) -> RunFactsAdapter | None:
         return self._adapters.get(source)
 
@@ -194,6 +208,27 @@ class AdapterRegistry:
 
     def known(self) -> list[str]:
         return sorted(self._adapters)
+
+
+class RunFactsTable(NamedTuple):
+    """A catalogue's runs as a run table keeps them, for detection without reading every run's manifest:
+    `records`, every record that is not a BenchmarkRun (in the catalogue's order, seen first), and `runs`,
+    (source, `own_facts_of` of the run) per run in the catalogue's order."""
+
+    records: Iterable[dict[str, Any]]
+    runs: Iterable[tuple[str | None, RunFacts | str | None]]
+
+
+def own_facts_of(manifest: dict[str, Any]) -> tuple[str | None, RunFacts | str | None]:
+    """(the run's source, what the run says by itself through its source's adapter class in SOURCE_ADAPTERS:
+    its facts, why it cannot be used, or None when no adapter class reads its source) for a run table."""
+    native = (manifest.get("spec") or {}).get("sourceNative")
+    source = native.get("source") if isinstance(native, dict) else None
+    path = SOURCE_ADAPTERS.get(source) if isinstance(source, str) else None
+    if path is None:
+        return (source if isinstance(source, str) else None), None
+    module, _, name = path.partition(":")
+    return source, getattr(importlib.import_module(module), name).own_facts(manifest)
 
 
 def facts_of(manifest: dict[str, Any], registry: AdapterRegistry) -> RunFacts | str:

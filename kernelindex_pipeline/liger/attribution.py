@@ -560,15 +560,19 @@ def detect_and_attribute(
     judgement_store: str | os.PathLike[str] | None = None,
     marks: list[dict[str, str]] | None = None,
 ) -> tuple[Any, list[str]]:
-    """(the regressions report, its notes): detection over `runs` (manifests, or records files each one
-    source run with `from_files`) with Liger's facts, then Liger's attribution, then the catalogue's
-    acknowledgements (`marks`, its rows). The one composition the CLI and the benchmark_regressions asset
-    share; the notes (a clone that cannot be used, a damaged judgement store) are theirs to show."""
+    """(the regressions report, its notes): detection over `runs` (manifests, a catalogue's run table as a
+    `detection.run_facts.RunFactsTable`, or records files each one source run with `from_files`) with Liger's
+    facts, then Liger's attribution, then the catalogue's acknowledgements (`marks`, its rows). The one
+    composition the CLI and the benchmark_regressions asset share; the notes (a clone that cannot be used, a
+    damaged judgement store) are theirs to show."""
     from kernelindex_pipeline.detection import acknowledgements
-    from kernelindex_pipeline.detection.detect import detect_in_record_files, detect_regressions
+    from kernelindex_pipeline.detection.detect import detect_in_record_files, detect_in_run_table, detect_regressions
+    from kernelindex_pipeline.detection.run_facts import RunFactsTable
 
     liger = LigerAttribution(clone)
-    if from_files:
+    if isinstance(runs, RunFactsTable):
+        report = detect_in_run_table(runs, settings, liger.adapters, judgement_store=judgement_store)
+    elif from_files:
         report = detect_in_record_files(runs, settings, liger.adapters, judgement_store=judgement_store)
     else:
         report = detect_regressions(runs, settings, liger.adapters, judgement_store=judgement_store)

@@ -80,15 +80,28 @@ class LigerRunFacts:
                 self.release_of[digest] = str(revision["version"])  # a sweep names the release it measured
 
     def facts(self, manifest: dict[str, Any]) -> RunFacts | str:
+        own = self.own_facts(manifest)
+        return own if isinstance(own, str) else self.complete(own)
+
+    @staticmethod
+    def own_facts(manifest: dict[str, Any]) -> RunFacts | str:
+        """`run_facts`, with `code_ref` the commit the run's label names (`runs.CODE_REF_LABEL`, a CI run in a
+        catalogue), or None: what a run table keeps (detection.run_facts.RunFactsTable)."""
         facts = run_facts(manifest)
         if isinstance(facts, str):
             return facts
         labelled = ((manifest.get("metadata") or {}).get("labels") or {}).get(CODE_REF_LABEL)
+        return facts._replace(code_ref=labelled if isinstance(labelled, str) and labelled else None)
+
+    def complete(self, facts: RunFacts) -> RunFacts:
+        """The facts of a run that `own_facts` read, once the records it refers to were seen: its origin, the
+        code it measured and its place on the run timeline, its implementation as its series follows it."""
+        labelled = facts.code_ref
         pinned = self.release_of.get(facts.implementation_digest)
         origin = SWEEP if pinned else CI if (self._code_ref or labelled) else HISTORY
         if self._code_ref is not None:
             facts = facts._replace(code_ref=self._code_ref, order=self._order, origin=origin)
-        elif isinstance(labelled, str) and labelled:  # a CI run in a catalogue: the commit its file named
+        elif labelled:  # a CI run in a catalogue: the commit its file named
             facts = facts._replace(code_ref=labelled, order=self._order_of(labelled), origin=origin)
         elif pinned:
             facts = facts._replace(code_ref=pinned, order=self._order_of(pinned), origin=origin)

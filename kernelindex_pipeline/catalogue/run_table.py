@@ -1,0 +1,240 @@
+"""The run table: every BenchmarkRun of a catalogue as detection reads it, in columns, kept in a folder beside
+the catalogue's other derived files and brought up to date from the publication log, so that a nightly
+refresh parses only the manifests the night published (issue 33).
+
+Objects are insert-only and each remembers the publication that first brought it
+(`CatalogueStore.publications_with_records`), so the table is one Parquet file per such publication, never
+rewritten: ``runs-<publication id>.parquet``, one row per run with what the run says by itself
+(`detection.run_facts.own_facts_of`: its source and its RunFacts, or why it cannot be used), its name and
+digest. ``table.json``, written last, lists the files with their publication's partition, rows and sha256.
+`RunTable.update` writes the files of publications it lacks, checks the others against the list (a damaged,
+missing or foreign file is read again from the catalogue, with a warning) and removes those of publications
+the catalogue does not have; `RunTable.facts` gives detection the catalogue's runs in the catalogue's order
+(`detection.run_facts.RunFactsTable`), the same facts as from the manifests.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kernelindex_pipeline.detection.run_facts import RunFacts, RunFactsTable, own_facts_of
+from kernelindex_pipeline.home import dagster_home
+
+FORMAT = 1
+LIST_NAME = "table.json"
+RUN_KIND = "BenchmarkRun"
+# a new column, or another meaning of one, needs a new FORMAT: the files of an older one are read again
+_FACTS = RunFacts._fields
+
+
+@dataclass
+class RunTableUpdate:
+    """What an update did: publications whose files were written (new, or read again), kept and removed."""
+
+    written: list[int] = field(default_factory=list)
+    kept: list[int] = field(default_factory=list)
+    removed: list[int] = field(default_factory=list)
+    rows_written: int = 0
+    warnings: list[str] = field(default_factory=list)
+
+    def line(self) -> str:
+        return (
+            f"run table: {len(self.written)} publication files written ({self.rows_written} runs read from their "
+            f"manifests), {len(self.kept)} kept, {len(self.removed)} removed"
+        )
+
+
+def _schema():
+    import pyarrow as pa  # imported when the table is used: a CLI start never pays for it
+
+    return pa.schema(
+        [
+            ("name", pa.string()),
+            ("digest", pa.string()),
+            ("source", pa.string()),
+            ("reason", pa.string()),  # why the run cannot be used; null with facts or without an adapter
+            ("adapter", pa.bool_()),  # an adapter class in SOURCE_ADAPTERS read its source
+            *[(f, pa.float64() if f in ("value", "order") else pa.string()) for f in _FACTS],
+        ]
+    )
+
+
+def run_table_beside(store: Any) -> Path:
+    """Where a catalogue's run table lives: ``<file>.run-table/`` beside an SQLite file, else
+    ``storage/run-table/`` under DAGSTER_HOME (a PostgreSQL catalogue's, kept by its refreshing instance)."""
+    database = store.engine.url.database
+    if store.dialect == "sqlite" and database not in (None, "", ":memory:"):
+        return Path(database).with_name(Path(database).name + ".run-table")
+    return dagster_home() / "storage" / "run-table"
+
+
+class RunTable:
+    """The run table in `path` (a folder, created when first updated)."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self._catalogue: str | None = None  # the (redacted) URL of the catalogue the list was made from
+
+    def update(self, store: Any) -> RunTableUpdate:
+        """Bring the table to the catalogue `store` holds (a `CatalogueStore`, read only)."""
+        done = RunTableUpdate()
+        listed, why = self._listed()
+        if not why and listed and self._catalogue != store.safe_url:
+            listed, why = {}, f"made from another catalogue ({self._catalogue})"
+        if why:
+            done.warnings.append(f"run table {self.path}: {why}; every publication read again from the catalogue")
+        wanted = store.publications_with_records()
+        entries: dict[str, Any] = {}
+        for publication, partition in wanted.items():
+            entry = listed.get(str(publication))
+            problem = self._problem(entry, partition) if entry is not None else None
+            if entry is not None and problem is None:
+                entries[str(publication)] = entry
+                done.kept.append(publication)
+                continue
+            if problem is not None:
+                done.warnings.append(f"run table {self.path}: publication {publication}: {problem}; read again")
+            entries[str(publication)] = self._write(store, publication, partition)
+            done.written.append(publication)
+            done.rows_written += entries[str(publication)]["rows"]
+        for gone in sorted(set(listed) - set(entries), key=int):
+            done.removed.append(int(gone))
+        files = {entry["file"] for entry in entries.values()}
+        for stray in self.path.glob("runs-*.parquet") if self.path.is_dir() else []:
+            if stray.name not in files:  # of a publication gone, or of a list that was lost
+                stray.unlink()
+        if done.written or done.removed or why or self._catalogue != store.safe_url:
+            _write_atomically(
+                self.path / LIST_NAME,
+                json.dumps(
+                    {"format": FORMAT, "catalogue": store.safe_url, "publications": entries}, indent=1, sort_keys=True
+                ).encode()
+                + b"\n",
+            )
+        return done
+
+    def facts(self, store: Any) -> RunFactsTable:
+        """The catalogue's records that are not runs (from `store`) and its runs from the table, each in the
+        catalogue's order (KINDS, then name, then digest: the runs sorted by name and digest here). Call
+        `update` first: RunTableError for a table whose list cannot be read."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.parquet as pq
+
+        listed, why = self._listed()
+        if why:
+            raise RunTableError(f"run table {self.path}: {why} (update it first)")
+        files = [self.path / entry["file"] for _, entry in sorted(listed.items(), key=lambda item: int(item[0]))]
+        table = (
+            pa.concat_tables([pq.read_table(f, schema=_schema()) for f in files]) if files else _schema().empty_table()
+        )
+        # code-point order of names, as the catalogue's (Arrow compares strings by their UTF-8 bytes)
+        table = table.take(pc.sort_indices(table, [("name", "ascending"), ("digest", "ascending")]))
+        return RunFactsTable(
+            records=store.manifests(kinds=[kind for kind in store.counts_by_kind() if kind != RUN_KIND]),
+            runs=_rows(table),
+        )
+
+    # ------------------------------------------------------------------ the files
+
+    def _listed(self) -> tuple[dict[str, Any], str | None]:
+        """(publication id -> its entry, why the list cannot be used or None)."""
+        path = self.path / LIST_NAME
+        if not path.exists():
+            return {}, None if not self.path.exists() or not any(self.path.iterdir()) else "no table.json"
+        try:
+            listed = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError, RecursionError) as error:
+            return {}, f"table.json unreadable ({error.__class__.__name__})"
+        if not isinstance(listed, dict) or listed.get("format") != FORMAT:
+            return {}, f"table.json of another format ({listed.get('format') if isinstance(listed, dict) else '?'})"
+        self._catalogue = listed.get("catalogue")
+        entries = listed.get("publications")
+        if not isinstance(entries, dict) or not all(
+            isinstance(e, dict) and {"file", "partition", "rows", "sha256"} <= set(e) for e in entries.values()
+        ):
+            return {}, "table.json damaged"
+        return entries, None
+
+    def _problem(self, entry: dict[str, Any], partition: str) -> str | None:
+        if entry["partition"] != partition:
+            return f"its file is of partition {entry['partition']!r}, the catalogue's is {partition!r}"
+        path = self.path / str(entry["file"])
+        if Path(entry["file"]).name != entry["file"] or not path.is_file():
+            return "its file is missing"
+        if _sha256(path) != entry["sha256"]:
+            return "its file is damaged (sha256 differs)"
+        return None
+
+    def _write(self, store: Any, publication: int, partition: str) -> dict[str, Any]:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        columns: dict[str, list] = {name: [] for name in _schema().names}
+        for digest, manifest in store.records(kinds=[RUN_KIND], publications=[publication]):
+            source, own = own_facts_of(manifest)
+            columns["name"].append((manifest.get("metadata") or {}).get("name"))
+            columns["digest"].append(digest)
+            columns["source"].append(source)
+            columns["adapter"].append(own is not None)
+            columns["reason"].append(own if isinstance(own, str) else None)
+            facts = own if isinstance(own, RunFacts) else None
+            for name in _FACTS:
+                columns[name].append(None if facts is None else getattr(facts, name))
+        self.path.mkdir(parents=True, exist_ok=True)
+        name = f"runs-{publication:09d}.parquet"
+        path = self.path / name
+        handle = tempfile.NamedTemporaryFile(dir=self.path, prefix=f".{name}.", suffix=".partial", delete=False)
+        handle.close()
+        try:
+            pq.write_table(pa.Table.from_pydict(columns, schema=_schema()), handle.name, compression="zstd")
+            os.replace(handle.name, path)
+        except BaseException:
+            Path(handle.name).unlink(missing_ok=True)
+            raise
+        return {"file": name, "partition": partition, "rows": len(columns["digest"]), "sha256": _sha256(path)}
+
+
+class RunTableError(RuntimeError):
+    """A run table that cannot be read as it is."""
+
+
+def _rows(table: Any) -> Iterator[tuple[str | None, RunFacts | str | None]]:
+    """(source, own facts | reason | None) per row; columns read once each (a million rows in seconds)."""
+    sources = table.column("source").to_pylist()
+    reasons = table.column("reason").to_pylist()
+    adapters = table.column("adapter").to_pylist()
+    facts = zip(*(table.column(name).to_pylist() for name in _FACTS), strict=True)
+    for source, reason, adapter, values in zip(sources, reasons, adapters, facts, strict=True):
+        if not adapter:
+            yield source, None
+        elif reason is not None:
+            yield source, reason
+        else:
+            yield source, RunFacts(*values)
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    handle = tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".partial", delete=False)
+    try:
+        with handle:
+            handle.write(data)
+        os.replace(handle.name, path)
+    except BaseException:
+        Path(handle.name).unlink(missing_ok=True)
+        raise
