@@ -15,14 +15,16 @@ Dagster run's step would: `export` (the asset's export per publication, catalogu
 Parquet parts and their manifest, then the efficiency sidecar; not the KernelIndex files, which need records the
 synthetic runs only name by a placeholder digest), `regressions`
 (detection with Liger's adapter, the judgement store kept beside the folder between nights, as the asset keeps
-it), `efficiency` (the efficiency_table asset's work), `site` (build_site with the regressions result).
+it), `efficiency` (the efficiency_table asset's work), `site` (the catalogue_report asset's: build_catalogue_site
+with the regressions result and the efficiency stage's sidecar, on the previous build in its folder).
 
     .venv/bin/python bench/night.py --series 4000 --sweeps 250      # the issue's 1M runs (long on two cores)
     .venv/bin/python bench/night.py --series 1000 --sweeps 20       # 20k runs, a few minutes
 
 Prints one JSON line per (night, stage) and whether the night's outputs equal the rebuild's; exits 1 if any
-differs. As of this bench's first version every stage still recomputes from the whole catalogue (the
-regressions' judgement store and the site's kept kernels aside): the numbers say what a night costs today.
+differs. The site rebuilds only the kernels the night touched (its line says how many, and why it built
+every kernel where it did); the other stages still recompute from the whole catalogue (the regressions'
+judgement store aside).
 """
 
 from __future__ import annotations
@@ -140,11 +142,13 @@ with CatalogueStore.open(url, read_only=True) as store:
         rank_by_efficiency(build_series(index), report)
         (out / "efficiency").mkdir(exist_ok=True)
         write_sidecar(report, out / "efficiency")
-    elif stage == "site":
-        from kernelindex_pipeline.reporting.site import build_site
+    elif stage == "site":  # as the catalogue_report asset: on the previous build in its folder, the efficiency
+        from kernelindex_pipeline.reporting.site import build_catalogue_site  # stage's sidecar
         result = pickle.loads((Path(state) / "regressions.pickle").read_bytes())
-        site = build_site(store.manifests(), out / "report", coverage=[], regressions=result)
-        note = {"kernels": site.counts["kernels"], "kernelPagesRewritten": site.counts["rewritten"]}
+        site = build_catalogue_site(store, out / "report", coverage=[], regressions=result,
+                                    efficiency_sidecar=out / "efficiency" / "efficiency.jsonl")
+        note = {"kernels": site.counts["kernels"], "kernelPagesRewritten": site.counts["rewritten"],
+                "kernelsRebuilt": len(site.rebuilt), "full": site.full_rebuild}
 peak = next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM"))
 print(json.dumps({"wall": time.perf_counter() - wall, "cpu": time.process_time() - cpu, "peakMiB": peak / 1024,
                   **note}))

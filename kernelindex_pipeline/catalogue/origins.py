@@ -52,7 +52,15 @@ def origin_of_snapshot(snapshot: Mapping[str, Any] | None, ui_url: str | None = 
     return kernelindex_locator(locator, sha256) if isinstance(sha256, str) else None
 
 
+def publication_origins(store: Any, ui_url: str | None = None) -> dict[int, str]:
+    """Each publication's id -> the link to where the runs it first published came from (publications without
+    one left out): what the site of a catalogue reads (`reporting.site.build_catalogue_site`), which knows the
+    publication of each run it reads."""
+    links = {p["id"]: origin_of_snapshot(p.get("snapshot"), ui_url) for p in store.publications()}
+    return {pid: url for pid, url in links.items() if url}
+
+
 def run_origins(store: Any, ui_url: str | None = None) -> dict[str, str]:
     """Each run's digest -> the link to where it came from (runs without one left out)."""
-    links = {p["id"]: origin_of_snapshot(p.get("snapshot"), ui_url) for p in store.publications()}
-    return {digest: links[pid] for digest, pid in store.run_publications().items() if links.get(pid)}
+    links = publication_origins(store, ui_url)
+    return {digest: links[pid] for digest, pid in store.run_publications().items() if pid in links}

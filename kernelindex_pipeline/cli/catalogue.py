@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from pathlib import Path
 
 from kernelindex_pipeline.cli.errors import Command, CommandError, UsageError
@@ -192,62 +191,73 @@ def _site_arguments(p: argparse.ArgumentParser) -> None:
         required=True,
         metavar="DIR",
         help="writes DIR/index.html (the landing page), DIR/kernels/*.html, DIR/data/*.js, DIR/regressions.html and "
-        "regressions.json; a rebuild rewrites only the pages whose content changed",
+        "regressions.json; a rebuild rewrites only the pages whose content changed, and a catalogue's rebuilds only "
+        "the kernels the publications since the previous build in DIR touched",
+    )
+    p.add_argument(
+        "--rebuild",
+        action="store_true",
+        help="of a catalogue: build every kernel from every record instead of building on the previous build in "
+        "DIR (the same files; what a build into a fresh folder does)",
     )
     _detection_arguments(p)
 
 
-@contextmanager
-def _report_inputs(args: argparse.Namespace) -> Iterator[tuple[Iterable[dict], list | None, object]]:
-    """(manifests, coverage cells or None, regressions) of --records files or the catalogue. A catalogue's
-    manifests are a stream (read once more after detection's own), so a site of a million runs never holds
-    them all."""
+def _records_inputs(args: argparse.Namespace) -> tuple[list[dict], list | None, object]:
+    """(manifests, coverage cells or None, regressions) of --records files."""
+    from kernelindex_pipeline.imports.coverage import CoverageTable
+    from kernelindex_pipeline.records.io import load_manifests
 
     settings = _detection_settings(args)
-    if args.records and args.catalogue:
-        raise UsageError("give --records or --catalogue, not both")
-    if args.records:
-        from kernelindex_pipeline.imports.coverage import CoverageTable
-        from kernelindex_pipeline.records.io import load_manifests
-
-        manifests, import_reports = [], []
-        for path in args.records:
-            if not path.is_file():
-                raise CommandError(f"{path}: no such file")
+    manifests, import_reports = [], []
+    for path in args.records:
+        if not path.is_file():
+            raise CommandError(f"{path}: no such file")
+        try:
+            manifests += [manifest for _, manifest in load_manifests(path)]
+        except (OSError, ValueError) as exc:
+            raise CommandError(f"{path}: {exc}") from None
+        report_path = path.with_name("report.json")  # transform writes it next to records.jsonl
+        if report_path.is_file():
             try:
-                manifests += [manifest for _, manifest in load_manifests(path)]
+                import_reports.append(json.loads(report_path.read_text(encoding="utf-8")))
             except (OSError, ValueError) as exc:
-                raise CommandError(f"{path}: {exc}") from None
-            report_path = path.with_name("report.json")  # transform writes it next to records.jsonl
-            if report_path.is_file():
-                try:
-                    import_reports.append(json.loads(report_path.read_text(encoding="utf-8")))
-                except (OSError, ValueError) as exc:
-                    raise CommandError(f"{report_path}: {exc}") from None
-        coverage = CoverageTable.of(import_reports).cells if import_reports else None
-        # each file one source run, as `regressions --records` judges them
-        yield manifests, coverage, _detect_and_attribute(args, settings, records=args.records)
-        return
+                raise CommandError(f"{report_path}: {exc}") from None
+    coverage = CoverageTable.of(import_reports).cells if import_reports else None
+    # each file one source run, as `regressions --records` judges them
+    return manifests, coverage, _detect_and_attribute(args, settings, records=args.records)
+
+
+def _catalogue_site(args: argparse.Namespace):  # noqa: ANN202 - a SiteResult
+    """The site of the catalogue, built on the previous build in --out (`build_catalogue_site`)."""
+    from kernelindex_pipeline.catalogue.origins import publication_origins
     from kernelindex_pipeline.catalogue.store import CatalogueStore
+    from kernelindex_pipeline.reporting.site import build_catalogue_site
 
-    store = CatalogueStore.open(catalogue_url(args.catalogue), read_only=True)
-    try:
+    settings = _detection_settings(args)
+    with CatalogueStore.open(catalogue_url(args.catalogue), read_only=True) as store:
         regressions = _detect_and_attribute(args, settings, manifests=store.manifests(), marks=store.acknowledgements())
-        from kernelindex_pipeline.catalogue.origins import run_origins
-
-        args.origins = run_origins(store)  # each point's link to where its run came from
-        yield store.manifests(), None, regressions
-    finally:
-        store.close()
+        return build_catalogue_site(
+            store,
+            args.out,
+            regressions=regressions,
+            publication_origins=publication_origins(store),  # each point's link to where its run came from
+            rebuild=args.rebuild,
+        )
 
 
 def _site(args: argparse.Namespace) -> int:
     from kernelindex_pipeline.reporting.site import build_site
 
-    with _report_inputs(args) as (manifests, coverage, regressions):
-        result = build_site(
-            manifests, args.out, coverage=coverage, regressions=regressions, origins=getattr(args, "origins", None)
-        )
+    if args.records and args.catalogue:
+        raise UsageError("give --records or --catalogue, not both")
+    if args.records and args.rebuild:
+        raise UsageError("--rebuild is for a catalogue's site: a site of --records files reads every record anyway")
+    if args.records:
+        manifests, coverage, regressions = _records_inputs(args)
+        result = build_site(manifests, args.out, coverage=coverage, regressions=regressions)
+    else:
+        result = _catalogue_site(args)
     if result.changed and set(result.changed.values()) == {"new"} and not result.pages_kept:
         changed = f"first build in {args.out}: {len(result.changed)} kernels new"
     else:
@@ -258,6 +268,10 @@ def _site(args: argparse.Namespace) -> int:
     )
     shown = ", ".join(result.pages_rewritten[:8]) + (" ..." if len(result.pages_rewritten) > 8 else "")
     print(f"changed since the previous build: {changed}")
+    if result.full_rebuild is None and not args.records:
+        print(f"recomputed: {result.recomputed}")
+    elif result.full_rebuild is not None:
+        print(f"built every kernel: {result.full_rebuild}")
     print(
         f"pages rewritten: {len(result.pages_rewritten)} ({shown or 'none'}); kept unchanged: {len(result.pages_kept)}"
     )

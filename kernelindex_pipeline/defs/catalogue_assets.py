@@ -25,7 +25,7 @@ from kernelindex_pipeline.catalogue.kernelindex import (
     snapshots_of_publications,
     source_commit_of_publications,
 )
-from kernelindex_pipeline.catalogue.origins import run_origins
+from kernelindex_pipeline.catalogue.origins import publication_origins
 from kernelindex_pipeline.catalogue.parts import RUNS_DATASET, export_parts
 from kernelindex_pipeline.catalogue.run_table import RunTable, run_table_beside
 from kernelindex_pipeline.defs.import_plan import FINGERPRINT
@@ -47,12 +47,11 @@ from kernelindex_pipeline.reporting.efficiency import (
     derive_efficiency,
     place_sidecar,
     rank_by_efficiency,
-    read_sidecar,
     table_markdown,
     write_sidecar,
 )
 from kernelindex_pipeline.reporting.series import RecordIndex, build_series
-from kernelindex_pipeline.reporting.site import build_site
+from kernelindex_pipeline.reporting.site import build_catalogue_site
 
 
 class OutputDirConfig(Config):
@@ -263,8 +262,10 @@ def catalogue_report(
     """The catalogue as an interactive static site (reporting/site.py): a landing page (what changed since the
     previous build, the coverage pivot of the latest import of every partition and file, efficiency, the
     regressions), a page per kernel drawn in the browser from that kernel's data, the regressions page (the
-    `benchmark_regressions` result, as stored), efficiency as `efficiency_table` derived it. Only kernels whose
-    data changed are rewritten."""
+    `benchmark_regressions` result, as stored), efficiency as `efficiency_table` derived it. Built on the previous
+    build in its folder: only the kernels the publications since then touched are rebuilt, from their runs
+    alone (`build_catalogue_site`; metadata `recomputed` says which and why), and only files whose content
+    changed are rewritten."""
     from kernelindex_pipeline.defs.bisection_job import latest_verdicts
 
     out = _out(config, SITE_DIR)
@@ -272,14 +273,17 @@ def catalogue_report(
     regressions = dataclasses.replace(benchmark_regressions, bisections=latest_verdicts(context.instance))
     with catalogue.open() as store:
         coverage = CoverageTable.of(r for reports in _latest_reports(store.publications()).values() for r in reports)
-        site = build_site(
-            store.manifests(),
+        site = build_catalogue_site(
+            store,
             out,
             coverage=coverage.cells,
             regressions=regressions,
-            origins=run_origins(store),
-            efficiency=read_sidecar(efficiency_table),
+            publication_origins=publication_origins(store),
+            efficiency_sidecar=efficiency_table,
         )
+    if site.full_rebuild is not None:
+        context.log.warning(f"site: every kernel rebuilt: {site.full_rebuild}")
+    context.log.info(f"site: {site.recomputed}")
     c = site.counts
     changed = ", ".join(f"{k} ({v})" for k, v in sorted(site.changed.items())) or "nothing"
     context.log.info(
@@ -301,8 +305,9 @@ def catalogue_report(
             "kernels_rewritten": c["rewritten"],
             "pages_rewritten": c["pagesRewritten"],
             "pages_kept": c["pagesKept"],
-            RECOMPUTED: f"{c['rewritten']} of {c['kernels']} kernel pages rewritten (their data changed); every run "
-            "read to find out",
+            "kernels_rebuilt": len(site.rebuilt),
+            RECOMPUTED: f"{site.recomputed}; {c['rewritten']} of {c['kernels']} kernel pages rewritten (their data "
+            "changed)",
         }
     )
 

@@ -17,7 +17,11 @@ Layout of DIR (readable from ``file://`` and offline: no server, no network, no 
   build to say what changed and to rewrite only the kernels whose data changed. Every other file is written only
   where its content changed (``site_files.write_text``), so a rebuild after new runs of one kernel rewrites that
   kernel's page, the landing page and, where detection's result changed, the regressions page; ``SiteResult``
-  lists the pages rewritten and kept.
+  lists the pages rewritten and kept. It also holds each kernel's *part* (`_derive`: what the landing and
+  regressions pages need of it, and what its data depended on), from which those two pages are always made, and
+  for a catalogue's build the newest publication it read: `build_catalogue_site` then reads only what the
+  publications since brought and rebuilds only the kernels they touched (its docstring says when it builds
+  everything instead).
 
 Kernel data (``KI.load({...})`` in ``data/<kernel>.js``), columns by index to stay compact:
 ``gpus``/``providers``/``modes``/``versions``/``workloads`` are lookup tables; ``sweeps`` lists, per GPU, the
@@ -36,16 +40,20 @@ gives, for two runs of a series, the changes detected between them with the regr
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import heapq
 import html
 import json
+import logging
 import os
+import re
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from kernelindex_pipeline.detection import acknowledgements
 from kernelindex_pipeline.detection.attribution import short_subject
@@ -54,28 +62,49 @@ from kernelindex_pipeline.detection.detect import detect_regressions
 from kernelindex_pipeline.imports.coverage import CoverageCell
 from kernelindex_pipeline.liger import identity
 from kernelindex_pipeline.records.names import kebab
+from kernelindex_pipeline.records.schema import KINDS
 
 from .efficiency import (
+    COPY_SENTINEL_PREFIX,
+    DEFAULT_LOW_THRESHOLD,
     FLAG_LOW,
+    MATMUL_SENTINEL_PREFIX,
+    SIDECAR_KIND,
     SIDECAR_NAME,
+    SIDECAR_VERSION,
     TERA,
     EfficiencyReport,
+    RunEfficiency,
     TableRow,
     derive_efficiency,
     efficiency_caveats,
     format_pct,
     pass_caveats,
+    place_sidecar,
     rank_by_efficiency,
+    read_sidecar,
     write_sidecar,
 )
 from .regressions_page import DATA_NAME as REGRESSIONS_DATA
 from .regressions_page import PAGE_NAME as REGRESSIONS_PAGE
 from .regressions_page import write_regressions
-from .series import MODE_ORDER, PEAK_MEMORY_METRIC, RecordIndex, Series, build_series, find_sweeps, parse_version
+from .series import (
+    MODE_ORDER,
+    PEAK_MEMORY_METRIC,
+    RecordIndex,
+    RunRow,
+    Series,
+    build_series,
+    find_sweeps,
+    parse_version,
+    run_row,
+)
 from .site_files import copy_assets, js_payload, script_tags, write_text
 
+log = logging.getLogger(__name__)
 STATE_NAME = "site-state.json"
 SITE_FORMAT = 3  # bump when the data layout changes: every kernel is then rewritten
+STATE_FORMAT = 1  # bump when site-state.json's parts change: the next catalogue build is then a full one
 METRICS = ("latency", PEAK_MEMORY_METRIC)
 SUMMARY_DATA = "summary.js"
 # data/ files that are not a kernel's: a kernel whose slug would take one of these names gets a hashed slug
@@ -93,6 +122,11 @@ class SiteResult:
     # those whose content had not changed, left as they were
     pages_rewritten: list[str] = field(default_factory=list)
     pages_kept: list[str] = field(default_factory=list)
+    # what this build recomputed and why (the catalogue_report asset's `recomputed`), the kernels it derived
+    # afresh, and why it built every kernel where it did (None: built on the previous build)
+    recomputed: str = ""
+    rebuilt: list[str] = field(default_factory=list)
+    full_rebuild: str | None = None
 
 
 def kernel_slugs(kernels: Iterable[str]) -> dict[str, str]:
@@ -143,18 +177,6 @@ def _series_changes(regressions: RegressionReport) -> dict[tuple, list[list[Any]
                 acknowledgements.change_id(change),
             ]
         )
-    return found
-
-
-def _source_origins(index: RecordIndex, origins: Mapping[str, str]) -> dict[str, str]:
-    """Detection's label of a catalogue's source run (``"<gpu> <observedAt>"``: the runs of one GPU at one time,
-    `detection.regressions`) -> the link to where its first run came from, for the regressions page's points."""
-    found: dict[str, str] = {}
-    for row in index.runs:
-        url = origins.get(row.digest)
-        ident = identity.parse_external_id(row.external_id or "") if url else None
-        if ident is not None and ident.gpu_slug:
-            found.setdefault(f"{ident.gpu_slug} {row.observed_at}", url)
     return found
 
 
@@ -296,6 +318,225 @@ def _pivot(series: list[Series]) -> dict[str, dict[tuple[str, str], int]]:
     return cells
 
 
+# --------------------------------------------------------------------------- what a build keeps of each kernel
+#
+# A build derives, per kernel, its data file and page (`kernel_data`) and a *part*: everything the landing page,
+# the regressions page and the next incremental build need of that kernel (its runs, pivot cells, efficiency
+# ranking rows and status counts, percent-of-peak scales, the links of its source runs, and what its data
+# depended on). The landing and regressions pages are always made from the parts of every kernel, so a build
+# that rebuilt three kernels and kept the parts of six (`build_catalogue_site`) writes the bytes a full build
+# writes.
+
+
+def _detection_of(regressions: RegressionReport) -> tuple[dict, dict, dict[str, str]]:
+    """Detection's per-point sources, per-series changes (`_run_sources`, `_series_changes`) and, per kernel, a
+    fingerprint of everything of detection's result its data can show: a kernel whose fingerprint is the
+    previous build's has, from detection, the data it had."""
+    sources, changes = _run_sources(regressions), _series_changes(regressions)
+    lines: dict[str, list[str]] = defaultdict(list)
+    for t in regressions.trends:
+        k = t.key
+        lines[k.kernel].append(
+            json.dumps([k.mode, k.provider, k.workload_digest, k.gpu, k.metric, t.observed_at, t.sources, t.code_refs])
+        )
+    for key, rows in changes.items():
+        lines[key[0]].append(json.dumps([list(key), rows]))
+    fingerprints = {
+        kernel: "sha256:" + hashlib.sha256("\n".join(sorted(found)).encode()).hexdigest()
+        for kernel, found in lines.items()
+    }
+    return sources, changes, fingerprints
+
+
+def _run_kernel(run: RunRow, known: dict[tuple, tuple[str, bool]]) -> tuple[str, bool]:
+    """(the kernel its externalId names, or "", whether the run is *regular*: a string source and an externalId
+    whose kernel is the one its series take, so the catalogue finds it among that kernel's runs
+    (`kernel_external_id_prefix`))."""
+    memo = (run.external_head, run.benchmark)
+    if memo not in known:
+        ident = identity.parse_external_id(run.external_id or "") if run.external_head is not None else None
+        benchmark = identity.parse_benchmark(run.benchmark) if isinstance(run.benchmark, str) else None
+        regular = ident is not None and (benchmark is None or benchmark[0] == ident.kernel)
+        known[memo] = (ident.kernel if ident is not None else "", regular)
+    kernel, regular = known[memo]
+    return kernel, regular and isinstance(run.source, str)
+
+
+def _status_by_kernel(efficiency: EfficiencyReport) -> dict[str, Counter]:
+    """Runs by efficiency status (`EfficiencyReport.status_counts`), per kernel."""
+    found: dict[str, Counter] = defaultdict(Counter)
+    rows = efficiency._rows  # derived: every run's group; read from a sidecar: every run's facts
+    if rows is not None:
+        for group, _, _ in rows.values():
+            found[group.kernel][group.status] += 1
+    else:
+        for facts in efficiency.runs.values():
+            found[facts.kernel][facts.status] += 1
+    return found
+
+
+def _missing_references(index: RecordIndex, series: list[Series]) -> list[str]:
+    """The records a kernel's series refer to that the input does not hold (a later publication that brings
+    one changes that kernel's data)."""
+    wanted: set[str] = set()
+    for s in series:
+        k = s.key
+        wanted |= {k.implementation_digest, k.workload_digest, k.protocol_digest, k.environment_digest}
+        case = index.get(k.workload_digest, "WorkloadCase")
+        implementation = index.get(k.implementation_digest, "ImplementationRevision")
+        for digest in (
+            ((case or {}).get("spec") or {}).get("operationSpecDigest"),
+            (((implementation or {}).get("spec") or {}).get("operation") or {}).get("specDigest"),
+        ):
+            if isinstance(digest, str):
+                wanted.add(digest)
+    return sorted(d for d in wanted if d not in index.by_digest)
+
+
+@dataclass
+class _Derived:
+    """What one pass over an index made: the data and page facts of each kernel with series, and the part of
+    each kernel (also of a kernel whose runs made no series)."""
+
+    payloads: dict[str, str] = field(default_factory=dict)
+    facts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    parts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    regular: bool = True  # every run regular (`_run_kernel`)
+    runs_read: int = 0
+
+
+def _empty_part() -> dict[str, Any]:
+    return {
+        "runs": 0,
+        "series": 0,
+        "pivot": [],
+        "ranking": [],
+        "status": {},
+        "scales": [],
+        "labels": {},
+        "environments": [],
+        "missing": [],
+        "implementations": [],
+        "detection": None,
+    }
+
+
+def _derive(
+    index: RecordIndex,
+    *,
+    kernels: set[str] | None,
+    efficiency: EfficiencyReport,
+    detection: tuple[dict, dict, dict[str, str]],
+    origins: Mapping[str, str] | None,
+) -> _Derived:
+    """The data, page facts and parts of `kernels` (every kernel where None) from `index`, which holds at least
+    every run of those kernels."""
+    sources, changes, fingerprints = detection
+    latency, memory = build_series(index), build_series(index, PEAK_MEMORY_METRIC)
+    by_kernel: dict[str, list[Series]] = defaultdict(list)
+    for s in [*latency, *memory]:
+        if kernels is None or s.kernel in kernels:
+            by_kernel[s.kernel].append(s)
+    out = _Derived()
+
+    def part(kernel: str) -> dict[str, Any]:
+        if kernel not in out.parts:
+            out.parts[kernel] = _empty_part() | {"detection": fingerprints.get(kernel)}
+        return out.parts[kernel]
+
+    known: dict[tuple, tuple[str, bool]] = {}
+    labels: dict[str, dict[str, list[str]]] = defaultdict(dict)
+    for run in index.runs:
+        kernel, regular = _run_kernel(run, known)
+        if kernels is not None and kernel not in kernels:
+            continue
+        out.regular &= regular
+        out.runs_read += 1
+        part(kernel)["runs"] += 1
+        url = (origins or {}).get(run.digest)
+        if url is not None:
+            ident = identity.parse_external_id(run.external_id or "")
+            if ident is not None and ident.gpu_slug:
+                label, candidate = f"{ident.gpu_slug} {run.observed_at}", [run.name, run.digest, url]
+                if label not in labels[kernel] or candidate < labels[kernel][label]:
+                    labels[kernel][label] = candidate
+    for kernel, found in labels.items():
+        part(kernel)["labels"] = dict(sorted(found.items()))
+    for kernel, counts in _status_by_kernel(efficiency).items():
+        if kernels is None or kernel in kernels:
+            part(kernel)["status"] = dict(sorted(counts.items()))
+    for kernel in sorted(by_kernel):
+        s = by_kernel[kernel]
+        data = kernel_data(kernel, s, efficiency, sources, index, origins, changes)
+        out.payloads[kernel] = js_payload(data)
+        out.facts[kernel] = {
+            "fingerprint": "sha256:" + hashlib.sha256(out.payloads[kernel].encode()).hexdigest(),
+            "title": s[0].kernel_title,
+            "series": len(s),
+            "points": sum(len(x.points) for x in s),
+            "versions": _version_order(p.version for x in s for p in x.points),
+            "gpus": sorted({x.gpu_slug for x in s}),
+        }
+        on_latency = [x for x in s if x.metric != PEAK_MEMORY_METRIC]
+        scales = []
+        for x in on_latency:
+            scale = efficiency.percent_scale(x.kernel, x.mode, x.provider, x.key.workload_digest, x.gpu_slug)
+            if scale is not None:
+                scales.append([x.mode, x.provider, x.key.workload_digest, x.gpu_slug, scale])
+        part(kernel).update(
+            series=len(s),
+            pivot=sorted([g, v, n] for (g, v), n in _pivot(s).get(kernel, {}).items()),
+            ranking=[[row.gpu, row.facts.to_dict()] for row in rank_by_efficiency(on_latency, efficiency)],
+            scales=sorted(scales, key=lambda row: row[:4]),
+            environments=sorted({x.key.environment_digest for x in s}),
+            missing=_missing_references(index, s),
+            implementations=sorted({identity.implementation_name(kernel, x.provider) for x in s}),
+        )
+    return out
+
+
+def _scales_report(parts: Mapping[str, dict[str, Any]], low_threshold: float) -> EfficiencyReport:
+    """The percent-of-peak scales of every kernel's latency series, as the report the regressions page asks
+    (`change_efficiency`)."""
+    scales = {
+        (kernel, mode, provider, workload, gpu): scale
+        for kernel, part in sorted(parts.items())
+        for mode, provider, workload, gpu, scale in part["scales"]
+    }
+    return EfficiencyReport(runs={}, low_threshold=low_threshold, _scales=scales)
+
+
+def _source_origins_of(parts: Mapping[str, dict[str, Any]]) -> dict[str, str]:
+    """Detection's label of a source run (``"<gpu> <observedAt>"``) -> the link to where its first run (by name,
+    then digest: the catalogue's order) came from, for the regressions page's points."""
+    best: dict[str, list[str]] = {}
+    for part in parts.values():
+        for label, candidate in part["labels"].items():
+            if label not in best or candidate < best[label]:
+                best[label] = candidate
+    return {label: found[2] for label, found in sorted(best.items())}
+
+
+def _ranking(parts: Mapping[str, dict[str, Any]]) -> list[TableRow]:
+    """`rank_by_efficiency` over every kernel's series, from each kernel's rows."""
+    rows = [
+        TableRow(gpu, RunEfficiency.from_dict(facts))
+        for _, part in sorted(parts.items())
+        for gpu, facts in part["ranking"]
+    ]
+    rows.sort(
+        key=lambda r: (
+            r.gpu,
+            not r.facts.plausible,
+            r.facts.pct_of_peak,
+            r.facts.kernel,
+            r.facts.mode,
+            r.facts.provider,
+        )
+    )
+    return rows
+
+
 # --------------------------------------------------------------------------- build
 
 
@@ -305,7 +546,9 @@ def _read_state(out_dir: Path) -> dict[str, Any]:
         state = json.loads((out_dir / STATE_NAME).read_text(encoding="utf-8"))
     except (OSError, ValueError, RecursionError):  # RecursionError: nested deeper than the decoder goes
         return {}
-    return state if isinstance(state, dict) and state.get("format") == SITE_FORMAT else {}
+    if not isinstance(state, dict) or state.get("format") != SITE_FORMAT or not isinstance(state.get("kernels"), dict):
+        return {}
+    return state
 
 
 @dataclass
@@ -323,14 +566,18 @@ class _Landing:
 def _write_landing(
     out_dir: Path,
     landing: _Landing,
-    every_series: list[Series],
-    latency: list[Series],
-    efficiency: EfficiencyReport,
+    parts: Mapping[str, dict[str, Any]],
+    low_threshold: float,
     coverage: Iterable[CoverageCell] | None,
     pages: _Pages,
 ) -> None:
     """The landing page and its summary data, written last: it is what readers open."""
-    pivot = _pivot(every_series)
+    pivot: dict[str, dict[tuple[str, str], int]] = {
+        kernel: {(g, v): n for g, v, n in part["pivot"]} for kernel, part in sorted(parts.items()) if part["pivot"]
+    }
+    status: Counter = Counter()
+    for part in parts.values():
+        status.update(part["status"])
     html = landing_page(
         landing.title,
         landing.state,
@@ -339,7 +586,7 @@ def _write_landing(
         landing.counts,
         landing.regressions,
         coverage=None if coverage is None else list(coverage),
-        efficiency_html=efficiency_section(efficiency, rank_by_efficiency(latency, efficiency)),
+        efficiency_html=_efficiency_section(dict(status), low_threshold, _ranking(parts)),
         previous_built=landing.previous_built,
     )
     summary = write_text(out_dir / "data" / SUMMARY_DATA, js_payload(_summary_data(landing.state, pivot)))
@@ -356,13 +603,15 @@ def build_site(
     origins: Mapping[str, str] | None = None,
     efficiency: EfficiencyReport | None = None,
 ) -> SiteResult:
-    """Write the site into `out_dir` (layout in the module docstring). Incremental: a kernel whose data has the
-    previous build's fingerprint keeps its files untouched, and every other file is written only where its
+    """Write the site of `manifests` into `out_dir` (layout in the module docstring). A kernel whose data has
+    the previous build's fingerprint keeps its files untouched, and every other file is written only where its
     content changed; the result lists the pages rewritten and kept, the landing page says which kernels are new,
-    changed or gone. `regressions`: the detection result to show (the asset's, or the CLI's with its settings);
-    without it detection runs here with the default settings. `origins`: run digest -> the link to where it
-    came from (`catalogue.origins.run_origins`), on each point. `efficiency`: the figures to show (the
-    efficiency_table asset's); without them they are derived here with the default threshold."""
+    changed or gone. Every manifest is read (a catalogue's site that reads only what the publications since its
+    previous build brought: `build_catalogue_site`). `regressions`: the detection result to show (the asset's,
+    or the CLI's with its settings); without it detection runs here with the default settings. `origins`: run
+    digest -> the link to where it came from (`catalogue.origins.run_origins`), on each point. `efficiency`:
+    the figures to show (the efficiency_table asset's); without them they are derived here with the default
+    threshold."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     if regressions is None:  # detection reads the manifests as the index takes them: one pass, none kept whole
@@ -370,25 +619,72 @@ def build_site(
         regressions = detect_regressions(index.read(manifests))
     else:
         index = RecordIndex(manifests)
-    latency, memory = build_series(index), build_series(index, PEAK_MEMORY_METRIC)
     if efficiency is None:
         efficiency = derive_efficiency(index)
-    by_kernel: dict[str, list[Series]] = defaultdict(list)
-    for s in [*latency, *memory]:
-        by_kernel[s.kernel].append(s)
+    derived = _derive(index, kernels=None, efficiency=efficiency, detection=_detection_of(regressions), origins=origins)
     before = _read_state(out_dir)
-    previous = before.get("kernels", {})
-    sources = _run_sources(regressions)
-    changes = _series_changes(regressions)
-    pages = _Pages()
-    state = _write_kernels(
+    site = _assemble(
         out_dir,
-        by_kernel,
-        previous,
         title,
-        pages,
-        lambda kernel: kernel_data(kernel, by_kernel[kernel], efficiency, sources, index, origins, changes),
+        derived,
+        kept={},
+        before=before,
+        regressions=regressions,
+        coverage=coverage,
+        low_threshold=efficiency.low_threshold,
     )
+    write_sidecar(efficiency, out_dir)
+    site.result.recomputed = f"all {len(site.parts)} kernels rebuilt from every record given"
+    site.result.rebuilt = sorted(site.parts)
+    _write_state(out_dir, site, None)
+    return site.result
+
+
+@dataclass
+class _Assembled:
+    result: SiteResult
+    state: dict[str, Any]  # kernel -> page facts (with slug)
+    parts: dict[str, dict[str, Any]]
+
+
+def _assemble(
+    out_dir: Path,
+    title: str,
+    derived: _Derived,
+    *,
+    kept: Mapping[str, str],
+    before: dict[str, Any],
+    regressions: RegressionReport,
+    coverage: Iterable[CoverageCell] | None,
+    low_threshold: float,
+    kept_parts: Mapping[str, dict[str, Any]] | None = None,
+) -> _Assembled:
+    """Write the kernels `derived` made (and move the files of `kept` kernels, kept from the previous build,
+    whose slug changed), then the regressions and landing pages from every kernel's part."""
+    previous = before.get("kernels", {})
+    parts = {**(kept_parts or {}), **derived.parts}
+    facts = {k: previous[k] for k in kept} | derived.facts
+    slugs = kernel_slugs(facts)
+    pages = _Pages()
+    state: dict[str, Any] = {}
+    for kernel in sorted(facts):
+        slug = slugs[kernel]
+        entry = {"fingerprint": facts[kernel]["fingerprint"], "slug": slug} | {
+            k: v for k, v in facts[kernel].items() if k not in ("fingerprint", "slug")
+        }
+        state[kernel] = entry
+        data_file, page = out_dir / "data" / f"{slug}.js", out_dir / "kernels" / f"{slug}.html"
+        old = previous.get(kernel, {})
+        unchanged = old.get("fingerprint") == entry["fingerprint"] and old.get("slug") == slug
+        if unchanged and data_file.exists() and page.exists():
+            pages.add(f"kernels/{slug}.html", False)
+            continue
+        payload = derived.payloads.get(kernel)
+        if payload is None:  # kept, with another slug now: its data moves (`build_catalogue_site` checked it)
+            payload = (out_dir / "data" / f"{kept[kernel]}.js").read_text(encoding="utf-8")
+        data_written = write_text(data_file, payload)
+        page_written = write_text(page, kernel_page(kernel, slug, entry["title"], title))
+        pages.add(f"kernels/{slug}.html", data_written or page_written)
     _remove_gone(out_dir, previous, state)
     changed = {k: "new" for k in state if k not in previous}
     changed |= {
@@ -397,14 +693,16 @@ def build_site(
     changed |= {k: "removed" for k in previous if k not in state}
     copy_assets(out_dir)
     written = write_regressions(
-        regressions, out_dir, efficiency=efficiency, source_origins=_source_origins(index, origins or {})
+        regressions,
+        out_dir,
+        efficiency=_scales_report(parts, low_threshold),
+        source_origins=_source_origins_of(parts),
     )
     pages.add(REGRESSIONS_PAGE, bool(written.rewritten))
-    write_sidecar(efficiency, out_dir)
     counts = {
         "kernels": len(state),
-        "series": len(latency) + len(memory),
-        "runs": latency.runs,
+        "series": sum(p["series"] for p in parts.values()),
+        "runs": sum(p["runs"] for p in parts.values()),
         "points": sum(v["points"] for v in state.values()),
         "slowdowns": len(regressions.slowdowns),
         "speedups": len(regressions.speedups),
@@ -412,14 +710,10 @@ def build_site(
         "rewritten": sum(1 for k in state if f"kernels/{state[k]['slug']}.html" in pages.rewritten),
     }
     landing = _Landing(title, state, changed, counts, regressions, before.get("built"))
-    _write_landing(out_dir, landing, [*latency, *memory], latency, efficiency, coverage, pages)
+    _write_landing(out_dir, landing, parts, low_threshold, coverage, pages)
     counts |= {"pagesRewritten": len(pages.rewritten), "pagesKept": len(pages.kept)}
-    built = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    write_text(
-        out_dir / STATE_NAME, json.dumps({"format": SITE_FORMAT, "built": built, "kernels": state}, indent=1) + "\n"
-    )
     rewritten = [k for k in sorted(state) if f"kernels/{state[k]['slug']}.html" in pages.rewritten]
-    return SiteResult(
+    result = SiteResult(
         path=out_dir / "index.html",
         counts=counts,
         changed=changed,
@@ -428,6 +722,18 @@ def build_site(
         pages_rewritten=pages.rewritten,
         pages_kept=pages.kept,
     )
+    return _Assembled(result, state, parts)
+
+
+def _write_state(out_dir: Path, site: _Assembled, catalogue: dict[str, Any] | None) -> None:
+    """site-state.json: each kernel's page facts and part, and, for a catalogue's build, where in the catalogue it
+    stands (`build_catalogue_site`); written last, so a build that failed halfway leaves the previous state."""
+    built = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    state = {"format": SITE_FORMAT, "stateFormat": STATE_FORMAT, "built": built, "kernels": site.state}
+    state |= {"parts": dict(sorted(site.parts.items()))}
+    if catalogue is not None:
+        state["catalogue"] = catalogue
+    write_text(out_dir / STATE_NAME, json.dumps(state, indent=1, sort_keys=True) + "\n")
 
 
 @dataclass
@@ -441,48 +747,14 @@ class _Pages:
         (self.rewritten if written else self.kept).append(page)
 
 
-def _write_kernels(
-    out_dir: Path,
-    by_kernel: dict[str, list[Series]],
-    previous: dict[str, Any],
-    title: str,
-    pages: _Pages,
-    data_of: Callable[[str], dict[str, Any]],
-) -> dict[str, Any]:
-    """Each kernel's data and page; a kernel whose data has the previous build's fingerprint (and whose files are
-    there) is not touched. Returns the new state's kernels."""
-    state: dict[str, Any] = {}
-    slugs = kernel_slugs(by_kernel)
-    for kernel in sorted(by_kernel):
-        payload = js_payload(data_of(kernel))
-        fingerprint = "sha256:" + hashlib.sha256(payload.encode()).hexdigest()
-        s = by_kernel[kernel]
-        slug = slugs[kernel]
-        state[kernel] = {
-            "fingerprint": fingerprint,
-            "slug": slug,
-            "title": s[0].kernel_title,
-            "series": len(s),
-            "points": sum(len(x.points) for x in s),
-            "versions": _version_order(p.version for x in s for p in x.points),
-            "gpus": sorted({x.gpu_slug for x in s}),
-        }
-        data_file, page = out_dir / "data" / f"{slug}.js", out_dir / "kernels" / f"{slug}.html"
-        unchanged = previous.get(kernel, {}).get("fingerprint") == fingerprint and previous[kernel].get("slug") == slug
-        if unchanged and data_file.exists() and page.exists():
-            pages.add(f"kernels/{slug}.html", False)
-            continue
-        data_written = write_text(data_file, payload)
-        page_written = write_text(page, kernel_page(kernel, slug, s[0].kernel_title, title))
-        pages.add(f"kernels/{slug}.html", data_written or page_written)
-    return state
-
-
 def _remove_gone(out_dir: Path, previous: dict[str, Any], state: dict[str, Any]) -> None:
-    """The files of kernels the catalogue no longer has (unless a kernel now in it uses the same slug)."""
+    """The files of kernels the catalogue no longer has, or now under another slug (unless a kernel now uses
+    that slug)."""
     kept = {f["slug"] for f in state.values()}
-    for gone in set(previous) - set(state):
-        slug = previous[gone].get("slug")
+    for kernel, facts in previous.items():
+        slug = facts.get("slug") if isinstance(facts, dict) else None
+        if kernel in state and state[kernel]["slug"] == slug:
+            continue
         if isinstance(slug, str) and slug and slug not in kept and "/" not in slug and not slug.startswith("."):
             (out_dir / "data" / f"{slug}.js").unlink(missing_ok=True)
             (out_dir / "kernels" / f"{slug}.html").unlink(missing_ok=True)
@@ -499,6 +771,429 @@ def _summary_data(state: dict[str, Any], pivot: dict[str, dict[tuple[str, str], 
         "cells": [{"gpu": g, "version": v, "runs": n} for (g, v), n in sorted(totals.items())],
         "versions": _version_order(v for _, v in totals),
     }
+
+
+# --------------------------------------------------------------------------- a catalogue's site, incrementally
+
+
+class SiteCatalogue(Protocol):
+    """What `build_catalogue_site` reads of a catalogue: `catalogue.store.CatalogueStore`'s methods."""
+
+    def records(
+        self, kinds: Iterable[str] | None = None, *, publications: Iterable[int] | None = None
+    ) -> Iterator[tuple[str, dict[str, Any]]]: ...
+
+    def runs_by_external_id(self, prefixes: Iterable[str]) -> Iterator[tuple[str, dict[str, Any], int]]: ...
+
+    def run_publications(self) -> dict[str, int]: ...
+
+    def publications_with_records(self, after: int = 0) -> dict[int, str]: ...
+
+    def publications(self) -> list[dict[str, Any]]: ...
+
+    def counts_by_kind(self) -> dict[str, int]: ...
+
+
+NON_RUN_KINDS = tuple(kind for kind in KINDS if kind != "BenchmarkRun")
+SENTINEL_KERNELS = (COPY_SENTINEL_PREFIX, MATMUL_SENTINEL_PREFIX)  # their runs set other kernels' measured ceilings
+# what shapes a kernel's data besides the catalogue: a change of these rebuilds every kernel
+_CODE = (("reporting", "*.py"), ("liger", "*.py"), ("records", "*.py"), ("data", "*.yaml"))
+_KERNEL_FIELD = re.compile(r'[{,] "kernel": ("(?:[^"\\]|\\.)*")')
+_RUN_FIELD = re.compile(r'[{,] "run": "(sha256:[0-9a-f]{64})"')
+
+
+class _FullBuild(Exception):
+    """Why a catalogue's site is built whole this time."""
+
+
+@functools.cache
+def _code_fingerprint() -> str:
+    package = Path(__file__).resolve().parent.parent
+    digest = hashlib.sha256()
+    for folder, pattern in _CODE:
+        for path in sorted((package / folder).glob(pattern)):
+            digest.update(f"{folder}/{path.name}\0".encode() + path.read_bytes() + b"\0")
+    return "sha256:" + digest.hexdigest()
+
+
+def _origins_fingerprint(publication_origins: Mapping[int, str] | None, upto: int) -> str:
+    links = sorted((int(i), u) for i, u in (publication_origins or {}).items() if int(i) <= upto)
+    return "sha256:" + hashlib.sha256(json.dumps(links).encode()).hexdigest()
+
+
+def _sidecar_threshold(path: Path) -> float:
+    with open(path, encoding="utf-8") as handle:
+        header = json.loads(handle.readline() or "null")
+    if not isinstance(header, dict) or header.get("kind") != SIDECAR_KIND:
+        raise ValueError(f"{path}: line 1 is not an efficiency sidecar header (kind {SIDECAR_KIND!r})")
+    return float(header.get("lowThreshold", DEFAULT_LOW_THRESHOLD))
+
+
+def _sidecar_of(path: Path, kernels: set[str]) -> EfficiencyReport:
+    """The facts of `kernels`' runs in an efficiency sidecar (`read_sidecar`, parsing only their lines)."""
+    wanted = {json.dumps(k) for k in kernels}
+    runs: dict[str, RunEfficiency] = {}
+    with open(path, encoding="utf-8") as handle:
+        handle.readline()
+        for line in handle:
+            found = _KERNEL_FIELD.search(line)
+            if found is not None and found.group(1) in wanted:
+                facts = RunEfficiency.from_dict(json.loads(line))
+                runs[facts.run] = facts
+    return EfficiencyReport(runs, _sidecar_threshold(path))
+
+
+def _merge_sidecar(out_dir: Path, report: EfficiencyReport, kernels: set[str]) -> None:
+    """efficiency.jsonl as `write_sidecar` writes the whole catalogue's: the previous build's lines of every
+    kernel but `kernels`, and `report`'s lines of `kernels`, in run-digest order."""
+    path = out_dir / SIDECAR_NAME
+    wanted = {json.dumps(k) for k in kernels}
+    kept: list[tuple[str, str]] = []
+    with open(path, encoding="utf-8") as handle:
+        handle.readline()
+        for line in handle:
+            found, run = _KERNEL_FIELD.search(line), _RUN_FIELD.search(line)
+            if found is None or run is None:
+                raise _FullBuild(f"{SIDECAR_NAME} of the previous build has a line without its kernel or run")
+            if found.group(1) not in wanted:
+                kept.append((run.group(1), line))
+    fresh = sorted(
+        (digest, json.dumps(facts.to_dict(), sort_keys=True) + "\n")
+        for digest, facts in report.runs.items()
+        if facts.kernel in kernels
+    )
+    header = {
+        "kind": SIDECAR_KIND,
+        "version": SIDECAR_VERSION,
+        "lowThreshold": report.low_threshold,
+        "runs": len(kept) + len(fresh),
+        "units": {"achieved": "bytes/s or FLOP/s (see bound)", "latencyNs": "ns"},
+    }
+    text = json.dumps(header, sort_keys=True) + "\n" + "".join(line for _, line in heapq.merge(kept, fresh))
+    write_text(path, text)
+
+
+def build_catalogue_site(
+    store: SiteCatalogue,
+    out_dir: str | os.PathLike[str],
+    *,
+    regressions: RegressionReport,
+    title: str = "Liger-Kernel benchmarks in the KernelIndex catalogue",
+    coverage: Iterable[CoverageCell] | None = None,
+    publication_origins: Mapping[int, str] | None = None,
+    efficiency_sidecar: str | os.PathLike[str] | None = None,
+    low_threshold: float = DEFAULT_LOW_THRESHOLD,
+    rebuild: bool = False,
+) -> SiteResult:
+    """The site of a catalogue (`build_site`'s files), rebuilding only the kernels the publications since the
+    previous build in `out_dir` touched: site-state.json remembers the newest publication it was built from and
+    each kernel's part (what the landing and regressions pages need of it), so a build reads the records those
+    publications brought, finds the kernels of their runs (a Liger run's externalId starts with its kernel),
+    reads only those kernels' runs (`runs_by_external_id`) and the catalogue's few other records, and writes
+    their data, then the landing and regressions pages from every kernel's part: the files a full build writes,
+    byte for byte (the landing page's "Data updated" section and the state's time aside). A kernel is also
+    rebuilt when detection's result for it changed, when a record its series referred to arrived, when a
+    sweep sentinel's new runs share its GPU host (its measured ceilings), or when its files are missing.
+
+    Built whole (every kernel's runs read, a warning saying why) with `rebuild`, or when the state is missing,
+    damaged, of another format, of another catalogue (its newest publication is not this catalogue's), of
+    other settings or code, or when a run cannot be placed by its externalId. `publication_origins`:
+    publication id -> the link to where its runs came from (`catalogue.origins.publication_origins`).
+    `efficiency_sidecar`: the efficiency_table asset's efficiency.jsonl, placed beside the site and read for
+    the rebuilt kernels only; without it efficiency is derived here with `low_threshold`."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    sidecar = Path(efficiency_sidecar) if efficiency_sidecar is not None else None
+    low = _sidecar_threshold(sidecar) if sidecar is not None else low_threshold
+    publications = store.publications()
+    newest = max((p["id"] for p in publications), default=0)
+    inputs = (
+        "sha256:"
+        + hashlib.sha256(
+            json.dumps([SITE_FORMAT, STATE_FORMAT, title, low, sidecar is not None, _code_fingerprint()]).encode()
+        ).hexdigest()
+    )
+    before = _read_state(out_dir)
+    detection = _detection_of(regressions)
+    try:
+        if rebuild:
+            raise _FullBuild("a full rebuild was asked for")
+        plan = _plan(store, out_dir, before, inputs, publications, publication_origins, detection[2], sidecar)
+    except _FullBuild as why:
+        reason = str(why)
+        if not rebuild:
+            log.warning("site %s: building every kernel: %s", out_dir, reason)
+        return _build_whole(
+            store,
+            out_dir,
+            before,
+            title,
+            coverage,
+            regressions,
+            detection,
+            publication_origins,
+            sidecar,
+            low,
+            catalogue={"publication": newest, "inputs": inputs},
+            publications=publications,
+            reason=reason,
+        )
+    touched = plan.touched
+    if plan.touched:
+        read = set(touched)
+        if sidecar is None:  # derived here: the sentinels' runs set every kernel's measured ceilings
+            read |= {k for k in {*before["parts"], *touched} if k.startswith(SENTINEL_KERNELS)}
+        index, origins = RecordIndex(), {}
+        for _ in index.read(m for _, m in store.records(kinds=NON_RUN_KINDS)):
+            pass
+        prefixes = [identity.kernel_external_id_prefix(k) for k in sorted(read) if k]
+        runs = []
+        for digest, manifest, publication in store.runs_by_external_id(prefixes):
+            runs.append(manifest)
+            url = (publication_origins or {}).get(publication)
+            if url:
+                origins[digest] = url
+        for _ in index.read(runs):
+            pass
+        del runs
+        if sidecar is not None:
+            efficiency = _sidecar_of(sidecar, set(touched))
+        else:
+            efficiency = derive_efficiency(index, low_threshold=low)
+        derived = _derive(index, kernels=set(touched), efficiency=efficiency, detection=detection, origins=origins)
+        if not derived.regular:
+            log.warning("site %s: building every kernel: a run cannot be placed by its externalId", out_dir)
+            return _build_whole(
+                store,
+                out_dir,
+                before,
+                title,
+                coverage,
+                regressions,
+                detection,
+                publication_origins,
+                sidecar,
+                low,
+                catalogue={"publication": newest, "inputs": inputs},
+                publications=publications,
+                reason="a run of a rebuilt kernel cannot be placed by its externalId",
+            )
+    else:
+        derived, efficiency = _Derived(), None
+    kept_parts = {k: p for k, p in before["parts"].items() if k not in touched}
+    held = store.counts_by_kind().get("BenchmarkRun", 0)
+    if held != derived.runs_read + sum(p["runs"] for p in kept_parts.values()):  # what the state says is all of it
+        reason = (
+            f"the catalogue holds {held} runs, the previous build's kept kernels and the rebuilt ones "
+            f"{derived.runs_read + sum(p['runs'] for p in kept_parts.values())}"
+        )
+        log.warning("site %s: building every kernel: %s", out_dir, reason)
+        return _build_whole(
+            store,
+            out_dir,
+            before,
+            title,
+            coverage,
+            regressions,
+            detection,
+            publication_origins,
+            sidecar,
+            low,
+            catalogue={"publication": newest, "inputs": inputs},
+            publications=publications,
+            reason=reason,
+        )
+    kept = {k: f["slug"] for k, f in before["kernels"].items() if k not in touched}
+    site = _assemble(
+        out_dir,
+        title,
+        derived,
+        kept=kept,
+        before=before,
+        regressions=regressions,
+        coverage=coverage,
+        low_threshold=low,
+        kept_parts=kept_parts,
+    )
+    if sidecar is not None:
+        place_sidecar(sidecar, out_dir)
+    elif touched:
+        _merge_sidecar(out_dir, efficiency, set(touched))
+    total = len(site.parts)
+    site.result.recomputed = (
+        f"{len(touched)} of {total} kernels rebuilt{_why_touched(touched)}, {total - len(touched)} kept from the "
+        f"previous build (publication {before['catalogue']['publication']}); landing and regressions pages "
+        "made again from every kernel's part"
+    )
+    site.result.rebuilt = sorted(touched)
+    _write_state(out_dir, site, _catalogue_state(newest, inputs, publications, publication_origins, plan.regular))
+    return site.result
+
+
+def _why_touched(touched: Mapping[str, str]) -> str:
+    if not touched:
+        return " (no publication brought records since, and detection's result of every kernel is the same)"
+    reasons = Counter(touched.values())
+    return " (" + "; ".join(f"{n} {why}" for why, n in sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0]))) + ")"
+
+
+def _catalogue_state(
+    newest: int,
+    inputs: str,
+    publications: list[dict[str, Any]],
+    publication_origins: Mapping[int, str] | None,
+    regular: bool,
+) -> dict[str, Any]:
+    started = {p["id"]: p["startedAt"] for p in publications}
+    return {
+        "publication": newest,
+        "startedAt": started.get(newest),
+        "inputs": inputs,
+        "origins": _origins_fingerprint(publication_origins, newest),
+        "regular": regular,
+    }
+
+
+@dataclass
+class _Plan:
+    touched: dict[str, str]  # kernel -> why it is rebuilt
+    regular: bool = True
+
+
+def _plan(
+    store: SiteCatalogue,
+    out_dir: Path,
+    before: dict[str, Any],
+    inputs: str,
+    publications: list[dict[str, Any]],
+    publication_origins: Mapping[int, str] | None,
+    detection: Mapping[str, str],
+    sidecar: Path | None,
+) -> _Plan:
+    """Which kernels to rebuild and why; _FullBuild where the previous build cannot be built on."""
+    if not (out_dir / STATE_NAME).exists():
+        raise _FullBuild(f"no {STATE_NAME} of a previous build in {out_dir}")
+    if not before:
+        raise _FullBuild(f"{STATE_NAME} is damaged or of another format")
+    catalogue, parts = before.get("catalogue"), before.get("parts")
+    if (
+        before.get("stateFormat") != STATE_FORMAT
+        or not isinstance(catalogue, dict)
+        or not isinstance(parts, dict)
+        or not isinstance(catalogue.get("publication"), int)
+        or not all(isinstance(p, dict) and set(_empty_part()) <= set(p) for p in parts.values())
+        or not all(isinstance(f, dict) and isinstance(f.get("slug"), str) for f in before["kernels"].values())
+    ):
+        raise _FullBuild(f"{STATE_NAME} is not a catalogue build's of this format")
+    if catalogue.get("inputs") != inputs:
+        raise _FullBuild("the title, the efficiency settings or the site's code changed since the previous build")
+    if not catalogue.get("regular"):
+        raise _FullBuild("the catalogue has runs the site cannot place by their externalId")
+    since = catalogue["publication"]
+    started = {p["id"]: p["startedAt"] for p in publications}
+    if since > max(started, default=0) or (since and started.get(since) != catalogue.get("startedAt")):
+        raise _FullBuild(f"the previous build is of another catalogue (its publication {since} is not this one's)")
+    if catalogue.get("origins") != _origins_fingerprint(publication_origins, since):
+        raise _FullBuild("the links to where runs came from changed")
+    if sidecar is None and not (out_dir / SIDECAR_NAME).is_file():
+        raise _FullBuild(f"the previous build's {SIDECAR_NAME} is missing")
+    touched: dict[str, str] = {}
+    new = store.publications_with_records(after=since)
+    span = _span(list(new))
+    runs = 0
+    if new:
+        known: dict[tuple, tuple[str, bool]] = {}
+        ceilings: set[str] = set()  # environments of new sentinel runs
+        for digest, manifest in store.records(kinds=["BenchmarkRun"], publications=list(new)):
+            row = run_row(digest, manifest)
+            kernel, regular = _run_kernel(row, known)
+            if not regular:
+                raise _FullBuild(f"publications {span} brought a run the site cannot place by its externalId")
+            touched.setdefault(kernel, f"with runs from publications {span}")
+            if kernel.startswith(SENTINEL_KERNELS) and isinstance(row.environment, str):
+                ceilings.add(row.environment)
+            runs += 1
+        by_missing: dict[str, list[str]] = defaultdict(list)
+        by_name: dict[str, list[str]] = defaultdict(list)
+        for kernel, part in parts.items():
+            for digest in part["missing"]:
+                by_missing[digest].append(kernel)
+            for name in part["implementations"]:
+                by_name[name].append(kernel)
+        for digest, manifest in store.records(kinds=NON_RUN_KINDS, publications=list(new)):
+            name = (manifest.get("metadata") or {}).get("name")
+            hit = by_missing.get(digest, []) + (
+                by_name.get(name, []) if manifest["kind"] == "ImplementationRevision" else []
+            )
+            for kernel in hit:
+                touched.setdefault(kernel, f"referring to records publications {span} brought")
+        for kernel, part in parts.items():
+            if ceilings & set(part["environments"]):
+                touched.setdefault(kernel, "on a host whose sweep sentinel ran again (its measured ceiling)")
+    for kernel in sorted({*parts, *detection}):
+        if (parts.get(kernel) or {}).get("detection") != detection.get(kernel):
+            touched.setdefault(kernel, "whose detection result changed")
+    for kernel, facts in before["kernels"].items():
+        if kernel not in parts:
+            raise _FullBuild(f"{STATE_NAME} has kernel {kernel!r} without its part")
+        slug = facts["slug"]
+        if not ((out_dir / "data" / f"{slug}.js").is_file() and (out_dir / "kernels" / f"{slug}.html").is_file()):
+            touched.setdefault(kernel, "whose files were missing")
+    return _Plan(touched)
+
+
+def _span(ids: list[int]) -> str:
+    if not ids:
+        return ""
+    return str(ids[0]) if len(ids) == 1 else f"{min(ids)}-{max(ids)}"
+
+
+def _build_whole(
+    store: SiteCatalogue,
+    out_dir: Path,
+    before: dict[str, Any],
+    title: str,
+    coverage: Iterable[CoverageCell] | None,
+    regressions: RegressionReport,
+    detection: tuple[dict, dict, dict[str, str]],
+    publication_origins: Mapping[int, str] | None,
+    sidecar: Path | None,
+    low: float,
+    *,
+    catalogue: dict[str, Any],
+    publications: list[dict[str, Any]],
+    reason: str,
+) -> SiteResult:
+    """Every kernel of the catalogue, from every record (`build_site`'s way, with the state to build on)."""
+    index = RecordIndex(m for _, m in store.records())
+    origins = None
+    if publication_origins:
+        origins = {d: publication_origins[p] for d, p in store.run_publications().items() if publication_origins.get(p)}
+    efficiency = read_sidecar(sidecar) if sidecar is not None else derive_efficiency(index, low_threshold=low)
+    derived = _derive(index, kernels=None, efficiency=efficiency, detection=detection, origins=origins)
+    del index
+    site = _assemble(
+        out_dir,
+        title,
+        derived,
+        kept={},
+        before=before,
+        regressions=regressions,
+        coverage=coverage,
+        low_threshold=low,
+    )
+    if sidecar is not None:
+        place_sidecar(sidecar, out_dir)
+    else:
+        write_sidecar(efficiency, out_dir)
+    site.result.recomputed = f"all {len(site.parts)} kernels rebuilt from every record ({reason})"
+    site.result.rebuilt = sorted(site.parts)
+    site.result.full_rebuild = reason
+    newest = catalogue["publication"]
+    _write_state(
+        out_dir, site, _catalogue_state(newest, catalogue["inputs"], publications, publication_origins, derived.regular)
+    )
+    return site.result
 
 
 # --------------------------------------------------------------------------- pages
@@ -637,13 +1332,18 @@ def coverage_pivot(
 def efficiency_section(report: EfficiencyReport, rows: list[TableRow], per_gpu: int = 15) -> str:
     """The catalogue-wide ranking: per GPU, the least efficient (kernel, pass) of the Liger providers first;
     implausible readings apart, folded."""
-    counts = report.status_counts()
+    return _efficiency_section(report.status_counts(), report.low_threshold, rows, per_gpu)
+
+
+def _efficiency_section(
+    counts: Mapping[str, int], low_threshold: float, rows: list[TableRow], per_gpu: int = 15
+) -> str:
     out = [
         '<section id="efficiency-section"><h2>Efficiency: percent of peak</h2>',
         '<p class="note">Each latency run against its GPU\'s roofline: the minimum HBM bytes or FLOPs of its '
         "workload (data/liger-cost-models.yaml) per second, as a percent of the datasheet peak (data/gpu-peaks.yaml) "
         "and, where a sweep's copy sentinel ran on the same host, of that measured ceiling. Per GPU, kernel, pass "
-        f"and Liger provider, its largest workload at the newest version; below {report.low_threshold:.0%} is "
+        f"and Liger provider, its largest workload at the newest version; below {low_threshold:.0%} is "
         "<em>low efficiency</em>; readings whose re-read set fits in L2 or above a ceiling are "
         "<em>implausible</em>, listed apart. "
         f"{counts.get('ok', 0)} runs with a figure, {counts.get('no cost model', 0)} without a cost model, "

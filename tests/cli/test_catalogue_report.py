@@ -84,3 +84,10 @@ def test_site_of_a_catalogue_streams_it_and_draws_what_its_records_draw(tmp_path
     assert drawn[0]["series"] == drawn[1]["series"] and len(drawn[0]["points"]) == 2
     values = [[[p[1] for p in points] for points in d["points"]] for d in drawn]
     assert values[0] == values[1]
+    # built on the previous build in its folder: nothing published since, nothing rebuilt; --rebuild: everything
+    out = str(tmp_path / "from-catalogue")
+    assert main(["site", "--catalogue", url, "--out", out]) == 0
+    assert "recomputed: 0 of 1 kernels rebuilt (no publication brought records since" in capsys.readouterr().out
+    assert main(["site", "--catalogue", url, "--out", out, "--rebuild"]) == 0
+    assert "built every kernel: a full rebuild was asked for" in capsys.readouterr().out
+    assert main(["site", "--records", str(records), "--out", out, "--rebuild"]) == 2  # records are read whole anyway
