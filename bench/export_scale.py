@@ -7,7 +7,9 @@ catalogue either, then exports it in a fresh process per measurement and reads t
 
 - `stream`: what streams (catalogue/export.py's JSON Lines + YAML bundle, catalogue/tables.py's Parquet tables);
 - `cli`: the whole `kernelindex-pipeline export` (adds efficiency.jsonl, reporting/efficiency.py's sidecar, which
-  builds a RecordIndex of the catalogue: not streamed, though it holds a compact row per run, not its manifest).
+  builds a RecordIndex of the catalogue: not streamed, though it holds a compact row per run, not its manifest);
+- `parts`: the export per publication into a fresh folder (catalogue/parts.py, what the `catalogue_export` asset
+  writes: a full rebuild), then again into the same folder (a refresh that found nothing new).
 
     .venv/bin/python bench/export_scale.py --runs 20000 100000          # sizes to compare
     .venv/bin/python bench/export_scale.py --runs 1000000 --only stream  # the target (long on two cores)
@@ -47,6 +49,14 @@ with CatalogueStore.open(sys.argv[1], read_only=True) as store:
     export_jsonl(store, sys.argv[2]); export_bundle(store, sys.argv[2]); export_tables(store, sys.argv[2])
 {PEAK}
 """
+PARTS = f"""
+import sys
+from kernelindex_pipeline.catalogue.parts import export_parts
+from kernelindex_pipeline.catalogue.store import CatalogueStore
+with CatalogueStore.open(sys.argv[1], read_only=True) as store:
+    export_parts(store, sys.argv[2])
+{PEAK}
+"""
 CLI = f"""
 import sys
 from kernelindex_pipeline.cli import main
@@ -82,7 +92,7 @@ def measure(command: list[str]) -> tuple[float, float]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, nargs="+", default=[20_000, 100_000])
-    parser.add_argument("--only", choices=["stream", "cli"], help="measure one of the two")
+    parser.add_argument("--only", choices=["stream", "cli", "parts"], help="measure one of the three")
     args = parser.parse_args()
     results = []
     for runs in sorted(args.runs):
@@ -96,6 +106,12 @@ def main() -> int:
                 wall, peak = measure([sys.executable, "-c", STREAM, url, f"{tmp}/stream"])
                 size = sum(p.stat().st_size for p in Path(f"{tmp}/stream").iterdir())
                 row |= {"streamSeconds": round(wall, 1), "streamPeakMiB": round(peak), "streamBytes": size}
+            if args.only in (None, "parts"):
+                wall, peak = measure([sys.executable, "-c", PARTS, url, f"{tmp}/parts"])
+                size = sum(p.stat().st_size for p in Path(f"{tmp}/parts").rglob("*") if p.is_file())
+                again, _ = measure([sys.executable, "-c", PARTS, url, f"{tmp}/parts"])
+                row |= {"partsSeconds": round(wall, 1), "partsPeakMiB": round(peak), "partsBytes": size}
+                row |= {"partsAgainSeconds": round(again, 1)}
             if args.only in (None, "cli"):
                 wall, peak = measure([sys.executable, "-c", CLI, "export", "--catalogue", url, "--out", f"{tmp}/cli"])
                 row |= {"cliSeconds": round(wall, 1), "cliPeakMiB": round(peak)}

@@ -103,13 +103,16 @@ class PartsResult:
     warnings: list[str] = field(default_factory=list)
     removed_files: int = 0  # files no part lists any more (removed parts, earlier layouts, killed exports' leftovers)
     table_rows: dict[str, int] = field(default_factory=dict)  # table -> rows over every part
+    manifest_reason: str = ""  # why the manifest changed when no part did (acknowledgements, a republication)
 
     def recomputed(self) -> str:
         """One honest line: how many parts written vs kept, and why (the asset's `recomputed` metadata)."""
         total = len(self.parts)
         fresh = len(self.written) + len(self.repaired)  # written and repaired are disjoint
         if self.rebuild:
-            head = f"all {total} parts written ({self.rebuild})"
+            head = (
+                f"all {total} parts written ({self.rebuild})" if total != 1 else f"the 1 part written ({self.rebuild})"
+            )
         else:
             reasons = []
             if self.written:
@@ -120,8 +123,9 @@ class PartsResult:
             head += f", {len(self.kept)} kept"
         if self.removed:
             head += f", {len(self.removed)} removed (publications {_ids(self.removed)} no longer in the catalogue)"
-        head += "; manifest rewritten" if self.manifest_written else "; manifest unchanged (nothing new)"
-        return head
+        if not self.manifest_written:
+            return head + "; manifest unchanged (nothing new)"
+        return head + "; manifest rewritten" + (f" ({self.manifest_reason})" if self.manifest_reason else "")
 
 
 def _ids(ids: list[int]) -> str:
@@ -207,6 +211,15 @@ def export_parts(
         "parts": parts,
     }
     result.table_rows = {name: table["rows"] for name, table in description["tables"].items()}
+    if previous and not changed:
+        result.manifest_reason = ", ".join(
+            what
+            for what, key in (
+                ("acknowledgements changed", "acknowledgements"),
+                ("newer publications", "newestPublication"),
+            )
+            if previous.get(key) != description[key]
+        )
     if {**previous, "generatedAt": None} != description:
         stamp = (generated_at or datetime.now(UTC)).astimezone(UTC)
         description["generatedAt"] = stamp.isoformat(timespec="seconds").replace("+00:00", "Z")

@@ -122,6 +122,8 @@ def test_a_night_writes_its_part_and_the_manifest_and_keeps_the_rest(store, tmp_
     assert (nothing.written, nothing.kept, nothing.manifest_written) == ([], [1, 2], False)
     assert nothing.recomputed() == "0 of 2 parts written, 2 kept; manifest unchanged (nothing new)"
     store.publish(POOL[:5], partition="history-0.6")  # a republication bringing nothing: no part
+    republished = export_parts(store, tmp_path)
+    assert republished.recomputed() == "0 of 2 parts written, 2 kept; manifest rewritten (newer publications)"
     store.publish(factories.cloned_runs(factories.seed_manifests(), 4, start=100), partition="sweep-1")
     night = export_parts(store, tmp_path)
     assert night.written == [4] and night.kept == [1, 2] and night.manifest_written
@@ -247,3 +249,22 @@ def test_the_single_file_command_writes_export_jsonl_bytes_and_validate_accepts_
         "efficiency.jsonl": (tmp_path / "parts" / "efficiency.jsonl").read_bytes(),
     }
     assert main(["export", "--catalogue", sqlite_url, "--out", str(tmp_path / "x"), "--rebuild"]) == 2
+
+
+def test_an_acknowledgement_rewrites_the_manifest_and_its_file_only(store, tmp_path):
+    from types import SimpleNamespace
+
+    out = tmp_path / "out"
+    export_parts(store, out)
+    mark = SimpleNamespace(
+        change="c1", status="expected", fixed_in="", note="known", by="me", at="2026-12-01T00:00:00Z"
+    )
+    store.acknowledge([mark])
+    result = export_parts(store, out)
+    assert result.recomputed() == "0 of 2 parts written, 2 kept; manifest rewritten (acknowledgements changed)"
+    described = _assert_manifest_whole(out)
+    lines = (out / described["acknowledgements"]["file"]).read_bytes()
+    assert described["acknowledgements"]["sha256"] == hashlib.sha256(lines).hexdigest()
+    assert json.loads(lines)["note"] == "known" and described["acknowledgements"]["lineCount"] == 1
+    export_parts(store, tmp_path / "rebuild")
+    assert _files(out) == _files(tmp_path / "rebuild")
