@@ -148,7 +148,7 @@ with CatalogueStore.open(url, read_only=True) as store:
         site = build_catalogue_site(store, out / "report", coverage=[], regressions=result,
                                     efficiency_sidecar=out / "efficiency" / "efficiency.jsonl")
         note = {"kernels": site.counts["kernels"], "kernelPagesRewritten": site.counts["rewritten"],
-                "kernelsRebuilt": len(site.rebuilt), "full": site.full_rebuild}
+                "kernelsRebuilt": len(site.rebuilt), "recomputed": site.recomputed}
 peak = next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM"))
 print(json.dumps({"wall": time.perf_counter() - wall, "cpu": time.process_time() - cpu, "peakMiB": peak / 1024,
                   **note}))

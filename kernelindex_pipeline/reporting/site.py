@@ -47,11 +47,11 @@ import html
 import json
 import logging
 import os
-import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from json.decoder import scanstring
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -82,7 +82,6 @@ from .efficiency import (
     pass_caveats,
     place_sidecar,
     rank_by_efficiency,
-    read_sidecar,
     write_sidecar,
 )
 from .regressions_page import DATA_NAME as REGRESSIONS_DATA
@@ -364,6 +363,8 @@ def _run_kernel(run: RunRow, known: dict[tuple, tuple[str, bool]]) -> tuple[str,
 
 def _status_by_kernel(efficiency: EfficiencyReport) -> dict[str, Counter]:
     """Runs by efficiency status (`EfficiencyReport.status_counts`), per kernel."""
+    if isinstance(efficiency.runs, _SidecarRuns):
+        return efficiency.runs.statuses
     found: dict[str, Counter] = defaultdict(Counter)
     rows = efficiency._rows  # derived: every run's group; read from a sidecar: every run's facts
     if rows is not None:
@@ -480,7 +481,7 @@ def _derive(
         on_latency = [x for x in s if x.metric != PEAK_MEMORY_METRIC]
         scales = []
         for x in on_latency:
-            scale = efficiency.percent_scale(x.kernel, x.mode, x.provider, x.key.workload_digest, x.gpu_slug)
+            scale = _percent_scale(efficiency, x)
             if scale is not None:
                 scales.append([x.mode, x.provider, x.key.workload_digest, x.gpu_slug, scale])
         part(kernel).update(
@@ -493,6 +494,19 @@ def _derive(
             implementations=sorted({identity.implementation_name(kernel, x.provider) for x in s}),
         )
     return out
+
+
+def _percent_scale(efficiency: EfficiencyReport, series: Series) -> float | None:
+    """`EfficiencyReport.percent_scale` of a latency series; of a sidecar's facts, from its points' facts (the
+    point with the largest run digest that has a figure), so no other line of the sidecar is parsed."""
+    if not isinstance(efficiency.runs, _SidecarRuns):
+        k = series.key
+        return efficiency.percent_scale(series.kernel, series.mode, series.provider, k.workload_digest, series.gpu_slug)
+    with_figure = [f for p in series.points if (f := efficiency.runs.get(p.run_digest)) and f.pct_of_peak is not None]
+    if not with_figure:
+        return None
+    facts = max(with_figure, key=lambda f: f.run)
+    return facts.pct_of_peak * facts.latency_ns
 
 
 def _scales_report(parts: Mapping[str, dict[str, Any]], low_threshold: float) -> EfficiencyReport:
@@ -798,8 +812,6 @@ NON_RUN_KINDS = tuple(kind for kind in KINDS if kind != "BenchmarkRun")
 SENTINEL_KERNELS = (COPY_SENTINEL_PREFIX, MATMUL_SENTINEL_PREFIX)  # their runs set other kernels' measured ceilings
 # what shapes a kernel's data besides the catalogue: a change of these rebuilds every kernel
 _CODE = (("reporting", "*.py"), ("liger", "*.py"), ("records", "*.py"), ("data", "*.yaml"))
-_KERNEL_FIELD = re.compile(r'[{,] "kernel": ("(?:[^"\\]|\\.)*")')
-_RUN_FIELD = re.compile(r'[{,] "run": "(sha256:[0-9a-f]{64})"')
 
 
 class _FullBuild(Exception):
@@ -829,34 +841,80 @@ def _sidecar_threshold(path: Path) -> float:
     return float(header.get("lowThreshold", DEFAULT_LOW_THRESHOLD))
 
 
-def _sidecar_of(path: Path, kernels: set[str]) -> EfficiencyReport:
-    """The facts of `kernels`' runs in an efficiency sidecar (`read_sidecar`, parsing only their lines)."""
-    wanted = {json.dumps(k) for k in kernels}
-    runs: dict[str, RunEfficiency] = {}
+def _field(line: str, key: str) -> str | None:
+    """The string value of `key` in a sidecar line (one flat JSON object), without parsing the rest: a value
+    never holds an unescaped quote, so `"<key>": "` is only ever the key."""
+    start = line.find(f'"{key}": "')
+    if start < 0:
+        return None
+    try:
+        return scanstring(line, start + len(key) + 5)[0]
+    except ValueError:
+        return None
+
+
+@functools.cache
+def _fact_fields() -> dict[str, str]:
+    """A sidecar line's camelCase keys -> RunEfficiency's fields (`RunEfficiency.to_dict`)."""
+    return {head + "".join(p.capitalize() for p in rest): name for name in RunEfficiency.__dataclass_fields__ for head, *rest in [name.split("_")]}  # fmt: skip
+
+
+class _SidecarRuns(Mapping):
+    """Run digest -> RunEfficiency of an efficiency sidecar's lines, each parsed when first asked for (a site
+    reads the facts of its points, a few of a million), with each kernel's runs by status counted from the
+    lines as they were read."""
+
+    def __init__(self) -> None:
+        self.lines: dict[str, str] = {}
+        self.statuses: dict[str, Counter] = defaultdict(Counter)
+        self._parsed: dict[str, RunEfficiency] = {}
+
+    def __getitem__(self, digest: str) -> RunEfficiency:
+        found = self._parsed.get(digest)
+        if found is None:
+            fields = _fact_fields()
+            data = json.loads(self.lines[digest])
+            found = self._parsed[digest] = RunEfficiency(**{fields[k]: v for k, v in data.items() if k in fields})
+        return found
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.lines)
+
+    def __len__(self) -> int:
+        return len(self.lines)
+
+
+def _sidecar_of(path: Path, kernels: set[str] | None) -> EfficiencyReport:
+    """The facts of the runs of `kernels` (every kernel where None) in an efficiency sidecar, as `read_sidecar`
+    reads them, each line parsed when asked for."""
+    low = _sidecar_threshold(path)
+    wanted = None if kernels is None else set(kernels)
+    runs = _SidecarRuns()
     with open(path, encoding="utf-8") as handle:
         handle.readline()
-        for line in handle:
-            found = _KERNEL_FIELD.search(line)
-            if found is not None and found.group(1) in wanted:
-                facts = RunEfficiency.from_dict(json.loads(line))
-                runs[facts.run] = facts
-    return EfficiencyReport(runs, _sidecar_threshold(path))
+        for number, line in enumerate(handle, start=2):
+            kernel, run, status = _field(line, "kernel"), _field(line, "run"), _field(line, "status")
+            if kernel is None or run is None or status is None:
+                raise ValueError(f"{path}: line {number} lacks a run's kernel, digest or status")
+            if wanted is None or kernel in wanted:
+                runs.lines[run] = line
+                runs.statuses[kernel][status] += 1
+    return EfficiencyReport(runs, low)
 
 
 def _merge_sidecar(out_dir: Path, report: EfficiencyReport, kernels: set[str]) -> None:
     """efficiency.jsonl as `write_sidecar` writes the whole catalogue's: the previous build's lines of every
     kernel but `kernels`, and `report`'s lines of `kernels`, in run-digest order."""
     path = out_dir / SIDECAR_NAME
-    wanted = {json.dumps(k) for k in kernels}
     kept: list[tuple[str, str]] = []
     with open(path, encoding="utf-8") as handle:
         handle.readline()
         for line in handle:
-            found, run = _KERNEL_FIELD.search(line), _RUN_FIELD.search(line)
+            found, run = _field(line, "kernel"), _field(line, "run")
             if found is None or run is None:
                 raise _FullBuild(f"{SIDECAR_NAME} of the previous build has a line without its kernel or run")
-            if found.group(1) not in wanted:
-                kept.append((run.group(1), line))
+            if found not in kernels:
+                kept.append((run, line))
     fresh = sorted(
         (digest, json.dumps(facts.to_dict(), sort_keys=True) + "\n")
         for digest, facts in report.runs.items()
@@ -944,18 +1002,17 @@ def build_catalogue_site(
         if sidecar is None:  # derived here: the sentinels' runs set every kernel's measured ceilings
             read |= {k for k in {*before["parts"], *touched} if k.startswith(SENTINEL_KERNELS)}
         index, origins = RecordIndex(), {}
-        for _ in index.read(m for _, m in store.records(kinds=NON_RUN_KINDS)):
-            pass
+        index.read_records(store.records(kinds=NON_RUN_KINDS))
         prefixes = [identity.kernel_external_id_prefix(k) for k in sorted(read) if k]
-        runs = []
-        for digest, manifest, publication in store.runs_by_external_id(prefixes):
-            runs.append(manifest)
-            url = (publication_origins or {}).get(publication)
-            if url:
-                origins[digest] = url
-        for _ in index.read(runs):
-            pass
-        del runs
+
+        def runs() -> Iterator[tuple[str, dict[str, Any]]]:
+            for digest, manifest, publication in store.runs_by_external_id(prefixes):
+                url = (publication_origins or {}).get(publication)
+                if url:
+                    origins[digest] = url
+                yield digest, manifest
+
+        index.read_records(runs())
         if sidecar is not None:
             efficiency = _sidecar_of(sidecar, set(touched))
         else:
@@ -1165,11 +1222,12 @@ def _build_whole(
     reason: str,
 ) -> SiteResult:
     """Every kernel of the catalogue, from every record (`build_site`'s way, with the state to build on)."""
-    index = RecordIndex(m for _, m in store.records())
+    index = RecordIndex()
+    index.read_records(store.records())
     origins = None
     if publication_origins:
         origins = {d: publication_origins[p] for d, p in store.run_publications().items() if publication_origins.get(p)}
-    efficiency = read_sidecar(sidecar) if sidecar is not None else derive_efficiency(index, low_threshold=low)
+    efficiency = _sidecar_of(sidecar, None) if sidecar is not None else derive_efficiency(index, low_threshold=low)
     derived = _derive(index, kernels=None, efficiency=efficiency, detection=detection, origins=origins)
     del index
     site = _assemble(

@@ -119,3 +119,18 @@ def test_the_index_passes_each_record_on_once_in_the_single_pass_it_reads():
     assert len(index.runs) == 4  # a run given twice is counted twice, as before
     [series] = build_series(index).series
     assert [p.runs_for_version for p in series.points] == [2, 2]
+
+
+def test_an_index_of_stored_records_is_the_index_of_their_manifests(catalogue_records, synthetic_runs):
+    """`RecordIndex.read_records` takes the digests a catalogue stored: the same index as `read` makes."""
+    from kernelindex_pipeline.reporting.series import RecordIndex, build_series
+
+    records = list((catalogue_records | synthetic_runs(12)).items())
+    stored, read = RecordIndex(), RecordIndex(m for _, m in records)
+    stored.read_records(records)
+    assert stored.by_digest == read.by_digest and stored.position == read.position
+    assert stored.implementations_by_name == read.implementations_by_name
+    assert [(r.digest, r.external_id, r.value) for r in stored.runs] == [
+        (r.digest, r.external_id, r.value) for r in read.runs
+    ]
+    assert [s.points for s in build_series(stored)] == [s.points for s in build_series(read)]

@@ -21,6 +21,7 @@ from kernelindex_pipeline.catalogue.origins import publication_origins
 from kernelindex_pipeline.catalogue.store import CatalogueStore
 from kernelindex_pipeline.detection.detect import detect_regressions
 from kernelindex_pipeline.records.canonical import digest_of
+from kernelindex_pipeline.reporting.efficiency import derive_efficiency, write_sidecar
 from kernelindex_pipeline.reporting.site import STATE_NAME, build_catalogue_site
 from tests.support.factories import SampleCatalogue
 
@@ -127,8 +128,13 @@ def _publish(store: CatalogueStore, runs: list[dict], partition: str, number: in
     store.publish([*found.values(), *runs], partition=partition, source=snapshot, report=None)
 
 
-def _build(store: CatalogueStore, out: Path, **options):
+def _build(store: CatalogueStore, out: Path, sidecar: Path | None = None, **options):
+    """The site as the catalogue_report asset builds it; with `sidecar`, efficiency from the efficiency_table
+    asset's sidecar (written there first), else derived by the site."""
     regressions = detect_regressions(store.manifests())
+    if sidecar is not None:
+        sidecar.mkdir(exist_ok=True)
+        options["efficiency_sidecar"] = write_sidecar(derive_efficiency(store.manifests()), sidecar)
     return build_catalogue_site(
         store, out, regressions=regressions, publication_origins=publication_origins(store), **options
     )
@@ -169,11 +175,12 @@ EVERYTHING_ON_B200 = {i for i, r in enumerate(_pool()[0]) if "nvidia-b200" in r[
 
 @pytest.mark.slow
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@example(steps=[(set(range(0, 30)), "ci:a", False), (set(range(30, 45)), "ci:a", True), (EVERYTHING_ON_B200, "sweep:h100", False)])  # fmt: skip
-@example(steps=[(set(range(0, 20)), "ci:a", False), (set(), "ci:a", True), (set(range(20, 25)), "ci:b", False)])
-@example(steps=[(set(range(len(_pool()[0]))) - SECOND_SENTINEL, "ci:a", False), (SECOND_SENTINEL, "sweep:h100", False)])  # fmt: skip
-@given(steps=STEPS)
-def test_an_incremental_build_writes_what_a_full_build_writes(steps):
+@example(steps=[(set(range(0, 30)), "ci:a", False), (set(range(30, 45)), "ci:a", True), (EVERYTHING_ON_B200, "sweep:h100", False)], from_sidecar=False)  # fmt: skip
+@example(steps=[(set(range(0, 20)), "ci:a", False), (set(), "ci:a", True), (set(range(20, 25)), "ci:b", False)], from_sidecar=True)  # fmt: skip
+@example(steps=[(set(range(len(_pool()[0]))) - SECOND_SENTINEL, "ci:a", False), (SECOND_SENTINEL, "sweep:h100", False)], from_sidecar=False)  # fmt: skip
+@example(steps=[(set(range(len(_pool()[0]))) - SECOND_SENTINEL, "ci:a", False), (SECOND_SENTINEL, "sweep:h100", False)], from_sidecar=True)  # fmt: skip
+@given(steps=STEPS, from_sidecar=st.booleans())
+def test_an_incremental_build_writes_what_a_full_build_writes(steps, from_sidecar):
     runs = _pool()[0]
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -186,12 +193,13 @@ def test_an_incremental_build_writes_what_a_full_build_writes(steps):
                 by_partition.setdefault(partition, []).extend(runs[i] for i in sorted(chosen))
                 if brought:
                     _publish(store, brought, partition, number)
-                site = _build(store, nightly)
-                fresh = _build(store, root / f"fresh-{number}")
+                sidecar = root / "efficiency" if from_sidecar else None
+                site = _build(store, nightly, sidecar)
+                fresh = _build(store, root / f"fresh-{number}", sidecar)
                 assert fresh.full_rebuild is not None and (site.full_rebuild is None) == (number > 0)
                 assert _differences(nightly, root / f"fresh-{number}") == []
                 assert site.counts == {**fresh.counts, **{k: site.counts[k] for k in ("rewritten", "pagesRewritten", "pagesKept")}}  # fmt: skip
-            again = _build(store, nightly)  # nothing published since: nothing rebuilt
+            again = _build(store, nightly, root / "efficiency" if from_sidecar else None)  # nothing rebuilt
             assert again.rebuilt == [] and again.full_rebuild is None
 
 
