@@ -106,9 +106,14 @@ def test_an_incremental_export_after_each_publication_equals_a_rebuild(steps, re
             assert _files(tmp / "incremental") == _files(tmp / f"rebuild-{len(steps) - 1}")
 
 
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def catalogue_url(request) -> str:
+    return request.getfixturevalue(f"{request.param}_url")
+
+
 @pytest.fixture
-def store(sqlite_url):
-    with CatalogueStore.open(sqlite_url) as opened:
+def store(catalogue_url):
+    with CatalogueStore.open(catalogue_url) as opened:
         opened.publish(POOL[:30], partition="history-0.6")
         opened.publish(POOL[30:], partition="ci-a")
         yield opened
@@ -235,7 +240,8 @@ def test_parts_of_publications_the_catalogue_no_longer_has_are_removed(tmp_path)
     assert _files(out) == _files(tmp_path / "rebuild")
 
 
-def test_the_single_file_command_writes_export_jsonl_bytes_and_validate_accepts_them(store, sqlite_url, tmp_path):
+def test_the_single_file_command_writes_export_jsonl_bytes_and_validate_accepts_them(store, catalogue_url, tmp_path):
+    sqlite_url = catalogue_url
     export_jsonl(store, tmp_path / "today")
     assert main(["export", "--catalogue", sqlite_url, "--out", str(tmp_path / "one")]) == 0
     assert (tmp_path / "one" / JSONL_NAME).read_bytes() == (tmp_path / "today" / JSONL_NAME).read_bytes()
