@@ -254,6 +254,7 @@ def test_the_single_file_command_writes_export_jsonl_bytes_and_validate_accepts_
         **_files(tmp_path / "api"),
         "efficiency.jsonl": (tmp_path / "parts" / "efficiency.jsonl").read_bytes(),
     }
+    assert main(["export", "--catalogue", sqlite_url, "--out", str(tmp_path / "parts"), "--parts", "--verify"]) == 0
     assert main(["export", "--catalogue", sqlite_url, "--out", str(tmp_path / "x"), "--rebuild"]) == 2
 
 
@@ -274,3 +275,25 @@ def test_an_acknowledgement_rewrites_the_manifest_and_its_file_only(store, tmp_p
     assert json.loads(lines)["note"] == "known" and described["acknowledgements"]["lineCount"] == 1
     export_parts(store, tmp_path / "rebuild")
     assert _files(out) == _files(tmp_path / "rebuild")
+
+
+def test_an_export_killed_inside_a_part_leaves_no_file_of_it(store, tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    export_parts(store, out)
+    before = _files(out)
+    store.publish(factories.cloned_runs(factories.seed_manifests(), 6, start=400), partition="sweep-1")
+    real = store.records
+
+    def dies_midway(*args, **kwargs):
+        for number, row in enumerate(real(*args, **kwargs)):
+            if number == 3:
+                raise RuntimeError("killed")
+            yield row
+
+    monkeypatch.setattr(store, "records", dies_midway)
+    with pytest.raises(RuntimeError, match="killed"):
+        export_parts(store, out)
+    assert _files(out) == before  # no temporary file, no file of the new part, the previous manifest
+    monkeypatch.undo()
+    assert export_parts(store, out).written == [3]
+    _assert_manifest_whole(out)
