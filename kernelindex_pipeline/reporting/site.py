@@ -973,12 +973,8 @@ def build_catalogue_site(
     )
     before = _read_state(out_dir)
     detection = _detection_of(regressions)
-    try:
-        if rebuild:
-            raise _FullBuild("a full rebuild was asked for")
-        plan = _plan(store, out_dir, before, inputs, publications, publication_origins, detection[2], sidecar)
-    except _FullBuild as why:
-        reason = str(why)
+
+    def whole(reason: str) -> SiteResult:
         if not rebuild:
             log.warning("site %s: building every kernel: %s", out_dir, reason)
         return _build_whole(
@@ -996,6 +992,13 @@ def build_catalogue_site(
             publications=publications,
             reason=reason,
         )
+
+    try:
+        if rebuild:
+            raise _FullBuild("a full rebuild was asked for")
+        plan = _plan(store, out_dir, before, inputs, publications, publication_origins, detection[2], sidecar)
+    except _FullBuild as why:
+        return whole(str(why))
     touched = plan.touched
     if plan.touched:
         read = set(touched)
@@ -1019,22 +1022,7 @@ def build_catalogue_site(
             efficiency = derive_efficiency(index, low_threshold=low)
         derived = _derive(index, kernels=set(touched), efficiency=efficiency, detection=detection, origins=origins)
         if not derived.regular:
-            log.warning("site %s: building every kernel: a run cannot be placed by its externalId", out_dir)
-            return _build_whole(
-                store,
-                out_dir,
-                before,
-                title,
-                coverage,
-                regressions,
-                detection,
-                publication_origins,
-                sidecar,
-                low,
-                catalogue={"publication": newest, "inputs": inputs},
-                publications=publications,
-                reason="a run of a rebuilt kernel cannot be placed by its externalId",
-            )
+            return whole("a run of a rebuilt kernel cannot be placed by its externalId")
     else:
         derived, efficiency = _Derived(), None
     kept_parts = {k: p for k, p in before["parts"].items() if k not in touched}
@@ -1044,22 +1032,7 @@ def build_catalogue_site(
             f"the catalogue holds {held} runs, the previous build's kept kernels and the rebuilt ones "
             f"{derived.runs_read + sum(p['runs'] for p in kept_parts.values())}"
         )
-        log.warning("site %s: building every kernel: %s", out_dir, reason)
-        return _build_whole(
-            store,
-            out_dir,
-            before,
-            title,
-            coverage,
-            regressions,
-            detection,
-            publication_origins,
-            sidecar,
-            low,
-            catalogue={"publication": newest, "inputs": inputs},
-            publications=publications,
-            reason=reason,
-        )
+        return whole(reason)
     kept = {k: f["slug"] for k, f in before["kernels"].items() if k not in touched}
     site = _assemble(
         out_dir,
