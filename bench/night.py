@@ -11,20 +11,22 @@ folder (the first, full refresh), then plays three nights, each followed by the 
 - `nothing`: no publication at all.
 
 Each stage runs in a fresh process that reports its wall and CPU seconds and its peak RSS (VmHWM), as a
-Dagster run's step would: `export` (the asset's export per publication, catalogue/parts.py: JSON Lines and
-Parquet parts and their manifest, then the efficiency sidecar; not the KernelIndex files, which need records the
-synthetic runs only name by a placeholder digest), `regressions`
-(detection with Liger's adapter, the judgement store kept beside the folder between nights, as the asset keeps
-it), `efficiency` (the efficiency_table asset's work), `site` (the catalogue_report asset's: build_catalogue_site
-with the regressions result and the efficiency stage's sidecar, on the previous build in its folder).
+Dagster run's step would, in the order the assets depend on each other: `efficiency` (the efficiency_table
+asset's: reporting/efficiency_parts.py, the publications since the last refresh derived, the sidecar merged
+from the parts), `export` (the asset's export per publication, catalogue/parts.py: JSON Lines and Parquet parts
+and their manifest, then the efficiency stage's sidecar placed beside them; not the KernelIndex files, which
+need records the synthetic runs only name by a placeholder digest), `regressions` (detection with Liger's
+adapter from the run table, catalogue/run_table.py, and the judgement store, both kept beside the folder
+between nights, as the asset keeps them), `site` (the catalogue_report asset's: build_catalogue_site with the
+regressions result and the efficiency stage's sidecar, on the previous build in its folder).
 
     .venv/bin/python bench/night.py --series 4000 --sweeps 250      # the issue's 1M runs (long on two cores)
     .venv/bin/python bench/night.py --series 1000 --sweeps 20       # 20k runs, a few minutes
 
 Prints one JSON line per (night, stage) and whether the night's outputs equal the rebuild's; exits 1 if any
-differs. The site rebuilds only the kernels the night touched (its line says how many, and why it built
-every kernel where it did); the other stages still recompute from the whole catalogue (the regressions'
-judgement store aside).
+differs. Each stage's line says what it recomputed (parts derived or written, run-table rows read, series
+judged again, kernels rebuilt); detection still estimates every GPU's host effects and reads every run's facts
+from the run table.
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ from kernelindex_pipeline.records.canonical import digest_of  # noqa: E402
 from kernelindex_pipeline.records.names import kebab  # noqa: E402
 
 BATCH = 50_000
-STAGES = ("export", "regressions", "efficiency", "site")
+STAGES = ("efficiency", "export", "regressions", "site")  # the export and the site read the efficiency sidecar
 # files whose bytes carry the time they were written, compared without that field
 STAMPED = {
     "kernelindex-catalogue.jsonl.manifest.json": "generatedAt",
@@ -118,9 +120,9 @@ out = Path(out); out.mkdir(parents=True, exist_ok=True)
 with CatalogueStore.open(url, read_only=True) as store:
     if stage == "export":
         from kernelindex_pipeline.catalogue.parts import export_parts
-        from kernelindex_pipeline.reporting.efficiency import export_sidecar
+        from kernelindex_pipeline.reporting.efficiency import place_sidecar
         parts = export_parts(store, out / "exports")  # the asset's export: the parts since the last one
-        export_sidecar(store.manifests(), out / "exports")
+        place_sidecar(out / "efficiency" / "efficiency.jsonl", out / "exports")  # the efficiency stage's, as the asset
         note = {"partsWritten": len(parts.written) + len(parts.repaired), "partsKept": len(parts.kept)}
     elif stage == "regressions":
         from kernelindex_pipeline.liger.attribution import detect_and_attribute
@@ -135,13 +137,9 @@ with CatalogueStore.open(url, read_only=True) as store:
         (out / "regressions.md").write_text(result.markdown())
         note |= {"seriesRejudged": result.judgements.rejudged, "seriesReused": result.judgements.reused}
     elif stage == "efficiency":
-        from kernelindex_pipeline.reporting.efficiency import derive_efficiency, rank_by_efficiency, write_sidecar
-        from kernelindex_pipeline.reporting.series import RecordIndex, build_series
-        index = RecordIndex(store.manifests())
-        report = derive_efficiency(index)
-        rank_by_efficiency(build_series(index), report)
-        (out / "efficiency").mkdir(exist_ok=True)
-        write_sidecar(report, out / "efficiency")
+        from kernelindex_pipeline.reporting.efficiency_parts import update_efficiency  # the efficiency_table asset's
+        done = update_efficiency(store, out / "efficiency", low_threshold=0.3)
+        note = {"partsDerived": len(done.written), "partsKept": len(done.kept), "kernelsRanked": len(done.kernels_ranked)}
     elif stage == "site":  # as the catalogue_report asset: on the previous build in its folder, the efficiency
         from kernelindex_pipeline.reporting.site import build_catalogue_site  # stage's sidecar
         result = pickle.loads((Path(state) / "regressions.pickle").read_bytes())

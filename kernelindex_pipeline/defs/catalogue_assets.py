@@ -43,14 +43,10 @@ from kernelindex_pipeline.home import SITE_DIR, dagster_home, site_url
 from kernelindex_pipeline.imports.coverage import CoverageTable
 from kernelindex_pipeline.liger.attribution import detect_and_attribute
 from kernelindex_pipeline.reporting.efficiency import (
-    IMPLAUSIBLE_FLAGS,
-    derive_efficiency,
     place_sidecar,
-    rank_by_efficiency,
     table_markdown,
-    write_sidecar,
 )
-from kernelindex_pipeline.reporting.series import RecordIndex, build_series
+from kernelindex_pipeline.reporting.efficiency_parts import update_efficiency
 from kernelindex_pipeline.reporting.site import build_catalogue_site
 
 
@@ -359,27 +355,29 @@ def efficiency_table(
     """Percent of peak of every latency run in the catalogue (its workload's minimum bytes or FLOPs per
     second against the GPU's datasheet peak and a sweep's measured ceiling, reporting/efficiency.py),
     written as the efficiency.jsonl sidecar, and the least efficient (kernel, pass) per GPU. Derived once per
-    refresh, here: the value is the sidecar's path, which the export copies and the site reads."""
+    publication (reporting/efficiency_parts.py): a refresh derives the publications since the last one (and a
+    part whose host's ceiling moved), sums the parts' counts and merges their lines; the value is the sidecar's
+    path, which the export copies and the site reads."""
     out = _out(config, "efficiency")
     with catalogue.open() as store:
-        index = RecordIndex(store.manifests())
-    report = derive_efficiency(index, low_threshold=efficiency_settings.low_threshold)
-    rows = rank_by_efficiency(build_series(index), report)
-    path = write_sidecar(report, out)
-    counts = report.counts()
-    context.log.info(f"efficiency of {counts.get('ok', 0)} runs written to {path}")
+        done = update_efficiency(store, out, low_threshold=efficiency_settings.low_threshold)
+    for warning in done.warnings:
+        context.log.warning(warning)
+    counts = done.counts
+    context.log.info(f"efficiency of {counts.get('ok', 0)} runs in {done.sidecar}: {done.recomputed()}")
     return Output(
-        str(path),
+        str(done.sidecar),
         metadata={
             "runs_with_figures": counts.get("ok", 0),
             "no_cost_model": counts.get("no cost model", 0),
             "no_peak": counts.get("no peak", 0),
             "low_efficiency": counts.get("low-efficiency", 0),
-            "implausible": sum(1 for r in report.runs.values() if any(f in IMPLAUSIBLE_FLAGS for f in r.flags)),
-            "sidecar": MetadataValue.path(str(path)),
-            "least_efficient": MetadataValue.md(table_markdown(rows)),  # implausible readings last, flagged
-            "low_threshold": report.low_threshold,
-            RECOMPUTED: f"all {len(report.runs)} runs: derived afresh from the whole catalogue on each refresh",
+            "implausible": done.implausible,
+            "sidecar": MetadataValue.path(str(done.sidecar)),
+            "least_efficient": MetadataValue.md(table_markdown(done.rows)),  # implausible readings last, flagged
+            "low_threshold": done.low_threshold,
+            "parts_derived": MetadataValue.json(done.written),
+            RECOMPUTED: done.recomputed(),
         },
     )
 

@@ -511,6 +511,37 @@ def _finish(
     return EfficiencyReport(_LazyRuns(rows, low_threshold), low_threshold, measured, rows, groups, totals=totals)
 
 
+def split_efficiency(report: EfficiencyReport, part_of: Mapping[str, int]) -> dict[int, EfficiencyReport]:
+    """A derivation of a whole catalogue split by part (run digest -> its part: its publication), each part as
+    `derive_efficiency` of its runs alone gives it (its own measured ceilings): a full derivation of the parts
+    (efficiency_parts.py) reads every run once."""
+    if report._rows is None:
+        raise ValueError("a sidecar read back has no groups to split")
+    rows: dict[int, dict[str, _Row]] = defaultdict(dict)
+    for digest, row in report._rows.items():
+        rows[part_of[digest]][digest] = row
+    return {part: _finish(own, report._groups, report.low_threshold) for part, own in rows.items()}
+
+
+def with_measured_ceilings(report: EfficiencyReport, measured: dict[tuple[str, str], float]) -> EfficiencyReport:
+    """`report` (derived) with `measured` as its ceilings, (environment, sentinel) -> the fastest sentinel
+    reading: a derivation of some of a catalogue's runs (efficiency_parts.py, one publication's) takes the
+    ceilings its whole catalogue measured. The report's own `measured` (its runs' sentinels) is left as it was."""
+    if report._rows is None:
+        raise ValueError("a sidecar read back has no groups to take other ceilings")
+    for g in report._groups:
+        sentinel = _sentinel_of(g)
+        g.measured = measured.get((g.environment, sentinel)) if sentinel else None
+    return EfficiencyReport(
+        _LazyRuns(report._rows, report.low_threshold),
+        report.low_threshold,
+        dict(measured),
+        report._rows,
+        report._groups,
+        totals=report.totals,
+    )
+
+
 # -------------------------------------------------------------------------------------- sidecar
 
 
@@ -587,6 +618,11 @@ class TableRow:
 
     def to_dict(self) -> dict[str, Any]:
         return {"gpuName": self.gpu, **self.facts.to_dict()}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TableRow:
+        rest = dict(data)
+        return cls(rest.pop("gpuName"), RunEfficiency.from_dict(rest))
 
 
 def rank_by_efficiency(

@@ -33,6 +33,7 @@ passes each record on to regression detection in the same single pass over a str
 
 from __future__ import annotations
 
+import copy
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -284,6 +285,18 @@ class RecordIndex:
         if first:
             self._distinct += 1
         return first
+
+    def with_runs(self, runs: Iterable[tuple[str, dict[str, Any]]]) -> RecordIndex:
+        """An index of this one's records that are not runs (shared, not copied) and of `runs`, (digest,
+        manifest) pairs with their digests known (a catalogue's `records`), instead of this one's runs: the
+        runs of one publication or one kernel against every other record, read once."""
+        index = copy.copy(self)
+        index.runs, index.run_by_digest = [], {}
+        for digest, manifest in runs:
+            row = run_row(digest, manifest, self._shared)
+            index.run_by_digest[digest] = row
+            index.runs.append(row)
+        return index
 
     def get(self, digest: str | None, kind: str) -> dict[str, Any] | None:
         """The record of `digest` if it is of `kind` (not a BenchmarkRun: see `run`)."""

@@ -1,0 +1,403 @@
+"""Efficiency per publication (issue 33): the `efficiency_table` asset derives the figures of the runs each
+publication brought once, and a refresh derives only the publications since the last one.
+
+Objects are insert-only and remember the publication that first brought them, so a publication's runs never
+change; what their figures depend on besides them is the records they refer to (workloads, environments: few,
+read whole each refresh), the low-efficiency threshold, the code and data files (cost models, peaks), and the
+measured ceilings: the fastest sentinel run of each environment, over every publication. So the folder keeps:
+
+- ``parts/efficiency-<publication id>.jsonl``: the sidecar's lines (`efficiency.write_sidecar`) of that
+  publication's runs, in run-digest order;
+- ``efficiency.parts.json``: per part its partition, rows, sha256, status counts, the ceilings its lines used,
+  the sentinel ceilings its own runs measured, the references it lacked; per kernel its ranking rows
+  (`efficiency.rank_by_efficiency` is per kernel, pass, provider and GPU, so a kernel's rows need only its runs);
+  the threshold and code fingerprint everything was derived with;
+- ``efficiency.jsonl``: the whole sidecar (header, then every run's line in digest order), merged from the parts
+  when any changed: what the export and the site read.
+
+A part is derived again when its file is missing or damaged (a warning), when the ceilings of its environments
+moved (a faster sentinel run arrived), or when a record it lacked arrived; everything when the list is unusable
+or the threshold or code changed. The files are the bytes a full derivation writes (`derive_efficiency` of the
+whole catalogue: tests/reporting/test_efficiency_parts.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+import json
+import os
+import re
+import tempfile
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from kernelindex_pipeline.liger import identity
+
+from .efficiency import (
+    IMPLAUSIBLE_FLAGS,
+    SIDECAR_KIND,
+    SIDECAR_NAME,
+    SIDECAR_VERSION,
+    EfficiencyReport,
+    RunEfficiency,
+    TableRow,
+    derive_efficiency,
+    rank_by_efficiency,
+    split_efficiency,
+    with_measured_ceilings,
+)
+from .series import RecordIndex, build_series
+
+PARTS_LIST = "efficiency.parts.json"
+PARTS_DIR = "parts"
+FORMAT = 1
+RUN_KIND = "BenchmarkRun"
+_RUN_FIELD = re.compile(r'"run": "([^"]+)"')
+# what the figures are made with besides the records: this code, efficiency.py's, the cost models and peaks
+_CODE = (
+    ("reporting", "efficiency*.py"),
+    ("reporting", "series.py"),
+    ("liger", "costs.py"),
+    ("liger", "identity.py"),
+    ("data", "gpu-peaks.yaml"),
+    ("data", "liger-cost-models.yaml"),
+)
+
+
+class EfficiencyCatalogue(Protocol):
+    """What the parts read of a catalogue (a `catalogue.store.CatalogueStore`)."""
+
+    def publications_with_records(self, after: int = 0) -> dict[int, str]: ...
+    def records(self, kinds: Iterable[str] | None = None, *, publications: Iterable[int] | None = None) -> Any: ...
+    def manifests(self, kinds: Iterable[str] | None = None) -> Iterator[dict[str, Any]]: ...
+    def counts_by_kind(self) -> dict[str, int]: ...
+    def runs_by_external_id(self, prefixes: Iterable[str]) -> Iterator[tuple[str, dict[str, Any], int]]: ...
+    def run_publications(self) -> dict[str, int]: ...
+
+
+@dataclass
+class EfficiencyParts:
+    """What a refresh of the parts did, and the figures' totals (summed over the parts)."""
+
+    sidecar: Path
+    low_threshold: float
+    written: list[int] = field(default_factory=list)  # derived: new, or read again (damaged, ceilings moved, ...)
+    why: dict[int, str] = field(default_factory=dict)  # part -> why it was derived again (not new)
+    kept: list[int] = field(default_factory=list)
+    removed: list[int] = field(default_factory=list)
+    kernels_ranked: list[str] = field(default_factory=list)  # kernels whose ranking rows were made again
+    counts: dict[str, int] = field(default_factory=dict)  # statuses and flags, as EfficiencyReport.counts
+    implausible: int = 0
+    runs: int = 0
+    rows: list[TableRow] = field(default_factory=list)  # the least efficient (kernel, pass) per GPU
+    warnings: list[str] = field(default_factory=list)
+    full: str | None = None  # why every part was derived (None: only what changed)
+
+    def recomputed(self) -> str:
+        if self.full:
+            return f"all {len(self.written)} parts ({self.runs} runs) derived: {self.full}"
+        again = ", ".join(f"{p} ({why})" for p, why in sorted(self.why.items()))
+        return (
+            f"{len(self.written)} of {len(self.written) + len(self.kept)} parts derived "
+            f"({len(self.written) - len(self.why)} new{'; again: ' + again if again else ''}), {len(self.kept)} "
+            f"kept; ranking of {len(self.kernels_ranked)} kernels made again; {self.runs} runs in all"
+        )
+
+
+def update_efficiency(
+    store: EfficiencyCatalogue, out_dir: str | os.PathLike[str], *, low_threshold: float, rebuild: bool = False
+) -> EfficiencyParts:
+    """Bring `out_dir`'s parts and sidecar to the catalogue in `store` (layout: the module docstring)."""
+    out = Path(out_dir)
+    (out / PARTS_DIR).mkdir(parents=True, exist_ok=True)
+    done = EfficiencyParts(out / SIDECAR_NAME, low_threshold)
+    made_with = {"format": FORMAT, "lowThreshold": low_threshold, "code": _code_fingerprint()}
+    listed, why = _listed(out, made_with)
+    if rebuild:
+        listed, why = {}, "a rebuild was asked for"
+    elif why:
+        done.warnings.append(f"efficiency parts in {out}: {why}; every part derived again")
+    done.full = why or (None if listed else "the first derivation in this folder")
+    parts: dict[str, Any] = listed.get("parts", {})
+    base = RecordIndex(store.manifests(kinds=[k for k in store.counts_by_kind() if k != RUN_KIND]))
+    wanted = store.publications_with_records()
+
+    # 1. the parts to derive, and the sentinel ceilings of the new ones (ceilings are over every publication)
+    need: list[int] = []
+    for publication, partition in wanted.items():
+        entry = parts.get(str(publication))
+        problem = _problem(out, entry, partition, base) if entry is not None else None
+        if entry is None or problem is not None:
+            need.append(publication)
+            if problem is not None:
+                done.why[publication] = problem
+                if problem.startswith("its file"):
+                    done.warnings.append(f"efficiency part {publication}: {problem}; derived again")
+    whole: tuple[RecordIndex, EfficiencyReport] | None = None
+    if 2 * len(need) > len(wanted):  # most of them (a first or full derivation): every run read once, split
+        index = base.with_runs(store.records(kinds=[RUN_KIND]))
+        whole = (index, derive_efficiency(index, low_threshold=low_threshold))
+        split = split_efficiency(whole[1], store.run_publications())
+        fresh = {p: split.get(p) or derive_efficiency(base.with_runs(()), low_threshold=low_threshold) for p in need}
+    else:
+        fresh = {p: _derive(store, base, p, low_threshold) for p in need}
+    measured: dict[tuple[str, str], float] = {}
+    for publication in wanted:
+        own = (
+            fresh[publication].measured
+            if publication in fresh
+            else _ceilings(parts[str(publication)]["sentinelCeilings"])
+        )
+        for key, value in own.items():
+            measured[key] = max(measured.get(key, 0.0), value)
+
+    # 2. a kept part whose environments' ceilings moved is derived again too
+    for publication in wanted:
+        entry = parts.get(str(publication))
+        if publication in fresh or entry is None:
+            continue
+        if _ceilings(entry["ceilings"]) != _used(measured, entry["environments"]):
+            done.why[publication] = "the measured ceilings of its environments moved"
+            fresh[publication] = _derive(store, base, publication, low_threshold)
+
+    # 3. the new parts' files and entries
+    entries: dict[str, Any] = {}
+    touched: set[str] = set()
+    for publication, partition in wanted.items():
+        if publication not in fresh:
+            entries[str(publication)] = parts[str(publication)]
+            done.kept.append(publication)
+            continue
+        own = fresh[publication].measured  # its own sentinels' ceilings, before the catalogue's are put in
+        report = with_measured_ceilings(fresh[publication], measured)
+        entries[str(publication)] = _write_part(out, publication, partition, report, own, base)
+        touched |= set(entries[str(publication)]["kernels"])
+        done.written.append(publication)
+    for gone in set(parts) - set(entries):
+        done.removed.append(int(gone))
+        touched |= set(parts[gone]["kernels"])
+    files = {entry["file"] for entry in entries.values()}
+    for stray in (out / PARTS_DIR).glob("efficiency-*.jsonl"):
+        if stray.name not in files:
+            stray.unlink()
+
+    # 4. the ranking: a kernel's rows from its runs, made again where its runs or their figures changed
+    ranking: dict[str, Any] = {k: v for k, v in listed.get("ranking", {}).items() if not why}
+    every_kernel = {k for entry in entries.values() for k in entry["kernels"]}
+    to_rank = sorted((touched | (every_kernel - set(ranking))) & every_kernel)
+    if whole is not None or 2 * len(to_rank) > len(every_kernel):  # most of them: one pass over every run
+        if whole is None:
+            index = base.with_runs(store.records(kinds=[RUN_KIND]))
+            whole = (index, derive_efficiency(index, low_threshold=low_threshold))
+        index, report = whole[0], with_measured_ceilings(whole[1], measured)
+        by_kernel: dict[str, list[dict[str, Any]]] = {kernel: [] for kernel in to_rank}
+        for row in rank_by_efficiency(build_series(index), report):
+            if row.facts.kernel in by_kernel:
+                by_kernel[row.facts.kernel].append(row.to_dict())
+        ranking |= by_kernel
+    else:
+        for kernel in to_rank:
+            runs = store.runs_by_external_id([identity.kernel_external_id_prefix(kernel)])
+            index = base.with_runs((digest, manifest) for digest, manifest, _ in runs)
+            report = with_measured_ceilings(derive_efficiency(index, low_threshold=low_threshold), measured)
+            ranking[kernel] = [row.to_dict() for row in rank_by_efficiency(build_series(index), report)]
+    done.kernels_ranked = to_rank
+    ranking = {k: ranking[k] for k in sorted(every_kernel)}
+    done.rows = _ranked([TableRow.from_dict(row) for rows in ranking.values() for row in rows])
+
+    # 5. totals, the list, and the sidecar merged from the parts when anything changed
+    for entry in entries.values():
+        done.counts = dict(Counter(done.counts) + Counter(entry["counts"]))
+        done.implausible += entry["implausible"]
+        done.runs += entry["rows"]
+    changed = bool(done.written or done.removed or why) or not done.sidecar.is_file()
+    if changed:
+        _merge(out, entries, low_threshold, done.runs)
+    if changed or done.kernels_ranked:
+        _write_atomically(
+            out / PARTS_LIST,
+            (json.dumps({**made_with, "parts": entries, "ranking": ranking}, indent=1, sort_keys=True) + "\n").encode(),
+        )
+    return done
+
+
+def _derive(store: EfficiencyCatalogue, base: RecordIndex, publication: int, low_threshold: float) -> EfficiencyReport:
+    """`derive_efficiency` of one publication's runs (against every other record)."""
+    runs = store.records(kinds=[RUN_KIND], publications=[publication])
+    return derive_efficiency(base.with_runs(runs), low_threshold=low_threshold)
+
+
+def read_parts_list(out_dir: str | os.PathLike[str]) -> dict[str, Any]:
+    """The parts list of `out_dir` ({} when there is none or it cannot be read)."""
+    try:
+        listed = json.loads((Path(out_dir) / PARTS_LIST).read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return {}
+    return listed if isinstance(listed, dict) else {}
+
+
+# ---------------------------------------------------------------------------------------------- parts
+
+
+def _listed(out: Path, made_with: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+    if not (out / PARTS_LIST).exists():
+        return {}, None if not any((out / PARTS_DIR).iterdir()) else f"no {PARTS_LIST}"
+    listed = read_parts_list(out)
+    if not listed:
+        return {}, f"{PARTS_LIST} unreadable"
+    for key, value in made_with.items():
+        if listed.get(key) != value:
+            what = {"format": "of another format", "lowThreshold": "made with another threshold"}.get(key)
+            return {}, f"{PARTS_LIST} {what or 'made by other code or data (cost models, peaks)'}"
+    entries, ranking = listed.get("parts"), listed.get("ranking")
+    keys = {"file", "partition", "rows", "sha256", "counts", "implausible", "ceilings", "sentinelCeilings"}
+    if not (
+        isinstance(entries, dict)
+        and isinstance(ranking, dict)
+        and all(
+            isinstance(e, dict) and keys | {"environments", "kernels", "missing"} <= set(e) for e in entries.values()
+        )
+    ):
+        return {}, f"{PARTS_LIST} damaged"
+    return listed, None
+
+
+def _problem(out: Path, entry: dict[str, Any], partition: str, base: RecordIndex) -> str | None:
+    """Why a listed part cannot be kept as it is, or None."""
+    if entry["partition"] != partition:
+        return f"it was made from partition {entry['partition']!r}, the catalogue's is {partition!r}"
+    path = out / PARTS_DIR / str(entry["file"])
+    if Path(entry["file"]).name != entry["file"] or not path.is_file():
+        return "its file is missing"
+    if _sha256(path) != entry["sha256"]:
+        return "its file is damaged (sha256 differs)"
+    arrived = [digest for digest in entry["missing"] if digest in base.by_digest]
+    if arrived:
+        return f"{len(arrived)} records its runs refer to arrived"
+    return None
+
+
+def _write_part(
+    out: Path,
+    publication: int,
+    partition: str,
+    report: EfficiencyReport,
+    own: dict[tuple[str, str], float],
+    base: RecordIndex,
+) -> dict[str, Any]:
+    name = f"efficiency-{publication:09d}.jsonl"
+    lines = [json.dumps(report.runs[digest].to_dict(), sort_keys=True) + "\n" for digest in sorted(report.runs)]
+    data = "".join(lines).encode("utf-8")
+    _write_atomically(out / PARTS_DIR / name, data)
+    runs = [report.runs[digest] for digest in report.runs]
+    referenced = {r.workload for r in runs} | {r.environment for r in runs}
+    return {
+        "file": name,
+        "partition": partition,
+        "rows": len(lines),
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "counts": dict(sorted(report.counts().items())),
+        "implausible": sum(1 for r in runs if any(f in IMPLAUSIBLE_FLAGS for f in r.flags)),
+        "environments": sorted({r.environment for r in runs}),
+        "kernels": sorted({r.kernel for r in runs}),
+        "missing": sorted(d for d in referenced if d and d not in base.by_digest),
+        "ceilings": _listed_ceilings(_used(report.measured, sorted({r.environment for r in runs}))),
+        "sentinelCeilings": _listed_ceilings(own),
+    }
+
+
+def _used(measured: dict[tuple[str, str], float], environments: Iterable[str]) -> dict[tuple[str, str], float]:
+    wanted = set(environments)
+    return {key: value for key, value in measured.items() if key[0] in wanted}
+
+
+def _listed_ceilings(ceilings: dict[tuple[str, str], float]) -> dict[str, float]:
+    return {f"{environment}|{sentinel}": value for (environment, sentinel), value in sorted(ceilings.items())}
+
+
+def _ceilings(listed: dict[str, float]) -> dict[tuple[str, str], float]:
+    return {tuple(key.split("|", 1)): float(value) for key, value in listed.items()}  # type: ignore[misc]
+
+
+def _ranked(rows: list[TableRow]) -> list[TableRow]:
+    """`rank_by_efficiency`'s order over the rows of every kernel."""
+    return sorted(
+        rows,
+        key=lambda r: (
+            r.gpu,
+            not r.facts.plausible,
+            r.facts.pct_of_peak,
+            r.facts.kernel,
+            r.facts.mode,
+            r.facts.provider,
+        ),
+    )
+
+
+def _merge(out: Path, entries: dict[str, Any], low_threshold: float, runs: int) -> None:
+    """efficiency.jsonl as `write_sidecar` writes it for the whole catalogue: the parts' lines merged by digest."""
+    header = {
+        "kind": SIDECAR_KIND,
+        "version": SIDECAR_VERSION,
+        "lowThreshold": low_threshold,
+        "runs": runs,
+        "units": {"achieved": "bytes/s or FLOP/s (see bound)", "latencyNs": "ns"},
+    }
+    handles = [open(out / PARTS_DIR / entry["file"], encoding="utf-8") for entry in entries.values()]
+    try:
+        keyed = [((_RUN_FIELD.search(line).group(1), line) for line in handle) for handle in handles]  # type: ignore[union-attr]
+        chunks = (line.encode("utf-8") for _, line in heapq.merge(*keyed))
+        _write_atomically(out / SIDECAR_NAME, (json.dumps(header, sort_keys=True) + "\n").encode(), chunks)
+    finally:
+        for handle in handles:
+            handle.close()
+
+
+def _code_fingerprint() -> str:
+    package = Path(__file__).resolve().parent.parent
+    digest = hashlib.sha256()
+    for folder, pattern in _CODE:
+        for path in sorted((package / folder).glob(pattern)):
+            digest.update(f"{folder}/{path.name}\0".encode() + path.read_bytes() + b"\0")
+    return "sha256:" + digest.hexdigest()
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _write_atomically(path: Path, head: bytes, chunks: Iterable[bytes] = ()) -> None:
+    handle = tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".partial", delete=False)
+    try:
+        with handle:
+            handle.write(head)
+            for chunk in chunks:
+                handle.write(chunk)
+        os.replace(handle.name, path)
+    except BaseException:
+        Path(handle.name).unlink(missing_ok=True)
+        raise
+
+
+def read_efficiency(out_dir: str | os.PathLike[str], kernels: Iterable[str] | None = None) -> dict[str, RunEfficiency]:
+    """The figures of the parts in `out_dir` (only `kernels`' runs when given), by run digest."""
+    listed = read_parts_list(out_dir)
+    wanted = None if kernels is None else set(kernels)
+    found: dict[str, RunEfficiency] = {}
+    for entry in (listed.get("parts") or {}).values():
+        if wanted is not None and not wanted & set(entry["kernels"]):
+            continue
+        with open(Path(out_dir) / PARTS_DIR / entry["file"], encoding="utf-8") as handle:
+            for line in handle:
+                facts = RunEfficiency.from_dict(json.loads(line))
+                if wanted is None or facts.kernel in wanted:
+                    found[facts.run] = facts
+    return found
