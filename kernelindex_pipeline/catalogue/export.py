@@ -346,6 +346,18 @@ def export_kernelindex(
     return KernelIndexFiles(submission, bundles, notes)
 
 
+def remove_kernelindex_files(out_dir: str | os.PathLike[str]) -> list[Path]:
+    """Remove the files `export_kernelindex` writes from `out_dir` (where they would describe an older catalogue);
+    those it removed."""
+    removed = []
+    for name in (SUBMISSION_NAME, IMPORT_BUNDLE_NAME, SWEEP_BUNDLE_NAME, BUNDLE_LOADER_NAME):
+        path = Path(out_dir) / name
+        if path.is_file():
+            path.unlink()
+            removed.append(path)
+    return removed
+
+
 def _kernelindex_counts(grouped: Any) -> tuple[int, dict[str, int]]:
     counts = {
         "SoftwareProject": len(grouped.projects),
