@@ -122,6 +122,9 @@ class Series:
     metric: str = LATENCY_METRIC
     points: list[Point] = field(default_factory=list)  # ascending Liger version
     unversioned_runs: list[str] = field(default_factory=list)  # run digests without a usable liger_version
+    # the externalId heads (`identity.external_id_head`) of its runs: the run templates a reader of only some
+    # of a catalogue's runs reads to make this series again (`CatalogueStore.runs_by_external_id`)
+    heads: tuple[str, ...] = ()
 
     @property
     def versions(self) -> list[str]:
@@ -530,6 +533,7 @@ def _make_series(index: RecordIndex, key: SeriesKey, runs: list[RunRow]) -> Seri
         gpu_slug=gpu_slug,
         workload=workload,
         metric=key.metric,
+        heads=tuple(sorted({run.external_head for run in runs if run.external_head is not None})),
     )
 
     by_version: dict[Version, list[RunRow]] = defaultdict(list)

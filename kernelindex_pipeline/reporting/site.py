@@ -53,6 +53,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from json.decoder import scanstring
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Protocol
 
 from kernelindex_pipeline.detection import acknowledgements
@@ -90,9 +91,12 @@ from .regressions_page import write_regressions
 from .series import (
     MODE_ORDER,
     PEAK_MEMORY_METRIC,
+    Point,
     RecordIndex,
     RunRow,
     Series,
+    SeriesKey,
+    Workload,
     build_series,
     find_sweeps,
     parse_version,
@@ -103,7 +107,7 @@ from .site_files import copy_assets, js_payload, script_tags, write_text
 log = logging.getLogger(__name__)
 STATE_NAME = "site-state.json"
 SITE_FORMAT = 3  # bump when the data layout changes: every kernel is then rewritten
-STATE_FORMAT = 1  # bump when site-state.json's parts change: the next catalogue build is then a full one
+STATE_FORMAT = 2  # bump when site-state.json's parts change: the next catalogue build is then a full one
 METRICS = ("latency", PEAK_MEMORY_METRIC)
 SUMMARY_DATA = "summary.js"
 # data/ files that are not a kernel's: a kernel whose slug would take one of these names gets a hashed slug
@@ -419,7 +423,88 @@ def _empty_part() -> dict[str, Any]:
         "missing": [],
         "implementations": [],
         "detection": None,
+        "heads": {},  # externalId head -> its runs and source-run links (`_derive`)
+        "cache": [],  # its series as `_series_entry` keeps them
     }
+
+
+def _series_entry(s: Series, sources: Mapping[str, Any], origins: Mapping[str, str], missing: list[str]) -> dict:
+    """A series as site-state.json keeps it (`_series_from` makes it again): what a later build that reads only
+    some of its kernel's runs needs of it, with each point's run's source and origin."""
+    w, k = s.workload, s.key
+    return {
+        "key": [k.kernel, k.mode, k.provider, k.implementation_digest, k.workload_digest, k.protocol_digest]
+        + [k.environment_digest, k.metric, k.category],
+        "title": s.kernel_title,
+        "provider": [s.provider_title, s.role],
+        "gpu": [s.gpu, s.gpu_slug],
+        "workload": [w.digest, w.case_key, w.axes, w.dtype, [list(x) for x in w.scalars], w.category],
+        "points": [
+            [p.version, p.median, p.p20, p.p80, p.observed_at, p.run_digest, p.run_name, p.runs_for_version, p.unit]
+            for p in s.points
+        ],
+        "heads": list(s.heads),
+        "sources": [sources.get(p.run_digest) for p in s.points],
+        "origins": [origins.get(p.run_digest) for p in s.points],
+        "missing": missing,
+    }
+
+
+def _series_from(entry: dict, index: RecordIndex) -> Series:
+    """A series `_series_entry` kept (its workload's position is the current index's, as `build_series` gives)."""
+    key = SeriesKey(*entry["key"])
+    digest, case_key, axes, dtype, scalars, category = entry["workload"]
+    workload = Workload(
+        digest=digest,
+        case_key=case_key,
+        axes=dict(axes),
+        dtype=dtype,
+        scalars=tuple(tuple(x) for x in scalars),
+        category=category,
+        position=index.position.get(digest, 0),
+    )
+    return Series(
+        key=key,
+        kernel=key.kernel,
+        kernel_title=entry["title"],
+        mode=key.mode,
+        provider=key.provider,
+        provider_title=entry["provider"][0],
+        role=entry["provider"][1],
+        gpu=entry["gpu"][0],
+        gpu_slug=entry["gpu"][1],
+        workload=workload,
+        metric=key.metric,
+        points=[Point(*p) for p in entry["points"]],
+        heads=tuple(entry["heads"]),
+    )
+
+
+def _series_order(s: Series) -> tuple:
+    """`build_series`'s order of series."""
+    return (s.kernel, s.gpu, (MODE_ORDER.index(s.mode) if s.mode in MODE_ORDER else len(MODE_ORDER), s.mode), s.provider, s.case_key, s.key)  # fmt: skip
+
+
+@dataclass
+class _Reuse:
+    """What a build keeps of a kernel from the previous one: its series none of whose runs' heads it reads
+    again, and the run counts and source-run links of the heads it does not read."""
+
+    series: list[dict[str, Any]]
+    heads: dict[str, dict[str, Any]]
+
+
+class _RunSources:
+    """`kernel_data`'s `index.run(digest).source` of the points of kept series."""
+
+    def __init__(self, index: RecordIndex, kept: Mapping[str, Any]):
+        self.index, self.kept = index, kept
+
+    def run(self, digest: str) -> Any:
+        found = self.index.run(digest)
+        if found is None and digest in self.kept:
+            return SimpleNamespace(source=self.kept[digest])
+        return found
 
 
 def _derive(
@@ -429,15 +514,30 @@ def _derive(
     efficiency: EfficiencyReport,
     detection: tuple[dict, dict, dict[str, str]],
     origins: Mapping[str, str] | None,
+    reuse: Mapping[str, _Reuse] | None = None,
 ) -> _Derived:
     """The data, page facts and parts of `kernels` (every kernel where None) from `index`, which holds at least
-    every run of those kernels."""
+    every run of those kernels, or, for a kernel `reuse` names, every run of the heads it does not keep."""
     sources, changes, fingerprints = detection
+    reuse = reuse or {}
     latency, memory = build_series(index), build_series(index, PEAK_MEMORY_METRIC)
     by_kernel: dict[str, list[Series]] = defaultdict(list)
     for s in [*latency, *memory]:
         if kernels is None or s.kernel in kernels:
             by_kernel[s.kernel].append(s)
+    kept_sources: dict[str, Any] = {}
+    kept_origins: dict[str, str] = {}
+    kept_missing: dict[SeriesKey, list[str]] = {}
+    for kernel, kept in reuse.items():
+        for entry in kept.series:
+            s = _series_from(entry, index)
+            by_kernel[kernel].append(s)
+            kept_missing[s.key] = entry["missing"]
+            for p, source, url in zip(s.points, entry["sources"], entry["origins"], strict=True):
+                kept_sources[p.run_digest] = source
+                if url is not None:
+                    kept_origins[p.run_digest] = url
+        by_kernel[kernel].sort(key=_series_order)
     out = _Derived()
 
     def part(kernel: str) -> dict[str, Any]:
@@ -446,29 +546,43 @@ def _derive(
         return out.parts[kernel]
 
     known: dict[tuple, tuple[str, bool]] = {}
-    labels: dict[str, dict[str, list[str]]] = defaultdict(dict)
+    heads: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)  # kernel -> head -> runs, labels
+    for kernel, kept in reuse.items():
+        heads[kernel] = {h: {"runs": f["runs"], "labels": dict(f["labels"])} for h, f in kept.heads.items()}
     for run in index.runs:
         kernel, regular = _run_kernel(run, known)
         if kernels is not None and kernel not in kernels:
             continue
         out.regular &= regular
         out.runs_read += 1
-        part(kernel)["runs"] += 1
+        found = heads[kernel].setdefault(run.external_head or "", {"runs": 0, "labels": {}})
+        found["runs"] += 1
         url = (origins or {}).get(run.digest)
         if url is not None:
             ident = identity.parse_external_id(run.external_id or "")
             if ident is not None and ident.gpu_slug:
                 label, candidate = f"{ident.gpu_slug} {run.observed_at}", [run.name, run.digest, url]
-                if label not in labels[kernel] or candidate < labels[kernel][label]:
-                    labels[kernel][label] = candidate
-    for kernel, found in labels.items():
-        part(kernel)["labels"] = dict(sorted(found.items()))
+                if label not in found["labels"] or candidate < found["labels"][label]:
+                    found["labels"][label] = candidate
+    for kernel, found in heads.items():
+        labels: dict[str, list[str]] = {}
+        for facts in found.values():
+            for label, candidate in facts["labels"].items():
+                if label not in labels or candidate < labels[label]:
+                    labels[label] = candidate
+        part(kernel).update(
+            runs=sum(f["runs"] for f in found.values()),
+            labels=dict(sorted(labels.items())),
+            heads=dict(sorted(found.items())),
+        )
     for kernel, counts in _status_by_kernel(efficiency).items():
         if kernels is None or kernel in kernels:
             part(kernel)["status"] = dict(sorted(counts.items()))
+    every_origin = {**kept_origins, **(origins or {})}
+    run_sources = _RunSources(index, kept_sources)
     for kernel in sorted(by_kernel):
         s = by_kernel[kernel]
-        data = kernel_data(kernel, s, efficiency, sources, index, origins, changes)
+        data = kernel_data(kernel, s, efficiency, sources, run_sources, every_origin, changes)
         out.payloads[kernel] = js_payload(data)
         out.facts[kernel] = {
             "fingerprint": "sha256:" + hashlib.sha256(out.payloads[kernel].encode()).hexdigest(),
@@ -484,14 +598,19 @@ def _derive(
             scale = _percent_scale(efficiency, x)
             if scale is not None:
                 scales.append([x.mode, x.provider, x.key.workload_digest, x.gpu_slug, scale])
+        missing = {x.key: kept_missing.get(x.key) or _missing_references(index, [x]) for x in s}
+        point_sources = {
+            p.run_digest: getattr(run_sources.run(p.run_digest), "source", None) for x in s for p in x.points
+        }
         part(kernel).update(
             series=len(s),
             pivot=sorted([g, v, n] for (g, v), n in _pivot(s).get(kernel, {}).items()),
             ranking=[[row.gpu, row.facts.to_dict()] for row in rank_by_efficiency(on_latency, efficiency)],
             scales=sorted(scales, key=lambda row: row[:4]),
             environments=sorted({x.key.environment_digest for x in s}),
-            missing=_missing_references(index, s),
+            missing=sorted({d for found in missing.values() for d in found}),
             implementations=sorted({identity.implementation_name(kernel, x.provider) for x in s}),
+            cache=[_series_entry(x, point_sources, every_origin, missing[x.key]) for x in s],
         )
     return out
 
@@ -747,7 +866,7 @@ def _write_state(out_dir: Path, site: _Assembled, catalogue: dict[str, Any] | No
     state |= {"parts": dict(sorted(site.parts.items()))}
     if catalogue is not None:
         state["catalogue"] = catalogue
-    write_text(out_dir / STATE_NAME, json.dumps(state, indent=1, sort_keys=True) + "\n")
+    write_text(out_dir / STATE_NAME, json.dumps(state, sort_keys=True, separators=(",", ":")) + "\n")  # C encoder
 
 
 @dataclass
@@ -1000,13 +1119,16 @@ def build_catalogue_site(
     except _FullBuild as why:
         return whole(str(why))
     touched = plan.touched
+    reuse: dict[str, _Reuse] = {}
     if plan.touched:
         read = set(touched)
         if sidecar is None:  # derived here: the sentinels' runs set every kernel's measured ceilings
             read |= {k for k in {*before["parts"], *touched} if k.startswith(SENTINEL_KERNELS)}
+            prefixes = [identity.kernel_external_id_prefix(k) for k in sorted(read) if k]
+        else:  # from the sidecar: a kernel's series whose runs' heads no new run has are kept as they were
+            reuse, prefixes = _series_to_read(before["parts"], plan)
         index, origins = RecordIndex(), {}
         index.read_records(store.records(kinds=NON_RUN_KINDS))
-        prefixes = [identity.kernel_external_id_prefix(k) for k in sorted(read) if k]
 
         def runs() -> Iterator[tuple[str, dict[str, Any]]]:
             for digest, manifest, publication in store.runs_by_external_id(prefixes):
@@ -1020,19 +1142,20 @@ def build_catalogue_site(
             efficiency = _sidecar_of(sidecar, set(touched))
         else:
             efficiency = derive_efficiency(index, low_threshold=low)
-        derived = _derive(index, kernels=set(touched), efficiency=efficiency, detection=detection, origins=origins)
+        derived = _derive(
+            index, kernels=set(touched), efficiency=efficiency, detection=detection, origins=origins, reuse=reuse
+        )
         if not derived.regular:
             return whole("a run of a rebuilt kernel cannot be placed by its externalId")
     else:
         derived, efficiency = _Derived(), None
     kept_parts = {k: p for k, p in before["parts"].items() if k not in touched}
     held = store.counts_by_kind().get("BenchmarkRun", 0)
-    if held != derived.runs_read + sum(p["runs"] for p in kept_parts.values()):  # what the state says is all of it
-        reason = (
-            f"the catalogue holds {held} runs, the previous build's kept kernels and the rebuilt ones "
-            f"{derived.runs_read + sum(p['runs'] for p in kept_parts.values())}"
+    counted = sum(p["runs"] for p in kept_parts.values()) + sum(p["runs"] for p in derived.parts.values())
+    if held != counted:  # the runs the state and this build account for are every run of the catalogue
+        return whole(
+            f"the catalogue holds {held} runs, the previous build's kept kernels and the rebuilt ones {counted}"
         )
-        return whole(reason)
     kept = {k: f["slug"] for k, f in before["kernels"].items() if k not in touched}
     site = _assemble(
         out_dir,
@@ -1067,6 +1190,31 @@ def _why_touched(touched: Mapping[str, str]) -> str:
     return " (" + "; ".join(f"{n} {why}" for why, n in sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0]))) + ")"
 
 
+def _series_to_read(parts: Mapping[str, dict[str, Any]], plan: _Plan) -> tuple[dict[str, _Reuse], list[str]]:
+    """What to keep of each rebuilt kernel and the externalId prefixes to read: the heads of the new runs and
+    every head of a kept series that shares one with them (until no series is split between read and kept),
+    or, for a kernel `plan.whole` names or the previous build lacks, all of its runs."""
+    reuse: dict[str, _Reuse] = {}
+    prefixes: list[str] = []
+    for kernel in sorted(plan.touched):
+        part = parts.get(kernel)
+        if part is None or kernel in plan.whole or not kernel:
+            prefixes.append(identity.kernel_external_id_prefix(kernel))
+            continue
+        read = set(plan.heads.get(kernel, ()))
+        while True:
+            more = {h for entry in part["cache"] if read & set(entry["heads"]) for h in entry["heads"]} - read
+            if not more:
+                break
+            read |= more
+        reuse[kernel] = _Reuse(
+            series=[entry for entry in part["cache"] if not read & set(entry["heads"])],
+            heads={h: f for h, f in part["heads"].items() if h not in read},
+        )
+        prefixes += sorted(read)
+    return reuse, prefixes
+
+
 def _catalogue_state(
     newest: int,
     inputs: str,
@@ -1088,6 +1236,8 @@ def _catalogue_state(
 class _Plan:
     touched: dict[str, str]  # kernel -> why it is rebuilt
     regular: bool = True
+    heads: dict[str, set[str]] = field(default_factory=dict)  # kernel -> the externalId heads of its new runs
+    whole: set[str] = field(default_factory=set)  # kernels whose every run is read again (a record they lacked came)
 
 
 def _plan(
@@ -1128,6 +1278,8 @@ def _plan(
     if sidecar is None and not (out_dir / SIDECAR_NAME).is_file():
         raise _FullBuild(f"the previous build's {SIDECAR_NAME} is missing")
     touched: dict[str, str] = {}
+    heads: dict[str, set[str]] = defaultdict(set)
+    whole: set[str] = set()
     new = store.publications_with_records(after=since)
     span = _span(list(new))
     runs = 0
@@ -1140,6 +1292,7 @@ def _plan(
             if not regular:
                 raise _FullBuild(f"publications {span} brought a run the site cannot place by its externalId")
             touched.setdefault(kernel, f"with runs from publications {span}")
+            heads[kernel].add(row.external_head)
             if kernel.startswith(SENTINEL_KERNELS) and isinstance(row.environment, str):
                 ceilings.add(row.environment)
             runs += 1
@@ -1157,6 +1310,7 @@ def _plan(
             )
             for kernel in hit:
                 touched.setdefault(kernel, f"referring to records publications {span} brought")
+                whole.add(kernel)
         for kernel, part in parts.items():
             if ceilings & set(part["environments"]):
                 touched.setdefault(kernel, "on a host whose sweep sentinel ran again (its measured ceiling)")
@@ -1169,7 +1323,7 @@ def _plan(
         slug = facts["slug"]
         if not ((out_dir / "data" / f"{slug}.js").is_file() and (out_dir / "kernels" / f"{slug}.html").is_file()):
             touched.setdefault(kernel, "whose files were missing")
-    return _Plan(touched)
+    return _Plan(touched, heads=dict(heads), whole=whole)
 
 
 def _span(ids: list[int]) -> str:
