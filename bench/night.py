@@ -25,8 +25,8 @@ regressions result and the efficiency stage's sidecar, on the previous build in 
 
 Prints one JSON line per (night, stage) and whether the night's outputs equal the rebuild's; exits 1 if any
 differs. Each stage's line says what it recomputed (parts derived or written, run-table rows read, series
-judged again, kernels rebuilt); detection still estimates every GPU's host effects and reads every run's facts
-from the run table.
+judged again or the previous result kept whole, kernels rebuilt); where anything changed, detection still
+estimates every GPU's host effects and reads every run's facts from the run table.
 """
 
 from __future__ import annotations
@@ -131,8 +131,9 @@ with CatalogueStore.open(url, read_only=True) as store:
         table = RunTable(Path(state) / "run-table")  # the asset's is beside the catalogue; each folder its own here
         update = table.update(store)
         result, _ = detect_and_attribute(table.facts(store), DetectionSettings(), None,
-                                         judgement_store=Path(state) / "judgements", marks=store.acknowledgements())
-        note = {"runTableRowsRead": update.rows_written}
+                                         judgement_store=Path(state) / "judgements", marks=store.acknowledgements(),
+                                         previous=Path(state) / "last-result.pickle")
+        note = {"runTableRowsRead": update.rows_written, "keptWhole": result.judgements.kept_whole}
         (Path(state) / "regressions.pickle").write_bytes(pickle.dumps(result))
         (out / "regressions.md").write_text(result.markdown())
         note |= {"seriesRejudged": result.judgements.rejudged, "seriesReused": result.judgements.reused}

@@ -124,22 +124,17 @@ class RunTable:
         """The catalogue's records that are not runs (from `store`) and its runs from the table, each in the
         catalogue's order (KINDS, then name, then digest: the runs sorted by name and digest here). Call
         `update` first: RunTableError for a table whose list cannot be read."""
-        import pyarrow as pa
-        import pyarrow.compute as pc
-        import pyarrow.parquet as pq
-
         listed, why = self._listed()
         if why:
             raise RunTableError(f"run table {self.path}: {why} (update it first)")
         files = [self.path / entry["file"] for _, entry in sorted(listed.items(), key=lambda item: int(item[0]))]
-        table = (
-            pa.concat_tables([pq.read_table(f, schema=_schema()) for f in files]) if files else _schema().empty_table()
-        )
-        # code-point order of names, as the catalogue's (Arrow compares strings by their UTF-8 bytes)
-        table = table.take(pc.sort_indices(table, [("name", "ascending"), ("digest", "ascending")]))
+        others = list(store.records(kinds=[kind for kind in store.counts_by_kind() if kind != RUN_KIND]))  # few
+        # what detection is given: every publication's partition, rows and file digest, and the other records
+        content = json.dumps([listed, [digest for digest, _ in others]], sort_keys=True)
         return RunFactsTable(
-            records=store.manifests(kinds=[kind for kind in store.counts_by_kind() if kind != RUN_KIND]),
-            runs=_rows(table),
+            records=[manifest for _, manifest in others],
+            runs=_rows(files),
+            fingerprint=hashlib.sha256(content.encode()).hexdigest(),
         )
 
     # ------------------------------------------------------------------ the files
@@ -206,8 +201,16 @@ class RunTableError(RuntimeError):
     """A run table that cannot be read as it is."""
 
 
-def _rows(table: Any) -> Iterator[tuple[str | None, RunFacts | str | None]]:
-    """(source, own facts | reason | None) per row; columns read once each (a million rows in seconds)."""
+def _rows(files: list[Path]) -> Iterator[tuple[str | None, RunFacts | str | None]]:
+    """(source, own facts | reason | None) per row of the files, in the catalogue's order (code-point order of
+    names, then digests: Arrow compares strings by their UTF-8 bytes); read when first asked for, each column
+    once (a million rows in seconds)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    table = pa.concat_tables([pq.read_table(f, schema=_schema()) for f in files]) if files else _schema().empty_table()
+    table = table.take(pc.sort_indices(table, [("name", "ascending"), ("digest", "ascending")]))
     sources = table.column("source").to_pylist()
     reasons = table.column("reason").to_pylist()
     adapters = table.column("adapter").to_pylist()

@@ -199,6 +199,7 @@ def benchmark_regressions(
             liger_git.clone() or None,
             judgement_store=regression_settings.judgement_store_path(),
             marks=store.acknowledgements(),
+            previous=regression_settings.previous_result_path(),
         )
     for note in notes:
         context.log.warning(note)
@@ -214,10 +215,16 @@ def benchmark_regressions(
             # judged afresh (their inputs changed) and reused from the previous refresh (detection/judgements.py)
             "series_rejudged": result.judgements.rejudged,
             "series_reused": result.judgements.reused,
-            RECOMPUTED: f"{update.line()}; {result.judgements.rejudged} series judged afresh (their inputs "
-            f"changed), {result.judgements.reused} reused from the judgement store; every run's facts read from the "
-            "run table, and every GPU's host effects estimated again to find out (the noise they are judged "
-            "against is pooled across GPUs)",
+            RECOMPUTED: f"{update.line()}; "
+            + (
+                f"the previous result kept whole ({len(result.trends)} series): nothing it depends on changed "
+                "(runs, records, settings, acknowledgements, the clone's refs, the code)"
+                if result.judgements.kept_whole
+                else f"{result.judgements.rejudged} series judged afresh (their inputs changed), "
+                f"{result.judgements.reused} reused from the judgement store; every run's facts read from the run "
+                "table, and every GPU's host effects estimated again to find out (not yet only the GPUs the "
+                "night touched)"
+            ),
             "run_table": MetadataValue.path(str(table.path)),
             "host_effects": len(result.host_effects),
             "insufficient_data": len(result.insufficient),

@@ -72,6 +72,12 @@ class RegressionSettingsResource(ConfigurableResource):
     def judgement_store_path(self) -> Path:
         return Path(self.judgement_store) if self.judgement_store else default_judgement_store()
 
+    def previous_result_path(self) -> Path:
+        """Beside the judgement store: the last result and the digest of its inputs, kept whole by a refresh
+        where none of them changed (`liger.attribution.detect_and_attribute`'s `previous`)."""
+        store = self.judgement_store_path()
+        return store.with_name(store.stem + ".last-result.pickle")
+
 
 class EfficiencySettingsResource(ConfigurableResource):
     """The settings of the efficiency figures (reporting/efficiency.py): `efficiency_table` derives them once

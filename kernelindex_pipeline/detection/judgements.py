@@ -83,8 +83,11 @@ class JudgementReuse:
     reused: int = 0
     store: str | None = None
     notes: list[str] = field(default_factory=list)
+    kept_whole: bool = False  # the previous detection's whole result, nothing it depends on changed
 
     def line(self) -> str:
+        if self.kept_whole:
+            return f"the previous result kept whole ({self.reused} series): nothing it depends on changed"
         where = f"judgement store {self.store}" if self.store else "no judgement store"
         return f"{self.rejudged} series judged afresh, {self.reused} reused ({where})"
 

@@ -217,6 +217,7 @@ class RunFactsTable(NamedTuple):
 
     records: Iterable[dict[str, Any]]
     runs: Iterable[tuple[str | None, RunFacts | str | None]]
+    fingerprint: str | None = None  # the table's content (what its runs and records are), when it knows it
 
 
 def own_facts_of(manifest: dict[str, Any]) -> tuple[str | None, RunFacts | str | None]:

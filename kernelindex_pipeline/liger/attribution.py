@@ -11,12 +11,15 @@ and per commit, never per series; all answers are cached.
 from __future__ import annotations
 
 import ast
+import hashlib
+import json
 import os
 import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from kernelindex_pipeline.detection import host_changes
@@ -30,6 +33,7 @@ from kernelindex_pipeline.detection.changes import (
     CauseEvidence,
     CommitSuspect,
 )
+from kernelindex_pipeline.detection.judgements import JudgementReuse
 from kernelindex_pipeline.detection.run_facts import PEAK_MEMORY
 
 from .harness import Checkout, HarnessReader
@@ -559,17 +563,32 @@ def detect_and_attribute(
     from_files: bool = False,
     judgement_store: str | os.PathLike[str] | None = None,
     marks: list[dict[str, str]] | None = None,
+    previous: str | os.PathLike[str] | None = None,
 ) -> tuple[Any, list[str]]:
     """(the regressions report, its notes): detection over `runs` (manifests, a catalogue's run table as a
     `detection.run_facts.RunFactsTable`, or records files each one source run with `from_files`) with Liger's
     facts, then Liger's attribution, then the catalogue's acknowledgements (`marks`, its rows). The one
     composition the CLI and the benchmark_regressions asset share; the notes (a clone that cannot be used, a
-    damaged judgement store) are theirs to show."""
+    damaged judgement store) are theirs to show. `previous`: a file keeping the last result with a digest of
+    everything it was made from (a run table's fingerprint, the settings, marks, the clone's refs, this code);
+    where they are all unchanged, that result is returned as it is (a night that added nothing)."""
     from kernelindex_pipeline.detection import acknowledgements
     from kernelindex_pipeline.detection.detect import detect_in_record_files, detect_in_run_table, detect_regressions
     from kernelindex_pipeline.detection.run_facts import RunFactsTable
 
     liger = LigerAttribution(clone)
+    key = None
+    if previous is not None and isinstance(runs, RunFactsTable) and runs.fingerprint:
+        clone_refs = liger.history.refs_fingerprint() if liger.history is not None else None
+        key = _inputs_key(runs.fingerprint, settings, marks or [], clone_refs)
+        kept = _kept_result(Path(previous), key)
+        if kept is not None:
+            report, notes = kept
+            said = set(report.judgements.notes)  # the store's warnings were that detection's, not this one's
+            report.judgements = JudgementReuse(
+                reused=len(report.trends), store=report.judgements.store, kept_whole=True
+            )
+            return report, [note for note in notes if note not in said]
     if isinstance(runs, RunFactsTable):
         report = detect_in_run_table(runs, settings, liger.adapters, judgement_store=judgement_store)
     elif from_files:
@@ -578,4 +597,52 @@ def detect_and_attribute(
         report = detect_regressions(runs, settings, liger.adapters, judgement_store=judgement_store)
     notes = [*report.judgements.notes, *liger.attribute(report)]
     acknowledgements.apply(report, acknowledgements.from_rows(marks or []))  # after attribution's host folding
+    if key is not None:
+        _keep_result(Path(previous), key, (report, notes))
     return report, notes
+
+
+_RESULT_FORMAT = b"kernelindex-pipeline/regressions-result 1\n"
+
+
+def _inputs_key(fingerprint: str, settings: Any, marks: list[dict[str, str]], clone_refs: str | None) -> str:
+    """A digest of what a detection's result depends on: the runs and records (a run table's fingerprint), the
+    settings, the acknowledgements, the clone's refs, and the code of detection and of Liger's adapter and
+    attribution (with their data files)."""
+    package = Path(__file__).resolve().parent.parent
+    digest = hashlib.sha256()
+    digest.update(json.dumps([fingerprint, repr(settings), marks, clone_refs], sort_keys=True, default=str).encode())
+    for folder, pattern in (("detection", "*.py"), ("liger", "*.py"), ("data", "toolchain-timeline.yaml")):
+        for path in sorted((package / folder).glob(pattern)):
+            digest.update(f"{folder}/{path.name}\0".encode() + path.read_bytes())
+    return digest.hexdigest()
+
+
+def _kept_result(path: Path, key: str) -> tuple[Any, list[str]] | None:
+    """The result kept in `path` for inputs `key`, or None (another key, no file, a file not ours). The file is
+    the asset's own, under DAGSTER_HOME, trusted as the IO manager's pickles beside it are."""
+    import pickle
+
+    try:
+        with open(path, "rb") as handle:
+            if handle.readline() != _RESULT_FORMAT or handle.readline().strip() != key.encode():
+                return None
+            return pickle.load(handle)
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError, ValueError):
+        return None
+
+
+def _keep_result(path: Path, key: str, result: tuple[Any, list[str]]) -> None:
+    import pickle
+    import tempfile
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle = tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".partial", delete=False)
+    try:
+        with handle:
+            handle.write(_RESULT_FORMAT + key.encode() + b"\n")
+            pickle.dump(result, handle, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(handle.name, path)
+    except BaseException:
+        Path(handle.name).unlink(missing_ok=True)
+        raise

@@ -31,6 +31,7 @@ and the fix; the caller goes on without git (cause ``unknown``).
 from __future__ import annotations
 
 import atexit
+import hashlib
 import os
 import re
 import secrets
@@ -288,6 +289,11 @@ class LigerSourceHistory:
     def _environment(self, protocols: str) -> dict[str, str]:
         """The whole environment of a git call on this clone (`_git_environment`)."""
         return _git_environment(protocols, str(self._top.parent), self._safe)
+
+    def refs_fingerprint(self) -> str:
+        """A digest of every ref and what it points to: changes when a fetch brings commits (a detection's
+        attribution depends on what the clone holds)."""
+        return hashlib.sha256(self._run("for-each-ref", "--format=%(objectname) %(refname)").encode()).hexdigest()
 
     def _run(
         self,

@@ -30,7 +30,10 @@ T0 = datetime(2026, 1, 1, tzinfo=UTC)
 def _detected(store: CatalogueStore, table: RunTable | None) -> str:
     """regressions.json and the table of the detection from the run table (or the manifests, None)."""
     runs = store.manifests() if table is None else table.facts(store)
-    report, _ = detect_and_attribute(runs, DetectionSettings(), None, marks=store.acknowledgements())
+    return _text(detect_and_attribute(runs, DetectionSettings(), None, marks=store.acknowledgements())[0])
+
+
+def _text(report) -> str:
     return json.dumps(regressions_json(report), sort_keys=True, default=str) + "\n" + report.markdown()
 
 
@@ -186,3 +189,30 @@ def test_a_table_whose_list_cannot_be_read_is_refused_until_updated(tmp_path):
 def test_the_table_of_an_sqlite_catalogue_is_beside_its_file(tmp_path):
     with CatalogueStore.open(f"sqlite:///{tmp_path}/x.sqlite") as store:
         assert run_table_beside(store) == tmp_path / "x.sqlite.run-table"
+
+
+def test_a_detection_whose_inputs_are_all_unchanged_keeps_the_previous_result_whole(tmp_path):
+    """From a run table, with `previous`: the same runs, records, settings and marks give the kept result (the
+    same report); a new publication, other settings, a new acknowledgement or a file not ours detect again."""
+    previous = tmp_path / "last-result.pickle"
+    with _catalogue(tmp_path) as store:
+        table = RunTable(tmp_path / "run-table")
+
+        def detect(settings=DetectionSettings(), marks=()):
+            table.update(store)
+            report, _ = detect_and_attribute(table.facts(store), settings, None, marks=list(marks), previous=previous)
+            return report, _text(report)
+
+        first, first_text = detect()
+        assert not first.judgements.kept_whole and first.changes
+        again, again_text = detect()
+        assert again.judgements.kept_whole and again_text == first_text
+        assert "the previous result kept whole" in again.judgements.line()
+        assert not detect(DetectionSettings(alpha=0.01))[0].judgements.kept_whole
+        mark = {"change_id": "x" * 16, "status": "expected", "fixed_in": "", "note": "", "by": "me", "at": "2026-01-01"}
+        assert not detect(marks=[mark])[0].judgements.kept_whole
+        store.publish([_run("h100", 0, 11, 1.3e6)], partition="night-11", source=None, report=None)
+        newer, newer_text = detect()
+        assert not newer.judgements.kept_whole and newer_text == _detected(store, None)
+        previous.write_bytes(b"not ours\n")
+        assert not detect()[0].judgements.kept_whole
