@@ -198,9 +198,12 @@ def test_a_detection_whose_inputs_are_all_unchanged_keeps_the_previous_result_wh
     with _catalogue(tmp_path) as store:
         table = RunTable(tmp_path / "run-table")
 
-        def detect(settings=DetectionSettings(), marks=()):
+        def detect(settings=None, marks=()):
             table.update(store)
-            report, _ = detect_and_attribute(table.facts(store), settings, None, marks=list(marks), previous=previous)
+            runs = table.facts(store)
+            report, _ = detect_and_attribute(
+                runs, settings or DetectionSettings(), None, marks=list(marks), previous=previous
+            )
             return report, _text(report)
 
         first, first_text = detect()
