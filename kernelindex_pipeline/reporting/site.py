@@ -48,7 +48,7 @@ import json
 import logging
 import os
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from json.decoder import scanstring
@@ -407,6 +407,7 @@ class _Derived:
     facts: dict[str, dict[str, Any]] = field(default_factory=dict)
     parts: dict[str, dict[str, Any]] = field(default_factory=dict)
     regular: bool = True  # every run regular (`_run_kernel`)
+    split: bool = False  # a kept series also got runs of a head read again (then the kernel is read whole)
     runs_read: int = 0
 
 
@@ -511,15 +512,17 @@ def _derive(
     index: RecordIndex,
     *,
     kernels: set[str] | None,
-    efficiency: EfficiencyReport,
+    efficiency: EfficiencyReport | Callable[[set[str]], EfficiencyReport],
     detection: tuple[dict, dict, dict[str, str]],
     origins: Mapping[str, str] | None,
     reuse: Mapping[str, _Reuse] | None = None,
 ) -> _Derived:
     """The data, page facts and parts of `kernels` (every kernel where None) from `index`, which holds at least
-    every run of those kernels, or, for a kernel `reuse` names, every run of the heads it does not keep."""
+    every run of those kernels, or, for a kernel `reuse` names, every run of the heads it does not keep.
+    `efficiency`: the report, or what makes it given the run digests of the series' points."""
     sources, changes, fingerprints = detection
     reuse = reuse or {}
+    made_later = callable(efficiency)
     latency, memory = build_series(index), build_series(index, PEAK_MEMORY_METRIC)
     by_kernel: dict[str, list[Series]] = defaultdict(list)
     for s in [*latency, *memory]:
@@ -528,9 +531,12 @@ def _derive(
     kept_sources: dict[str, Any] = {}
     kept_origins: dict[str, str] = {}
     kept_missing: dict[SeriesKey, list[str]] = {}
+    out = _Derived()
     for kernel, kept in reuse.items():
+        made = {s.key for s in by_kernel[kernel]}
         for entry in kept.series:
             s = _series_from(entry, index)
+            out.split |= s.key in made  # a run of another head joined a kept series: it is not the whole series
             by_kernel[kernel].append(s)
             kept_missing[s.key] = entry["missing"]
             for p, source, url in zip(s.points, entry["sources"], entry["origins"], strict=True):
@@ -538,7 +544,8 @@ def _derive(
                 if url is not None:
                     kept_origins[p.run_digest] = url
         by_kernel[kernel].sort(key=_series_order)
-    out = _Derived()
+    if made_later:  # the facts of these series' points only
+        efficiency = efficiency({p.run_digest for found in by_kernel.values() for x in found for p in x.points})
 
     def part(kernel: str) -> dict[str, Any]:
         if kernel not in out.parts:
@@ -1003,9 +1010,10 @@ class _SidecarRuns(Mapping):
         return len(self.lines)
 
 
-def _sidecar_of(path: Path, kernels: set[str] | None) -> EfficiencyReport:
+def _sidecar_of(path: Path, kernels: set[str] | None, runs_wanted: set[str] | None = None) -> EfficiencyReport:
     """The facts of the runs of `kernels` (every kernel where None) in an efficiency sidecar, as `read_sidecar`
-    reads them, each line parsed when asked for."""
+    reads them, each line parsed when asked for; of `runs_wanted` only (a site's points), where given, with
+    every run of `kernels` counted by status."""
     low = _sidecar_threshold(path)
     wanted = None if kernels is None else set(kernels)
     runs = _SidecarRuns()
@@ -1016,7 +1024,8 @@ def _sidecar_of(path: Path, kernels: set[str] | None) -> EfficiencyReport:
             if kernel is None or run is None or status is None:
                 raise ValueError(f"{path}: line {number} lacks a run's kernel, digest or status")
             if wanted is None or kernel in wanted:
-                runs.lines[run] = line
+                if runs_wanted is None or run in runs_wanted:
+                    runs.lines[run] = line
                 runs.statuses[kernel][status] += 1
     return EfficiencyReport(runs, low)
 
@@ -1139,7 +1148,7 @@ def build_catalogue_site(
 
         index.read_records(runs())
         if sidecar is not None:
-            efficiency = _sidecar_of(sidecar, set(touched))
+            efficiency = functools.partial(_sidecar_of, sidecar, set(touched))
         else:
             efficiency = derive_efficiency(index, low_threshold=low)
         derived = _derive(
@@ -1147,6 +1156,8 @@ def build_catalogue_site(
         )
         if not derived.regular:
             return whole("a run of a rebuilt kernel cannot be placed by its externalId")
+        if derived.split:
+            return whole("a new run joined a series of another run template (externalId head)")
     else:
         derived, efficiency = _Derived(), None
     kept_parts = {k: p for k, p in before["parts"].items() if k not in touched}
@@ -1354,7 +1365,11 @@ def _build_whole(
     origins = None
     if publication_origins:
         origins = {d: publication_origins[p] for d, p in store.run_publications().items() if publication_origins.get(p)}
-    efficiency = _sidecar_of(sidecar, None) if sidecar is not None else derive_efficiency(index, low_threshold=low)
+    efficiency = (
+        functools.partial(_sidecar_of, sidecar, None)
+        if sidecar is not None
+        else derive_efficiency(index, low_threshold=low)
+    )
     derived = _derive(index, kernels=None, efficiency=efficiency, detection=detection, origins=origins)
     del index
     site = _assemble(
