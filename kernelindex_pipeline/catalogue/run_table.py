@@ -82,14 +82,17 @@ class RunTable:
         self.path = Path(path)
         self._catalogue: str | None = None  # the (redacted) URL of the catalogue the list was made from
 
-    def update(self, store: Any) -> RunTableUpdate:
-        """Bring the table to the catalogue `store` holds (a `CatalogueStore`, read only)."""
+    def update(self, store: Any, *, rebuild: bool = False) -> RunTableUpdate:
+        """Bring the table to the catalogue `store` holds (a `CatalogueStore`, read only); `rebuild`: every
+        publication's file written again (the same bytes)."""
         done = RunTableUpdate()
         listed, why = self._listed()
         if not why and listed and self._catalogue != store.safe_url:
             listed, why = {}, f"made from another catalogue ({self._catalogue})"
         if why:
             done.warnings.append(f"run table {self.path}: {why}; every publication read again from the catalogue")
+        if rebuild:
+            listed, why = {}, "a rebuild was asked for"
         wanted = store.publications_with_records()
         entries: dict[str, Any] = {}
         for publication, partition in wanted.items():

@@ -78,6 +78,22 @@ class CatalogueExportConfig(OutputDirConfig):
     )
 
 
+class EfficiencyTableConfig(OutputDirConfig):
+    rebuild: bool = Field(
+        default=False,
+        description="Derive every publication's figures afresh (the same bytes as the incremental derivation gives) "
+        "instead of only the publications since the last one (docs/concepts/efficiency.md).",
+    )
+
+
+class RegressionsConfig(Config):
+    rebuild: bool = Field(
+        default=False,
+        description="Read every publication's runs into the run table again and detect afresh, not keeping the "
+        "previous result (the same report: docs/concepts/detection.md, The run table).",
+    )
+
+
 GROUP = "catalogue"
 # Each catalogue-wide materialization says how much it recomputed and why (issue 33), in this metadata entry.
 RECOMPUTED = "recomputed"
@@ -173,6 +189,7 @@ def catalogue_export(
 @asset(**CATALOGUE_WIDE)
 def benchmark_regressions(
     context: AssetExecutionContext,
+    config: RegressionsConfig,
     catalogue: CatalogueResource,
     regression_settings: RegressionSettingsResource,
     liger_git: LigerGitResource,
@@ -189,7 +206,7 @@ def benchmark_regressions(
     `regression_settings`; metadata `series_rejudged` / `series_reused`)."""
     with catalogue.open() as store:
         table = RunTable(run_table_beside(store))
-        update = table.update(store)  # the runs of the publications since the last refresh, read from them
+        update = table.update(store, rebuild=config.rebuild)  # the publications since the last refresh
         for warning in update.warnings:
             context.log.warning(warning)
         context.log.info(update.line())
@@ -199,7 +216,7 @@ def benchmark_regressions(
             liger_git.clone() or None,
             judgement_store=regression_settings.judgement_store_path(),
             marks=store.acknowledgements(),
-            previous=regression_settings.previous_result_path(),
+            previous=None if config.rebuild else regression_settings.previous_result_path(),
         )
     for note in notes:
         context.log.warning(note)
@@ -375,7 +392,7 @@ def benchmark_coverage(context: AssetExecutionContext, catalogue: CatalogueResou
 @asset(**CATALOGUE_WIDE)
 def efficiency_table(
     context: AssetExecutionContext,
-    config: OutputDirConfig,
+    config: EfficiencyTableConfig,
     catalogue: CatalogueResource,
     efficiency_settings: EfficiencySettingsResource,
 ) -> Output[str]:
@@ -387,7 +404,7 @@ def efficiency_table(
     path, which the export copies and the site reads."""
     out = _out(config, "efficiency")
     with catalogue.open() as store:
-        done = update_efficiency(store, out, low_threshold=efficiency_settings.low_threshold)
+        done = update_efficiency(store, out, low_threshold=efficiency_settings.low_threshold, rebuild=config.rebuild)
     for warning in done.warnings:
         context.log.warning(warning)
     counts = done.counts

@@ -219,3 +219,13 @@ def test_a_detection_whose_inputs_are_all_unchanged_keeps_the_previous_result_wh
         assert not newer.judgements.kept_whole and newer_text == _detected(store, None)
         previous.write_bytes(b"not ours\n")
         assert not detect()[0].judgements.kept_whole
+
+
+def test_a_rebuild_writes_every_file_again_with_the_same_bytes(tmp_path):
+    with _catalogue(tmp_path, nights=3) as store:
+        table = RunTable(tmp_path / "run-table")
+        table.update(store)
+        before = {p.name: p.read_bytes() for p in table.path.iterdir()}
+        done = table.update(store, rebuild=True)
+        assert (len(done.written), done.warnings) == (3, [])
+        assert {p.name: p.read_bytes() for p in table.path.iterdir()} == before

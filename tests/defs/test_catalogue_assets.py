@@ -203,11 +203,15 @@ def test_a_refresh_judges_afresh_only_the_series_whose_runs_changed(tmp_path, sq
         "liger_git": LigerGitResource(),
     }
 
-    def refresh():
+    said = []
+
+    def refresh(rebuild: bool = False):
+        config = {"ops": {"benchmark_regressions": {"config": {"rebuild": rebuild}}}}
         with DagsterInstance.ephemeral() as fresh:
-            result = materialize([benchmark_regressions], instance=fresh, resources=detection)
+            result = materialize([benchmark_regressions], instance=fresh, resources=detection, run_config=config)
         (materialization,) = result.asset_materializations_for_node("benchmark_regressions")
         metadata = materialization.metadata
+        said.append(metadata["recomputed"].value)
         return metadata["series_rejudged"].value, metadata["series_reused"].value, metadata["regressions"].value
 
     with CatalogueStore.open(sqlite_url) as store:
@@ -218,6 +222,10 @@ def test_a_refresh_judges_afresh_only_the_series_whose_runs_changed(tmp_path, sq
         store.publish(_sweeps_with_a_slowdown("NVIDIA A100-SXM4-80GB", scale=1.7).manifests(), partition="a100")
     assert refresh() == (3, 3, 2)
     assert refresh() == (0, 6, 2)  # nothing changed: nothing judged
+    assert said[-1].startswith("run table: 0 publication files written (0 runs read from their manifests), 2 kept")
+    assert "the previous result kept whole (6 series): nothing it depends on changed" in said[-1]
+    assert refresh(rebuild=True) == (0, 6, 2)  # every publication read again, detected again: the same judgements
+    assert said[-1].startswith("run table: 2 publication files written (") and "kept whole" not in said[-1]
 
 
 @pytest.mark.slow

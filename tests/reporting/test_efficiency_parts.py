@@ -146,3 +146,14 @@ def test_another_threshold_derives_every_part_again(tmp_path):
         done = update_efficiency(store, tmp_path / "out", low_threshold=0.9)
         assert done.full == "efficiency.parts.json made with another threshold"
         assert json.loads((tmp_path / "out" / PARTS_LIST).read_text())["lowThreshold"] == 0.9
+
+
+def test_a_rebuild_derives_every_part_again_with_the_same_bytes(tmp_path):
+    with CatalogueStore.open(f"sqlite:///{tmp_path}/catalogue.sqlite") as store:
+        _night(store, set(range(0, 30)), "ci:a", 0)
+        _night(store, set(range(30, 60)), "ci:b", 1)
+        update_efficiency(store, tmp_path / "out", low_threshold=LOW)
+        before = _files(tmp_path / "out")
+        done = update_efficiency(store, tmp_path / "out", low_threshold=LOW, rebuild=True)
+        assert (done.written, done.full, done.warnings) == ([1, 2], "a rebuild was asked for", [])
+        assert _files(tmp_path / "out") == before
