@@ -16,6 +16,7 @@ the catalogue does not have; `RunTable.facts` gives detection the catalogue's ru
 from __future__ import annotations
 
 import hashlib
+import heapq
 import json
 import os
 import tempfile
@@ -30,6 +31,7 @@ from kernelindex_pipeline.home import dagster_home
 FORMAT = 1
 LIST_NAME = "table.json"
 RUN_KIND = "BenchmarkRun"
+ROWS_IN_FLIGHT = 65_536  # rows read ahead over all the files at once (a batch per file)
 # a new column, or another meaning of one, needs a new FORMAT: the files of an older one are read again
 _FACTS = RunFacts._fields
 
@@ -205,26 +207,30 @@ class RunTableError(RuntimeError):
 
 
 def _rows(files: list[Path]) -> Iterator[tuple[str | None, RunFacts | str | None]]:
-    """(source, own facts | reason | None) per row of the files, in the catalogue's order (code-point order of
-    names, then digests: Arrow compares strings by their UTF-8 bytes); read when first asked for, each column
-    once (a million rows in seconds)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
+    """(source, own facts | reason | None) per row of the files, in the catalogue's order: each file is in it
+    (written from `records`, name then digest), so the files are merged, streamed a batch at a time, and memory
+    holds a batch per file, never the table (Python compares strings by code point: the catalogue's order)."""
     import pyarrow.parquet as pq
 
-    table = pa.concat_tables([pq.read_table(f, schema=_schema()) for f in files]) if files else _schema().empty_table()
-    table = table.take(pc.sort_indices(table, [("name", "ascending"), ("digest", "ascending")]))
-    sources = table.column("source").to_pylist()
-    reasons = table.column("reason").to_pylist()
-    adapters = table.column("adapter").to_pylist()
-    facts = zip(*(table.column(name).to_pylist() for name in _FACTS), strict=True)
-    for source, reason, adapter, values in zip(sources, reasons, adapters, facts, strict=True):
-        if not adapter:
+    names = _schema().names
+    at = {name: i for i, name in enumerate(names)}
+    batch_size = max(64, ROWS_IN_FLIGHT // max(1, len(files)))
+
+    def rows_of(path: Path) -> Iterator[tuple]:
+        for batch in pq.ParquetFile(path).iter_batches(batch_size=batch_size, columns=names):
+            columns = [batch.column(i).to_pylist() for i in range(len(names))]
+            yield from zip(*columns, strict=True)
+
+    facts_from = at[_FACTS[0]]
+    # rows start with (name, digest), unique, so tuples compare as the catalogue orders (no key function)
+    for row in heapq.merge(*(rows_of(f) for f in files)):
+        source = row[at["source"]]
+        if not row[at["adapter"]]:
             yield source, None
-        elif reason is not None:
-            yield source, reason
+        elif row[at["reason"]] is not None:
+            yield source, row[at["reason"]]
         else:
-            yield source, RunFacts(*values)
+            yield source, RunFacts(*row[facts_from:])
 
 
 def _sha256(path: Path) -> str:
