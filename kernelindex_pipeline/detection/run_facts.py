@@ -17,6 +17,7 @@ would need every installed environment re-installed before a new source is seen.
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple, Protocol
@@ -225,11 +226,17 @@ def own_facts_of(manifest: dict[str, Any]) -> tuple[str | None, RunFacts | str |
     its facts, why it cannot be used, or None when no adapter class reads its source) for a run table."""
     native = (manifest.get("spec") or {}).get("sourceNative")
     source = native.get("source") if isinstance(native, dict) else None
-    path = SOURCE_ADAPTERS.get(source) if isinstance(source, str) else None
+    own = _own_facts_function(source) if isinstance(source, str) else None
+    return (source if isinstance(source, str) else None), None if own is None else own(manifest)
+
+
+@functools.cache
+def _own_facts_function(source: str) -> Callable[[dict[str, Any]], RunFacts | str] | None:
+    path = SOURCE_ADAPTERS.get(source)
     if path is None:
-        return (source if isinstance(source, str) else None), None
+        return None
     module, _, name = path.partition(":")
-    return source, getattr(importlib.import_module(module), name).own_facts(manifest)
+    return getattr(importlib.import_module(module), name).own_facts
 
 
 def facts_of(manifest: dict[str, Any], registry: AdapterRegistry) -> RunFacts | str:
