@@ -967,10 +967,11 @@ def _sidecar_threshold(path: Path) -> float:
     return float(header.get("lowThreshold", DEFAULT_LOW_THRESHOLD))
 
 
-def _field(line: str, key: str) -> str | None:
+def _field(line: str, key: str, last: bool = False) -> str | None:
     """The string value of `key` in a sidecar line (one flat JSON object), without parsing the rest: a value
-    never holds an unescaped quote, so `"<key>": "` is only ever the key."""
-    start = line.find(f'"{key}": "')
+    never holds an unescaped quote, so `"<key>": "` is only ever the key. `last`: looked for from the line's end
+    (its keys are sorted: `run` and `status` are near it)."""
+    start = line.rfind(f'"{key}": "') if last else line.find(f'"{key}": "')
     if start < 0:
         return None
     try:
@@ -1020,7 +1021,7 @@ def _sidecar_of(path: Path, kernels: set[str] | None, runs_wanted: set[str] | No
     with open(path, encoding="utf-8") as handle:
         handle.readline()
         for number, line in enumerate(handle, start=2):
-            kernel, run, status = _field(line, "kernel"), _field(line, "run"), _field(line, "status")
+            kernel, run, status = _field(line, "kernel"), _field(line, "run", True), _field(line, "status", True)
             if kernel is None or run is None or status is None:
                 raise ValueError(f"{path}: line {number} lacks a run's kernel, digest or status")
             if wanted is None or kernel in wanted:
@@ -1038,7 +1039,7 @@ def _merge_sidecar(out_dir: Path, report: EfficiencyReport, kernels: set[str]) -
     with open(path, encoding="utf-8") as handle:
         handle.readline()
         for line in handle:
-            found, run = _field(line, "kernel"), _field(line, "run")
+            found, run = _field(line, "kernel"), _field(line, "run", True)
             if found is None or run is None:
                 raise _FullBuild(f"{SIDECAR_NAME} of the previous build has a line without its kernel or run")
             if found not in kernels:
