@@ -140,7 +140,7 @@ with CatalogueStore.open(url, read_only=True) as store:
     elif stage == "efficiency":
         from kernelindex_pipeline.reporting.efficiency_parts import update_efficiency  # the efficiency_table asset's
         done = update_efficiency(store, out / "efficiency", low_threshold=0.3)
-        note = {"partsDerived": len(done.written), "partsKept": len(done.kept), "kernelsRanked": len(done.kernels_ranked)}
+        note = {"partsDerived": len(done.written), "partsKept": len(done.kept), "templatesRanked": len(done.templates_ranked)}
     elif stage == "site":  # as the catalogue_report asset: on the previous build in its folder, the efficiency
         from kernelindex_pipeline.reporting.site import build_catalogue_site  # stage's sidecar
         result = pickle.loads((Path(state) / "regressions.pickle").read_bytes())

@@ -318,6 +318,10 @@ class EfficiencyReport:
                     self._scales[(g.kernel, g.mode, g.provider, g.workload, g.gpu)] = g.cost.work / g.peak * 1e11
         return self._scales.get((kernel, mode, provider, workload, gpu))
 
+    def run_templates(self) -> set[str]:
+        """The run templates (externalId heads, `identity.external_id_head`) of the runs derived here."""
+        return {run.external_head for _, _, run in (self._rows or {}).values() if run and run.external_head}
+
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = defaultdict(int)
         if self._rows is None:
@@ -631,17 +635,54 @@ def rank_by_efficiency(
     """Per GPU, kernel, pass and provider (of `roles`), the efficiency of its largest workload (most work)
     at its newest Liger version; ordered by GPU, then plausible readings from the least efficient up,
     then implausible ones. Runs without a figure (no cost model, no peak) are left out."""
-    best: dict[tuple[str, str, str, str], tuple[tuple, str, RunEfficiency]] = {}
+    return best_candidates(ranking_candidates(series, report, roles=roles))
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One series' bid for its (GPU, kernel, pass, provider) row of the ranking: its newest point's figures,
+    ranked by (work, observed at, run). The best of each key is the row (`best_candidates`), so candidates kept
+    per run template (efficiency_parts.py) give the ranking without the series of other templates."""
+
+    key: tuple[str, str, str, str]  # GPU slug, kernel, pass, provider
+    rank: tuple[Any, str, str]
+    row: TableRow
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"key": list(self.key), "rank": list(self.rank), "row": self.row.to_dict()}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Candidate:
+        return cls(tuple(data["key"]), tuple(data["rank"]), TableRow.from_dict(data["row"]))  # type: ignore[arg-type]
+
+
+def ranking_candidates(
+    series: Iterable[Series], report: EfficiencyReport, *, roles: tuple[str, ...] = ("liger",)
+) -> list[Candidate]:
+    """Each series' candidate (of `roles`, with a percent of peak at its newest point)."""
+    found = []
     for s in series:
         facts = report.runs.get(s.latest.run_digest) if s.latest and s.role in roles else None
         if facts is None or facts.pct_of_peak is None:
             continue
         work = facts.bytes if facts.bound == BYTES else facts.flops
-        rank = (work or 0, facts.observed_at, facts.run)
-        key = (s.gpu_slug, s.kernel, s.mode, s.provider)
-        if key not in best or rank > best[key][0]:
-            best[key] = (rank, s.gpu, facts)
-    rows = [TableRow(gpu, facts) for _, gpu, facts in best.values()]
+        found.append(
+            Candidate(
+                (s.gpu_slug, s.kernel, s.mode, s.provider),
+                (work or 0, facts.observed_at, facts.run),
+                TableRow(s.gpu, facts),
+            )
+        )
+    return found
+
+
+def best_candidates(candidates: Iterable[Candidate]) -> list[TableRow]:
+    """The best candidate of each key, in the ranking's order (`rank_by_efficiency`)."""
+    best: dict[tuple[str, str, str, str], Candidate] = {}
+    for c in candidates:
+        if c.key not in best or c.rank > best[c.key].rank:
+            best[c.key] = c
+    rows = [c.row for c in best.values()]
     rows.sort(
         key=lambda r: (
             r.gpu,

@@ -9,9 +9,10 @@ measured ceilings: the fastest sentinel run of each environment, over every publ
 - ``parts/efficiency-<publication id>.jsonl``: the sidecar's lines (`efficiency.write_sidecar`) of that
   publication's runs, in run-digest order;
 - ``efficiency.parts.json``: per part its partition, rows, sha256, status counts, the ceilings its lines used,
-  the sentinel ceilings its own runs measured, the references it lacked; per kernel its ranking rows
-  (`efficiency.rank_by_efficiency` is per kernel, pass, provider and GPU, so a kernel's rows need only its runs);
-  the threshold and code fingerprint everything was derived with;
+  the sentinel ceilings its own runs measured, the references it lacked, its kernels and run templates; per run
+  template the ranking's candidates of its series (`efficiency.Candidate`: a series lies within one template,
+  so a template's candidates need only its runs); the threshold and code fingerprint everything was derived
+  with;
 - ``efficiency.jsonl``: the whole sidecar (header, then every run's line in digest order), merged from the parts
   when any changed: what the export and the site read.
 
@@ -35,18 +36,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from kernelindex_pipeline.liger import identity
-
 from .efficiency import (
     IMPLAUSIBLE_FLAGS,
     SIDECAR_KIND,
     SIDECAR_NAME,
     SIDECAR_VERSION,
+    Candidate,
     EfficiencyReport,
     RunEfficiency,
     TableRow,
+    best_candidates,
     derive_efficiency,
-    rank_by_efficiency,
+    ranking_candidates,
     split_efficiency,
     with_measured_ceilings,
 )
@@ -89,7 +90,7 @@ class EfficiencyParts:
     why: dict[int, str] = field(default_factory=dict)  # part -> why it was derived again (not new)
     kept: list[int] = field(default_factory=list)
     removed: list[int] = field(default_factory=list)
-    kernels_ranked: list[str] = field(default_factory=list)  # kernels whose ranking rows were made again
+    templates_ranked: list[str] = field(default_factory=list)  # run templates whose candidates were made again
     counts: dict[str, int] = field(default_factory=dict)  # statuses and flags, as EfficiencyReport.counts
     implausible: int = 0
     runs: int = 0
@@ -104,7 +105,8 @@ class EfficiencyParts:
         return (
             f"{len(self.written)} of {len(self.written) + len(self.kept)} parts derived "
             f"({len(self.written) - len(self.why)} new{'; again: ' + again if again else ''}), {len(self.kept)} "
-            f"kept; ranking of {len(self.kernels_ranked)} kernels made again; {self.runs} runs in all"
+            f"kept; the ranking's candidates of {len(self.templates_ranked)} run templates made again (their runs "
+            f"changed); {self.runs} runs in all"
         )
 
 
@@ -175,39 +177,38 @@ def update_efficiency(
         own = fresh[publication].measured  # its own sentinels' ceilings, before the catalogue's are put in
         report = with_measured_ceilings(fresh[publication], measured)
         entries[str(publication)] = _write_part(out, publication, partition, report, own, base)
-        touched |= set(entries[str(publication)]["kernels"])
+        touched |= set(entries[str(publication)]["templates"])
         done.written.append(publication)
     for gone in set(parts) - set(entries):
         done.removed.append(int(gone))
-        touched |= set(parts[gone]["kernels"])
+        touched |= set(parts[gone]["templates"])
     files = {entry["file"] for entry in entries.values()}
     for stray in (out / PARTS_DIR).glob("efficiency-*.jsonl"):
         if stray.name not in files:
             stray.unlink()
 
-    # 4. the ranking: a kernel's rows from its runs, made again where its runs or their figures changed
-    ranking: dict[str, Any] = {k: v for k, v in listed.get("ranking", {}).items() if not why}
-    every_kernel = {k for entry in entries.values() for k in entry["kernels"]}
-    to_rank = sorted((touched | (every_kernel - set(ranking))) & every_kernel)
-    if whole is not None or 2 * len(to_rank) > len(every_kernel):  # most of them: one pass over every run
+    # 4. the ranking: the candidates of each run template's series (their newest points), made again where the
+    #    template's runs or their figures changed; a row is the best candidate of its key (efficiency.Candidate)
+    ranking: dict[str, Any] = {t: v for t, v in listed.get("ranking", {}).items() if not why}
+    every = {t for entry in entries.values() for t in entry["templates"]}
+    to_rank = sorted((touched | (every - set(ranking))) & every)
+    if whole is not None or 2 * len(to_rank) > len(every):  # most of them: one pass over every run
         if whole is None:
             index = base.with_runs(store.records(kinds=[RUN_KIND]))
             whole = (index, derive_efficiency(index, low_threshold=low_threshold))
         index, report = whole[0], with_measured_ceilings(whole[1], measured)
-        by_kernel: dict[str, list[dict[str, Any]]] = {kernel: [] for kernel in to_rank}
-        for row in rank_by_efficiency(build_series(index), report):
-            if row.facts.kernel in by_kernel:
-                by_kernel[row.facts.kernel].append(row.to_dict())
-        ranking |= by_kernel
-    else:
-        for kernel in to_rank:
-            runs = store.runs_by_external_id([identity.kernel_external_id_prefix(kernel)])
-            index = base.with_runs((digest, manifest) for digest, manifest, _ in runs)
-            report = with_measured_ceilings(derive_efficiency(index, low_threshold=low_threshold), measured)
-            ranking[kernel] = [row.to_dict() for row in rank_by_efficiency(build_series(index), report)]
-    done.kernels_ranked = to_rank
-    ranking = {k: ranking[k] for k in sorted(every_kernel)}
-    done.rows = _ranked([TableRow.from_dict(row) for rows in ranking.values() for row in rows])
+    else:  # the runs of those templates only, read through the catalogue's externalId index
+        index = base.with_runs((digest, manifest) for digest, manifest, _ in store.runs_by_external_id(to_rank))
+        report = with_measured_ceilings(derive_efficiency(index, low_threshold=low_threshold), measured)
+    again: dict[str, list[dict[str, Any]]] = {template: [] for template in to_rank}
+    for candidate in ranking_candidates(build_series(index), report):
+        template = index.run(candidate.row.facts.run).external_head
+        if template in again:
+            again[template].append(candidate.to_dict())
+    ranking |= again
+    done.templates_ranked = to_rank
+    ranking = {t: ranking[t] for t in sorted(every)}
+    done.rows = best_candidates(Candidate.from_dict(c) for candidates in ranking.values() for c in candidates)
 
     # 5. totals, the list, and the sidecar merged from the parts when anything changed
     for entry in entries.values():
@@ -217,7 +218,7 @@ def update_efficiency(
     changed = bool(done.written or done.removed or why) or not done.sidecar.is_file()
     if changed:
         _merge(out, entries, low_threshold, done.runs)
-    if changed or done.kernels_ranked:
+    if changed or done.templates_ranked:
         _write_atomically(
             out / PARTS_LIST,
             (json.dumps({**made_with, "parts": entries, "ranking": ranking}, indent=1, sort_keys=True) + "\n").encode(),
@@ -304,6 +305,7 @@ def _write_part(
         "implausible": sum(1 for r in runs if any(f in IMPLAUSIBLE_FLAGS for f in r.flags)),
         "environments": sorted({r.environment for r in runs}),
         "kernels": sorted({r.kernel for r in runs}),
+        "templates": sorted(report.run_templates()),
         "missing": sorted(d for d in referenced if d and d not in base.by_digest),
         "ceilings": _listed_ceilings(_used(report.measured, sorted({r.environment for r in runs}))),
         "sentinelCeilings": _listed_ceilings(own),
@@ -321,21 +323,6 @@ def _listed_ceilings(ceilings: dict[tuple[str, str], float]) -> dict[str, float]
 
 def _ceilings(listed: dict[str, float]) -> dict[tuple[str, str], float]:
     return {tuple(key.split("|", 1)): float(value) for key, value in listed.items()}  # type: ignore[misc]
-
-
-def _ranked(rows: list[TableRow]) -> list[TableRow]:
-    """`rank_by_efficiency`'s order over the rows of every kernel."""
-    return sorted(
-        rows,
-        key=lambda r: (
-            r.gpu,
-            not r.facts.plausible,
-            r.facts.pct_of_peak,
-            r.facts.kernel,
-            r.facts.mode,
-            r.facts.provider,
-        ),
-    )
 
 
 def _merge(out: Path, entries: dict[str, Any], low_threshold: float, runs: int) -> None:

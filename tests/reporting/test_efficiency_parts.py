@@ -79,11 +79,13 @@ def test_a_night_derives_only_its_publication_and_a_night_of_nothing_derives_not
         _night(store, set(range(50, 60)) - SECOND_SENTINEL, "sweep:h100", 2)
         done = update_efficiency(store, tmp_path / "out", low_threshold=LOW)
         assert (done.written, done.kept, done.why) == ([3], [1, 2], {})
+        every = {t for e in json.loads((tmp_path / "out" / PARTS_LIST).read_text())["parts"].values() for t in e["templates"]}  # fmt: skip
+        assert 0 < len(done.templates_ranked) < len(every)  # the night's run templates only
         assert "1 of 3 parts derived (1 new), 2 kept" in done.recomputed()
         _same_as_one_derivation(store, tmp_path / "out", done)
         before = (tmp_path / "out" / SIDECAR_NAME).stat().st_mtime_ns
         nothing = update_efficiency(store, tmp_path / "out", low_threshold=LOW)
-        assert (nothing.written, nothing.kernels_ranked) == ([], [])
+        assert (nothing.written, nothing.templates_ranked) == ([], [])
         assert (tmp_path / "out" / SIDECAR_NAME).stat().st_mtime_ns == before  # not even rewritten
 
 
