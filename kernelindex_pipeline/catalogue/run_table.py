@@ -157,8 +157,9 @@ class RunTable:
             return {}, f"table.json of another format ({listed.get('format') if isinstance(listed, dict) else '?'})"
         self._catalogue = listed.get("catalogue")
         entries = listed.get("publications")
+        types = {"file": str, "partition": str, "rows": int, "sha256": str}  # read back from disk: checked
         if not isinstance(entries, dict) or not all(
-            isinstance(e, dict) and {"file", "partition", "rows", "sha256"} <= set(e) for e in entries.values()
+            isinstance(e, dict) and all(isinstance(e.get(k), t) for k, t in types.items()) for e in entries.values()
         ):
             return {}, "table.json damaged"
         return entries, None

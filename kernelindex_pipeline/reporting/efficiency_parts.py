@@ -43,7 +43,6 @@ from .efficiency import (
     SIDECAR_VERSION,
     Candidate,
     EfficiencyReport,
-    RunEfficiency,
     TableRow,
     best_candidates,
     derive_efficiency,
@@ -232,7 +231,7 @@ def _derive(store: EfficiencyCatalogue, base: RecordIndex, publication: int, low
     return derive_efficiency(base.with_runs(runs), low_threshold=low_threshold)
 
 
-def read_parts_list(out_dir: str | os.PathLike[str]) -> dict[str, Any]:
+def _read_parts_list(out_dir: str | os.PathLike[str]) -> dict[str, Any]:
     """The parts list of `out_dir` ({} when there is none or it cannot be read)."""
     try:
         listed = json.loads((Path(out_dir) / PARTS_LIST).read_text(encoding="utf-8"))
@@ -247,7 +246,7 @@ def read_parts_list(out_dir: str | os.PathLike[str]) -> dict[str, Any]:
 def _listed(out: Path, made_with: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
     if not (out / PARTS_LIST).exists():
         return {}, None if not any((out / PARTS_DIR).iterdir()) else f"no {PARTS_LIST}"
-    listed = read_parts_list(out)
+    listed = _read_parts_list(out)
     if not listed:
         return {}, f"{PARTS_LIST} unreadable"
     for key, value in made_with.items():
@@ -255,16 +254,48 @@ def _listed(out: Path, made_with: dict[str, Any]) -> tuple[dict[str, Any], str |
             what = {"format": "of another format", "lowThreshold": "made with another threshold"}.get(key)
             return {}, f"{PARTS_LIST} {what or 'made by other code or data (cost models, peaks)'}"
     entries, ranking = listed.get("parts"), listed.get("ranking")
-    keys = {"file", "partition", "rows", "sha256", "counts", "implausible", "ceilings", "sentinelCeilings"}
-    if not (
-        isinstance(entries, dict)
-        and isinstance(ranking, dict)
-        and all(
-            isinstance(e, dict) and keys | {"environments", "kernels", "missing"} <= set(e) for e in entries.values()
-        )
-    ):
-        return {}, f"{PARTS_LIST} damaged"
+    if not (isinstance(entries, dict) and all(_entry_ok(e) for e in entries.values())):
+        return {}, f"{PARTS_LIST} damaged (a part's entry)"
+    try:  # read back from a file: parsed once here, so a damaged candidate is this message, never a crash later
+        if not isinstance(ranking, dict):
+            raise TypeError("no ranking")
+        for candidates in ranking.values():
+            for candidate in candidates:
+                Candidate.from_dict(candidate)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return {}, f"{PARTS_LIST} damaged (the ranking)"
     return listed, None
+
+
+_ENTRY_TYPES = {
+    "file": str,
+    "partition": str,
+    "rows": int,
+    "sha256": str,
+    "counts": dict,
+    "implausible": int,
+    "ceilings": dict,
+    "sentinelCeilings": dict,
+    "environments": list,
+    "kernels": list,
+    "templates": list,
+    "missing": list,
+}
+
+
+def _entry_ok(entry: Any) -> bool:
+    """A part's entry as `_write_part` writes it (types checked: the list is read back from disk)."""
+    return (
+        isinstance(entry, dict)
+        and all(isinstance(entry.get(key), kind) for key, kind in _ENTRY_TYPES.items())
+        and all(isinstance(v, str) for key in ("environments", "kernels", "templates", "missing") for v in entry[key])
+        and all(
+            isinstance(k, str) and "|" in k and isinstance(v, (int, float)) and not isinstance(v, bool)
+            for key in ("ceilings", "sentinelCeilings")
+            for k, v in entry[key].items()
+        )
+        and all(isinstance(v, int) for v in entry["counts"].values())
+    )
 
 
 def _problem(out: Path, entry: dict[str, Any], partition: str, base: RecordIndex) -> str | None:
@@ -372,19 +403,3 @@ def _write_atomically(path: Path, head: bytes, chunks: Iterable[bytes] = ()) -> 
     except BaseException:
         Path(handle.name).unlink(missing_ok=True)
         raise
-
-
-def read_efficiency(out_dir: str | os.PathLike[str], kernels: Iterable[str] | None = None) -> dict[str, RunEfficiency]:
-    """The figures of the parts in `out_dir` (only `kernels`' runs when given), by run digest."""
-    listed = read_parts_list(out_dir)
-    wanted = None if kernels is None else set(kernels)
-    found: dict[str, RunEfficiency] = {}
-    for entry in (listed.get("parts") or {}).values():
-        if wanted is not None and not wanted & set(entry["kernels"]):
-            continue
-        with open(Path(out_dir) / PARTS_DIR / entry["file"], encoding="utf-8") as handle:
-            for line in handle:
-                facts = RunEfficiency.from_dict(json.loads(line))
-                if wanted is None or facts.kernel in wanted:
-                    found[facts.run] = facts
-    return found

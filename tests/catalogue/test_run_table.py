@@ -139,7 +139,9 @@ def test_an_unchanged_catalogue_reads_no_manifest_of_a_run(tmp_path, monkeypatch
         assert read == []
 
 
-@pytest.mark.parametrize("damage", ["flip a byte", "delete a file", "delete the list", "garble the list"])
+@pytest.mark.parametrize(
+    "damage", ["flip a byte", "delete a file", "delete the list", "garble the list", "a wrong type"]
+)
 def test_a_damaged_or_missing_table_is_read_again_with_a_warning(tmp_path, damage):
     with _catalogue(tmp_path) as store:
         table = RunTable(tmp_path / "run-table")
@@ -154,11 +156,15 @@ def test_a_damaged_or_missing_table_is_read_again_with_a_warning(tmp_path, damag
             segment.unlink()
         elif damage == "delete the list":
             (table.path / LIST_NAME).unlink()
-        else:
+        elif damage == "garble the list":
             (table.path / LIST_NAME).write_text('{"format": 1, "publications": [')
+        else:
+            listed = json.loads((table.path / LIST_NAME).read_text())
+            listed["publications"]["5"]["file"] = ["runs-000000005.parquet"]
+            (table.path / LIST_NAME).write_text(json.dumps(listed))
         done = RunTable(table.path).update(store)
         assert len(done.warnings) == 1
-        whole = damage in ("delete the list", "garble the list")
+        whole = damage not in ("flip a byte", "delete a file")
         assert len(done.written) == (10 if whole else 1)
         assert ("every publication read again" if whole else "publication 5") in done.warnings[0]
         assert list(RunTable(table.path).facts(store).runs) == expected

@@ -114,7 +114,9 @@ def test_a_run_whose_workload_arrives_later_is_derived_again_then(tmp_path):
         _same_as_one_derivation(store, tmp_path / "out", done)
 
 
-@pytest.mark.parametrize("damage", ["flip a byte", "delete a part", "delete the list", "garble the list"])
+@pytest.mark.parametrize(
+    "damage", ["flip a byte", "delete a part", "delete the list", "garble the list", "a wrong type", "a bad candidate"]
+)
 def test_a_damaged_part_or_list_is_derived_again_with_a_warning(tmp_path, damage):
     with CatalogueStore.open(f"sqlite:///{tmp_path}/catalogue.sqlite") as store:
         _night(store, set(range(0, 30)), "ci:a", 0)
@@ -130,11 +132,18 @@ def test_a_damaged_part_or_list_is_derived_again_with_a_warning(tmp_path, damage
             part.unlink()
         elif damage == "delete the list":
             (out / PARTS_LIST).unlink()
-        else:
+        elif damage == "garble the list":
             (out / PARTS_LIST).write_text('{"format": 1, "parts": {')
+        else:
+            listed = json.loads((out / PARTS_LIST).read_text())
+            if damage == "a wrong type":
+                listed["parts"]["2"]["ceilings"] = {"x|y": "fast"}
+            else:
+                next(iter(listed["ranking"].values())).append({"key": [], "rank": 3})
+            (out / PARTS_LIST).write_text(json.dumps(listed))
         done = update_efficiency(store, out, low_threshold=LOW)
         assert len(done.warnings) == 1
-        whole = damage in ("delete the list", "garble the list")
+        whole = damage not in ("flip a byte", "delete a part")
         assert done.written == ([1, 2] if whole else [2])
         assert ("every part derived again" if whole else "efficiency part 2") in done.warnings[0]
         _same_as_one_derivation(store, out, done)
