@@ -46,13 +46,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 from efficiency import catalogue as synthetic_catalogue  # noqa: E402
+from night_stages import STAGES  # noqa: E402
 
 from kernelindex_pipeline.catalogue.store import CatalogueStore  # noqa: E402
 from kernelindex_pipeline.records.canonical import digest_of  # noqa: E402
 from kernelindex_pipeline.records.names import kebab  # noqa: E402
 
 BATCH = 50_000
-STAGES = ("efficiency", "export", "regressions", "site")  # the export and the site read the efficiency sidecar
 # files whose bytes carry the time they were written, compared without that field
 STAMPED = {
     "kernelindex-catalogue.jsonl.manifest.json": "generatedAt",
@@ -110,44 +110,15 @@ def night_records(url: str, runs: int, night: int, *, new_gpu: bool) -> list[dic
 # ------------------------------------------------------------------------------------------ one stage, one process
 
 STAGE = """
-import json, os, pickle, sys, time
+import json, sys, time
 from pathlib import Path
-stage, url, out, state = sys.argv[1:5]
+stage, url, out, state, bench = sys.argv[1:6]
 wall, cpu = time.perf_counter(), time.process_time()
+sys.path.insert(0, bench)
+from night_stages import run_stage
 from kernelindex_pipeline.catalogue.store import CatalogueStore
-note = {}
-out = Path(out); out.mkdir(parents=True, exist_ok=True)
 with CatalogueStore.open(url, read_only=True) as store:
-    if stage == "export":
-        from kernelindex_pipeline.catalogue.parts import export_parts
-        from kernelindex_pipeline.reporting.efficiency import place_sidecar
-        parts = export_parts(store, out / "exports")  # the asset's export: the parts since the last one
-        place_sidecar(out / "efficiency" / "efficiency.jsonl", out / "exports")  # the efficiency stage's, as the asset
-        note = {"partsWritten": len(parts.written) + len(parts.repaired), "partsKept": len(parts.kept)}
-    elif stage == "regressions":
-        from kernelindex_pipeline.liger.attribution import detect_and_attribute
-        from kernelindex_pipeline.detection.settings import DetectionSettings
-        from kernelindex_pipeline.catalogue.run_table import RunTable
-        table = RunTable(Path(state) / "run-table")  # the asset's is beside the catalogue; each folder its own here
-        update = table.update(store)
-        result, _ = detect_and_attribute(table.facts(store), DetectionSettings(), None,
-                                         judgement_store=Path(state) / "judgements", marks=store.acknowledgements(),
-                                         previous=Path(state) / "last-result.pickle")
-        note = {"runTableRowsRead": update.rows_written, "keptWhole": result.judgements.kept_whole}
-        (Path(state) / "regressions.pickle").write_bytes(pickle.dumps(result))
-        (out / "regressions.md").write_text(result.markdown())
-        note |= {"seriesRejudged": result.judgements.rejudged, "seriesReused": result.judgements.reused}
-    elif stage == "efficiency":
-        from kernelindex_pipeline.reporting.efficiency_parts import update_efficiency  # the efficiency_table asset's
-        done = update_efficiency(store, out / "efficiency", low_threshold=0.3)
-        note = {"partsDerived": len(done.written), "partsKept": len(done.kept), "templatesRanked": len(done.templates_ranked)}
-    elif stage == "site":  # as the catalogue_report asset: on the previous build in its folder, the efficiency
-        from kernelindex_pipeline.reporting.site import build_catalogue_site  # stage's sidecar
-        result = pickle.loads((Path(state) / "regressions.pickle").read_bytes())
-        site = build_catalogue_site(store, out / "report", coverage=[], regressions=result,
-                                    efficiency_sidecar=out / "efficiency" / "efficiency.jsonl")
-        note = {"kernels": site.counts["kernels"], "kernelPagesRewritten": site.counts["rewritten"],
-                "kernelsRebuilt": len(site.rebuilt), "recomputed": site.recomputed}
+    note = run_stage(stage, store, Path(out), Path(state))
 peak = next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM"))
 print(json.dumps({"wall": time.perf_counter() - wall, "cpu": time.process_time() - cpu, "peakMiB": peak / 1024,
                   **note}))
@@ -159,7 +130,9 @@ def refresh(url: str, out: Path, state: Path) -> dict[str, dict]:
     stages = {}
     for stage in STAGES:
         done = subprocess.run(
-            [sys.executable, "-c", STAGE, stage, url, str(out), str(state)], capture_output=True, text=True
+            [sys.executable, "-c", STAGE, stage, url, str(out), str(state), str(Path(__file__).parent)],
+            capture_output=True,
+            text=True,
         )
         if done.returncode:
             raise SystemExit(f"stage {stage} exited {done.returncode}: {done.stderr[-3000:]}")

@@ -84,11 +84,14 @@ class RunTable:
         self.path = Path(path)
         self._catalogue: str | None = None  # the (redacted) URL of the catalogue the list was made from
 
-    def update(self, store: Any, *, rebuild: bool = False) -> RunTableUpdate:
+    def update(self, store: Any, *, rebuild: bool = False, made_before: bool = False) -> RunTableUpdate:
         """Bring the table to the catalogue `store` holds (a `CatalogueStore`, read only); `rebuild`: every
-        publication's file written again (the same bytes)."""
+        publication's file written again (the same bytes). `made_before`: the caller made this table before (it
+        kept a result of it), so a table that is gone is a warning, not a first table."""
         done = RunTableUpdate()
         listed, why = self._listed()
+        if not why and not listed and made_before and not (self.path / LIST_NAME).exists():
+            why = "gone (its caller made it before)"
         if not why and listed and self._catalogue != store.safe_url:
             listed, why = {}, f"made from another catalogue ({self._catalogue})"
         if why:

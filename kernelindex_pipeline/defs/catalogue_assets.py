@@ -206,7 +206,8 @@ def benchmark_regressions(
     `regression_settings`; metadata `series_rejudged` / `series_reused`)."""
     with catalogue.open() as store:
         table = RunTable(run_table_beside(store))
-        update = table.update(store, rebuild=config.rebuild)  # the publications since the last refresh
+        made_before = regression_settings.previous_result_path().exists()
+        update = table.update(store, rebuild=config.rebuild, made_before=made_before)  # the publications since
         for warning in update.warnings:
             context.log.warning(warning)
         context.log.info(update.line())

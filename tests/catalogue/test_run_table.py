@@ -235,3 +235,13 @@ def test_a_rebuild_writes_every_file_again_with_the_same_bytes(tmp_path):
         done = table.update(store, rebuild=True)
         assert (len(done.written), done.warnings) == (3, [])
         assert {p.name: p.read_bytes() for p in table.path.iterdir()} == before
+
+
+def test_a_table_its_caller_made_before_and_that_is_gone_is_read_again_with_a_warning(tmp_path):
+    with _catalogue(tmp_path, nights=2) as store:
+        done = RunTable(tmp_path / "never-made").update(store, made_before=True)
+        assert len(done.written) == 2 and done.warnings == [
+            f"run table {tmp_path / 'never-made'}: gone (its caller made it before); every publication read again "
+            "from the catalogue"
+        ]
+        assert RunTable(tmp_path / "first").update(store).warnings == []  # a first table: nothing to warn of
