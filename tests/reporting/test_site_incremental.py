@@ -20,9 +20,11 @@ from hypothesis import strategies as st
 from kernelindex_pipeline.catalogue.origins import publication_origins
 from kernelindex_pipeline.catalogue.store import CatalogueStore
 from kernelindex_pipeline.detection.detect import detect_regressions
+from kernelindex_pipeline.liger import import_csv
 from kernelindex_pipeline.records.canonical import digest_of
 from kernelindex_pipeline.reporting.efficiency import derive_efficiency, write_sidecar
 from kernelindex_pipeline.reporting.site import STATE_NAME, build_catalogue_site
+from tests.support import FIXTURES
 from tests.support.factories import SampleCatalogue
 
 CHANGED_SECTION = re.compile(r'<section id="changed">.*?</section>', re.S)
@@ -291,3 +293,26 @@ def test_a_missing_damaged_or_foreign_state_means_a_full_build_with_a_warning(tm
             result = _build(store, site)
         assert "another catalogue" in result.full_rebuild and "another catalogue" in caplog.text
         assert _differences(site, _build(store, other / "fresh").path.parent) == []
+
+
+def test_liger_ci_rows_published_in_two_nights_build_what_a_full_build_builds(tmp_path):
+    """Real Liger CI rows (speed and peak-memory runs of some 40 kernels, profile full), the newest quarter of
+    the runs published a night later: the kernels they touch are rebuilt, the others kept, the files a full
+    build's."""
+    manifests = list(import_csv(FIXTURES / "liger-ci-slice.csv", profile="full").manifests.values())
+    runs = sorted((m for m in manifests if m["kind"] == "BenchmarkRun"), key=lambda m: m["spec"]["observedAt"])
+    others = [m for m in manifests if m["kind"] != "BenchmarkRun"]
+    cut = len(runs) * 3 // 4
+    snapshot = {"locator": str(tmp_path / "a.csv"), "sha256": "0" * 64}
+    with CatalogueStore.open(f"sqlite:///{tmp_path / 'catalogue.sqlite'}") as store:
+        store.publish([*others, *runs[:cut]], partition="ci:a", source=snapshot, report=None)
+        first = _build(store, tmp_path / "site")
+        store.publish(
+            runs[cut:], partition="ci:b", source={**snapshot, "locator": str(tmp_path / "b.csv")}, report=None
+        )
+        night = _build(store, tmp_path / "site")
+        fresh = _build(store, tmp_path / "fresh")
+    kernels = {m["spec"]["sourceNative"]["externalId"].split("/")[0] for m in runs[cut:]}
+    assert night.full_rebuild is None and set(night.rebuilt) >= kernels
+    assert 0 < len(night.rebuilt) < len(fresh.rebuilt) and len(first.rebuilt) < len(fresh.rebuilt)
+    assert _differences(tmp_path / "site", tmp_path / "fresh") == []
