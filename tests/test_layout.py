@@ -26,6 +26,7 @@ CROSS_CUTTING = {
     "test_lint",
     "test_properties",  # whole files through the importer
     "test_published_schemas",  # against KernelIndex's schemas
+    "test_refresh_incremental",  # the catalogue-wide refresh's stages against a full rebuild (issue 33)
     "test_seed_bundles",  # reference parity
     "test_ui_browser",  # the three chains in the Dagster UI
     "test_ui_chain_never_imported",  # the same UI, before any import
