@@ -1,6 +1,7 @@
 """Regression detection over every run: the one domain API. `detect_regressions(manifests, settings)` (a
-catalogue: source runs are found from the runs' own times) and `detect_in_record_files(paths, settings)` (each
-file one source run, as `transform` wrote it) collect the runs through their source's adapter (`run_facts.py`:
+catalogue: source runs are found from the runs' own times), `detect_in_run_table(table, settings)` (the same
+catalogue's runs as a run table keeps them, `run_facts.RunFactsTable`) and `detect_in_record_files(paths,
+settings)` (each file one source run, as `transform` wrote it) collect the runs through their source's adapter (`run_facts.py`:
 this module knows no source's identity formats), form the series, take the host effects out
 (`host_correction.py`, `host_effects.py`), judge each series (`changepoints.py`, reusing `judgements.py`'s
 store) and return a `changes.RegressionReport`. The model (series, source runs, host correction, noise,
