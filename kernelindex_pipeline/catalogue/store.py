@@ -78,6 +78,7 @@ RUN_KIND = "BenchmarkRun"
 # How many rows go into one INSERT/SELECT round trip: large enough that a ~10k-record partition is a
 # handful of statements, small enough to stay under SQLite's bound-parameter limit.
 BATCH_SIZE = 500
+RANGES_PER_QUERY = 200  # externalId ranges OR'd in one statement (SQLite's expression depth is 1000)
 
 # Any fixed 64-bit number; all publishers of one PostgreSQL database take this lock, so publications
 # are serialised there just as BEGIN IMMEDIATE serialises them in SQLite.
@@ -587,9 +588,11 @@ class CatalogueStore:
     def runs_by_external_id(self, prefixes: Iterable[str]) -> Iterator[tuple[str, dict[str, Any], int]]:
         """(digest, manifest, first publication id) of every BenchmarkRun whose sourceNative.externalId starts
         with one of `prefixes`, in the order of `records` (name, then digest), streamed. Read through the
-        ``runs`` table's (source, external_id) index, one range per source and prefix, so a refresh reads the
-        runs of a few series families without parsing the catalogue's other manifests. Runs without a string
-        source and externalId are not in that table, hence never here."""
+        ``runs`` table's (source, external_id) index, one range per source and prefix (`RANGES_PER_QUERY` to a
+        statement: SQLite parses an OR of many as one deep expression), so a refresh reads the runs of a few
+        run templates without parsing the catalogue's other manifests: their names and digests first, then
+        their manifests `BATCH_SIZE` at a time in that order. Runs without a string source and externalId are
+        not in that table, hence never here."""
         wanted = sorted({p for p in prefixes if p})
         if not wanted:
             return
@@ -602,16 +605,25 @@ class CatalogueStore:
                 if (upper := _prefix_upper_bound(prefix)) is not None:
                     within = within & (by_bytes(runs.c.external_id) < upper)
                 ranges.append((runs.c.source == source) & within)
-        if not ranges:
-            return
-        statement = (
-            select(objects.c.digest, objects.c.manifest, objects.c.first_publication_id)
-            .join(runs, runs.c.digest == objects.c.digest)
-            .where(or_(*ranges))
-            .order_by(by_bytes(objects.c.name), objects.c.digest)
-        )
-        for digest, text, publication in self._stream(statement):
-            yield digest, json.loads(text), publication
+        keys: set[tuple[str, str]] = set()
+        for batch in _chunks(ranges, RANGES_PER_QUERY):
+            statement = (
+                select(objects.c.name, objects.c.digest)
+                .join(runs, runs.c.digest == objects.c.digest)
+                .where(or_(*batch))
+            )
+            keys.update(self._read(lambda conn, statement=statement: [tuple(row) for row in conn.execute(statement)]))
+        # code-point order of (name, digest): the databases' byte order of `records` (SQLite BINARY, PostgreSQL "C")
+        for chunk in _chunks(sorted(keys), BATCH_SIZE):
+            statement = select(objects.c.digest, objects.c.manifest, objects.c.first_publication_id).where(
+                objects.c.digest.in_([digest for _, digest in chunk])
+            )
+            found = self._read(
+                lambda conn, statement=statement: {row[0]: (row[1], row[2]) for row in conn.execute(statement)}
+            )
+            for _, digest in chunk:
+                text, publication = found[digest]
+                yield digest, json.loads(text), publication
 
     def _stream(self, statement: Any) -> Iterator[Any]:
         """The rows of `statement`, fetched in batches over one connection (a server-side

@@ -324,6 +324,10 @@ def test_runs_are_read_by_external_id_prefix_in_the_catalogue_order(store, catal
     assert list(store.runs_by_external_id(["nothing/"])) == [] == list(store.runs_by_external_id([]))
     # a prefix is a prefix, not a pattern: no LIKE wildcards
     assert list(store.runs_by_external_id(["%"])) == [] == list(store.runs_by_external_id(["_sd/"]))
+    # thousands of run templates (a sweep night's): read in several statements, in the same order, each run once
+    many = [f"absent-{i}/" for i in range(2500)] + ["jsd/", "jsd/forward/", "megatron_cross_entropy/"]
+    expected = [d for d in whole if external_id(d).startswith(("jsd/", "megatron_cross_entropy/"))]
+    assert [d for d, _, _ in store.runs_by_external_id(many)] == expected
 
 
 def test_a_catalogue_made_before_the_publication_index_gets_it_when_opened_to_write(tmp_path, catalogue_records):
