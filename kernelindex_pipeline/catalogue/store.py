@@ -78,7 +78,7 @@ RUN_KIND = "BenchmarkRun"
 # How many rows go into one INSERT/SELECT round trip: large enough that a ~10k-record partition is a
 # handful of statements, small enough to stay under SQLite's bound-parameter limit.
 BATCH_SIZE = 500
-RANGES_PER_QUERY = 200  # externalId ranges OR'd in one statement (SQLite's expression depth is 1000)
+RANGES_PER_QUERY = 500  # externalId ranges OR'd in one statement (SQLite's expression depth is 1000)
 
 # Any fixed 64-bit number; all publishers of one PostgreSQL database take this lock, so publications
 # are serialised there just as BEGIN IMMEDIATE serialises them in SQLite.
@@ -605,6 +605,16 @@ class CatalogueStore:
                 if (upper := _prefix_upper_bound(prefix)) is not None:
                     within = within & (by_bytes(runs.c.external_id) < upper)
                 ranges.append((runs.c.source == source) & within)
+        if len(ranges) <= RANGES_PER_QUERY:  # one statement, streamed in the order it sorts
+            statement = (
+                select(objects.c.digest, objects.c.manifest, objects.c.first_publication_id)
+                .join(runs, runs.c.digest == objects.c.digest)
+                .where(or_(*ranges))
+                .order_by(by_bytes(objects.c.name), objects.c.digest)
+            )
+            for digest, text, publication in self._stream(statement):
+                yield digest, json.loads(text), publication
+            return
         keys: set[tuple[str, str]] = set()
         for batch in _chunks(ranges, RANGES_PER_QUERY):
             statement = (
