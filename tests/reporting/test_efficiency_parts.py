@@ -21,7 +21,7 @@ from kernelindex_pipeline.reporting.efficiency import (
 )
 from kernelindex_pipeline.reporting.efficiency_parts import PARTS_DIR, PARTS_LIST, update_efficiency
 from kernelindex_pipeline.reporting.series import RecordIndex, build_series
-from tests.reporting.test_site_incremental import SECOND_SENTINEL, STEPS, _pool, _publish
+from tests.support.run_pool import SECOND_SENTINEL, STEPS, pool, publish
 
 LOW = 0.3
 
@@ -44,20 +44,20 @@ def _files(folder: Path) -> dict[str, bytes]:
 
 @pytest.mark.slow
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@example(steps=[(set(range(len(_pool()[0]))) - SECOND_SENTINEL, "ci:a", False), (SECOND_SENTINEL, "sweep:h100", False)])  # fmt: skip
+@example(steps=[(set(range(len(pool()[0]))) - SECOND_SENTINEL, "ci:a", False), (SECOND_SENTINEL, "sweep:h100", False)])  # fmt: skip
 @example(steps=[(set(range(0, 20)), "ci:a", False), (set(), "ci:a", True), (set(range(20, 25)), "ci:b", False)])
 @given(steps=STEPS)
 def test_after_any_sequence_of_publications_the_parts_are_one_derivation_of_the_whole(steps):
     """Random runs as random partitions (republished ones, a new GPU, a faster sentinel that moves a ceiling);
     after each, the incremental folder's sidecar, ranking and counts are the whole derivation's, and its files
     are those of a fresh folder."""
-    runs = _pool()[0]
+    runs = pool()[0]
     with tempfile.TemporaryDirectory() as tmp:
         store = CatalogueStore.open(f"sqlite:///{tmp}/catalogue.sqlite")
         published: dict[str, set[int]] = {}
         for number, (chosen, partition, again) in enumerate(steps):
             published[partition] = (published.get(partition, set()) if again else set()) | chosen
-            _publish(store, [runs[i] for i in sorted(published[partition])], partition, number)
+            publish(store, [runs[i] for i in sorted(published[partition])], partition, number)
             done = update_efficiency(store, Path(tmp) / "nightly", low_threshold=LOW)
             assert done.warnings == []
             _same_as_one_derivation(store, Path(tmp) / "nightly", done)
@@ -67,8 +67,8 @@ def test_after_any_sequence_of_publications_the_parts_are_one_derivation_of_the_
 
 
 def _night(store: CatalogueStore, chosen, partition: str, number: int) -> None:
-    runs = _pool()[0]
-    _publish(store, [runs[i] for i in sorted(chosen)], partition, number)
+    runs = pool()[0]
+    publish(store, [runs[i] for i in sorted(chosen)], partition, number)
 
 
 def test_a_night_derives_only_its_publication_and_a_night_of_nothing_derives_nothing(tmp_path):
@@ -90,7 +90,7 @@ def test_a_night_derives_only_its_publication_and_a_night_of_nothing_derives_not
 
 
 def test_a_faster_sentinel_derives_the_parts_of_its_host_again(tmp_path):
-    runs = _pool()[0]
+    runs = pool()[0]
     with CatalogueStore.open(f"sqlite:///{tmp_path}/catalogue.sqlite") as store:
         _night(store, set(range(len(runs))) - SECOND_SENTINEL, "ci:a", 0)
         update_efficiency(store, tmp_path / "out", low_threshold=LOW)
@@ -101,7 +101,7 @@ def test_a_faster_sentinel_derives_the_parts_of_its_host_again(tmp_path):
 
 
 def test_a_run_whose_workload_arrives_later_is_derived_again_then(tmp_path):
-    runs, others = _pool()
+    runs, others = pool()
     run = runs[0]
     workload = run["spec"]["workloadDigest"]
     with CatalogueStore.open(f"sqlite:///{tmp_path}/catalogue.sqlite") as store:
