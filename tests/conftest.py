@@ -16,7 +16,9 @@ from __future__ import annotations
 import functools
 import gc
 import os
+import signal
 import uuid
+import warnings
 from pathlib import Path
 
 import pytest
@@ -54,6 +56,28 @@ def artifact_store(tmp_path_factory):
         os.environ.pop("KERNELINDEX_ARTIFACT_STORE", None)
     else:
         os.environ["KERNELINDEX_ARTIFACT_STORE"] = previous
+
+
+SIGNALS_KEPT = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+@pytest.fixture(autouse=True)
+def _signal_dispositions_restored(request):
+    """What a test does to this process's SIGTERM, SIGINT and SIGHUP is undone after it: an ignored signal is
+    inherited by every process the suite starts later, so one test's SIG_IGN left `serve` deaf to the terminate()
+    of three later tests (the CI run of 168b75d: the UI, first-command and site-server tests). A test that
+    leaves a signal ignored gets a warning naming it (the culprit of that run is not yet known); a handler it
+    leaves (Dagster's in-process runs leave SIGTERM's as the KeyboardInterrupt one) is put back silently."""
+    before = {signum: signal.getsignal(signum) for signum in SIGNALS_KEPT}
+    yield
+    for signum, disposition in before.items():
+        now = signal.getsignal(signum)
+        if now is not disposition and now != disposition:
+            if now == signal.SIG_IGN:
+                warnings.warn(
+                    f"{request.node.nodeid} left {signal.Signals(signum).name} ignored; put back", stacklevel=1
+                )
+            signal.signal(signum, disposition if disposition is not None else signal.SIG_DFL)
 
 
 @pytest.fixture(autouse=True)
