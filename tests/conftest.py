@@ -64,20 +64,32 @@ SIGNALS_KEPT = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 @pytest.fixture(autouse=True)
 def _signal_dispositions_restored(request):
     """What a test does to this process's SIGTERM, SIGINT and SIGHUP is undone after it: an ignored signal is
-    inherited by every process the suite starts later, so one test's SIG_IGN left `serve` deaf to the terminate()
-    of three later tests (the CI run of 168b75d: the UI, first-command and site-server tests). A test that
-    leaves a signal ignored gets a warning naming it (the culprit of that run is not yet known); a handler it
-    leaves (Dagster's in-process runs leave SIGTERM's as the KeyboardInterrupt one) is put back silently."""
+    inherited by every process the suite starts later, so one test's ignored SIGTERM left `serve` deaf to the
+    terminate() of three later tests (the CI run of 168b75d: the UI, first-command and site-server tests; the
+    serve processes' SigIgn had bit 15). Ignored is read from the kernel (/proc/self/status), so a library that
+    ignores a signal without Python's signal module is caught too; a test that leaves one ignored gets a warning
+    naming it (that run's culprit is not yet known). A handler a test leaves (Dagster's in-process runs leave
+    SIGTERM's as the KeyboardInterrupt one) is put back silently."""
     before = {signum: signal.getsignal(signum) for signum in SIGNALS_KEPT}
+    ignored_before = _ignored_signals()
     yield
+    ignored_now = _ignored_signals()
     for signum, disposition in before.items():
-        now = signal.getsignal(signum)
-        if now is not disposition and now != disposition:
-            if now == signal.SIG_IGN:
-                warnings.warn(
-                    f"{request.node.nodeid} left {signal.Signals(signum).name} ignored; put back", stacklevel=1
-                )
+        newly_ignored = signum in ignored_now and signum not in ignored_before
+        if newly_ignored:
+            warnings.warn(f"{request.node.nodeid} left {signal.Signals(signum).name} ignored; put back", stacklevel=1)
+        if newly_ignored or signal.getsignal(signum) != disposition:
             signal.signal(signum, disposition if disposition is not None else signal.SIG_DFL)
+
+
+def _ignored_signals() -> set[int]:
+    """The signals this process ignores, as the kernel has it (empty where /proc is not there)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            mask = next(int(line.split()[1], 16) for line in status if line.startswith("SigIgn:"))
+    except (OSError, StopIteration, ValueError):
+        return set()
+    return {signum for signum in SIGNALS_KEPT if mask >> (signum - 1) & 1}
 
 
 @pytest.fixture(autouse=True)
