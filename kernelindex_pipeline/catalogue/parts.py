@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from kernelindex_pipeline.imports.archive import sha256_file
 from kernelindex_pipeline.records.canonical import API_VERSION, canonical_json
 from kernelindex_pipeline.records.schema import KINDS
 
@@ -260,17 +261,9 @@ def _check(out: Path, part: dict[str, Any], partition: str, verify: str) -> str 
             return f"{entry['path']} missing"
         if size != entry["bytes"]:
             return f"{entry['path']} damaged ({size} bytes, {entry['bytes']} listed)"
-        if verify == "sha256" and _sha256(path) != entry["sha256"]:
+        if verify == "sha256" and sha256_file(path) != entry["sha256"]:
             return f"{entry['path']} damaged (sha256 differs from the manifest's)"
     return None
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while chunk := handle.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 class _Rows:
@@ -377,7 +370,7 @@ def _write_part(
                 "path": relative,
                 "table": relative.split("/")[1],
                 "bytes": path.stat().st_size,
-                "sha256": _sha256(path),
+                "sha256": sha256_file(path),
                 "rows": opened[relative].rows,
             }
         )

@@ -27,6 +27,9 @@ from typing import Any
 
 from kernelindex_pipeline.detection.run_facts import RunFacts, RunFactsTable, own_facts_of
 from kernelindex_pipeline.home import dagster_home
+from kernelindex_pipeline.imports.archive import sha256_file
+
+from .export import _write_atomically
 
 FORMAT = 1
 LIST_NAME = "table.json"
@@ -119,13 +122,9 @@ class RunTable:
             if stray.name not in files:  # of a publication gone, or of a list that was lost
                 stray.unlink()
         if done.written or done.removed or why or self._catalogue != store.safe_url:
-            _write_atomically(
-                self.path / LIST_NAME,
-                json.dumps(
-                    {"format": FORMAT, "catalogue": store.safe_url, "publications": entries}, indent=1, sort_keys=True
-                ).encode()
-                + b"\n",
-            )
+            listing = {"format": FORMAT, "catalogue": store.safe_url, "publications": entries}
+            text = json.dumps(listing, indent=1, sort_keys=True).encode() + b"\n"
+            _write_atomically(self.path / LIST_NAME, [text])  # the export's writer: a temporary name, renamed
         return done
 
     def facts(self, store: Any) -> RunFactsTable:
@@ -173,7 +172,7 @@ class RunTable:
         path = self.path / str(entry["file"])
         if Path(entry["file"]).name != entry["file"] or not path.is_file():
             return "its file is missing"
-        if _sha256(path) != entry["sha256"]:
+        if sha256_file(path) != entry["sha256"]:
             return "its file is damaged (sha256 differs)"
         return None
 
@@ -203,7 +202,7 @@ class RunTable:
         except BaseException:
             Path(handle.name).unlink(missing_ok=True)
             raise
-        return {"file": name, "partition": partition, "rows": len(columns["digest"]), "sha256": _sha256(path)}
+        return {"file": name, "partition": partition, "rows": len(columns["digest"]), "sha256": sha256_file(path)}
 
 
 class RunTableError(RuntimeError):
@@ -235,22 +234,3 @@ def _rows(files: list[Path]) -> Iterator[tuple[str | None, RunFacts | str | None
             yield source, row[at["reason"]]
         else:
             yield source, RunFacts(*row[facts_from:])
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    handle = tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".partial", delete=False)
-    try:
-        with handle:
-            handle.write(data)
-        os.replace(handle.name, path)
-    except BaseException:
-        Path(handle.name).unlink(missing_ok=True)
-        raise

@@ -682,18 +682,13 @@ def best_candidates(candidates: Iterable[Candidate]) -> list[TableRow]:
     for c in candidates:
         if c.key not in best or c.rank > best[c.key].rank:
             best[c.key] = c
-    rows = [c.row for c in best.values()]
-    rows.sort(
-        key=lambda r: (
-            r.gpu,
-            not r.facts.plausible,
-            r.facts.pct_of_peak,
-            r.facts.kernel,
-            r.facts.mode,
-            r.facts.provider,
-        )
-    )
-    return rows
+    return sorted((c.row for c in best.values()), key=ranking_order)
+
+
+def ranking_order(row: TableRow) -> tuple:
+    """The ranking's order: by GPU, plausible readings from the least efficient up, then implausible ones."""
+    facts = row.facts
+    return (row.gpu, not facts.plausible, facts.pct_of_peak, facts.kernel, facts.mode, facts.provider)
 
 
 def table_markdown(rows: list[TableRow], limit: int = 30) -> str:

@@ -36,6 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from kernelindex_pipeline.imports.archive import sha256_file
+
 from .efficiency import (
     IMPLAUSIBLE_FLAGS,
     SIDECAR_KIND,
@@ -305,7 +307,7 @@ def _problem(out: Path, entry: dict[str, Any], partition: str, base: RecordIndex
     path = out / PARTS_DIR / str(entry["file"])
     if Path(entry["file"]).name != entry["file"] or not path.is_file():
         return "its file is missing"
-    if _sha256(path) != entry["sha256"]:
+    if sha256_file(path) != entry["sha256"]:
         return "its file is damaged (sha256 differs)"
     arrived = [digest for digest in entry["missing"] if digest in base.by_digest]
     if arrived:
@@ -382,14 +384,6 @@ def _code_fingerprint() -> str:
         for path in sorted((package / folder).glob(pattern)):
             digest.update(f"{folder}/{path.name}\0".encode() + path.read_bytes() + b"\0")
     return "sha256:" + digest.hexdigest()
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def _write_atomically(path: Path, head: bytes, chunks: Iterable[bytes] = ()) -> None:

@@ -83,6 +83,7 @@ from .efficiency import (
     pass_caveats,
     place_sidecar,
     rank_by_efficiency,
+    ranking_order,
     write_sidecar,
 )
 from .regressions_page import DATA_NAME as REGRESSIONS_DATA
@@ -664,17 +665,7 @@ def _ranking(parts: Mapping[str, dict[str, Any]]) -> list[TableRow]:
         for _, part in sorted(parts.items())
         for gpu, facts in part["ranking"]
     ]
-    rows.sort(
-        key=lambda r: (
-            r.gpu,
-            not r.facts.plausible,
-            r.facts.pct_of_peak,
-            r.facts.kernel,
-            r.facts.mode,
-            r.facts.provider,
-        )
-    )
-    return rows
+    return sorted(rows, key=ranking_order)
 
 
 # --------------------------------------------------------------------------- build
