@@ -11,7 +11,6 @@ the usual spread) is explained once, in docs/concepts/detection.md ("Host effect
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -85,6 +84,19 @@ class HostFit:
     excursions: set[tuple[int, int]]  # (run, class) inside a host excursion of one or more consecutive runs
 
 
+def window_nanmedians(windows: np.ndarray) -> np.ndarray:
+    """np.nanmedian over the last axis (NaN where a window is all NaN, with no warning): the same floats, from
+    one sort of the windows (NaN sorts last) and the middle of each window's values that are not NaN; np.nanmedian takes a
+    masked-array path per window this small, a fifth of detection's host-effect estimate at 1M runs."""
+    ordered = np.sort(windows, axis=-1)
+    present = (~np.isnan(ordered)).sum(axis=-1, keepdims=True)  # infinities are values to np.nanmedian
+    low = np.take_along_axis(ordered, np.maximum(present - 1, 0) // 2, axis=-1)
+    high = np.take_along_axis(ordered, present // 2 - (present == 0), axis=-1)
+    with np.errstate(invalid="ignore"):  # inf and -inf in a window of two: NaN, as np.nanmedian's mean
+        middle = (low + high) / 2
+    return np.where(present > 0, middle, np.nan)[..., 0]
+
+
 def _window_medians(series: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, ...]:
     """For each value, the medians of NEIGHBOURS values of the same series: the previous ones (`left`), the
     next ones (`right`), those ending with it (`trail`) and those starting with it (`lead`); NaN where
@@ -113,9 +125,7 @@ def _window_medians(series: np.ndarray, values: np.ndarray) -> tuple[np.ndarray,
         matrix = np.full((len(chosen), width), np.nan)
         matrix[rows, position + pad] = values[index]
         windows = np.lib.stride_tricks.sliding_window_view(matrix, NEIGHBOURS, axis=1)
-        with warnings.catch_warnings():  # an all-NaN window (a series' first or last run) is NaN by design
-            warnings.simplefilter("ignore", category=RuntimeWarning)
-            medians = np.nanmedian(windows, axis=2)  # medians[:, j] covers matrix[:, j:j+NEIGHBOURS]
+        medians = window_nanmedians(windows)  # medians[:, j] covers matrix[:, j:j+NEIGHBOURS]
         # (with one value on a side the smaller of the two deviations is biased low; two would make the
         # second-newest run, the one a nightly alert needs, one-sided)
         medians[np.isfinite(windows).sum(axis=2) < MIN_SIDE] = np.nan

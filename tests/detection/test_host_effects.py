@@ -4,9 +4,13 @@ every GPU), as the noise priors do."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kernelindex_pipeline.detection import host_effects
 from kernelindex_pipeline.detection.host_effects import MIN_USUAL_RUNS, estimate, usual_spread
@@ -99,3 +103,23 @@ def test_an_uneven_run_on_a_gpu_with_one_judged_run_is_uneven_against_what_it_bo
         assert fit.effects.loc[(9, 0), "extra"] == 0.0  # its own yardstick: never beyond usual
     else:
         assert fit.effects.loc[(9, 0), "extra"] > 0.3
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.lists(
+            st.one_of(st.floats(-40, 40), st.just(np.nan), st.just(np.inf), st.just(-np.inf)), min_size=3, max_size=3
+        ),
+        min_size=1,
+        max_size=30,
+    )
+)
+def test_window_medians_are_numpy_s_nanmedian(rows):
+    """One sort for every window of the host-effect estimate's neighbours: np.nanmedian's floats, all-NaN
+    windows NaN, infinities counted as values."""
+    windows = np.array(rows, dtype=float).reshape(len(rows), 1, 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", category=RuntimeWarning)
+        expected = np.nanmedian(windows, axis=2)
+    np.testing.assert_array_equal(host_effects.window_nanmedians(windows), expected)
