@@ -393,6 +393,7 @@ def _write_atomically(path: Path, head: bytes, chunks: Iterable[bytes] = ()) -> 
             handle.write(head)
             for chunk in chunks:
                 handle.write(chunk)
+        os.chmod(handle.name, 0o644)  # as open() makes it: the sidecar is placed, linked, beside the site and export
         os.replace(handle.name, path)
     except BaseException:
         Path(handle.name).unlink(missing_ok=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import os
 
 import pytest
 
@@ -19,6 +20,7 @@ from kernelindex_pipeline.reporting.efficiency import (
     STATUS_NO_PEAK,
     default_peaks,
     derive_efficiency,
+    place_sidecar,
     read_sidecar,
     write_sidecar,
 )
@@ -304,3 +306,29 @@ def test_the_reports_series_path_gives_the_same_figures_as_every_run():
     assert set(drawn.runs) == set(every.runs)  # one run per series and version here: every run is a point
     assert {d: drawn.runs[d] for d in drawn.runs} == {d: every.runs[d] for d in drawn.runs}
     assert drawn.status_counts() == every.status_counts() == {"ok": 7, "no cost model": 3}
+
+
+def test_a_placed_sidecar_is_the_derivation_s_file_until_the_next_one_replaces_it(tmp_path, monkeypatch):
+    """Placed beside an export or a site as a link to the derivation's file (no 800 MB copy a night); the
+    derivation's next file replaces its own, so what was placed keeps the bytes it had until placed again.
+    Where no link can be made, a copy."""
+    derived, export = tmp_path / "efficiency", tmp_path / "export"
+    derived.mkdir(), export.mkdir()
+    sidecar = derived / "efficiency.jsonl"
+    sidecar.write_text("night 1\n")
+    placed = place_sidecar(sidecar, export)
+    assert os.path.samefile(placed, sidecar) and placed.read_text() == "night 1\n"
+    (derived / "next").write_text("night 2\n")
+    os.replace(derived / "next", sidecar)  # as every writer of a sidecar does
+    assert placed.read_text() == "night 1\n"
+    assert place_sidecar(sidecar, export).read_text() == "night 2\n" and os.path.samefile(placed, sidecar)
+
+    def no_links(*_):
+        raise OSError(18, "Invalid cross-device link")
+
+    monkeypatch.setattr(os, "link", no_links)
+    other = tmp_path / "site"
+    other.mkdir()
+    copied = place_sidecar(sidecar, other)
+    assert copied.read_text() == "night 2\n" and not os.path.samefile(copied, sidecar)
+    assert not list(other.glob("*.tmp"))

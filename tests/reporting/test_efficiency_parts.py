@@ -84,6 +84,7 @@ def test_a_night_derives_only_its_publication_and_a_night_of_nothing_derives_not
         assert "1 of 3 parts derived (1 new), 2 kept" in done.recomputed()
         _same_as_one_derivation(store, tmp_path / "out", done)
         before = (tmp_path / "out" / SIDECAR_NAME).stat().st_mtime_ns
+        assert (tmp_path / "out" / SIDECAR_NAME).stat().st_mode & 0o777 == 0o644  # readable where it is placed
         nothing = update_efficiency(store, tmp_path / "out", low_threshold=LOW)
         assert (nothing.written, nothing.templates_ranked) == ([], [])
         assert (tmp_path / "out" / SIDECAR_NAME).stat().st_mtime_ns == before  # not even rewritten
