@@ -142,6 +142,7 @@ class RunTable:
             records=[manifest for _, manifest in others],
             runs=_rows(files),
             fingerprint=hashlib.sha256(content.encode()).hexdigest(),
+            columns=lambda: _Columns(files),
         )
 
     # ------------------------------------------------------------------ the files
@@ -207,6 +208,45 @@ class RunTable:
 
 class RunTableError(RuntimeError):
     """A run table that cannot be read as it is."""
+
+
+class _Columns:
+    """The files' rows as columns in the catalogue's order (`detection.run_facts.RunColumns`): read a column at
+    a time from every file, dictionary-encoded before it is put in order, so no column becomes a Python object
+    per run but the one asked for as strings (memory: one column of the table at a time, and the codes)."""
+
+    def __init__(self, files: list[Path]) -> None:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        self._files = files
+        keys = pa.table({name: self._read(name) for name in ("name", "digest")})
+        # the catalogue's order (name, then digest: unique); byte order of UTF-8 is code-point order
+        self._order = pc.sort_indices(keys, sort_keys=[("name", "ascending"), ("digest", "ascending")])
+        self.rows = len(keys)
+
+    def _read(self, name: str):
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        field = _schema().field(name)
+        chunks = [chunk for f in self._files for chunk in pq.read_table(f, columns=[name]).column(0).chunks]
+        return pa.chunked_array(chunks, type=field.type).combine_chunks()
+
+    def codes(self, name: str) -> tuple[Any, list[Any]]:
+        import pyarrow.compute as pc
+
+        encoded = pc.dictionary_encode(self._read(name))
+        codes = pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False).astype("int64")
+        return codes[self._order.to_numpy()], encoded.dictionary.to_pylist()
+
+    def floats(self, name: str) -> Any:
+        import pyarrow.compute as pc
+
+        return pc.fill_null(self._read(name), float("nan")).to_numpy(zero_copy_only=False)[self._order.to_numpy()]
+
+    def strings(self, name: str) -> list[str | None]:
+        return self._read(name).take(self._order).to_pylist()
 
 
 def _rows(files: list[Path]) -> Iterator[tuple[str | None, RunFacts | str | None]]:

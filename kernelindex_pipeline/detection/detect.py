@@ -10,6 +10,7 @@ causes) is explained once, in docs/concepts/detection.md.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from collections import Counter, defaultdict
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from . import host_correction, host_effects
 from .changepoints import (
@@ -43,7 +45,7 @@ from .changes import (
     Trend,
 )
 from .judgements import JudgementStore
-from .run_facts import PEAK_MEMORY, AdapterRegistry, FactsAdapter, RunFacts, RunFactsTable, facts_of
+from .run_facts import PEAK_MEMORY, AdapterRegistry, FactsAdapter, RunColumns, RunFacts, RunFactsTable, facts_of
 
 SESSION_GAP_S = 30 * 60  # a sweep's rows are at most minutes apart (160 s on Liger's CI); runs are hours apart
 
@@ -88,11 +90,19 @@ class _Observations:
 
     def add_table(self, table: RunFactsTable) -> None:
         """A catalogue's runs from its run table: the other records seen first, then each run's own facts
-        completed by its source's adapter (the same facts as `add` of the catalogue's manifests)."""
+        completed by its source's adapter (the same facts as `add` of the catalogue's manifests); from the
+        table's columns where it has them and every adapter says what its completion reads
+        (`_take_columns`), else run by run."""
         registry = self.registry
         registry.enter(None)
         for manifest in table.records:
             registry.see(manifest)
+        if table.columns is not None and not self.sid:
+            columns = table.columns()
+            sources = columns.codes("source")[1]
+            if all(registry.completion(s) is None or registry.completes_from(s) is not None for s in [None, *sources]):
+                self._take_columns(columns)
+                return
         completions: dict[str | None, Any] = {}
 
         def facts() -> Iterable[RunFacts | str]:
@@ -147,6 +157,118 @@ class _Observations:
             self.origin.append(facts.origin)
             sources(source)
 
+    def _take_columns(self, columns: RunColumns) -> None:
+        """`_take` of a run table's columns, each adapter's `complete` called once per distinct combination
+        of its `completes_from` fields (and source), the series numbered in order of their first run, the
+        skipped counted in order of their first row: the columns `_take` makes of the same runs, run by run."""
+        registry = self.registry
+        source, sources = columns.codes("source")
+        adapter, adapted = columns.codes("adapter")
+        reason, reasons = columns.codes("reason")
+        complete = [registry.completion(s) for s in sources]
+        # as `add_table` run by run: no adapter (for the source, or the row's), then the row's reason, else facts
+        adapted = np.isin(adapter, [i for i, v in enumerate(adapted) if v]) & np.isin(
+            source, [i for i, c in enumerate(complete) if c is not None]
+        )
+        has_facts = adapted & (reason < 0)
+        encoded: dict[str, tuple[np.ndarray, list[Any]]] = {}
+        floats: dict[str, np.ndarray] = {}
+        for name in RunFacts._fields:
+            if name in ("value", "order"):
+                floats[name] = columns.floats(name)
+            elif name != "observed_at":
+                encoded[name] = columns.codes(name)
+        # why each row that is no run is skipped: its reason, or no adapter (a code into `why`)
+        why: list[str] = [registry.no_adapter, *reasons]
+        skip = np.where(adapted & (reason >= 0), reason + 1, 0)
+        skip[has_facts] = -1
+        # one completion per distinct (source, the fields it reads and sets) among the runs with facts
+        rows = np.flatnonzero(has_facts)
+        touched = sorted({f for s in set(source[rows].tolist()) for f in registry.completes_from(sources[s])})
+        key = {"source": source[rows]} | {f: floats[f][rows] if f in floats else encoded[f][0][rows] for f in touched}
+        group = (
+            pd.DataFrame(key).groupby(list(key), sort=False, dropna=False).ngroup().to_numpy()
+            if len(rows)
+            else np.zeros(0, dtype=np.int64)
+        )
+        first_of_group = np.unique(group, return_index=True)[1] if len(rows) else np.zeros(0, dtype=np.int64)
+
+        def value_of(name: str, row: int) -> Any:
+            if name in floats:
+                v = float(floats[name][row])
+                return None if name == "order" and math.isnan(v) else v
+            code, values = encoded[name]
+            return None if code[row] < 0 else values[code[row]]
+
+        completed: dict[str, list[Any]] = {f: [] for f in touched}
+        group_skip = np.full(len(first_of_group), -1, dtype=np.int64)
+        for g, at in enumerate(first_of_group):
+            row = int(rows[at])
+            own = RunFacts(*(value_of(f, row) if f != "observed_at" else "" for f in RunFacts._fields))
+            done = complete[source[row]](own)
+            if isinstance(done, str):
+                why.append(done)
+                group_skip[g] = len(why) - 1
+                done = own
+            fields = registry.completes_from(sources[source[row]])
+            changed = [f for f in RunFacts._fields if getattr(done, f) != getattr(own, f) and f not in fields]
+            if changed:
+                raise TypeError(
+                    f"the run-facts adapter of {sources[source[row]]!r} completes {changed}, not in its completes_from"
+                )
+            for f in touched:
+                completed[f].append(getattr(done, f) if f in fields else getattr(own, f))
+        skip[rows] = group_skip[group]
+        kept = rows[group_skip[group] < 0]
+        kept_group = group[group_skip[group] < 0]
+
+        def final(name: str) -> list[Any]:
+            """Each kept run's value of `name` once completed."""
+            if name in completed:
+                return np.array(completed[name], dtype=object)[kept_group].tolist()
+            if name in floats:
+                return floats[name][kept].tolist()
+            code, values = encoded[name]
+            return np.array([*values, None], dtype=object)[code[kept]].tolist()
+
+        def final_codes(name: str) -> np.ndarray:
+            """Each kept run's value of `name` once completed, as a code (equal codes, equal values)."""
+            if name in completed:
+                distinct: dict[Any, int] = {}
+                return np.array([distinct.setdefault(v, len(distinct)) for v in completed[name]])[kept_group]
+            return encoded[name][0][kept]
+
+        identity_fields = [f.name for f in dataclasses.fields(GpuSeriesKey)]  # what makes a series
+        if len(kept):
+            codes = pd.DataFrame({f: final_codes(f) for f in identity_fields})
+            sid = codes.groupby(list(identity_fields), sort=False).ngroup().to_numpy()
+            first_run = kept[np.unique(sid, return_index=True)[1]]
+        else:
+            sid, first_run = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        for row, g in zip(first_run.tolist(), group[np.searchsorted(rows, first_run)].tolist(), strict=True):
+            identity = tuple(completed[f][g] if f in completed else value_of(f, row) for f in identity_fields)
+            self.series[identity] = len(self.keys)  # by series id: the order `_take` numbers them in
+            self.keys.append(GpuSeriesKey(*identity))
+            self.case_keys.append(value_of("case_key", row))
+            self.scripts.append(value_of("script", row))
+        values = {f: final(f) for f in ("value", "order", "version", "code_ref", "environment_digest", "origin")}
+        self.sid += sid.tolist()
+        self.value += values["value"]
+        observed = columns.strings("observed_at")
+        self.observed += [observed[i] for i in kept.tolist()]
+        self.order += [math.nan if o is None else o for o in values["order"]]
+        self.version += values["version"]
+        self.code_ref += values["code_ref"]
+        self.environment += values["environment_digest"]
+        self.origin += values["origin"]
+        self.source += [None] * len(kept)
+        skipped = skip[skip >= 0]
+        if len(skipped):
+            codes, first = np.unique(skipped, return_index=True)
+            counts = np.bincount(skipped)
+            for code in codes[np.argsort(first)]:  # in the order of their first row, as `_take` counts them
+                self.skipped[why[code]] += int(counts[code])
+
 
 def _epoch_seconds(stamps: list[str]) -> np.ndarray:
     try:
@@ -172,15 +294,14 @@ def _source_runs(obs: _Observations, keys: list[GpuSeriesKey], t: np.ndarray) ->
     labels: list[tuple[str, str]] = []
     run_of = np.empty(len(sid), dtype=np.int64)
     if any(s is None for s in obs.source):
-        current: dict[str, tuple[int, float, tuple]] = {}  # gpu -> (run, last time, (environment, origin))
-        for i in order:
-            gpu, env = gpu_of[obs.sid[i]], (obs.environment[i], obs.origin[i])
-            state = current.get(gpu)
-            if state is None or t[i] - state[1] > SESSION_GAP_S or env != state[2]:
-                labels.append((gpu, ""))
-                state = (len(labels) - 1, t[i], env)
-            current[gpu] = (state[0], t[i], env)
-            run_of[i] = state[0]
+        # in (GPU, time) order a run starts at a new GPU, after a gap, or where the environment or origin changes
+        gpu_code = pd.factorize(np.array(gpu_of, dtype=object)[sid])[0][order]
+        environment = pd.factorize(np.array(obs.environment, dtype=object))[0]
+        origin, origins = pd.factorize(np.array(obs.origin, dtype=object))  # None: -1
+        env_code = (environment * (len(origins) + 1) + origin + 1)[order]
+        starts = np.r_[True, (np.diff(gpu_code) != 0) | (np.diff(t[order]) > SESSION_GAP_S) | (np.diff(env_code) != 0)]
+        run_of[order] = np.cumsum(starts) - 1
+        labels = [(gpu_of[obs.sid[i]], "") for i in order[starts].tolist()]
     else:
         index: dict[tuple[str, str], int] = {}
         for i in order:
@@ -206,9 +327,7 @@ def _source_runs(obs: _Observations, keys: list[GpuSeriesKey], t: np.ndarray) ->
                 latest[gpu] = max(latest.get(gpu, -np.inf), placed[r])
             else:
                 placed[r] = latest.get(gpu, -np.inf)
-    first_obs: dict[int, int] = {}
-    for i in order:
-        first_obs.setdefault(int(run_of[i]), int(i))
+    first_obs = order[np.unique(run_of[order], return_index=True)[1]]  # each run's first, in (GPU, time) order
     runs = []
     for r, (gpu, label) in enumerate(labels):
         stamp = obs.observed[first_obs[r]]
@@ -219,13 +338,25 @@ def _source_runs(obs: _Observations, keys: list[GpuSeriesKey], t: np.ndarray) ->
     new_index[ranked] = np.arange(len(runs))
     runs = [runs[r] for r in ranked]
     run_of = new_index[run_of]
-    for i, r in enumerate(run_of):
-        runs[r].versions[obs.version[i]] += 1
-        if obs.code_ref[i] is not None:
-            runs[r].code_refs[obs.code_ref[i]] += 1
-        if obs.origin[i] is not None:
-            runs[r].origin = obs.origin[i]
+    _tally(runs, "versions", run_of, obs.version)
+    _tally(runs, "code_refs", run_of, obs.code_ref)
+    origin, origins = pd.factorize(np.array(obs.origin, dtype=object))
+    known = np.flatnonzero(origin >= 0)[::-1]
+    last_runs, at = np.unique(run_of[known], return_index=True)  # each run's last observation with an origin
+    for r, i in zip(last_runs.tolist(), known[at].tolist(), strict=True):
+        runs[r].origin = origins[origin[i]]
     return run_of, runs
+
+
+def _tally(runs: list[SourceRun], counter: str, run_of: np.ndarray, values: list[Any]) -> None:
+    """Count each observation's value (None: not counted) in its run's Counter `counter`, each run's values
+    in the order the observations first bring them (a Counter's ties are ranked in that order)."""
+    codes, distinct = pd.factorize(np.array(values, dtype=object))
+    width = max(1, len(distinct))
+    counted = np.flatnonzero(codes >= 0)
+    pairs, first, counts = np.unique(run_of[counted] * width + codes[counted], return_index=True, return_counts=True)
+    for p in np.lexsort((first, pairs // width)).tolist():
+        getattr(runs[int(pairs[p] // width)], counter)[distinct[pairs[p] % width]] = int(counts[p])
 
 
 # -------------------------------------------------------------------------------------- detection

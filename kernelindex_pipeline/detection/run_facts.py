@@ -78,7 +78,10 @@ class RunFactsAdapter(Protocol):
     # whole (a records file, e.g. `2845fe8/records.jsonl`: its label may name the code measured).
     # Optional, for a run table (`RunFactsTable`): `own_facts(run)`, a staticmethod, what the run says by
     # itself (no other record seen: what a table keeps per run), and `complete(facts)`, what `facts` adds to
-    # it once the other records are seen; `facts(run)` is then `complete(own_facts(run))`.
+    # it once the other records are seen; `facts(run)` is then `complete(own_facts(run))`. With it, optionally,
+    # `completes_from`: the RunFacts fields `complete` reads or changes (it changes no other, and its result in
+    # them depends only on them and on the records seen), so a run table's columns are completed once per
+    # distinct combination of them (`RunColumns`) instead of once per run.
 
 
 FactsFunction = Callable[[dict[str, Any]], "RunFacts | str"]
@@ -201,6 +204,13 @@ class AdapterRegistry:
             raise TypeError(f"the run-facts adapter of {source!r} reads manifests only (no complete()): no run table")
         return complete
 
+    def completes_from(self, source: str | None) -> tuple[str, ...] | None:
+        """The fields the `completion` of `source` reads and sets (the adapter's `completes_from`); None where
+        the adapter does not say (its runs are completed one by one)."""
+        adapter = self._adapters.get(source) if isinstance(source, str) else None
+        fields = getattr(adapter, "completes_from", None)
+        return tuple(fields) if fields is not None else None
+
     def get(self, source: str) -> RunFactsAdapter | None:
         return self._adapters.get(source)
 
@@ -211,14 +221,33 @@ class AdapterRegistry:
         return sorted(self._adapters)
 
 
+class RunColumns(Protocol):
+    """A run table's rows as columns, in the catalogue's order (what `RunFactsTable.runs` gives row by row):
+    ``source``, ``adapter`` (an adapter class read the run), ``reason`` (why it cannot be used) and every
+    RunFacts field, null where the row has no facts."""
+
+    rows: int
+
+    def codes(self, name: str) -> tuple[Any, list[Any]]:
+        """(an integer array: each row's index into the list, -1 for null; the column's distinct values)."""
+
+    def floats(self, name: str) -> Any:
+        """A float array, NaN for null."""
+
+    def strings(self, name: str) -> list[str | None]:
+        """Each row's value."""
+
+
 class RunFactsTable(NamedTuple):
     """A catalogue's runs as a run table keeps them, for detection without reading every run's manifest:
     `records`, every record that is not a BenchmarkRun (in the catalogue's order, seen first), and `runs`,
-    (source, `own_facts_of` of the run) per run in the catalogue's order."""
+    (source, `own_facts_of` of the run) per run in the catalogue's order; `columns`, when the table has them,
+    the same rows as `RunColumns` (detection reads those: a Python object per run was most of its time)."""
 
     records: Iterable[dict[str, Any]]
     runs: Iterable[tuple[str | None, RunFacts | str | None]]
     fingerprint: str | None = None  # the table's content (what its runs and records are), when it knows it
+    columns: Callable[[], RunColumns] | None = None
 
 
 def own_facts_of(manifest: dict[str, Any]) -> tuple[str | None, RunFacts | str | None]:

@@ -93,6 +93,8 @@ class LigerRunFacts:
         labelled = ((manifest.get("metadata") or {}).get("labels") or {}).get(CODE_REF_LABEL)
         return facts._replace(code_ref=labelled if isinstance(labelled, str) and labelled else None)
 
+    completes_from = ("code_ref", "order", "origin", "implementation_digest")  # what `complete` reads and sets
+
     def complete(self, facts: RunFacts) -> RunFacts:
         """The facts of a run that `own_facts` read, once the records it refers to were seen: its origin, the
         code it measured and its place on the run timeline, its implementation as its series follows it."""

@@ -27,9 +27,12 @@ from tests.support.factories import detection_run
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
-def _detected(store: CatalogueStore, table: RunTable | None) -> str:
-    """regressions.json and the table of the detection from the run table (or the manifests, None)."""
+def _detected(store: CatalogueStore, table: RunTable | None, *, by_rows: bool = False) -> str:
+    """regressions.json and the table of the detection from the run table (or the manifests, None): from its
+    columns, or `by_rows` from its rows one by one (the path of an adapter that does not say `completes_from`)."""
     runs = store.manifests() if table is None else table.facts(store)
+    if by_rows:
+        runs = runs._replace(columns=None)
     return _text(detect_and_attribute(runs, DetectionSettings(), None, marks=store.acknowledgements())[0])
 
 
@@ -59,7 +62,7 @@ def test_detection_from_the_run_table_is_detection_from_the_manifests_on_real_ci
         done = table.update(store)
         assert (len(done.written), done.kept, done.warnings) == (10, [], [])
         assert list(table.facts(store).runs) == _own_facts_in_catalogue_order(store)
-        assert _detected(store, table) == _detected(store, None)
+        assert _detected(store, table) == _detected(store, table, by_rows=True) == _detected(store, None)
 
 
 def _run(gpu: str, series: int, night: int, value: float, *, source: str = "liger-kernel-bench") -> dict:
@@ -116,7 +119,7 @@ def test_after_any_sequence_of_publications_the_incremental_table_is_a_fresh_one
             fresh.update(store)
             assert list(nightly.facts(store).runs) == list(fresh.facts(store).runs)
             assert list(nightly.facts(store).runs) == _own_facts_in_catalogue_order(store)
-            assert _detected(store, nightly) == _detected(store, None)
+            assert _detected(store, nightly) == _detected(store, nightly, by_rows=True) == _detected(store, None)
 
 
 def _catalogue(tmp_path: Path, nights: int = 10) -> CatalogueStore:
@@ -245,3 +248,20 @@ def test_a_table_its_caller_made_before_and_that_is_gone_is_read_again_with_a_wa
             "from the catalogue"
         ]
         assert RunTable(tmp_path / "first").update(store).warnings == []  # a first table: nothing to warn of
+
+
+def test_an_adapter_whose_completion_sets_a_field_it_does_not_name_is_refused(tmp_path):
+    """Completed once per distinct combination of its `completes_from` fields, an adapter that changes another
+    field would give every run of the combination the first run's value: refused, naming the field."""
+    from kernelindex_pipeline.detection.detect import detect_in_run_table
+    from kernelindex_pipeline.liger.run_facts import LigerRunFacts
+
+    class ScriptChanging(LigerRunFacts):
+        def complete(self, facts):
+            return super().complete(facts)._replace(script="another")
+
+    with _catalogue(tmp_path, nights=4) as store:
+        table = RunTable(tmp_path / "run-table")
+        table.update(store)
+        with pytest.raises(TypeError, match="script"):
+            detect_in_run_table(table.facts(store), DetectionSettings(), {"liger-kernel-bench": ScriptChanging()})

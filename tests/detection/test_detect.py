@@ -16,8 +16,15 @@ from hypothesis import strategies as st
 
 from kernelindex_pipeline.cli import main
 from kernelindex_pipeline.detection.changepoints import find_changes, t_quantile, t_sf2
-from kernelindex_pipeline.detection.changes import RegressionInputError
-from kernelindex_pipeline.detection.detect import _group_medians, detect_in_record_files, detect_regressions
+from kernelindex_pipeline.detection.changes import GpuSeriesKey, RegressionInputError, SourceRun
+from kernelindex_pipeline.detection.detect import (
+    SESSION_GAP_S,
+    _group_medians,
+    _Observations,
+    _source_runs,
+    detect_in_record_files,
+    detect_regressions,
+)
 from kernelindex_pipeline.detection.document import regressions_json
 from kernelindex_pipeline.detection.settings import DetectionSettings
 from tests.support.ci_slice import unpack_ci_slice
@@ -713,3 +720,107 @@ def test_the_medians_of_groups_are_numpy_s_median_of_each_group(pairs, with_nan)
     starts = np.r_[0, np.cumsum(counts)[:-1]]
     expected = [np.median(values[group == g]) for g in range(len(labels))]
     np.testing.assert_array_equal(_group_medians(values, group, starts), np.array(expected))
+
+
+def _source_runs_one_by_one(obs, keys, t):
+    """detect._source_runs as it was, an observation at a time: the reference its vectorised form must equal."""
+    timeline = np.array(obs.order, dtype=float)
+    gpu_of = [k.gpu for k in keys]
+    sid = np.array(obs.sid)
+    order = np.lexsort((t, np.array([gpu_of[s] for s in obs.sid])))
+    labels: list[tuple[str, str]] = []
+    run_of = np.empty(len(sid), dtype=np.int64)
+    if any(s is None for s in obs.source):
+        current: dict[str, tuple[int, float, tuple]] = {}  # gpu -> (run, last time, (environment, origin))
+        for i in order:
+            gpu, env = gpu_of[obs.sid[i]], (obs.environment[i], obs.origin[i])
+            state = current.get(gpu)
+            if state is None or t[i] - state[1] > SESSION_GAP_S or env != state[2]:
+                labels.append((gpu, ""))
+                state = (len(labels) - 1, t[i], env)
+            current[gpu] = (state[0], t[i], env)
+            run_of[i] = state[0]
+    else:
+        index: dict[tuple[str, str], int] = {}
+        for i in order:
+            k = (gpu_of[obs.sid[i]], obs.source[i])
+            if k not in index:
+                index[k] = len(labels)
+                labels.append(k)
+            run_of[i] = index[k]
+    first_time = np.full(len(labels), np.inf)
+    np.minimum.at(first_time, run_of, t)
+    # the run timeline: the adapter's order where it gives one (e.g. the code's commit time); a run without
+    # one keeps its measured place among those that have one: right after the latest-placed run of its GPU
+    # measured before it (its first measurement decides among equals), so a run the adapter cannot place
+    # never moves the runs it can, nor is moved past them (orders and measurement times are not one scale)
+    placed = np.full(len(labels), np.inf)
+    known = ~np.isnan(timeline)
+    np.minimum.at(placed, run_of[known], timeline[known])
+    if not np.isfinite(placed).all():
+        latest: dict[str, float] = {}
+        for r in sorted(range(len(labels)), key=lambda r: first_time[r]):
+            gpu = labels[r][0]
+            if np.isfinite(placed[r]):
+                latest[gpu] = max(latest.get(gpu, -np.inf), placed[r])
+            else:
+                placed[r] = latest.get(gpu, -np.inf)
+    first_obs: dict[int, int] = {}
+    for i in order:
+        first_obs.setdefault(int(run_of[i]), int(i))
+    runs = []
+    for r, (gpu, label) in enumerate(labels):
+        stamp = obs.observed[first_obs[r]]
+        runs.append(SourceRun(label=label or f"{gpu} {stamp}", gpu=gpu, observed_at=stamp))
+    # renumber by (gpu, place on the timeline) so neighbouring runs are neighbours on it
+    ranked = sorted(range(len(runs)), key=lambda r: (runs[r].gpu, placed[r], first_time[r], runs[r].label))
+    new_index = np.empty(len(runs), dtype=np.int64)
+    new_index[ranked] = np.arange(len(runs))
+    runs = [runs[r] for r in ranked]
+    run_of = new_index[run_of]
+    for i, r in enumerate(run_of):
+        runs[r].versions[obs.version[i]] += 1
+        if obs.code_ref[i] is not None:
+            runs[r].code_refs[obs.code_ref[i]] += 1
+        if obs.origin[i] is not None:
+            runs[r].origin = obs.origin[i]
+    return run_of, runs
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 3),  # series (its GPU: series % 2)
+            st.integers(0, 20),  # time, in half hours: some runs apart by the session gap, some not
+            st.sampled_from(["env-a", "env-b"]),
+            st.sampled_from([None, "ci", "sweep"]),
+            st.sampled_from(["0.6.0", "0.7.0", "unlabelled"]),
+            st.sampled_from([None, "abc1234", "v0.7.0"]),
+            st.one_of(st.none(), st.integers(0, 5)),  # the adapter's place on the timeline
+        ),
+        min_size=1,
+        max_size=40,
+    )
+)
+def test_source_runs_are_those_cut_an_observation_at_a_time(rows):
+    """The source runs of a catalogue's observations (cut at a GPU, a gap, an environment or origin; each run's
+    versions, code refs and origin tallied): those the loop over every observation made, Counter order included."""
+    obs = _Observations()
+    keys = [GpuSeriesKey("k", "full", "liger", "i", "w", "p", f"gpu-{s % 2}", "latency") for s in range(4)]
+    for series, half_hours, environment, origin, version, code_ref, place in rows:
+        obs.sid.append(series)
+        obs.observed.append(f"2026-01-01T{half_hours // 2:02d}:{30 * (half_hours % 2):02d}:00Z")
+        obs.order.append(math.nan if place is None else float(place))
+        obs.environment.append(environment)
+        obs.origin.append(origin)
+        obs.version.append(version)
+        obs.code_ref.append(code_ref)
+        obs.source.append(None)
+    t = np.array([1800.0 * h for _, h, *_ in rows])
+    run_of, runs = _source_runs(obs, keys, t)
+    want_run_of, want = _source_runs_one_by_one(obs, keys, t)
+    assert run_of.tolist() == want_run_of.tolist()
+    assert runs == want
+    assert [list(r.versions.items()) for r in runs] == [list(r.versions.items()) for r in want]
+    assert [list(r.code_refs.items()) for r in runs] == [list(r.code_refs.items()) for r in want]
