@@ -14,7 +14,8 @@ measured ceilings: the fastest sentinel run of each environment, over every publ
   so a template's candidates need only its runs); the threshold and code fingerprint everything was derived
   with;
 - ``efficiency.jsonl``: the whole sidecar (header, then every run's line in digest order), merged from the parts
-  when any changed: what the export and the site read.
+  when any changed (where only new parts came, their lines put into the previous file, which the list says the
+  parts and size of): what the export and the site read.
 
 A part is derived again when its file is missing or damaged (a warning), when the ceilings of its environments
 moved (a faster sentinel run arrived), or when a record it lacked arrived; everything when the list is unusable
@@ -217,13 +218,12 @@ def update_efficiency(
         done.implausible += entry["implausible"]
         done.runs += entry["rows"]
     changed = bool(done.written or done.removed or why) or not done.sidecar.is_file()
+    merged = listed.get("sidecar") if not why else None
     if changed:
-        _merge(out, entries, low_threshold, done.runs)
+        merged = _merge(out, entries, low_threshold, done.runs, merged if isinstance(merged, dict) else None)
     if changed or done.templates_ranked:
-        _write_atomically(
-            out / PARTS_LIST,
-            (json.dumps({**made_with, "parts": entries, "ranking": ranking}, indent=1, sort_keys=True) + "\n").encode(),
-        )
+        listing = {**made_with, "parts": entries, "ranking": ranking, "sidecar": merged}
+        _write_atomically(out / PARTS_LIST, (json.dumps(listing, indent=1, sort_keys=True) + "\n").encode())
     return done
 
 
@@ -358,8 +358,13 @@ def _ceilings(listed: dict[str, float]) -> dict[tuple[str, str], float]:
     return {tuple(key.split("|", 1)): float(value) for key, value in listed.items()}  # type: ignore[misc]
 
 
-def _merge(out: Path, entries: dict[str, Any], low_threshold: float, runs: int) -> None:
-    """efficiency.jsonl as `write_sidecar` writes it for the whole catalogue: the parts' lines merged by digest."""
+def _merge(
+    out: Path, entries: dict[str, Any], low_threshold: float, runs: int, before: dict[str, Any] | None
+) -> dict[str, Any]:
+    """efficiency.jsonl as `write_sidecar` writes it for the whole catalogue: the parts' lines merged by digest;
+    what it was merged from (each part's sha256, the file's size), for the next merge. Where the sidecar is the
+    one `before` describes and the parts are those plus new ones, only the new parts' lines are put into it (a
+    night's few hundred among a million: the old file's bytes are copied between them), else every part is."""
     header = {
         "kind": SIDECAR_KIND,
         "version": SIDECAR_VERSION,
@@ -367,14 +372,72 @@ def _merge(out: Path, entries: dict[str, Any], low_threshold: float, runs: int) 
         "runs": runs,
         "units": {"achieved": "bytes/s or FLOP/s (see bound)", "latencyNs": "ns"},
     }
-    handles = [open(out / PARTS_DIR / entry["file"], encoding="utf-8") for entry in entries.values()]
-    try:
-        keyed = [((_RUN_FIELD.search(line).group(1), line) for line in handle) for handle in handles]  # type: ignore[union-attr]
-        chunks = (line.encode("utf-8") for _, line in heapq.merge(*keyed))
-        _write_atomically(out / SIDECAR_NAME, (json.dumps(header, sort_keys=True) + "\n").encode(), chunks)
-    finally:
-        for handle in handles:
-            handle.close()
+    head = (json.dumps(header, sort_keys=True) + "\n").encode()
+    sidecar = out / SIDECAR_NAME
+    merged = {"parts": {p: e["sha256"] for p, e in entries.items()}}
+    old = (before or {}).get("parts")
+    new = sorted(set(merged["parts"]) - set(old)) if isinstance(old, dict) else None
+    if (
+        new is not None
+        and all(merged["parts"].get(p) == sha for p, sha in old.items())
+        and sidecar.is_file()
+        and sidecar.stat().st_size == before.get("bytes")
+    ):
+        lines = []
+        for p in new:
+            with open(out / PARTS_DIR / entries[p]["file"], encoding="utf-8") as part:
+                lines += [(_RUN_FIELD.search(line).group(1), line.encode("utf-8")) for line in part]  # type: ignore[union-attr]
+        lines.sort()
+        with open(sidecar, "rb") as previous:
+            _write_atomically(sidecar, head, _inserted(previous, lines))
+    else:
+        handles = [open(out / PARTS_DIR / entry["file"], encoding="utf-8") for entry in entries.values()]
+        try:
+            keyed = [((_RUN_FIELD.search(line).group(1), line) for line in handle) for handle in handles]  # type: ignore[union-attr]
+            chunks = (line.encode("utf-8") for _, line in heapq.merge(*keyed))
+            _write_atomically(sidecar, head, chunks)
+        finally:
+            for handle in handles:
+                handle.close()
+    return {**merged, "bytes": sidecar.stat().st_size}
+
+
+def _inserted(previous: Any, lines: list[tuple[str, bytes]]) -> Iterator[bytes]:
+    """The lines of the sorted sidecar `previous` (its header left out) with `lines` (key, line) put in their
+    places: each place found by bisecting the file's byte offsets, the bytes between copied in blocks."""
+    previous.readline()
+    start = previous.tell()
+    end = previous.seek(0, os.SEEK_END)
+
+    def key_at(offset: int) -> tuple[int, str | None]:
+        """(the offset of the first line starting after `offset`, or at it where it is a line's start; its key)."""
+        previous.seek(offset - 1)
+        previous.readline()  # to the end of the line `offset` is in (a line's start: the one before it ends there)
+        at = previous.tell()
+        line = previous.readline()
+        found = _RUN_FIELD.search(line.decode("utf-8"))
+        return at, found.group(1) if found else None
+
+    copied = start
+    for key, line in lines:
+        low, high = copied, end  # the place: the first line start at or after low whose key is above `key`
+        while low < high:
+            middle = (low + high) // 2
+            at, found = key_at(max(middle, copied))
+            if at >= end or found is None or found > key:
+                high = middle
+            else:
+                low = middle + 1
+        place, _ = key_at(max(low, copied)) if low < end else (end, None)
+        previous.seek(copied)
+        while copied < place:
+            block = previous.read(min(1 << 20, place - copied))
+            copied += len(block)
+            yield block
+        yield line
+    previous.seek(copied)
+    while block := previous.read(1 << 20):
+        yield block
 
 
 def _code_fingerprint() -> str:

@@ -4,12 +4,14 @@ what the publications since brought, and a damaged part or list is derived again
 
 from __future__ import annotations
 
+import io
 import json
 import tempfile
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 from kernelindex_pipeline.catalogue.store import CatalogueStore
 from kernelindex_pipeline.reporting.efficiency import (
@@ -19,7 +21,7 @@ from kernelindex_pipeline.reporting.efficiency import (
     rank_by_efficiency,
     write_sidecar,
 )
-from kernelindex_pipeline.reporting.efficiency_parts import PARTS_DIR, PARTS_LIST, update_efficiency
+from kernelindex_pipeline.reporting.efficiency_parts import PARTS_DIR, PARTS_LIST, _inserted, update_efficiency
 from kernelindex_pipeline.reporting.series import RecordIndex, build_series
 from tests.support.run_pool import SECOND_SENTINEL, STEPS, pool, publish
 
@@ -169,3 +171,22 @@ def test_a_rebuild_derives_every_part_again_with_the_same_bytes(tmp_path):
         done = update_efficiency(store, tmp_path / "out", low_threshold=LOW, rebuild=True)
         assert (done.written, done.full, done.warnings) == ([1, 2], "a rebuild was asked for", [])
         assert _files(tmp_path / "out") == before
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.dictionaries(st.text("0123456789abcdef", min_size=1, max_size=4), st.integers(0, 40), max_size=30),
+    st.data(),
+)
+def test_a_night_s_lines_are_put_in_their_places_in_the_sorted_sidecar(lines, data):
+    """The merge of a few new parts into the previous sidecar (by bisecting its byte offsets) gives the lines of
+    one sorted merge: new keys before the first, after the last and between neighbours, lines of any length."""
+
+    def line(key: str, pad: int) -> bytes:
+        return (json.dumps({"pad": "x" * pad, "run": key}) + "\n").encode()
+
+    keys = sorted(lines)
+    new = set(data.draw(st.lists(st.sampled_from(keys), unique=True)) if keys else [])
+    previous = io.BytesIO(b'{"kind": "header"}\n' + b"".join(line(k, lines[k]) for k in keys if k not in new))
+    put = [(k, line(k, lines[k])) for k in keys if k in new]
+    assert b"".join(_inserted(previous, put)) == b"".join(line(k, lines[k]) for k in keys)
