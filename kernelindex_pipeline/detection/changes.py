@@ -310,6 +310,10 @@ class RegressionReport:
     # series judged afresh and reused from the judgement store (how the result was computed, not part of it:
     # not in regressions.json (document.py), which is the same with or without a store)
     judgements: JudgementReuse = field(default_factory=JudgementReuse)
+    # a digest of everything the result was made from (`liger.attribution.detect_and_attribute`'s inputs: runs,
+    # records, settings, acknowledgements, the clone's refs, the code), None where not known: two results with
+    # one are the same result (the site keeps what it derived of the previous one)
+    made_from: str | None = None
 
     @property
     def slowdowns(self) -> list[Change]:

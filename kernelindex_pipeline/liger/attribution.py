@@ -598,6 +598,7 @@ def detect_and_attribute(
     notes = [*report.judgements.notes, *liger.attribute(report)]
     acknowledgements.apply(report, acknowledgements.from_rows(marks or []))  # after attribution's host folding
     if key is not None:
+        report.made_from = key
         _keep_result(Path(previous), key, (report, notes))
     return report, notes
 

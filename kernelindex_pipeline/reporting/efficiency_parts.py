@@ -194,7 +194,9 @@ def update_efficiency(
     ranking: dict[str, Any] = {t: v for t, v in listed.get("ranking", {}).items() if not why}
     every = {t for entry in entries.values() for t in entry["templates"]}
     to_rank = sorted((touched | (every - set(ranking))) & every)
-    if whole is not None or 2 * len(to_rank) > len(every):  # most of them: one pass over every run
+    if not to_rank:  # nothing to rank again (no run template touched): no derivation, no cost models loaded
+        index, report = None, None
+    elif whole is not None or 2 * len(to_rank) > len(every):  # most of them: one pass over every run
         if whole is None:
             index = base.with_runs(store.records(kinds=[RUN_KIND]))
             whole = (index, derive_efficiency(index, low_threshold=low_threshold))
@@ -203,7 +205,7 @@ def update_efficiency(
         index = base.with_runs((digest, manifest) for digest, manifest, _ in store.runs_by_external_id(to_rank))
         report = with_measured_ceilings(derive_efficiency(index, low_threshold=low_threshold), measured)
     again: dict[str, list[dict[str, Any]]] = {template: [] for template in to_rank}
-    for candidate in ranking_candidates(build_series(index), report):
+    for candidate in ranking_candidates(build_series(index), report) if index is not None else ():
         template = index.run(candidate.row.facts.run).external_head
         if template in again:
             again[template].append(candidate.to_dict())

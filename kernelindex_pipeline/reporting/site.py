@@ -1092,7 +1092,22 @@ def build_catalogue_site(
         ).hexdigest()
     )
     before = _read_state(out_dir)
-    detection = _detection_of(regressions)
+    made_from = regressions.made_from
+    # detection's result is the one the previous build derived from (its digest): each kernel's fingerprint is
+    # the one the state keeps, and the rest of what `_detection_of` gives is needed only by a kernel rebuilt
+    kept_detection = (
+        made_from is not None and not rebuild and (before.get("catalogue") or {}).get("detection") == made_from
+    )
+    detection = None if kept_detection else _detection_of(regressions)
+    fingerprints = (
+        detection[2]
+        if detection is not None
+        else {
+            k: p["detection"]
+            for k, p in (before.get("parts") or {}).items()
+            if isinstance(p, dict) and p.get("detection")
+        }
+    )
 
     def whole(reason: str) -> SiteResult:
         if not rebuild:
@@ -1104,11 +1119,11 @@ def build_catalogue_site(
             title,
             coverage,
             regressions,
-            detection,
+            detection or _detection_of(regressions),
             publication_origins,
             sidecar,
             low,
-            catalogue={"publication": newest, "inputs": inputs},
+            catalogue={"publication": newest, "inputs": inputs, "detection": made_from},
             publications=publications,
             reason=reason,
         )
@@ -1116,7 +1131,7 @@ def build_catalogue_site(
     try:
         if rebuild:
             raise _FullBuild("a full rebuild was asked for")
-        plan = _plan(store, out_dir, before, inputs, publications, publication_origins, detection[2], sidecar)
+        plan = _plan(store, out_dir, before, inputs, publications, publication_origins, fingerprints, sidecar)
     except _FullBuild as why:
         return whole(str(why))
     touched = plan.touched
@@ -1143,6 +1158,7 @@ def build_catalogue_site(
             efficiency = functools.partial(_sidecar_of, sidecar, set(touched))
         else:
             efficiency = derive_efficiency(index, low_threshold=low)
+        detection = detection or _detection_of(regressions)
         derived = _derive(
             index, kernels=set(touched), efficiency=efficiency, detection=detection, origins=origins, reuse=reuse
         )
@@ -1182,7 +1198,9 @@ def build_catalogue_site(
         "made again from every kernel's part"
     )
     site.result.rebuilt = sorted(touched)
-    _write_state(out_dir, site, _catalogue_state(newest, inputs, publications, publication_origins, plan.regular))
+    _write_state(
+        out_dir, site, _catalogue_state(newest, inputs, publications, publication_origins, plan.regular, made_from)
+    )
     return site.result
 
 
@@ -1224,6 +1242,7 @@ def _catalogue_state(
     publications: list[dict[str, Any]],
     publication_origins: Mapping[int, str] | None,
     regular: bool,
+    detection: str | None,
 ) -> dict[str, Any]:
     started = {p["id"]: p["startedAt"] for p in publications}
     return {
@@ -1232,6 +1251,7 @@ def _catalogue_state(
         "inputs": inputs,
         "origins": _origins_fingerprint(publication_origins, newest),
         "regular": regular,
+        "detection": detection,  # the digest of detection's result the build derived from (`made_from`)
     }
 
 
@@ -1383,7 +1403,11 @@ def _build_whole(
     site.result.full_rebuild = reason
     newest = catalogue["publication"]
     _write_state(
-        out_dir, site, _catalogue_state(newest, catalogue["inputs"], publications, publication_origins, derived.regular)
+        out_dir,
+        site,
+        _catalogue_state(
+            newest, catalogue["inputs"], publications, publication_origins, derived.regular, catalogue["detection"]
+        ),
     )
     return site.result
 

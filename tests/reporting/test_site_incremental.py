@@ -201,3 +201,26 @@ def test_liger_ci_rows_published_in_two_nights_build_what_a_full_build_builds(tm
     assert night.full_rebuild is None and set(night.rebuilt) >= kernels
     assert 0 < len(night.rebuilt) < len(fresh.rebuilt) and len(first.rebuilt) < len(fresh.rebuilt)
     assert _differences(tmp_path / "site", tmp_path / "fresh") == []
+
+
+def test_a_detection_result_the_previous_build_derived_from_is_not_derived_again(tmp_path, monkeypatch):
+    """The result's digest (`made_from`, what detect_and_attribute was given) is the previous build's: no
+    kernel's detection changed, and the per-point sources and fingerprints are not made again (a million points
+    at 1M runs); another digest makes them again."""
+    from kernelindex_pipeline.reporting import site
+
+    with _catalogue(tmp_path, list(pool()[0])) as store:
+        regressions = detect_regressions(store.manifests())
+        regressions.made_from = "sha256:one"
+        build_catalogue_site(store, tmp_path / "site", regressions=regressions)
+        before = {p.relative_to(tmp_path): p.read_bytes() for p in (tmp_path / "site").rglob("*") if p.is_file()}
+        derive = site._detection_of
+        calls = []
+        monkeypatch.setattr(site, "_detection_of", lambda report: calls.append(report) or derive(report))
+        again = build_catalogue_site(store, tmp_path / "site", regressions=regressions)
+        assert calls == [] and again.rebuilt == [] and again.rewritten == []
+        after = {p.relative_to(tmp_path): p.read_bytes() for p in (tmp_path / "site").rglob("*") if p.is_file()}
+        assert {k for k in before if before[k] != after.get(k)} <= {Path("site") / STATE_NAME, Path("site/index.html")}
+        regressions.made_from = "sha256:another"
+        build_catalogue_site(store, tmp_path / "site", regressions=regressions)
+        assert calls == [regressions]
