@@ -99,9 +99,11 @@ class _Observations:
             registry.see(manifest)
         if table.columns is not None and not self.sid:
             columns = table.columns()
-            sources = columns.codes("source")[1]
-            if all(registry.completion(s) is None or registry.completes_from(s) is not None for s in [None, *sources]):
-                self._take_columns(columns)
+            source = columns.codes("source")
+            if all(
+                registry.completion(s) is None or registry.completes_from(s) is not None for s in [None, *source[1]]
+            ):
+                self._take_columns(columns, source)
                 return
         completions: dict[str | None, Any] = {}
 
@@ -157,17 +159,17 @@ class _Observations:
             self.origin.append(facts.origin)
             sources(source)
 
-    def _take_columns(self, columns: RunColumns) -> None:
+    def _take_columns(self, columns: RunColumns, source_codes: tuple[np.ndarray, list[Any]]) -> None:
         """`_take` of a run table's columns, each adapter's `complete` called once per distinct combination
         of its `completes_from` fields (and source), the series numbered in order of their first run, the
         skipped counted in order of their first row: the columns `_take` makes of the same runs, run by run."""
         registry = self.registry
-        source, sources = columns.codes("source")
-        adapter, adapted = columns.codes("adapter")
+        source, sources = source_codes  # the column `add_table` read to choose this path
+        adapter, adapter_values = columns.codes("adapter")
         reason, reasons = columns.codes("reason")
         complete = [registry.completion(s) for s in sources]
         # as `add_table` run by run: no adapter (for the source, or the row's), then the row's reason, else facts
-        adapted = np.isin(adapter, [i for i, v in enumerate(adapted) if v]) & np.isin(
+        adapted = np.isin(adapter, [i for i, v in enumerate(adapter_values) if v]) & np.isin(
             source, [i for i, c in enumerate(complete) if c is not None]
         )
         has_facts = adapted & (reason < 0)
