@@ -223,6 +223,7 @@ class _Columns:
         keys = pa.table({name: self._read(name) for name in ("name", "digest")})
         # the catalogue's order (name, then digest: unique); byte order of UTF-8 is code-point order
         self._order = pc.sort_indices(keys, sort_keys=[("name", "ascending"), ("digest", "ascending")])
+        self._positions = self._order.to_numpy()  # the same order, to index numpy arrays with
         self.rows = len(keys)
 
     def _read(self, name: str):
@@ -238,12 +239,12 @@ class _Columns:
 
         encoded = pc.dictionary_encode(self._read(name))
         codes = pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False).astype("int64")
-        return codes[self._order.to_numpy()], encoded.dictionary.to_pylist()
+        return codes[self._positions], encoded.dictionary.to_pylist()
 
     def floats(self, name: str) -> Any:
         import pyarrow.compute as pc
 
-        return pc.fill_null(self._read(name), float("nan")).to_numpy(zero_copy_only=False)[self._order.to_numpy()]
+        return pc.fill_null(self._read(name), float("nan")).to_numpy(zero_copy_only=False)[self._positions]
 
     def strings(self, name: str) -> list[str | None]:
         return self._read(name).take(self._order).to_pylist()

@@ -295,11 +295,11 @@ def _source_runs(obs: _Observations, keys: list[GpuSeriesKey], t: np.ndarray) ->
     order = np.lexsort((t, np.array([gpu_of[s] for s in obs.sid])))
     labels: list[tuple[str, str]] = []
     run_of = np.empty(len(sid), dtype=np.int64)
+    origin, origins = pd.factorize(np.array(obs.origin, dtype=object))  # None: -1
     if any(s is None for s in obs.source):
         # in (GPU, time) order a run starts at a new GPU, after a gap, or where the environment or origin changes
         gpu_code = pd.factorize(np.array(gpu_of, dtype=object)[sid])[0][order]
         environment = pd.factorize(np.array(obs.environment, dtype=object))[0]
-        origin, origins = pd.factorize(np.array(obs.origin, dtype=object))  # None: -1
         env_code = (environment * (len(origins) + 1) + origin + 1)[order]
         starts = np.r_[True, (np.diff(gpu_code) != 0) | (np.diff(t[order]) > SESSION_GAP_S) | (np.diff(env_code) != 0)]
         run_of[order] = np.cumsum(starts) - 1
@@ -342,7 +342,6 @@ def _source_runs(obs: _Observations, keys: list[GpuSeriesKey], t: np.ndarray) ->
     run_of = new_index[run_of]
     _tally(runs, "versions", run_of, obs.version)
     _tally(runs, "code_refs", run_of, obs.code_ref)
-    origin, origins = pd.factorize(np.array(obs.origin, dtype=object))
     known = np.flatnonzero(origin >= 0)[::-1]
     last_runs, at = np.unique(run_of[known], return_index=True)  # each run's last observation with an origin
     for r, i in zip(last_runs.tolist(), known[at].tolist(), strict=True):
